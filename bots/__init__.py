@@ -1,0 +1,1 @@
+"""Bot SDKs and example bots for the arena."""

@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+// A Dwarven Tavern bot for Node.js with no dependencies: it shows the whole protocol in one file.
+//
+//   node bots/js/tavern-bot.js [--host H] [--port N] [--simulation ID] [--nick NAME]
+//
+// Messages are JSON objects, one per line. The bot buffers what it reads and splits on "\n",
+// because TCP may deliver half a message or several at once.
+// Strategy: each team scores by pushing toward its own home row (team1 south, team2 north), so
+// attackers push the rival barrel and defenders push their own barrel the same way.
+'use strict';
+const net = require('net');
+
+function parseArgs(argv) {
+  const args = { host: '127.0.0.1', port: 9000, simulation: null, nick: 'JS bot' };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, '');
+    if (!(key in args)) throw new Error('unknown option ' + argv[i]);
+    args[key] = key === 'port' ? Number(argv[i + 1]) : argv[i + 1];
+  }
+  return args;
+}
+
+const STEPS = { NORTH: [0, -1], EAST: [1, 0], SOUTH: [0, 1], WEST: [-1, 0] };
+
+// The first move of a shortest path from start to goal, going around both barrels.
+function firstStep(start, goal, barrels, width, height) {
+  const key = (x, y) => x + ',' + y;
+  const blocked = new Set(barrels.map((b) => key(b.x, b.y)));
+  const first = new Map([[key(start.x, start.y), '']]);
+  const queue = [[start.x, start.y]];
+  while (queue.length) {
+    const [x, y] = queue.shift();
+    if (x === goal.x && y === goal.y) return first.get(key(x, y));
+    for (const [name, [dx, dy]] of Object.entries(STEPS)) {
+      const nx = x + dx, ny = y + dy, k = key(nx, ny);
+      if (nx < 0 || ny < 0 || nx >= width || ny >= height || first.has(k) || blocked.has(k)) continue;
+      first.set(k, first.get(key(x, y)) || name);
+      queue.push([nx, ny]);
+    }
+  }
+  return '';
+}
+
+function chooseActions(state, team, width, height) {
+  const rival = team === 'team1' ? 'team2' : 'team1';
+  const push = team === 'team1' ? 'SOUTH' : 'NORTH';
+  const [dx, dy] = STEPS[push];
+  const own = state.barrels[team].coords, other = state.barrels[rival].coords;
+  const barrels = [own, other];
+  return state[team].map((dwarf, index) => {
+    const target = index % 2 === 0 ? other : own;
+    const behind = { x: target.x - dx, y: target.y - dy };
+    if (dwarf.coords.x === behind.x && dwarf.coords.y === behind.y) {
+      return { botId: dwarf.id, type: 'MOVE', direction: push };
+    }
+    const step = firstStep(dwarf.coords, behind, barrels, width, height);
+    return step ? { botId: dwarf.id, type: 'MOVE', direction: step } : { botId: dwarf.id, type: 'PASS' };
+  });
+}
+
+function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const socket = net.connect({ host: args.host, port: args.port });
+  const send = (message) => socket.write(JSON.stringify(message) + '\n');
+  let team = null, width = 0, height = 0, pending = '';
+
+  socket.on('connect', () => {
+    send({ type: 'join-simulation', nick: args.nick, simulationId: args.simulation,
+           names: ['Gimli', 'Durin', 'Thorin', 'Balin', 'Dwalin'] });
+  });
+  socket.on('data', (chunk) => {
+    pending += chunk.toString('utf8');
+    let newline;
+    while ((newline = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, newline).trim();
+      pending = pending.slice(newline + 1);
+      if (line) handle(JSON.parse(line));
+    }
+  });
+  socket.on('error', (error) => { console.error('connection error: ' + error.message); process.exitCode = 1; });
+
+  function handle(message) {
+    switch (message.type) {
+      case 'game-info':
+        ({ team, width, height } = message);
+        console.log('joined ' + message.simulationId + ' as ' + team);
+        break;
+      case 'turn':
+        send({ type: 'player-turn', actions: chooseActions(message.state, team, width, height) });
+        break;
+      case 'score':
+        console.log('point for ' + message.team);
+        break;
+      case 'win-game': case 'loss-game': case 'draw-game':
+        console.log(message.type + (message.result ? ': ' + message.result.reason : ''));
+        socket.end();
+        break;
+      case 'error':
+        console.error('server error: ' + message.message + (message.reason ? ' (' + message.reason + ')' : ''));
+        if (message.message !== 'Turn timeout' && message.message !== 'Player disconnected') socket.end();
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+main();

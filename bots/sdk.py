@@ -1,0 +1,131 @@
+"""A small asyncio client for the arena: connect, create or join, then a turn loop.
+
+    async with await ArenaClient.connect("127.0.0.1", 9000) as client:
+        info = await client.join(nick="me", names=["Ann", "Bo"])
+        final = await client.play(lambda message: {"type": "player-turn", "actions": [...]})
+
+The turn callback receives each ``turn`` message and returns the reply (or awaits it). The
+server's errors come back as ``ArenaError``; informational ones (a turn that timed out, an
+opponent who left) are passed to ``on_notice`` instead and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any
+
+import orjson
+
+JsonObject = dict[str, Any]
+TurnHandler = Callable[[JsonObject], JsonObject | Awaitable[JsonObject]]
+END_TYPES = frozenset({"win-game", "loss-game", "draw-game"})
+NOTICES = frozenset({"Turn timeout", "Player disconnected"})
+
+
+class ArenaError(Exception):
+    """The server refused something; ``message`` is its stable text, ``reason`` the detail."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message if reason is None else f"{message}: {reason}")
+        self.message = message
+        self.reason = reason
+
+
+class ArenaClient:
+    """One connection to the arena."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    @classmethod
+    async def connect(cls, host: str = "127.0.0.1", port: int = 9000) -> ArenaClient:
+        reader, writer = await asyncio.open_connection(host, port, limit=16 * 1024 * 1024)
+        return cls(reader, writer)
+
+    async def __aenter__(self) -> ArenaClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+
+    async def send(self, message: JsonObject) -> None:
+        self._writer.write(orjson.dumps(message) + b"\n")
+        await self._writer.drain()
+
+    async def receive(self) -> JsonObject:
+        """The next message; raises ``ConnectionError`` if the server closed the connection."""
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                raise ConnectionError("the server closed the connection")
+            if line.strip():
+                message: JsonObject = orjson.loads(line)
+                return message
+
+    async def _expect(self, wanted: str) -> JsonObject:
+        message = await self.receive()
+        if message["type"] == "error":
+            raise ArenaError(message["message"], message.get("reason"))
+        if message["type"] != wanted:
+            raise ArenaError("Unexpected message", f"wanted {wanted}, got {message['type']}")
+        return message
+
+    async def create_simulation(self, game: str = "tavern", seed: int | None = None) -> JsonObject:
+        """Create an empty simulation; returns the ``ready`` message (its ``simulationId``)."""
+        message: JsonObject = {"type": "create-simulation", "game": game}
+        if seed is not None:
+            message["seed"] = seed
+        await self.send(message)
+        return await self._expect("ready")
+
+    async def join(
+        self, simulation_id: str | None = None, *, nick: str, game: str = "tavern", **fields: Any
+    ) -> JsonObject:
+        """Join by id, or a random waiting simulation when the id is None; returns game-info.
+
+        Extra fields go into the request as they are: ``names`` for Dwarven Tavern, ``side``
+        for Thud, ``seed`` for a simulation that a random join creates.
+        """
+        request: JsonObject = {"type": "join-simulation", "game": game, "nick": nick}
+        request["simulationId"] = simulation_id
+        request.update(fields)
+        await self.send(request)
+        return await self._expect("game-info")
+
+    async def play(
+        self,
+        on_turn: TurnHandler,
+        on_notice: Callable[[JsonObject], None] | None = None,
+    ) -> JsonObject:
+        """Answer every turn until the game ends; returns the final message."""
+        while True:
+            message = await self.receive()
+            kind = message["type"]
+            if kind == "turn":
+                reply = on_turn(message)
+                if isinstance(reply, Awaitable):
+                    reply = await reply
+                await self.send(reply)
+            elif kind in END_TYPES:
+                return message
+            elif kind == "error":
+                if message["message"] not in NOTICES:
+                    raise ArenaError(message["message"], message.get("reason"))
+                if on_notice is not None:
+                    on_notice(message)
+            elif on_notice is not None:
+                on_notice(message)

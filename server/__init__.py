@@ -1,0 +1,1 @@
+"""Dwarven Tavern Arena: an asyncio bot arena for Dwarven Tavern and Thud."""

@@ -1,0 +1,229 @@
+"""The arena: simulations by id, the TCP listener, and the routing of each message.
+
+The arena owns every match task (in one TaskGroup) and every connection; a connection only
+relays bytes and a simulation only plays its game, so a fault in either stays with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+from server.config import ArenaConfig
+from server.connection import Connection
+from server.games import DEFAULT_GAME, GAMES
+from server.games.base import Game, JoinRejected, JsonObject
+from server.protocol import error_message
+from server.simulation import MatchLimits, Simulation, Status
+
+log = logging.getLogger(__name__)
+
+ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
+MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
+WRONG_SIMULATION_ID = "Wrong simulation ID"
+
+
+class Arena:
+    """Everything a running server holds."""
+
+    def __init__(self, config: ArenaConfig) -> None:
+        self.config = config
+        self.simulations: dict[str, Simulation] = {}
+        self.connections: set[Connection] = set()
+        self.tcp_port: int | None = None
+        self._matches: asyncio.TaskGroup | None = None
+        self._match_tasks: set[asyncio.Task[None]] = set()
+        self._games: dict[str, Game[Any, Any]] = {
+            name: factory(config) for name, factory in GAMES.items()
+        }
+
+    # --- simulations -------------------------------------------------------------------------
+    def new_simulation_id(self) -> str:
+        while True:
+            first = secrets.choice(ID_ALPHABET[:9])
+            rest = "".join(secrets.choice(ID_ALPHABET) for _ in range(6))
+            simulation_id = first + rest
+            if simulation_id not in self.simulations:
+                return simulation_id
+
+    def create_simulation(
+        self, game_name: str, seed: int | None = None, *, created_by_join: bool = False
+    ) -> Simulation:
+        limits = MatchLimits(
+            turn_timeout_s=self.config.turn_timeout_ms / 1000,
+            max_consecutive_timeouts=self.config.max_consecutive_timeouts,
+        )
+        simulation = Simulation(
+            self.new_simulation_id(),
+            self._games[game_name],
+            secrets.randbits(32) if seed is None else seed,
+            limits,
+            created_by_join=created_by_join,
+        )
+        self.simulations[simulation.id] = simulation
+        return simulation
+
+    def start_match(self, simulation: Simulation) -> None:
+        if self._matches is None:
+            raise RuntimeError("the arena is not serving")
+        task = self._matches.create_task(
+            simulation.run(self._finished), name=f"match-{simulation.id}"
+        )
+        self._match_tasks.add(task)
+        task.add_done_callback(self._match_tasks.discard)
+
+    def _finished(self, simulation: Simulation) -> None:
+        self.simulations.pop(simulation.id, None)
+
+    def _random_waiting(self, game_name: str, request: JsonObject) -> Simulation | None:
+        """A waiting simulation of this game that can seat the request; half-full ones first."""
+        candidates = [
+            simulation
+            for simulation in self.simulations.values()
+            if simulation.status is Status.WAITING
+            and simulation.game.name == game_name
+            and not simulation.is_full()
+            and _can_seat(simulation, request)
+        ]
+        candidates.sort(key=lambda simulation: simulation.is_empty())
+        return candidates[0] if candidates else None
+
+    # --- messages ----------------------------------------------------------------------------
+    def handle(self, connection: Connection, message: JsonObject) -> None:
+        """Route one message from a connection."""
+        kind = message["type"]
+        if kind == "create-simulation":
+            self._create(connection, message)
+        elif kind == "join-simulation":
+            self._join(connection, message)
+        elif kind == "player-turn":
+            if connection.seat is None:
+                connection.send(error_message("Not in a game", "join a simulation first"))
+                return
+            simulation, seat = connection.seat
+            simulation.submit(seat, message)
+        else:
+            connection.send(error_message("Unknown message type", f"unknown type {kind!r}"))
+
+    def _game_name(self, connection: Connection, message: JsonObject) -> str | None:
+        name = message.get("game", DEFAULT_GAME)
+        if name is None:
+            name = DEFAULT_GAME
+        if name not in self._games:
+            known = ", ".join(sorted(self._games))
+            connection.send(error_message("Unknown game", f"game must be one of: {known}"))
+            return None
+        return str(name)
+
+    def _seed(self, connection: Connection, message: JsonObject) -> tuple[bool, int | None]:
+        seed = message.get("seed")
+        if seed is None:
+            return True, None
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            connection.send(
+                error_message("Invalid seed", f"seed must be an integer from 0 to {MAX_SEED}")
+            )
+            return False, None
+        return True, seed
+
+    def _create(self, connection: Connection, message: JsonObject) -> None:
+        game_name = self._game_name(connection, message)
+        valid, seed = self._seed(connection, message)
+        if game_name is None or not valid:
+            return
+        simulation = self.create_simulation(game_name, seed)
+        connection.send(simulation.game.ready_message(simulation.id, simulation.seed))
+
+    def _join(self, connection: Connection, message: JsonObject) -> None:
+        if connection.seat is not None:
+            connection.send(error_message("Already in a game", "one game per connection"))
+            return
+        simulation_id = message.get("simulationId")
+        if simulation_id:
+            simulation = (
+                self.simulations.get(simulation_id) if isinstance(simulation_id, str) else None
+            )
+            if simulation is None:
+                connection.send(error_message(WRONG_SIMULATION_ID))
+                return
+            named_game = message.get("game")
+            if named_game is not None and named_game != simulation.game.name:
+                connection.send(
+                    error_message(
+                        "Wrong game", f"simulation {simulation.id} is a {simulation.game.name} game"
+                    )
+                )
+                return
+        else:
+            game_name = self._game_name(connection, message)
+            valid, seed = self._seed(connection, message)
+            if game_name is None or not valid:
+                return
+            simulation = self._random_waiting(game_name, message) or self.create_simulation(
+                game_name, seed, created_by_join=True
+            )
+        try:
+            seat = simulation.join(connection, message)
+        except JoinRejected as rejected:
+            connection.send(error_message(rejected.message, rejected.reason))
+            return
+        connection.seat = (simulation, seat)
+        if simulation.is_full():
+            self.start_match(simulation)
+
+    def disconnected(self, connection: Connection) -> None:
+        """A connection ended: its seat is freed or forfeited."""
+        self.connections.discard(connection)
+        if connection.seat is None:
+            return
+        simulation, seat = connection.seat
+        simulation.leave(seat)
+        if (
+            simulation.status is Status.WAITING
+            and simulation.is_empty()
+            and simulation.created_by_join
+        ):
+            self.simulations.pop(simulation.id, None)
+
+    # --- TCP ---------------------------------------------------------------------------------
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        connection = Connection(reader, writer, self)
+        self.connections.add(connection)
+        await connection.serve()
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[Arena]:
+        """Listen for bots until the block exits; then stop every match and connection."""
+        server = await asyncio.start_server(
+            self._on_connection, self.config.host, self.config.port, reuse_address=True
+        )
+        self.tcp_port = server.sockets[0].getsockname()[1]
+        log.info("bots connect to %s:%s", self.config.host, self.tcp_port)
+        try:
+            async with server, asyncio.TaskGroup() as matches:
+                self._matches = matches
+                try:
+                    yield self
+                finally:
+                    # Matches never raise (see Simulation.run), so only this stops them.
+                    for task in list(self._match_tasks):
+                        task.cancel()
+        finally:
+            self._matches = None
+            server.close()
+            for connection in list(self.connections):
+                connection.writer.transport.abort()
+
+
+def _can_seat(simulation: Simulation, request: JsonObject) -> bool:
+    try:
+        simulation.game.choose_seat(simulation.free_seats(), request)
+    except JoinRejected:
+        return False
+    return True

@@ -1,0 +1,180 @@
+"""The arena's settings: the original server's ``config.json`` keys plus the arena's own.
+
+Every key is checked at start-up, so a typo or a bad value stops the server with a message that
+names the key, instead of surfacing later as a broken game.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+DEFAULT_POSITIONS: dict[str, Any] = {
+    "team1": {
+        "barrel": {"x": 8, "y": 10},
+        "bots": [{"x": x, "y": 18} for x in (4, 7, 10, 13, 16)],
+    },
+    "team2": {
+        "barrel": {"x": 11, "y": 10},
+        "bots": [{"x": x, "y": 2} for x in (4, 7, 10, 13, 16)],
+    },
+}
+
+TEAMS = ("team1", "team2")
+
+
+class ConfigError(Exception):
+    """A configuration value is missing, of the wrong type or out of range."""
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    x: int
+    y: int
+
+
+@dataclass(frozen=True, slots=True)
+class TeamPositions:
+    barrel: Point
+    bots: tuple[Point, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaConfig:
+    """Validated settings; field names are the snake_case of the JSON keys."""
+
+    host: str = "127.0.0.1"
+    port: int = 9000
+    http_port: int = 8080
+    width: int = 21
+    height: int = 21
+    bots_per_player: int = 5
+    points_to_win: int = 3
+    positions: tuple[TeamPositions, TeamPositions] = (
+        TeamPositions(Point(8, 10), tuple(Point(x, 18) for x in (4, 7, 10, 13, 16))),
+        TeamPositions(Point(11, 10), tuple(Point(x, 2) for x in (4, 7, 10, 13, 16))),
+    )
+    turn_timeout_ms: int = 10_000
+    max_consecutive_timeouts: int = 3
+    turn_limit: int = 1000
+    max_message_bytes: int = 65_536
+    message_gap_ms: int = 50
+
+    def with_overrides(self, **changes: Any) -> ArenaConfig:
+        """A copy with command-line overrides applied (``None`` means not given)."""
+        given = {name: value for name, value in changes.items() if value is not None}
+        return dataclasses.replace(self, **given)
+
+
+# JSON key -> (field name, minimum, maximum) for the integer settings.
+_INT_KEYS: dict[str, tuple[str, int, int]] = {
+    "port": ("port", 0, 65535),
+    "httpPort": ("http_port", 0, 65535),
+    "width": ("width", 5, 200),
+    "height": ("height", 5, 200),
+    "botsPerPlayer": ("bots_per_player", 1, 100),
+    "pointsToWin": ("points_to_win", 1, 1000),
+    "turnTimeoutMs": ("turn_timeout_ms", 1, 3_600_000),
+    "maxConsecutiveTimeouts": ("max_consecutive_timeouts", 1, 1000),
+    "turnLimit": ("turn_limit", 1, 1_000_000),
+    "maxMessageBytes": ("max_message_bytes", 256, 64 * 1024 * 1024),
+    "messageGapMs": ("message_gap_ms", 0, 10_000),
+}
+_STR_KEYS: dict[str, str] = {"host": "host"}
+KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}
+
+
+def load_config(path: Path | None) -> ArenaConfig:
+    """Read and validate a config file; ``None`` gives the defaults."""
+    if path is None:
+        return ArenaConfig()
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not valid JSON: {error}") from error
+    try:
+        return config_from_mapping(raw)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from error
+
+
+def config_from_mapping(raw: object) -> ArenaConfig:
+    """Validate a decoded config object; missing keys take their defaults."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError("the config must be a JSON object")
+    unknown = sorted(set(raw) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r} (known keys: {', '.join(sorted(KNOWN_KEYS))})"
+        )
+    values: dict[str, Any] = {}
+    for key, (field, low, high) in _INT_KEYS.items():
+        if key in raw:
+            values[field] = _int_in_range(key, raw[key], low, high)
+    for key, field in _STR_KEYS.items():
+        if key in raw:
+            value = raw[key]
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"key {key!r}: must be a non-empty string, got {value!r}")
+            values[field] = value
+    config = dataclasses.replace(ArenaConfig(), **values)
+    positions_raw = raw.get("positions", DEFAULT_POSITIONS)
+    positions = _positions(positions_raw, config)
+    return dataclasses.replace(config, positions=positions)
+
+
+def _int_in_range(key: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"key {key!r}: must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"key {key!r}: must be between {low} and {high}, got {value}")
+    return value
+
+
+def _point(key: str, value: object, config: ArenaConfig) -> Point:
+    if not isinstance(value, Mapping) or set(value) != {"x", "y"}:
+        raise ConfigError(f'key {key!r}: must be an object {{"x": X, "y": Y}}, got {value!r}')
+    x = _int_in_range(f"{key}.x", value["x"], 0, config.width - 1)
+    y = _int_in_range(f"{key}.y", value["y"], 0, config.height - 1)
+    return Point(x, y)
+
+
+def _positions(raw: object, config: ArenaConfig) -> tuple[TeamPositions, TeamPositions]:
+    if not isinstance(raw, Mapping) or set(raw) != set(TEAMS):
+        raise ConfigError("key 'positions': must be an object with exactly 'team1' and 'team2'")
+    teams: list[TeamPositions] = []
+    for index, team in enumerate(TEAMS):
+        entry = raw[team]
+        if not isinstance(entry, Mapping) or set(entry) != {"barrel", "bots"}:
+            raise ConfigError(f"key 'positions.{team}': must be an object with 'barrel' and 'bots'")
+        barrel = _point(f"positions.{team}.barrel", entry["barrel"], config)
+        # A barrel never stands in the edge columns nor in its own home row (team1's is the
+        # bottom row, team2's the top one), so it must not start there either.
+        own_row = config.height - 1 if index == 0 else 0
+        if barrel.x in (0, config.width - 1) or barrel.y in (own_row, config.height - 1 - own_row):
+            raise ConfigError(
+                f"key 'positions.{team}.barrel': a barrel cannot start on an edge row or column"
+            )
+        bots_raw = entry["bots"]
+        if not isinstance(bots_raw, list):
+            raise ConfigError(f"key 'positions.{team}.bots': must be a list of positions")
+        bots = tuple(
+            _point(f"positions.{team}.bots[{i}]", bot, config) for i, bot in enumerate(bots_raw)
+        )
+        if len(bots) < config.bots_per_player:
+            raise ConfigError(
+                f"key 'positions.{team}.bots': has {len(bots)} positions but botsPerPlayer is "
+                f"{config.bots_per_player}"
+            )
+        teams.append(TeamPositions(barrel, bots[: config.bots_per_player]))
+    cells = [teams[0].barrel, teams[1].barrel, *teams[0].bots, *teams[1].bots]
+    if len(set(cells)) != len(cells):
+        raise ConfigError("key 'positions': two pieces start on the same cell")
+    return teams[0], teams[1]

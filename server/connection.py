@@ -1,0 +1,141 @@
+"""One bot's TCP connection: bytes in through the protocol reader, messages out through a queue.
+
+Some bots written for the original server parse each TCP read as exactly one message. The
+original kept them alive by accident (Nagle's algorithm held back a second message for about
+40 ms). Here the rule is explicit: when a message follows another one to the same bot and the
+bot has sent nothing since, the writer waits ``message_gap`` after the previous write, so the
+two never arrive in one read. The gap never slows a normal game: a turn message always follows
+the bot's own reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+from server.games.base import JsonObject
+from server.protocol import (
+    INVALID_JSON,
+    MESSAGE_TOO_LONG,
+    InvalidMessage,
+    Message,
+    MessageReader,
+    MessageTooLong,
+    encode,
+    error_message,
+)
+
+if TYPE_CHECKING:
+    from server.arena import Arena
+    from server.simulation import Simulation
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 65_536
+CLOSE_FLUSH_TIMEOUT_S = 5.0
+
+
+class Connection:
+    """A TCP peer; implements ``SeatChannel`` for the simulation it joins."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        arena: Arena,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.arena = arena
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.protocol = MessageReader(arena.config.max_message_bytes)
+        self.seat: tuple[Simulation, int] | None = None
+        self._gap_s = arena.config.message_gap_ms / 1000
+        self._outbox: deque[bytes] = deque()
+        self._has_output = asyncio.Event()
+        self._closing = False
+        self._last_write = 0.0
+        self._last_read = 0.0
+
+    # --- SeatChannel -------------------------------------------------------------------------
+    def send(self, message: JsonObject) -> None:
+        if self._closing:
+            return
+        self._outbox.append(encode(message))
+        self._has_output.set()
+
+    def close(self) -> None:
+        self._closing = True
+        self._has_output.set()
+
+    # --- the two loops -----------------------------------------------------------------------
+    async def serve(self) -> None:
+        """Run until the peer goes or the arena closes us; the writer is closed in any case."""
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._write_loop())
+                await self._read_loop()
+                self.close()
+        finally:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+
+    async def _read_loop(self) -> None:
+        try:
+            while not self._closing:
+                data = await self.reader.read(READ_CHUNK)
+                if not data:
+                    break
+                self._last_read = time.monotonic()
+                for event in self.protocol.feed(data):
+                    if isinstance(event, Message):
+                        self.arena.handle(self, event.payload)
+                    elif isinstance(event, InvalidMessage):
+                        self.send(error_message(INVALID_JSON, event.reason))
+                    elif isinstance(event, MessageTooLong):
+                        self.send(
+                            error_message(
+                                MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes"
+                            )
+                        )
+                        self.close()
+        except OSError as error:  # a reset or broken pipe concerns this connection only
+            log.info("connection %s: %s", self.peer, error)
+        finally:
+            self.arena.disconnected(self)
+
+    async def _write_loop(self) -> None:
+        writer = self.writer
+        try:
+            while True:
+                while not self._outbox:
+                    if self._closing:
+                        return
+                    self._has_output.clear()
+                    await self._has_output.wait()
+                data = self._outbox.popleft()
+                if self._last_write > self._last_read:
+                    wait = self._gap_s - (time.monotonic() - self._last_write)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                if writer.is_closing():
+                    return
+                writer.write(data)
+                self._last_write = time.monotonic()
+                if self._closing:
+                    async with asyncio.timeout(CLOSE_FLUSH_TIMEOUT_S):
+                        await writer.drain()
+                else:
+                    await writer.drain()
+        except (OSError, TimeoutError) as error:
+            log.info("connection %s: write failed: %s", self.peer, error)
+        finally:
+            self._closing = True
+            # Closing the transport ends the read loop too.
+            writer.close()

@@ -1,0 +1,1 @@
+"""Dwarven Tavern: two dwarf clans push each other's barrel home."""

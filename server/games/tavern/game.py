@@ -1,0 +1,225 @@
+"""Dwarven Tavern on the wire: the original server's messages, byte-compatible field by field.
+
+Wire shapes live here and nowhere else; ``rules`` never sees JSON. Field names and their order
+follow the original (``type`` first, then its fields), and the arena's additions (``game``,
+``seed``, ``result``, ``reason``) come after them so that old bots never notice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from server.config import ArenaConfig
+from server.games.base import (
+    ActionRejected,
+    Game,
+    JoinRejected,
+    JsonObject,
+    Outcome,
+    Player,
+    RandomSource,
+)
+from server.games.tavern import rules
+from server.games.tavern.rules import Coords, Direction, Order, State
+
+TEAM_NAMES = ("team1", "team2")
+MAX_NAME_LENGTH = 64
+INVALID_TURN = "Invalid turn"
+
+
+class TavernGame(Game[State, tuple[Order, ...]]):
+    """Two clans push each other's barrel home; see ``rules`` for the mechanics."""
+
+    name = "tavern"
+    seat_names = TEAM_NAMES
+
+    def __init__(self, settings: rules.Settings) -> None:
+        self.settings = settings
+
+    @classmethod
+    def from_config(cls, config: ArenaConfig) -> TavernGame:
+        positions = config.positions
+        return cls(
+            rules.Settings(
+                width=config.width,
+                height=config.height,
+                points_to_win=config.points_to_win,
+                turn_limit=config.turn_limit,
+                barrel_starts=(
+                    Coords(positions[0].barrel.x, positions[0].barrel.y),
+                    Coords(positions[1].barrel.x, positions[1].barrel.y),
+                ),
+                dwarf_starts=(
+                    tuple(Coords(p.x, p.y) for p in positions[0].bots),
+                    tuple(Coords(p.x, p.y) for p in positions[1].bots),
+                ),
+            )
+        )
+
+    # --- seats -------------------------------------------------------------------------------
+    def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
+        # As in the original, the first to join is team1 and the second team2.
+        return free_seats[0]
+
+    def player_from_join(self, request: JsonObject) -> Player:
+        nick = request.get("nick", "anonymous")
+        if not isinstance(nick, str) or not 0 < len(nick) <= MAX_NAME_LENGTH:
+            raise JoinRejected(
+                "Invalid join", f"nick must be a string of 1 to {MAX_NAME_LENGTH} characters"
+            )
+        names = request.get("names", [])
+        if not isinstance(names, list) or not all(
+            isinstance(name, str) and 0 < len(name) <= MAX_NAME_LENGTH for name in names
+        ):
+            raise JoinRejected(
+                "Invalid join",
+                f"names must be a list of strings of 1 to {MAX_NAME_LENGTH} characters",
+            )
+        return Player(nick, tuple(names))
+
+    # --- rules -------------------------------------------------------------------------------
+    def initial_state(self, players: Sequence[Player]) -> State:
+        return rules.initial_state(self.settings, (players[0].names, players[1].names))
+
+    def seat_to_move(self, state: State) -> int:
+        return state.to_move
+
+    def apply(
+        self, state: State, seat: int, action: tuple[Order, ...], rng: RandomSource
+    ) -> tuple[State, list[Any]]:
+        new_state, events = rules.apply_turn(state, seat, action, rng)
+        return new_state, list(events)
+
+    def outcome(self, state: State) -> Outcome | None:
+        return rules.outcome(state)
+
+    def timeout_action(self, state: State, seat: int) -> tuple[Order, ...]:
+        return rules.pass_orders()
+
+    # --- wire --------------------------------------------------------------------------------
+    def parse_action(self, state: State, seat: int, message: JsonObject) -> tuple[Order, ...]:
+        orders = orders_from_wire(message.get("actions"))
+        rules.validate_orders(state, seat, orders)
+        return orders
+
+    def action_to_wire(self, action: tuple[Order, ...]) -> JsonObject:
+        return {"actions": [order_to_wire(order) for order in action]}
+
+    def ready_message(self, simulation_id: str, seed: int) -> JsonObject:
+        return {"type": "ready", "simulationId": simulation_id, "game": self.name, "seed": seed}
+
+    def game_info_message(self, simulation_id: str, seat: int, seed: int) -> JsonObject:
+        return {
+            "type": "game-info",
+            "simulationId": simulation_id,
+            "team": TEAM_NAMES[seat],
+            "width": self.settings.width,
+            "height": self.settings.height,
+            "game": self.name,
+            "seed": seed,
+        }
+
+    def turn_message(self, state: State, seat: int) -> JsonObject:
+        return {"type": "turn", "state": self.state_to_wire(state)}
+
+    def after_turn_messages(
+        self, before: State, after: State, events: Sequence[Any]
+    ) -> list[tuple[int, JsonObject]]:
+        # Every point is announced to both players, team1's first (the original only ever
+        # announced one when both scored in the same turn).
+        messages: list[tuple[int, JsonObject]] = []
+        for event in events:
+            if isinstance(event, rules.PointScored):
+                score = {"type": "score", "team": TEAM_NAMES[event.team]}
+                messages += [(0, score), (1, score)]
+        return messages
+
+    def end_message(self, state: State, outcome: Outcome, seat: int) -> JsonObject:
+        if outcome.winner is None:
+            kind = "draw-game"
+        else:
+            kind = "win-game" if outcome.winner == seat else "loss-game"
+        return {
+            "type": kind,
+            "state": self.state_to_wire(state),
+            "result": {
+                "reason": outcome.reason,
+                "score": dict(self.scores(state)),
+                "winner": None if outcome.winner is None else TEAM_NAMES[outcome.winner],
+            },
+        }
+
+    def state_to_wire(self, state: State) -> JsonObject:
+        return state_to_wire(state.dwarves, state.barrels)
+
+    def events_to_wire(self, events: Sequence[Any]) -> list[JsonObject]:
+        wire: list[JsonObject] = []
+        for event in events:
+            kind, text = rules.event_text(event)
+            wire.append({"type": kind, "message": text})
+        return wire
+
+    def scores(self, state: State) -> Mapping[str, int]:
+        return {TEAM_NAMES[0]: state.scores[0], TEAM_NAMES[1]: state.scores[1]}
+
+
+def state_to_wire(dwarves: Sequence[rules.Dwarf], barrels: Sequence[Coords]) -> JsonObject:
+    """The original's ``state``: barrels keyed by team (with ``team``), then one list per team."""
+    wire: JsonObject = {
+        "barrels": {
+            team: {"team": team, "coords": {"x": barrel.x, "y": barrel.y}}
+            for team, barrel in zip(TEAM_NAMES, barrels, strict=True)
+        }
+    }
+    for index, team in enumerate(TEAM_NAMES):
+        wire[team] = [
+            {"id": d.id, "name": d.name, "coords": {"x": d.coords.x, "y": d.coords.y}}
+            for d in dwarves
+            if d.team == index
+        ]
+    return wire
+
+
+def orders_from_wire(actions: object) -> tuple[Order, ...]:
+    """Parse ``actions`` as the original validated them, plus types it left unchecked."""
+    if not isinstance(actions, list) or not actions:
+        raise ActionRejected(INVALID_TURN, '"actions" must be a non-empty list')
+    orders: list[Order] = []
+    for index, action in enumerate(actions):
+        if not isinstance(action, dict):
+            raise ActionRejected(INVALID_TURN, f"action {index} is not an object")
+        bot_id = _bot_id(action.get("botId"))
+        if bot_id is None:
+            raise ActionRejected(INVALID_TURN, f"action {index} has no valid botId")
+        kind = action.get("type")
+        if kind == "PASS":
+            orders.append(Order(bot_id, None))
+        elif kind == "MOVE":
+            direction = action.get("direction")
+            if not isinstance(direction, str) or direction not in Direction.__members__:
+                raise ActionRejected(
+                    INVALID_TURN,
+                    f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
+                )
+            orders.append(Order(bot_id, Direction[direction]))
+        else:
+            raise ActionRejected(INVALID_TURN, f"action {index}: type must be MOVE or PASS")
+    return tuple(orders)
+
+
+def _bot_id(value: object) -> int | None:
+    # The original accepted "3" for 3 (JavaScript's loose equality); keep that.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value > 0:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and int(value) > 0:
+        return int(value)
+    return None
+
+
+def order_to_wire(order: Order) -> JsonObject:
+    if order.direction is None:
+        return {"botId": order.bot_id, "type": "PASS"}
+    return {"botId": order.bot_id, "type": "MOVE", "direction": order.direction.name}

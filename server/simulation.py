@@ -1,0 +1,241 @@
+"""One simulation: its seats, its seeded random generator, and the match loop.
+
+Nothing here knows a particular game: the ``Game`` object turns messages into actions and
+states into messages, and its pure rules decide what happens. The loop owns the clock: a turn
+timeout after which the seat on move plays the game's timeout action (or forfeits if it has
+none), a limit of consecutive timeouts, and forfeits for seats that leave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from server.games.base import ActionRejected, Game, JoinRejected, JsonObject, Outcome, Player
+from server.protocol import error_message
+
+log = logging.getLogger(__name__)
+
+PLAYER_DISCONNECTED = "Player disconnected"
+TOO_MANY_TIMEOUTS = "Too many timeouts"
+
+
+class SeatChannel(Protocol):
+    """Where a seat's messages go: a TCP connection, a browser, or an in-process house bot."""
+
+    def send(self, message: JsonObject) -> None:
+        """Queue a message; never blocks the match."""
+
+    def close(self) -> None:
+        """Close once everything queued has been sent."""
+
+
+class Status(StrEnum):
+    WAITING = "waiting"
+    PLAYING = "playing"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchLimits:
+    """The clock's rules for one simulation."""
+
+    turn_timeout_s: float
+    max_consecutive_timeouts: int
+
+
+@dataclass(slots=True)
+class Seat:
+    channel: SeatChannel
+    player: Player
+    turn_timeout_s: float
+    consecutive_timeouts: int = 0
+    reply_times_s: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn as played: enough, with the seed, to replay the game."""
+
+    number: int
+    seat: int
+    action: JsonObject
+    timed_out: bool
+
+
+class _Wake:
+    """Wakes the match loop without an action (a seat left)."""
+
+
+class Simulation:
+    """A game between seats, from the first join to the result."""
+
+    def __init__(
+        self,
+        simulation_id: str,
+        game: Game[Any, Any],
+        seed: int,
+        limits: MatchLimits,
+        *,
+        created_by_join: bool = False,
+    ) -> None:
+        self.id = simulation_id
+        self.game = game
+        self.seed = seed
+        self.limits = limits
+        self.created_by_join = created_by_join
+        self.rng = random.Random(seed)
+        self.seats: list[Seat | None] = [None] * len(game.seat_names)
+        self.status = Status.WAITING
+        self.state: Any = None
+        self.outcome: Outcome | None = None
+        self.turns: list[TurnRecord] = []
+        self._awaited_seat: int | None = None
+        self._reply: asyncio.Future[Any] | None = None
+        self._forfeit: Outcome | None = None
+        self._turn_started = 0.0
+
+    # --- seats -------------------------------------------------------------------------------
+    def free_seats(self) -> list[int]:
+        return [index for index, seat in enumerate(self.seats) if seat is None]
+
+    def is_full(self) -> bool:
+        return not self.free_seats()
+
+    def join(
+        self, channel: SeatChannel, request: JsonObject, turn_timeout_s: float | None = None
+    ) -> int:
+        """Seat a player; raises ``JoinRejected``. The caller starts the match when full."""
+        if self.status is not Status.WAITING or self.is_full():
+            raise JoinRejected("Simulation full", f"simulation {self.id} has no free seat")
+        seat = self.game.choose_seat(self.free_seats(), request)
+        player = self.game.player_from_join(request)
+        timeout = self.limits.turn_timeout_s if turn_timeout_s is None else turn_timeout_s
+        self.seats[seat] = Seat(channel, player, timeout)
+        channel.send(self.game.game_info_message(self.id, seat, self.seed))
+        return seat
+
+    def leave(self, seat: int) -> None:
+        """The seat's channel is gone: free it before the game, forfeit during it."""
+        if self.status is Status.WAITING:
+            self.seats[seat] = None
+        elif self.status is Status.PLAYING and self._forfeit is None:
+            self._forfeit = Outcome(self._opponent(seat), PLAYER_DISCONNECTED)
+            for index, other in enumerate(self.seats):
+                if other is not None and index != seat:
+                    other.channel.send(error_message(PLAYER_DISCONNECTED))
+            self._wake(_Wake())
+
+    def is_empty(self) -> bool:
+        return all(seat is None for seat in self.seats)
+
+    def _opponent(self, seat: int) -> int | None:
+        others = [index for index in range(len(self.seats)) if index != seat]
+        return others[0] if len(others) == 1 else None
+
+    # --- turns -------------------------------------------------------------------------------
+    def submit(self, seat: int, message: JsonObject) -> None:
+        """A seat's turn message; errors go back to that seat and change nothing."""
+        channel = self._seat(seat).channel
+        if self.status is Status.WAITING:
+            channel.send(error_message("Game not started", "waiting for the other player"))
+            return
+        if self.status is Status.FINISHED or self._forfeit is not None:
+            channel.send(error_message("Game over", "this game has ended"))
+            return
+        if seat != self._awaited_seat or self._reply is None or self._reply.done():
+            channel.send(error_message("Not your turn", "wait for a turn message"))
+            return
+        try:
+            action = self.game.parse_action(self.state, seat, message)
+        except ActionRejected as rejected:
+            channel.send(error_message(rejected.message, rejected.reason))
+            return
+        self._reply.set_result(action)
+
+    def _wake(self, value: object) -> None:
+        if self._reply is not None and not self._reply.done():
+            self._reply.set_result(value)
+
+    def _seat(self, seat: int) -> Seat:
+        occupant = self.seats[seat]
+        if occupant is None:
+            raise LookupError(f"seat {seat} of {self.id} is empty")
+        return occupant
+
+    async def run(self, on_finished: Callable[[Simulation], None]) -> None:
+        """Play the game to its end; never raises, so one broken game cannot stop the others."""
+        try:
+            await self._play()
+        except Exception:
+            log.exception("simulation %s failed", self.id)
+            if self.outcome is None:
+                self.outcome = Outcome(None, "Server error")
+        finally:
+            self.status = Status.FINISHED
+            for seat in self.seats:
+                if seat is not None:
+                    seat.channel.close()
+            on_finished(self)
+
+    async def _play(self) -> None:
+        game = self.game
+        players = [self._seat(index).player for index in range(len(self.seats))]
+        self.state = game.initial_state(players)
+        self.status = Status.PLAYING
+        loop = asyncio.get_running_loop()
+        while self._forfeit is None and game.outcome(self.state) is None:
+            seat_index = game.seat_to_move(self.state)
+            seat = self._seat(seat_index)
+            self._reply = loop.create_future()
+            self._awaited_seat = seat_index
+            self._turn_started = time.monotonic()
+            seat.channel.send(game.turn_message(self.state, seat_index))
+            timed_out = False
+            try:
+                async with asyncio.timeout(seat.turn_timeout_s):
+                    action = await self._reply
+            except TimeoutError:
+                timed_out = True
+                action = self._on_timeout(seat_index, seat)
+            finally:
+                self._awaited_seat = None
+            if isinstance(action, _Wake) or action is None:
+                continue
+            if not timed_out:
+                seat.consecutive_timeouts = 0
+                seat.reply_times_s.append(time.monotonic() - self._turn_started)
+            self._play_action(seat_index, action, timed_out)
+        self.outcome = self._forfeit or game.outcome(self.state)
+        assert self.outcome is not None
+        for index, seat_or_none in enumerate(self.seats):
+            if seat_or_none is not None:
+                seat_or_none.channel.send(game.end_message(self.state, self.outcome, index))
+
+    def _on_timeout(self, seat_index: int, seat: Seat) -> Any:
+        """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""
+        seat.consecutive_timeouts += 1
+        action = self.game.timeout_action(self.state, seat_index)
+        limit = self.limits.max_consecutive_timeouts
+        if action is None or seat.consecutive_timeouts >= limit:
+            self._forfeit = Outcome(self._opponent(seat_index), TOO_MANY_TIMEOUTS)
+            return None
+        seat.channel.send(
+            error_message("Turn timeout", f"no reply in {seat.turn_timeout_s:g} s: you passed")
+        )
+        return action
+
+    def _play_action(self, seat_index: int, action: Any, timed_out: bool) -> None:
+        before = self.state
+        self.state, events = self.game.apply(before, seat_index, action, self.rng)
+        self.turns.append(
+            TurnRecord(len(self.turns) + 1, seat_index, self.game.action_to_wire(action), timed_out)
+        )
+        for target, message in self.game.after_turn_messages(before, self.state, events):
+            self._seat(target).channel.send(message)

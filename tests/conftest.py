@@ -1,0 +1,103 @@
+"""Shared fixtures: a real arena on an ephemeral loopback port, and a raw line client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+
+from server.arena import Arena
+from server.config import ArenaConfig
+
+RECEIVE_TIMEOUT_S = 10.0
+
+
+def test_config(**changes: Any) -> ArenaConfig:
+    """Defaults, on 127.0.0.1 with ephemeral ports."""
+    return dataclasses.replace(ArenaConfig(host="127.0.0.1", port=0, http_port=0), **changes)
+
+
+test_config.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+@pytest.fixture
+async def arena() -> AsyncIterator[Arena]:
+    async with Arena(test_config()).serving() as running:
+        yield running
+
+
+class RawClient:
+    """A bot at the byte level: sends exactly what it is given, reads line by line."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def connect(cls, port: int) -> RawClient:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
+        return cls(reader, writer)
+
+    async def send_raw(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.send_raw(orjson.dumps(message) + b"\n")
+
+    async def receive(self, timeout: float = RECEIVE_TIMEOUT_S) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            while True:
+                line = await self.reader.readline()
+                if not line:
+                    raise ConnectionError("closed by the server")
+                if line.strip():
+                    message: dict[str, Any] = orjson.loads(line)
+                    return message
+
+    async def receive_line(self, timeout: float = RECEIVE_TIMEOUT_S) -> bytes:
+        async with asyncio.timeout(timeout):
+            return await self.reader.readline()
+
+    async def expect(self, kind: str, timeout: float = RECEIVE_TIMEOUT_S) -> dict[str, Any]:
+        message = await self.receive(timeout)
+        assert message["type"] == kind, message
+        return message
+
+    async def expect_error(self, text: str) -> dict[str, Any]:
+        message = await self.expect("error")
+        assert message["message"] == text, message
+        return message
+
+    async def is_closed(self, timeout: float = RECEIVE_TIMEOUT_S) -> bool:
+        """True once the server has closed the connection (reading what is left)."""
+        async with asyncio.timeout(timeout):
+            while await self.reader.read(65536):
+                pass
+        return True
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(OSError):
+            await self.writer.wait_closed()
+
+
+@pytest.fixture
+async def connect(arena: Arena) -> AsyncIterator[Any]:
+    """Open raw clients to the arena; all are closed at the end of the test."""
+    clients: list[RawClient] = []
+
+    async def open_client() -> RawClient:
+        assert arena.tcp_port is not None
+        client = await RawClient.connect(arena.tcp_port)
+        clients.append(client)
+        return client
+
+    yield open_client
+    for client in clients:
+        await client.close()

@@ -1,0 +1,236 @@
+"""The sans-I/O protocol reader and writer, in memory."""
+
+from __future__ import annotations
+
+import itertools
+
+import orjson
+import pytest
+
+from server.protocol import (
+    InvalidMessage,
+    Message,
+    MessageReader,
+    MessageTooLong,
+    ReaderEvent,
+    encode,
+    error_message,
+)
+
+TURN = {"type": "player-turn", "actions": [{"botId": 1, "type": "MOVE", "direction": "NORTH"}]}
+CREATE = {"type": "create-simulation"}
+
+
+def payloads(events: list[ReaderEvent]) -> list[object]:
+    return [e.payload if isinstance(e, Message) else type(e).__name__ for e in events]
+
+
+def feed_all(reader: MessageReader, *chunks: bytes) -> list[ReaderEvent]:
+    events: list[ReaderEvent] = []
+    for chunk in chunks:
+        events += reader.feed(chunk)
+    return events
+
+
+def test_bare_object_without_terminator() -> None:
+    # The original's bundled bot writes JSON.stringify(message) with no newline.
+    assert payloads(MessageReader(1024).feed(orjson.dumps(TURN))) == [TURN]
+
+
+def test_newline_terminated_and_crlf() -> None:
+    reader = MessageReader(1024)
+    assert payloads(reader.feed(orjson.dumps(TURN) + b"\r\n")) == [TURN]
+
+
+def test_several_messages_in_one_read_are_handled_in_order() -> None:
+    chunk = orjson.dumps(CREATE) + orjson.dumps(TURN) + b"\n" + orjson.dumps(CREATE) + b"\n\n"
+    assert payloads(MessageReader(1024).feed(chunk)) == [CREATE, TURN, CREATE]
+
+
+def test_message_split_across_reads() -> None:
+    data = orjson.dumps(TURN) + b"\n"
+    for cut in range(1, len(data)):
+        reader = MessageReader(1024)
+        assert payloads(feed_all(reader, data[:cut], data[cut:])) == [TURN], cut
+
+
+def test_one_byte_at_a_time() -> None:
+    data = orjson.dumps(TURN) + orjson.dumps(CREATE)
+    reader = MessageReader(1024)
+    assert payloads(feed_all(reader, *(bytes([b]) for b in data))) == [TURN, CREATE]
+
+
+def test_pretty_printed_message_over_several_lines() -> None:
+    pretty = orjson.dumps(TURN, option=orjson.OPT_INDENT_2)
+    assert pretty.count(b"\n") > 3
+    assert payloads(MessageReader(1024).feed(pretty)) == [TURN]
+
+
+def test_braces_and_newline_escapes_inside_strings() -> None:
+    message = {"type": "join-simulation", "nick": 'a}b{c"d\\', "names": ["x\ny"]}
+    reader = MessageReader(1024)
+    data = orjson.dumps(message)
+    assert payloads(feed_all(reader, data[:12], data[12:])) == [message]
+
+
+def test_garbage_gets_invalid_and_the_connection_stays_usable() -> None:
+    reader = MessageReader(1024)
+    events = reader.feed(b"hello world\n" + orjson.dumps(CREATE))
+    assert payloads(events) == ["InvalidMessage", CREATE]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"null", b"[1,2]", b'{"foo":1}', b'{"type":""}', b'{"type":3}', b"42", b'"str"'],
+)
+def test_values_that_are_not_messages(bad: bytes) -> None:
+    # The original answered "Invalid JSON" to null, arrays and objects without a type.
+    reader = MessageReader(1024)
+    events = reader.feed(bad + b"\n" + orjson.dumps(CREATE) + b"\n")
+    assert payloads(events) == ["InvalidMessage", CREATE]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b'{"type" "x"}', b'{"type":"x",}', b'{"type":"x" "y"}', b'{"type":tru}', b'{"a":[1,}'],
+)
+def test_broken_objects_do_not_swallow_the_next_line(bad: bytes) -> None:
+    reader = MessageReader(1024)
+    assert payloads(reader.feed(bad + b"\n" + orjson.dumps(CREATE) + b"\n")) == [
+        "InvalidMessage",
+        CREATE,
+    ]
+
+
+def test_raw_control_character_in_a_string_is_invalid() -> None:
+    reader = MessageReader(1024)
+    events = reader.feed(b'{"type":"a\nb"}\n' + orjson.dumps(CREATE))
+    # The newline ends the broken line, so its tail is a second piece of garbage.
+    assert payloads(events) == ["InvalidMessage", "InvalidMessage", CREATE]
+
+
+def test_invalid_utf8_is_invalid_json() -> None:
+    reader = MessageReader(1024)
+    assert payloads(reader.feed(b'{"type":"\xff"}{"type":"ok"}')) == [
+        "InvalidMessage",
+        {"type": "ok"},
+    ]
+
+
+def test_multibyte_utf8_split_between_reads() -> None:
+    message = {"type": "join-simulation", "nick": "Þórin Eichenschild 🍺"}
+    data = orjson.dumps(message)
+    split = data.index("🍺".encode()) + 2
+    reader = MessageReader(1024)
+    assert payloads(feed_all(reader, data[:split], data[split:])) == [message]
+
+
+def test_too_long_message_is_fatal() -> None:
+    reader = MessageReader(64)
+    events = reader.feed(b'{"type":"x","pad":"' + b"a" * 100)
+    assert events == [MessageTooLong(64)]
+    assert reader.feed(orjson.dumps(CREATE)) == []
+
+
+def test_too_long_complete_message_is_fatal() -> None:
+    reader = MessageReader(64)
+    events = reader.feed(orjson.dumps({"type": "x", "pad": "a" * 100}) + b"\n")
+    assert isinstance(events[-1], MessageTooLong)
+
+
+def test_whitespace_between_messages_does_not_count_toward_the_limit() -> None:
+    reader = MessageReader(64)
+    events = feed_all(reader, b" " * 50, b"\n" * 50, orjson.dumps(CREATE))
+    assert payloads(events) == [CREATE]
+
+
+def test_long_garbage_without_newline_is_dropped_not_fatal() -> None:
+    reader = MessageReader(64)
+    events = feed_all(reader, b"x" * 200, orjson.dumps(CREATE))
+    assert payloads(events) == ["InvalidMessage", CREATE]
+
+
+def test_encode_is_one_compact_line_in_key_order() -> None:
+    assert encode({"type": "score", "team": "team1"}) == b'{"type":"score","team":"team1"}\n'
+
+
+def test_error_message_shape() -> None:
+    assert error_message("Invalid JSON") == {"type": "error", "message": "Invalid JSON"}
+    assert error_message("Invalid turn", "why") == {
+        "type": "error",
+        "message": "Invalid turn",
+        "reason": "why",
+    }
+
+
+def test_invalid_message_reason_is_text() -> None:
+    (event,) = MessageReader(64).feed(b"[]")
+    assert isinstance(event, InvalidMessage)
+    assert "JSON object" in event.reason
+
+
+def test_unclosed_object_line_does_not_swallow_the_next_message() -> None:
+    reader = MessageReader(1024)
+    assert payloads(reader.feed(b"{\n" + orjson.dumps(CREATE) + b"\n")) == [
+        "InvalidMessage",
+        CREATE,
+    ]
+
+
+# --- properties: any bytes, any split ----------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=20)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+messages = st.builds(
+    lambda kind, extra: {**extra, "type": kind},
+    st.text(min_size=1, max_size=12),
+    st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+)
+
+
+def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({cut % (len(data) + 1) for cut in cuts})
+    bounds = [0, *points, len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.lists(st.integers(min_value=0), max_size=8))
+def test_any_bytes_in_any_split_give_only_events(data: bytes, cuts: list[int]) -> None:
+    reader = MessageReader(128)
+    for chunk in split_at(data, cuts):
+        for event in reader.feed(chunk):
+            assert isinstance(event, Message | InvalidMessage | MessageTooLong)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(messages, min_size=1, max_size=5),
+    st.lists(st.sampled_from([b"", b"\n", b"\r\n", b" ", b"\n\n"]), min_size=5, max_size=5),
+    st.lists(st.integers(min_value=0), max_size=8),
+)
+def test_valid_messages_survive_any_framing_and_split(
+    sent: list[dict[str, object]], separators: list[bytes], cuts: list[int]
+) -> None:
+    data = b"".join(orjson.dumps(m) + sep for m, sep in zip(sent, separators, strict=False))
+    reader = MessageReader(1 << 20)
+    events = [e for chunk in split_at(data, cuts) for e in reader.feed(chunk)]
+    assert payloads(events) == sent
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=60).filter(lambda b: b"\n" not in b), messages)
+def test_garbage_line_never_costs_the_next_message(
+    garbage: bytes, message: dict[str, object]
+) -> None:
+    reader = MessageReader(1 << 20)
+    events = reader.feed(garbage + b"\n") + reader.feed(orjson.dumps(message) + b"\n")
+    assert payloads(events)[-1] == message

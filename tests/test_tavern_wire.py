@@ -1,0 +1,122 @@
+"""Every Dwarven Tavern message, byte for byte, against golden files."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from server.config import ArenaConfig
+from server.games.base import ActionRejected, Outcome, Player
+from server.games.tavern import rules
+from server.games.tavern.game import TavernGame, orders_from_wire
+from server.games.tavern.rules import Direction, Order
+from server.protocol import error_message
+from tests.golden_files import check_golden
+
+GAME = TavernGame.from_config(ArenaConfig())
+PLAYERS = [
+    Player("Dummy", ("Carawebo", "Pantuflo", "Chistaburras", "Pontato", "Jhonny Tablas")),
+    Player("Rival", ("Rhun", "Balgairen", "Tavio")),
+]
+
+
+def test_ready() -> None:
+    check_golden("tavern/ready", GAME.ready_message("64lfbem", 12345))
+
+
+def test_game_info_for_each_team() -> None:
+    check_golden("tavern/game-info-team1", GAME.game_info_message("64lfbem", 0, 12345))
+    check_golden("tavern/game-info-team2", GAME.game_info_message("64lfbem", 1, 12345))
+
+
+def test_first_turn() -> None:
+    state = GAME.initial_state(PLAYERS)
+    check_golden("tavern/turn-initial", GAME.turn_message(state, 0))
+
+
+def test_score_end_and_draw() -> None:
+    state = GAME.initial_state(PLAYERS)
+    # Move team2's barrel next to team1's home row and push it in: team1 scores.
+    near_home = Coords(11, 19)
+    pusher = dataclasses.replace(state.dwarves[0], coords=Coords(11, 18))
+    state = dataclasses.replace(
+        state,
+        barrels=(state.barrels[0], near_home),
+        dwarves=(pusher, *state.dwarves[1:]),
+        scores=(2, 1),
+    )
+    after, events = GAME.apply(state, 0, (Order(1, Direction.SOUTH),), random.Random(1))
+    messages = GAME.after_turn_messages(state, after, events)
+    assert [seat for seat, _ in messages] == [0, 1]
+    check_golden("tavern/score", messages[0][1])
+    outcome = GAME.outcome(after)
+    assert outcome == Outcome(0, "Points to win reached")
+    check_golden("tavern/win-game", GAME.end_message(after, outcome, 0))
+    check_golden("tavern/loss-game", GAME.end_message(after, outcome, 1))
+    draw = Outcome(None, "Turn limit reached")
+    check_golden("tavern/draw-game", GAME.end_message(state, draw, 1))
+
+
+def test_visor_events_keep_the_original_texts() -> None:
+    state = GAME.initial_state(PLAYERS)
+    _, events = GAME.apply(state, 0, (Order(1, Direction.NORTH), Order(2, None)), random.Random(1))
+    assert GAME.events_to_wire(events) == [{"type": 0, "message": "Carawebo moves toward 0"}]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "invalid-json",
+            error_message("Invalid JSON", "not a JSON object (unexpected byte at offset 0)"),
+        ),
+        ("wrong-simulation-id", error_message("Wrong simulation ID")),
+        ("player-disconnected", error_message("Player disconnected")),
+        ("invalid-turn", error_message("Invalid turn", "dwarf 6 is not one of yours")),
+    ],
+)
+def test_errors(name: str, message: dict[str, object]) -> None:
+    check_golden(f"errors/{name}", message)
+
+
+def test_actions_round_trip_through_the_wire() -> None:
+    wire = {
+        "actions": [
+            {"botId": 1, "type": "MOVE", "direction": "WEST"},
+            {"botId": 2, "type": "PASS"},
+        ]
+    }
+    orders = orders_from_wire(wire["actions"])
+    assert orders == (Order(1, Direction.WEST), Order(2, None))
+    assert GAME.action_to_wire(orders) == wire
+
+
+@pytest.mark.parametrize(
+    "actions",
+    [
+        None,
+        [],
+        "abc",
+        {"botId": 1},
+        [{"botId": 0, "type": "PASS"}],
+        [{"botId": True, "type": "PASS"}],
+        [{"botId": 1, "type": "move", "direction": "NORTH"}],
+        [{"botId": 1, "type": "MOVE", "direction": "UP"}],
+        [{"botId": 1, "type": "MOVE"}],
+        [5],
+    ],
+)
+def test_malformed_actions_are_invalid_turns(actions: object) -> None:
+    with pytest.raises(ActionRejected) as rejected:
+        orders_from_wire(actions)
+    assert rejected.value.message == "Invalid turn"
+    assert rejected.value.reason
+
+
+def test_a_pass_may_carry_any_direction() -> None:
+    assert orders_from_wire([{"botId": 3, "type": "PASS", "direction": "UP"}]) == (Order(3, None),)
+
+
+Coords = rules.Coords
