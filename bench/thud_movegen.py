@@ -1,0 +1,165 @@
+"""Verify and time Thud move generation on games recorded from the AJFaraday/Thud engine.
+
+    python bench/thud_movegen.py [traces.jsonl.gz]
+
+The default is the copy in tests/data; pass /work/shared/reference/thud/traces-sample.jsonl.gz
+for the full sample. Every game is replayed from the start by its recorded moves; each position's
+legal moves (kind, kills, in_danger) and each game's end are compared with the record, then
+``legal_moves`` plus the ``in_danger`` flag of every move (what the arena sends each ply) is
+timed over all positions, and ``apply`` over the recorded moves.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# Run as a script, so the repository root is not on the path by itself.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from server.games.thud.rules import (
+    Action,
+    State,
+    apply,
+    danger_squares,
+    initial_state,
+    legal_moves,
+    score,
+    side_to_move,
+)
+
+DEFAULT_TRACES = Path(__file__).resolve().parent.parent / "tests" / "data" / "thud_traces.jsonl.gz"
+KIND_CODES = {"walk": "w", "hurl": "h", "shove": "s"}
+MIN_SECONDS = 2.0
+
+
+def load_games(path: Path) -> dict[int, list[dict[str, Any]]]:
+    games: dict[int, list[dict[str, Any]]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            games.setdefault(record["g"], []).append(record)
+    return games
+
+
+def move_rows(state: State) -> list[tuple[Any, ...]]:
+    danger = danger_squares(state, side_to_move(state))
+    return sorted(
+        (*m.start, *m.end, KIND_CODES[m.kind], sorted(m.killed), int(m.end in danger))
+        for m in legal_moves(state)
+    )
+
+
+def recorded_rows(record: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (fx, fy, tx, ty, kind, sorted((x, y) for x, y in killed), danger)
+        for fx, fy, tx, ty, kind, killed, danger in record["moves"]
+    )
+
+
+def end_summary(state: State) -> tuple[Any, ...]:
+    final = score(state)
+    winning = final.winning[0] if final.winning else "?"
+    return (
+        state.ply - 1,
+        state.end_reason,
+        side_to_move(state)[0],
+        final.dwarfs,
+        final.trolls,
+        winning,
+    )
+
+
+def replay(games: dict[int, list[dict[str, Any]]]) -> tuple[list[State], list[Action], int]:
+    """Every position before a recorded move, the moves, and how many mismatches were found."""
+    states: list[State] = []
+    actions: list[Action] = []
+    mismatches = 0
+    for game, records in sorted(games.items()):
+        state = initial_state()
+        for record in records:
+            if record["t"] == "pos":
+                position = [list(s) for s in state.dwarfs], [list(s) for s in state.trolls]
+                if position != (record["dwarfs"], record["trolls"]) or state.ply != record["ply"]:
+                    print(f"game {game} ply {record['ply']}: position differs")
+                    mismatches += 1
+                    break
+                if move_rows(state) != recorded_rows(record):
+                    print(f"game {game} ply {record['ply']}: legal moves differ")
+                    mismatches += 1
+                fx, fy, tx, ty = record["play"]
+                action = Action(((fx, fy), (tx, ty)))
+                states.append(state)
+                actions.append(action)
+                state, _ = apply(state, action)
+            elif record["t"] == "end":
+                expected = record["score"]
+                wanted = (
+                    record["plies"],
+                    record["reason"],
+                    record["side_to_move"],
+                    expected["dwarfs"],
+                    expected["trolls"],
+                    expected["winning"],
+                )
+                if end_summary(state) != wanted:
+                    print(f"game {game}: end {end_summary(state)} != recorded {wanted}")
+                    mismatches += 1
+    return states, actions, mismatches
+
+
+def best_round(work: Callable[[], None]) -> float:
+    """The fastest of several rounds of ``work``, run for at least MIN_SECONDS overall."""
+    best = float("inf")
+    started = time.perf_counter()
+    while time.perf_counter() - started < MIN_SECONDS:
+        t0 = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> int:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_TRACES
+    games = load_games(path)
+    states, actions, mismatches = replay(games)
+    total_moves = sum(len(legal_moves(s)) for s in states)
+    print(f"{path}: {len(games)} games, {len(states)} positions, {total_moves} legal moves")
+    print(f"verification against the engine's records: {mismatches} mismatches")
+
+    def generate() -> None:
+        for state in states:
+            danger = danger_squares(state, side_to_move(state))
+            [move.end in danger for move in legal_moves(state)]
+
+    def generate_only() -> None:
+        for state in states:
+            legal_moves(state)
+
+    def play() -> None:
+        for state, action in zip(states, actions, strict=True):
+            apply(state, action)
+
+    for label, work in [
+        ("legal_moves + in_danger", generate),
+        ("legal_moves alone", generate_only),
+    ]:
+        seconds = best_round(work)
+        print(
+            f"{label:>24}: {len(states) / seconds:9.0f} positions/s, "
+            f"{total_moves / seconds:10.0f} moves/s, "
+            f"{seconds / len(states) * 1e6:7.1f} us/position"
+        )
+    seconds = best_round(play)
+    per_move = seconds / len(actions) * 1e6
+    print(f"{'apply':>24}: {len(actions) / seconds:9.0f} moves/s, {per_move:7.1f} us/move")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Thud as the AJFaraday/Thud king-of-the-hill engine plays it."""
