@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
 MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
 WRONG_SIMULATION_ID = "Wrong simulation ID"
+CLOSE_WAIT_S = 5.0
 
 
 class Arena:
@@ -37,6 +38,7 @@ class Arena:
         self.tcp_port: int | None = None
         self._matches: asyncio.TaskGroup | None = None
         self._match_tasks: set[asyncio.Task[None]] = set()
+        self._connection_tasks: set[asyncio.Task[Any]] = set()
         self._games: dict[str, Game[Any, Any]] = {
             name: factory(config) for name, factory in GAMES.items()
         }
@@ -195,7 +197,13 @@ class Arena:
     ) -> None:
         connection = Connection(reader, writer, self)
         self.connections.add(connection)
-        await connection.serve()
+        task = asyncio.current_task()
+        assert task is not None
+        self._connection_tasks.add(task)
+        try:
+            await connection.serve()
+        finally:
+            self._connection_tasks.discard(task)
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[Arena]:
@@ -219,6 +227,9 @@ class Arena:
             server.close()
             for connection in list(self.connections):
                 connection.writer.transport.abort()
+            # Let every connection's handler finish on its own rather than be cancelled.
+            if self._connection_tasks:
+                await asyncio.wait(self._connection_tasks, timeout=CLOSE_WAIT_S)
 
 
 def _can_seat(simulation: Simulation, request: JsonObject) -> bool:

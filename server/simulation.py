@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 PLAYER_DISCONNECTED = "Player disconnected"
 TOO_MANY_TIMEOUTS = "Too many timeouts"
+TURN_TIMEOUT = "Turn timeout"
 
 
 class SeatChannel(Protocol):
@@ -222,12 +223,14 @@ class Simulation:
         """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""
         seat.consecutive_timeouts += 1
         action = self.game.timeout_action(self.state, seat_index)
-        limit = self.limits.max_consecutive_timeouts
-        if action is None or seat.consecutive_timeouts >= limit:
+        if action is None:
+            self._forfeit = Outcome(self._opponent(seat_index), TURN_TIMEOUT)
+            return None
+        if seat.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
             self._forfeit = Outcome(self._opponent(seat_index), TOO_MANY_TIMEOUTS)
             return None
         seat.channel.send(
-            error_message("Turn timeout", f"no reply in {seat.turn_timeout_s:g} s: you passed")
+            error_message(TURN_TIMEOUT, f"no reply in {seat.turn_timeout_s:g} s: you passed")
         )
         return action
 

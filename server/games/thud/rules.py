@@ -31,11 +31,14 @@ from server.games.thud.board import (
 
 __all__ = [
     "DWARF",
+    "DWARF_PIECE",
+    "END_REASONS",
     "MAX_PLIES",
     "SIDES",
     "SQUARES",
     "THUDSTONE",
     "TROLL",
+    "TROLL_PIECE",
     "Action",
     "Declared",
     "GameEnded",
@@ -73,6 +76,15 @@ MoveKind: TypeAlias = Literal["walk", "hurl", "shove"]
 
 MAX_PLIES: Final = 500
 """The engine stops with "Timeout" once the ply with this number has been played."""
+
+TIMEOUT: Final = "Timeout"
+NO_MORE_DWARFS: Final = "No more dwarfs"
+NO_MORE_TROLLS: Final = "No more trolls"
+AGREED: Final = "Players agreed to finish"
+NO_LEGAL_MOVES: Final = "No legal moves"
+END_REASONS: Final = (TIMEOUT, NO_MORE_DWARFS, NO_MORE_TROLLS, AGREED, NO_LEGAL_MOVES)
+"""Why a game ends: the engine's four reasons, in the order it checks them, then the arena's
+"No legal moves" (where the engine simply stopped)."""
 
 DWARF_COUNT: Final = 32
 TROLL_COUNT: Final = 8
@@ -551,7 +563,7 @@ def apply(state: State, action: Action) -> tuple[State, list[ThudEvent]]:
         end_reason=_end_reason(state.ply, dwarfs, trolls, declared),
     )
     if after.end_reason is None and not _has_legal_move(after):
-        after = replace(after, end_reason="No legal moves")
+        after = replace(after, end_reason=NO_LEGAL_MOVES)
     if after.end_reason is not None:
         events.append(GameEnded(after.end_reason))
     return after, events
@@ -599,11 +611,11 @@ def _end_reason(
 ) -> str | None:
     """The engine's checks after each move, first match wins (it compares the ply just played)."""
     if played_ply >= MAX_PLIES:
-        return "Timeout"
+        return TIMEOUT
     if not dwarfs:
-        return "No more dwarfs"
+        return NO_MORE_DWARFS
     if not trolls:
-        return "No more trolls"
+        return NO_MORE_TROLLS
     if all(declared):
-        return "Players agreed to finish"
+        return AGREED
     return None

@@ -1,0 +1,212 @@
+"""Thud on the wire: the arena's Thud messages (see docs/protocol.md, "Thud").
+
+Every turn carries the whole position and every legal move with its kind and kill count, so a
+bot in any language can play well without writing the rules. Squares are ``[x, y]`` lists, ``x``
+the column and ``y`` the row from the top-left, as in the king-of-the-hill engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from server.games.base import (
+    ActionRejected,
+    Game,
+    JoinRejected,
+    JsonObject,
+    Outcome,
+    Player,
+    RandomSource,
+)
+from server.games.thud import rules
+from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Square, State
+
+BOARD_SIZE = 15
+MAX_NICK_LENGTH = 64
+ILLEGAL_MOVE = "Illegal move"
+INVALID_TURN = "Invalid turn"
+
+
+class ThudGame(Game[State, Action]):
+    """32 dwarfs against 8 trolls; see ``rules`` for the engine it reproduces."""
+
+    name = "thud"
+    seat_names = SIDES
+
+    # --- seats -------------------------------------------------------------------------------
+    def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
+        wanted = request.get("side")
+        if wanted is None:
+            return free_seats[0]  # the first joiner gets the dwarfs
+        if wanted not in SIDES:
+            raise JoinRejected("Invalid join", 'side must be "dwarf" or "troll"')
+        seat = SIDES.index(wanted)
+        if seat not in free_seats:
+            raise JoinRejected("Side taken", f"the {wanted} side of this simulation is taken")
+        return seat
+
+    def player_from_join(self, request: JsonObject) -> Player:
+        nick = request.get("nick", "anonymous")
+        if not isinstance(nick, str) or not 0 < len(nick) <= MAX_NICK_LENGTH:
+            raise JoinRejected(
+                "Invalid join", f"nick must be a string of 1 to {MAX_NICK_LENGTH} characters"
+            )
+        return Player(nick)
+
+    # --- rules -------------------------------------------------------------------------------
+    def initial_state(self, players: Sequence[Player]) -> State:
+        return rules.initial_state()
+
+    def seat_to_move(self, state: State) -> int:
+        return SIDES.index(rules.side_to_move(state))
+
+    def apply(
+        self, state: State, seat: int, action: Action, rng: RandomSource
+    ) -> tuple[State, list[Any]]:
+        if seat != self.seat_to_move(state):
+            raise ActionRejected("Not your turn", f"the {rules.side_to_move(state)}s move now")
+        new_state, events = rules.apply(state, action)
+        return new_state, list(events)
+
+    def outcome(self, state: State) -> Outcome | None:
+        return rules.outcome(state)
+
+    def timeout_action(self, state: State, seat: int) -> None:
+        # Thud has no pass: a side that does not move loses.
+        return None
+
+    # --- wire --------------------------------------------------------------------------------
+    def parse_action(self, state: State, seat: int, message: JsonObject) -> Action:
+        move = message.get("move")
+        if not isinstance(move, dict):
+            raise ActionRejected(INVALID_TURN, '"move" must be {"from": [x, y], "to": [x, y]}')
+        start, end = _square(move.get("from"), "from"), _square(move.get("to"), "to")
+        declare = message.get("declare")
+        if declare is not None and not isinstance(declare, bool):
+            raise ActionRejected(INVALID_TURN, '"declare" must be true or false')
+        side = rules.side_to_move(state)
+        own = state.dwarfs if side == DWARF else state.trolls
+        if start not in own:
+            raise ActionRejected(ILLEGAL_MOVE, f"there is no {side} on {list(start)}")
+        for legal in rules.moves_from(state, start):
+            if legal.end == end:
+                return Action(legal, declare)
+        raise ActionRejected(
+            ILLEGAL_MOVE, f"the {side} on {list(start)} cannot move to {list(end)}"
+        )
+
+    def action_to_wire(self, action: Action) -> JsonObject:
+        start, end = (
+            (action.move.start, action.move.end) if isinstance(action.move, Move) else action.move
+        )
+        wire: JsonObject = {"move": {"from": list(start), "to": list(end)}}
+        if action.declare is not None:
+            wire["declare"] = action.declare
+        return wire
+
+    def ready_message(self, simulation_id: str, seed: int) -> JsonObject:
+        return {"type": "ready", "simulationId": simulation_id, "game": self.name, "seed": seed}
+
+    def game_info_message(self, simulation_id: str, seat: int, seed: int) -> JsonObject:
+        return {
+            "type": "game-info",
+            "game": self.name,
+            "simulationId": simulation_id,
+            "side": SIDES[seat],
+            "width": BOARD_SIZE,
+            "height": BOARD_SIZE,
+            "seed": seed,
+        }
+
+    def turn_message(self, state: State, seat: int) -> JsonObject:
+        return {"type": "turn", "game": self.name, "state": bot_state(state)}
+
+    def after_turn_messages(
+        self, before: State, after: State, events: Sequence[Any]
+    ) -> list[tuple[int, JsonObject]]:
+        # Each turn message already carries the previous move and the score.
+        return []
+
+    def end_message(self, state: State, outcome: Outcome, seat: int) -> JsonObject:
+        if outcome.winner is None:
+            kind = "draw-game"
+        else:
+            kind = "win-game" if outcome.winner == seat else "loss-game"
+        return {
+            "type": kind,
+            "game": self.name,
+            "state": bot_state(state),
+            "result": {
+                "reason": outcome.reason,
+                "score": dict(self.scores(state)),
+                "winner": None if outcome.winner is None else SIDES[outcome.winner],
+            },
+        }
+
+    def state_to_wire(self, state: State) -> JsonObject:
+        return position_to_wire(state)
+
+    def events_to_wire(self, events: Sequence[Any]) -> list[JsonObject]:
+        wire: list[JsonObject] = []
+        for event in events:
+            if isinstance(event, rules.PieceMoved):
+                wire.append({"type": "move", "side": event.side, **move_to_wire(event.move)})
+            elif isinstance(event, rules.PiecesKilled):
+                squares = [list(square) for square in event.squares]
+                wire.append({"type": "killed", "side": event.side, "squares": squares})
+            elif isinstance(event, rules.Declared):
+                wire.append({"type": "declared", "side": event.side, "value": event.value})
+            elif isinstance(event, rules.GameEnded):
+                wire.append({"type": "ended", "reason": event.reason})
+        return wire
+
+    def scores(self, state: State) -> Mapping[str, int]:
+        score = rules.score(state)
+        return {"dwarfs": score.dwarfs, "trolls": score.trolls}
+
+
+def _square(value: object, field: str) -> Square:
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(c, int) and not isinstance(c, bool) for c in value)
+    ):
+        raise ActionRejected(INVALID_TURN, f'"{field}" must be a square [x, y]')
+    x, y = value
+    if not rules.is_square(x, y):
+        raise ActionRejected(ILLEGAL_MOVE, f"{value} is not a square of the board")
+    return x, y
+
+
+def move_to_wire(move: Move) -> JsonObject:
+    return {
+        "from": list(move.start),
+        "to": list(move.end),
+        "kind": move.kind,
+        "killed": [list(square) for square in move.killed],
+    }
+
+
+def position_to_wire(state: State) -> JsonObject:
+    """The position as spectators and records see it (no move list)."""
+    score = rules.score(state)
+    return {
+        "ply": state.ply,
+        "side": rules.side_to_move(state),
+        "dwarfs": [list(square) for square in state.dwarfs],
+        "trolls": [list(square) for square in state.trolls],
+        "score": {"dwarfs": score.dwarfs, "trolls": score.trolls},
+        "declared": {DWARF: state.declared[0], TROLL: state.declared[1]},
+        "previousMove": None if state.previous_move is None else move_to_wire(state.previous_move),
+    }
+
+
+def bot_state(state: State) -> JsonObject:
+    """The position plus every legal move for the side to move, as a bot receives it."""
+    wire = position_to_wire(state)
+    wire["moves"] = [
+        {"from": list(m.start), "to": list(m.end), "kind": m.kind, "kills": len(m.killed)}
+        for m in rules.legal_moves(state)
+    ]
+    return wire

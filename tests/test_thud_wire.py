@@ -1,0 +1,120 @@
+"""Every Thud message, byte for byte, against golden files, and the SDK's view of a turn."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bots.thud import ThudTurn
+from server.games.base import ActionRejected, Outcome, Player
+from server.games.thud import rules
+from server.games.thud.game import ThudGame
+from tests.golden_files import check_golden
+
+GAME = ThudGame()
+PLAYERS = [Player("D"), Player("T")]
+
+
+def opening() -> rules.State:
+    """A small position, dwarfs to move, where two dwarfs can hurl and the trolls declared."""
+    return rules.state_from_position(
+        [(5, 5), (4, 4), (9, 9)], [(6, 6), (8, 8)], ply=7, declared=(False, True)
+    )
+
+
+def test_ready_and_game_info() -> None:
+    check_golden("thud/ready", GAME.ready_message("5k2aa0q", 42))
+    check_golden("thud/game-info-dwarf", GAME.game_info_message("5k2aa0q", 0, 42))
+    check_golden("thud/game-info-troll", GAME.game_info_message("5k2aa0q", 1, 42))
+
+
+def test_turns() -> None:
+    state = GAME.initial_state(PLAYERS)
+    check_golden("thud/turn-initial", GAME.turn_message(state, 0))
+    after, _ = GAME.apply(opening(), 0, rules.Action(((5, 5), (6, 6))), random.Random(0))
+    check_golden("thud/turn-after-hurl", GAME.turn_message(after, 1))
+
+
+def test_end_messages() -> None:
+    last_troll = rules.state_from_position([(5, 5), (0, 5)], [(6, 6)], ply=9)
+    final, _ = GAME.apply(last_troll, 0, rules.Action(((5, 5), (6, 6))), random.Random(0))
+    outcome = GAME.outcome(final)
+    assert outcome == Outcome(0, "No more trolls")
+    check_golden("thud/win-game", GAME.end_message(final, outcome, 0))
+    check_golden("thud/loss-game", GAME.end_message(final, outcome, 1))
+    check_golden(
+        "thud/draw-game",
+        GAME.end_message(GAME.initial_state(PLAYERS), Outcome(None, "Players agreed to finish"), 1),
+    )
+
+
+def test_player_turn_parses_to_an_action() -> None:
+    state = opening()
+    action = GAME.parse_action(
+        state, 0, {"type": "player-turn", "move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
+    )
+    assert action.declare is True
+    assert isinstance(action.move, rules.Move)
+    assert (action.move.kind, action.move.killed) == ("hurl", ((6, 6),))
+    assert GAME.action_to_wire(action) == {"move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"move": None}, "Invalid turn"),
+        ({"move": {"from": [5, 5]}}, "Invalid turn"),
+        ({"move": {"from": [5, 5, 1], "to": [6, 6]}}, "Invalid turn"),
+        ({"move": {"from": [True, 5], "to": [6, 6]}}, "Invalid turn"),
+        ({"move": {"from": [5, 5], "to": [6, 6]}, "declare": 1}, "Invalid turn"),
+        ({"move": {"from": [0, 0], "to": [6, 6]}}, "Illegal move"),
+        ({"move": {"from": [6, 6], "to": [7, 6]}}, "Illegal move"),
+        ({"move": {"from": [5, 5], "to": [3, 3]}}, "Illegal move"),
+    ],
+)
+def test_bad_turns(message: dict[str, object], error: str) -> None:
+    with pytest.raises(ActionRejected) as rejected:
+        GAME.parse_action(opening(), 0, {"type": "player-turn", **message})
+    assert rejected.value.message == error
+
+
+def test_spectators_get_the_position_and_readable_events() -> None:
+    state = opening()
+    after, events = GAME.apply(state, 0, rules.Action(((5, 5), (6, 6)), True), random.Random(0))
+    assert "moves" not in GAME.state_to_wire(after)
+    assert GAME.events_to_wire(events) == [
+        {
+            "type": "move",
+            "side": "dwarf",
+            "from": [5, 5],
+            "to": [6, 6],
+            "kind": "hurl",
+            "killed": [[6, 6]],
+        },
+        {"type": "killed", "side": "troll", "squares": [[6, 6]]},
+        {"type": "declared", "side": "dwarf", "value": True},
+        {"type": "ended", "reason": "Players agreed to finish"},
+    ]
+    assert dict(GAME.scores(after)) == {"dwarfs": 3, "trolls": 4}
+
+
+def test_the_sdk_view_answers_from_the_message() -> None:
+    turn = ThudTurn(GAME.turn_message(opening(), 0)["state"])
+    assert turn.side == "dwarf"
+    assert turn.pieces() == [(5, 5), (4, 4), (9, 9)]
+    assert turn.opponent_declared() is True
+    killing = turn.killing_moves()
+    assert [(m.start, m.end, m.kind, m.kills) for m in killing] == [
+        ((5, 5), (6, 6), "hurl", 1),
+        ((9, 9), (8, 8), "hurl", 1),
+    ]
+    assert turn.kills((5, 5), (6, 6)) == 1
+    assert turn.kills((5, 5), (6, 8)) is None
+    assert [m.end for m in turn.moves_from((9, 9))][-1] == (8, 8)
+    assert turn.rules_state().dwarfs == opening().dwarfs
+    assert turn.reply(killing[0], declare=False) == {
+        "type": "player-turn",
+        "move": {"from": [5, 5], "to": [6, 6]},
+        "declare": False,
+    }
