@@ -1,16 +1,17 @@
 # `make run` installs the arena into .venv and runs it; `make test` installs everything the
-# tests need (Python packages, and Node.js when missing) and runs the checks and the suite.
+# tests need (Python packages; Node.js and Chromium from Debian when missing) and runs the
+# checks and the suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := server bots visor tests bench
 
-.PHONY: run test lint node
+.PHONY: run test lint node chromium
 
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
-test: $(VENV)/.installed-test node lint
+test: $(VENV)/.installed-test node chromium lint
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
@@ -33,3 +34,7 @@ $(VENV)/.installed-test: pyproject.toml
 # The compatibility tests run bots written in JavaScript.
 node:
 	@command -v node >/dev/null || { apt-get update && apt-get install -y nodejs; }
+
+# The visor's tests drive Debian's Chromium with Playwright (which cannot fetch its own here).
+chromium:
+	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }

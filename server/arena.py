@@ -18,7 +18,15 @@ from server.connection import Connection
 from server.games import DEFAULT_GAME, GAMES
 from server.games.base import Game, JoinRejected, JsonObject
 from server.protocol import error_message
-from server.simulation import MatchLimits, Simulation, Status
+from server.simulation import (
+    Listener,
+    MatchLimits,
+    Removed,
+    SeatsChanged,
+    Simulation,
+    Status,
+    Update,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +47,7 @@ class Arena:
         self._matches: asyncio.TaskGroup | None = None
         self._match_tasks: set[asyncio.Task[None]] = set()
         self._connection_tasks: set[asyncio.Task[Any]] = set()
+        self.listeners: list[Listener] = []  # the visor and the records follow every game
         self._games: dict[str, Game[Any, Any]] = {
             name: factory(config) for name, factory in GAMES.items()
         }
@@ -65,9 +74,25 @@ class Arena:
             secrets.randbits(32) if seed is None else seed,
             limits,
             created_by_join=created_by_join,
+            listener=self._notify,
         )
         self.simulations[simulation.id] = simulation
+        self._notify(simulation, SeatsChanged())
         return simulation
+
+    def _notify(self, simulation: Simulation, update: Update) -> None:
+        for listener in self.listeners:
+            try:
+                listener(simulation, update)
+            except Exception:  # a broken observer must not stop a game
+                log.exception("listener failed on %s for %s", update, simulation.id)
+
+    @property
+    def games(self) -> list[str]:
+        return sorted(self._games)
+
+    def game(self, name: str) -> Game[Any, Any]:
+        return self._games[name]
 
     def start_match(self, simulation: Simulation) -> None:
         if self._matches is None:
@@ -184,12 +209,14 @@ class Arena:
             return
         simulation, seat = connection.seat
         simulation.leave(seat)
-        if (
-            simulation.status is Status.WAITING
-            and simulation.is_empty()
-            and simulation.created_by_join
-        ):
+        if simulation.created_by_join:
+            self.drop_if_abandoned(simulation)
+
+    def drop_if_abandoned(self, simulation: Simulation) -> None:
+        """Forget a simulation whose last waiting player left before it started."""
+        if simulation.status is Status.WAITING and simulation.is_empty():
             self.simulations.pop(simulation.id, None)
+            self._notify(simulation, Removed())
 
     # --- TCP ---------------------------------------------------------------------------------
     async def _on_connection(

@@ -60,10 +60,12 @@ class ArenaConfig:
         TeamPositions(Point(11, 10), tuple(Point(x, 2) for x in (4, 7, 10, 13, 16))),
     )
     turn_timeout_ms: int = 10_000
+    person_turn_timeout_ms: int = 300_000
     max_consecutive_timeouts: int = 3
     turn_limit: int = 1000
     max_message_bytes: int = 65_536
     message_gap_ms: int = 50
+    database: str = "data/arena.db"
 
     def with_overrides(self, **changes: Any) -> ArenaConfig:
         """A copy with command-line overrides applied (``None`` means not given)."""
@@ -80,12 +82,13 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "botsPerPlayer": ("bots_per_player", 1, 100),
     "pointsToWin": ("points_to_win", 1, 1000),
     "turnTimeoutMs": ("turn_timeout_ms", 1, 3_600_000),
+    "personTurnTimeoutMs": ("person_turn_timeout_ms", 1, 24 * 3_600_000),
     "maxConsecutiveTimeouts": ("max_consecutive_timeouts", 1, 1000),
     "turnLimit": ("turn_limit", 1, 1_000_000),
     "maxMessageBytes": ("max_message_bytes", 256, 64 * 1024 * 1024),
     "messageGapMs": ("message_gap_ms", 0, 10_000),
 }
-_STR_KEYS: dict[str, str] = {"host": "host"}
+_STR_KEYS: dict[str, str] = {"host": "host", "database": "database"}
 KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}
 
 

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -56,7 +56,10 @@ class Seat:
     channel: SeatChannel
     player: Player
     turn_timeout_s: float
+    kind: str = "bot"  # "bot" (TCP), "house" or "person": for lobbies and records
+    bot: str | None = None  # which entrant plays this seat, when a tournament knows it
     consecutive_timeouts: int = 0
+    errors: int = 0
     reply_times_s: list[float] = field(default_factory=list)
 
 
@@ -68,6 +71,45 @@ class TurnRecord:
     seat: int
     action: JsonObject
     timed_out: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SeatsChanged:
+    """Someone took or gave up a seat before the game started."""
+
+
+@dataclass(frozen=True, slots=True)
+class GameStarted:
+    """Every seat is taken; ``simulation.state`` holds the first position."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPlayed:
+    """A turn was played; ``simulation.state`` is the position after it."""
+
+    record: TurnRecord
+    events: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SeatLeft:
+    """A seat's player went away during the game (it forfeits)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class GameFinished:
+    outcome: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """The arena dropped a simulation that nobody played (its last waiting player left)."""
+
+
+Update = SeatsChanged | GameStarted | TurnPlayed | SeatLeft | GameFinished | Removed
+Listener = Callable[["Simulation", Update], None]
 
 
 class _Wake:
@@ -85,6 +127,7 @@ class Simulation:
         limits: MatchLimits,
         *,
         created_by_join: bool = False,
+        listener: Listener | None = None,
     ) -> None:
         self.id = simulation_id
         self.game = game
@@ -101,6 +144,13 @@ class Simulation:
         self._reply: asyncio.Future[Any] | None = None
         self._forfeit: Outcome | None = None
         self._turn_started = 0.0
+        self._listener = listener
+        self._tasks: asyncio.TaskGroup | None = None
+        self._helpers: set[asyncio.Task[None]] = set()
+        self.tournament_id: str | None = None
+        self.pairing: str | None = None  # the tournament's name for this game
+        self.started_at: float | None = None  # wall-clock seconds
+        self.finished_at: float | None = None
 
     # --- seats -------------------------------------------------------------------------------
     def free_seats(self) -> list[int]:
@@ -110,7 +160,11 @@ class Simulation:
         return not self.free_seats()
 
     def join(
-        self, channel: SeatChannel, request: JsonObject, turn_timeout_s: float | None = None
+        self,
+        channel: SeatChannel,
+        request: JsonObject,
+        turn_timeout_s: float | None = None,
+        kind: str = "bot",
     ) -> int:
         """Seat a player; raises ``JoinRejected``. The caller starts the match when full."""
         if self.status is not Status.WAITING or self.is_full():
@@ -118,20 +172,36 @@ class Simulation:
         seat = self.game.choose_seat(self.free_seats(), request)
         player = self.game.player_from_join(request)
         timeout = self.limits.turn_timeout_s if turn_timeout_s is None else turn_timeout_s
-        self.seats[seat] = Seat(channel, player, timeout)
+        self.seats[seat] = Seat(channel, player, timeout, kind)
         channel.send(self.game.game_info_message(self.id, seat, self.seed))
+        self._notify(SeatsChanged())
         return seat
 
     def leave(self, seat: int) -> None:
         """The seat's channel is gone: free it before the game, forfeit during it."""
         if self.status is Status.WAITING:
             self.seats[seat] = None
+            self._notify(SeatsChanged())
         elif self.status is Status.PLAYING and self._forfeit is None:
             self._forfeit = Outcome(self._opponent(seat), PLAYER_DISCONNECTED)
             for index, other in enumerate(self.seats):
                 if other is not None and index != seat:
                     other.channel.send(error_message(PLAYER_DISCONNECTED))
+            self._notify(SeatLeft(seat))
             self._wake(_Wake())
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a helper task (an in-process player's thinking) owned by this match."""
+        if self._tasks is None:
+            work.close()
+            raise RuntimeError(f"simulation {self.id} is not being played")
+        helper = self._tasks.create_task(work)
+        self._helpers.add(helper)
+        helper.add_done_callback(self._helpers.discard)
+
+    def _notify(self, update: Update) -> None:
+        if self._listener is not None:
+            self._listener(self, update)
 
     def is_empty(self) -> bool:
         return all(seat is None for seat in self.seats)
@@ -151,11 +221,13 @@ class Simulation:
             channel.send(error_message("Game over", "this game has ended"))
             return
         if seat != self._awaited_seat or self._reply is None or self._reply.done():
+            self._seat(seat).errors += 1
             channel.send(error_message("Not your turn", "wait for a turn message"))
             return
         try:
             action = self.game.parse_action(self.state, seat, message)
         except ActionRejected as rejected:
+            self._seat(seat).errors += 1
             channel.send(error_message(rejected.message, rejected.reason))
             return
         self._reply.set_result(action)
@@ -171,18 +243,29 @@ class Simulation:
         return occupant
 
     async def run(self, on_finished: Callable[[Simulation], None]) -> None:
-        """Play the game to its end; never raises, so one broken game cannot stop the others."""
+        """Play the game to its end; never raises, so one broken game cannot stop the others.
+
+        The match's TaskGroup owns every helper task (``spawn``), so none outlives the game.
+        """
         try:
-            await self._play()
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                await self._play()
+                for helper in self._helpers:
+                    helper.cancel()  # a player still thinking about a game that is over
         except Exception:
             log.exception("simulation %s failed", self.id)
             if self.outcome is None:
                 self.outcome = Outcome(None, "Server error")
         finally:
+            self._tasks = None
             self.status = Status.FINISHED
+            self.finished_at = time.time()
             for seat in self.seats:
                 if seat is not None:
                     seat.channel.close()
+            if self.outcome is not None:
+                self._notify(GameFinished(self.outcome))
             on_finished(self)
 
     async def _play(self) -> None:
@@ -190,6 +273,8 @@ class Simulation:
         players = [self._seat(index).player for index in range(len(self.seats))]
         self.state = game.initial_state(players)
         self.status = Status.PLAYING
+        self.started_at = time.time()
+        self._notify(GameStarted())
         loop = asyncio.get_running_loop()
         while self._forfeit is None and game.outcome(self.state) is None:
             seat_index = game.seat_to_move(self.state)
@@ -237,8 +322,10 @@ class Simulation:
     def _play_action(self, seat_index: int, action: Any, timed_out: bool) -> None:
         before = self.state
         self.state, events = self.game.apply(before, seat_index, action, self.rng)
-        self.turns.append(
-            TurnRecord(len(self.turns) + 1, seat_index, self.game.action_to_wire(action), timed_out)
+        record = TurnRecord(
+            len(self.turns) + 1, seat_index, self.game.action_to_wire(action), timed_out
         )
+        self.turns.append(record)
         for target, message in self.game.after_turn_messages(before, self.state, events):
             self._seat(target).channel.send(message)
+        self._notify(TurnPlayed(record, events))

@@ -6,13 +6,17 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from server.arena import Arena
+from server.cli import recording
 from server.config import ArenaConfig
+from server.records import Records
+from visor import app as visor_app
 
 RECEIVE_TIMEOUT_S = 10.0
 
@@ -29,6 +33,35 @@ test_config.__test__ = False  # type: ignore[attr-defined]  # a helper, not a te
 async def arena() -> AsyncIterator[Arena]:
     async with Arena(test_config()).serving() as running:
         yield running
+
+
+@dataclasses.dataclass
+class Served:
+    """A running arena and its visor."""
+
+    arena: Arena
+    http_port: int
+    records: Records
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def tcp_port(self) -> int:
+        assert self.arena.tcp_port is not None
+        return self.arena.tcp_port
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    arena = Arena(test_config())
+    async with (
+        recording(arena, tmp_path / "arena.db") as records,
+        arena.serving(),
+        visor_app.serving(arena, "127.0.0.1", 0, records) as http_port,
+    ):
+        yield Served(arena, http_port, records)
 
 
 class RawClient:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from server.config import ArenaConfig
-from server.games.base import Game
+from server.games.base import Game, JsonObject
 from server.games.tavern.game import TavernGame
 from server.games.thud.game import ThudGame
 
@@ -17,3 +17,9 @@ GAMES: dict[str, GameFactory] = {
     ThudGame.name: lambda config: ThudGame(),
 }
 DEFAULT_GAME = TavernGame.name
+
+GAMES_FROM_SETTINGS: dict[str, Callable[[JsonObject], Game[Any, Any]]] = {
+    TavernGame.name: TavernGame.from_settings,
+    ThudGame.name: lambda settings: ThudGame(),
+}
+"""Rebuild the game a record was played with, from the settings it stored."""

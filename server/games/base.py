@@ -144,3 +144,15 @@ class Game(ABC, Generic[StateT, ActionT]):
     @abstractmethod
     def scores(self, state: StateT) -> Mapping[str, int]:
         """The score by seat name, for lobbies and tables."""
+
+    @abstractmethod
+    def render_text(self, state: StateT) -> str:
+        """The position as a few lines of text, for terminals."""
+
+    @abstractmethod
+    def settings(self) -> JsonObject:
+        """Everything that, with the seed and the turns, replays a game of this instance."""
+
+    @abstractmethod
+    def describe(self) -> JsonObject:
+        """What a viewer needs besides the position: board size, points to win, and so on."""

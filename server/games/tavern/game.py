@@ -35,24 +35,47 @@ class TavernGame(Game[State, tuple[Order, ...]]):
     seat_names = TEAM_NAMES
 
     def __init__(self, settings: rules.Settings) -> None:
-        self.settings = settings
+        self.rules_settings = settings
 
     @classmethod
     def from_config(cls, config: ArenaConfig) -> TavernGame:
-        positions = config.positions
+        return cls.from_settings(
+            {
+                "width": config.width,
+                "height": config.height,
+                "pointsToWin": config.points_to_win,
+                "turnLimit": config.turn_limit,
+                "positions": {
+                    team: {
+                        "barrel": {"x": positions.barrel.x, "y": positions.barrel.y},
+                        "bots": [{"x": p.x, "y": p.y} for p in positions.bots],
+                    }
+                    for team, positions in zip(TEAM_NAMES, config.positions, strict=True)
+                },
+            }
+        )
+
+    @classmethod
+    def from_settings(cls, settings: JsonObject) -> TavernGame:
+        """The game a record was played with (the inverse of ``settings``)."""
+
+        def coords(point: JsonObject) -> Coords:
+            return Coords(point["x"], point["y"])
+
+        positions = settings["positions"]
         return cls(
             rules.Settings(
-                width=config.width,
-                height=config.height,
-                points_to_win=config.points_to_win,
-                turn_limit=config.turn_limit,
+                width=settings["width"],
+                height=settings["height"],
+                points_to_win=settings["pointsToWin"],
+                turn_limit=settings["turnLimit"],
                 barrel_starts=(
-                    Coords(positions[0].barrel.x, positions[0].barrel.y),
-                    Coords(positions[1].barrel.x, positions[1].barrel.y),
+                    coords(positions["team1"]["barrel"]),
+                    coords(positions["team2"]["barrel"]),
                 ),
                 dwarf_starts=(
-                    tuple(Coords(p.x, p.y) for p in positions[0].bots),
-                    tuple(Coords(p.x, p.y) for p in positions[1].bots),
+                    tuple(coords(p) for p in positions["team1"]["bots"]),
+                    tuple(coords(p) for p in positions["team2"]["bots"]),
                 ),
             )
         )
@@ -80,7 +103,7 @@ class TavernGame(Game[State, tuple[Order, ...]]):
 
     # --- rules -------------------------------------------------------------------------------
     def initial_state(self, players: Sequence[Player]) -> State:
-        return rules.initial_state(self.settings, (players[0].names, players[1].names))
+        return rules.initial_state(self.rules_settings, (players[0].names, players[1].names))
 
     def seat_to_move(self, state: State) -> int:
         return state.to_move
@@ -114,8 +137,8 @@ class TavernGame(Game[State, tuple[Order, ...]]):
             "type": "game-info",
             "simulationId": simulation_id,
             "team": TEAM_NAMES[seat],
-            "width": self.settings.width,
-            "height": self.settings.height,
+            "width": self.rules_settings.width,
+            "height": self.rules_settings.height,
             "game": self.name,
             "seed": seed,
         }
@@ -162,6 +185,42 @@ class TavernGame(Game[State, tuple[Order, ...]]):
 
     def scores(self, state: State) -> Mapping[str, int]:
         return {TEAM_NAMES[0]: state.scores[0], TEAM_NAMES[1]: state.scores[1]}
+
+    def render_text(self, state: State) -> str:
+        """Team1's dwarves a, b, c..., team2's A, B, C..., barrels 1 and 2, home rows ~."""
+        width, height = self.rules_settings.width, self.rules_settings.height
+        rows = [["~" if y in (0, height - 1) else "." for _ in range(width)] for y in range(height)]
+        counts = [0, 0]
+        for dwarf in state.dwarves:
+            letter = chr((ord("a") if dwarf.team == 0 else ord("A")) + counts[dwarf.team] % 26)
+            counts[dwarf.team] += 1
+            rows[dwarf.coords.y][dwarf.coords.x] = letter
+        for team, barrel in enumerate(state.barrels):
+            rows[barrel.y][barrel.x] = str(team + 1)
+        return "\n".join("".join(row) for row in rows)
+
+    def settings(self) -> JsonObject:
+        rules_settings = self.rules_settings
+
+        def point(coords: Coords) -> JsonObject:
+            return {"x": coords.x, "y": coords.y}
+
+        return {
+            "width": rules_settings.width,
+            "height": rules_settings.height,
+            "pointsToWin": rules_settings.points_to_win,
+            "turnLimit": rules_settings.turn_limit,
+            "positions": {
+                team: {
+                    "barrel": point(rules_settings.barrel_starts[index]),
+                    "bots": [point(c) for c in rules_settings.dwarf_starts[index]],
+                }
+                for index, team in enumerate(TEAM_NAMES)
+            },
+        }
+
+    def describe(self) -> JsonObject:
+        return self.settings()
 
 
 def state_to_wire(dwarves: Sequence[rules.Dwarf], barrels: Sequence[Coords]) -> JsonObject:

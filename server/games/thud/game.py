@@ -165,6 +165,30 @@ class ThudGame(Game[State, Action]):
         score = rules.score(state)
         return {"dwarfs": score.dwarfs, "trolls": score.trolls}
 
+    def render_text(self, state: State) -> str:
+        """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""
+        rows = [[" "] * BOARD_SIZE for _ in range(BOARD_SIZE)]
+        for x, y in rules.SQUARES:
+            rows[y][x] = "."
+        rows[rules.THUDSTONE[1]][rules.THUDSTONE[0]] = "*"
+        for x, y in state.dwarfs:
+            rows[y][x] = "d"
+        for x, y in state.trolls:
+            rows[y][x] = "T"
+        return "\n".join("".join(row).rstrip() for row in rows)
+
+    def settings(self) -> JsonObject:
+        return {}  # Thud has one board and one set of rules
+
+    def describe(self) -> JsonObject:
+        return {
+            "width": BOARD_SIZE,
+            "height": BOARD_SIZE,
+            "squares": [list(square) for square in rules.SQUARES],
+            "thudstone": list(rules.THUDSTONE),
+            "maxPlies": rules.MAX_PLIES,
+        }
+
 
 def _square(value: object, field: str) -> Square:
     if (

@@ -1,0 +1,464 @@
+"""Every game the arena plays, kept in SQLite: who played, every turn, the result.
+
+One writer thread owns the only writing connection: the event loop hands it small operations
+through a queue and never waits, and the thread runs whatever has queued up in one transaction,
+so turns are saved in batches as the game goes, at the pace the disk allows. The database is in
+WAL mode with ``synchronous=NORMAL``: a server killed with ``kill -9`` keeps every committed
+transaction, so every finished game and the finished part of the others; games still marked as
+playing when a server opens the file are marked unfinished. Reads use their own connections
+(WAL readers never block the writer) and run in worker threads.
+
+The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[n]`` upgrades a file from
+version n to n + 1, so a newer server opens an older file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from server.games.base import JsonObject, Outcome
+from server.simulation import GameFinished, GameStarted, Simulation, TurnPlayed, Update
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS: tuple[str, ...] = (
+    # 0 -> 1: games, their seats and their turns.
+    """
+    CREATE TABLE games (
+        id TEXT PRIMARY KEY,
+        game TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        settings TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('playing', 'finished', 'unfinished')),
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        reason TEXT,
+        winner TEXT,
+        score TEXT,
+        turn_count INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX games_by_start ON games (started_at);
+    CREATE TABLE seats (
+        game_id TEXT NOT NULL REFERENCES games (id),
+        seat INTEGER NOT NULL,
+        seat_name TEXT NOT NULL,
+        nick TEXT NOT NULL,
+        names TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        reply_mean_ms REAL,
+        reply_worst_ms REAL,
+        replies INTEGER NOT NULL DEFAULT 0,
+        errors INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (game_id, seat)
+    );
+    CREATE INDEX seats_by_nick ON seats (nick);
+    CREATE TABLE turns (
+        game_id TEXT NOT NULL REFERENCES games (id),
+        number INTEGER NOT NULL,
+        seat INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        timed_out INTEGER NOT NULL,
+        PRIMARY KEY (game_id, number)
+    ) WITHOUT ROWID;
+    """,
+    # 1 -> 2: tournaments, the bot behind each seat, and each bot's stderr.
+    """
+    CREATE TABLE tournaments (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        game TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        finished_at REAL
+    );
+    ALTER TABLE games ADD COLUMN tournament_id TEXT REFERENCES tournaments (id);
+    ALTER TABLE games ADD COLUMN pairing TEXT;
+    ALTER TABLE seats ADD COLUMN bot TEXT;
+    ALTER TABLE seats ADD COLUMN stderr TEXT;
+    CREATE INDEX games_by_tournament ON games (tournament_id);
+    CREATE INDEX seats_by_bot ON seats (bot);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+PAGE_SIZE_LIMIT = 200
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute("PRAGMA foreign_keys=ON")
+    connection.execute("PRAGMA busy_timeout=5000")
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+def migrate(connection: sqlite3.Connection) -> int:
+    """Bring the file up to ``SCHEMA_VERSION``; returns the version it had."""
+    found: int = connection.execute("PRAGMA user_version").fetchone()[0]
+    if found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"the records file has schema version {found}, newer than this server's "
+            f"{SCHEMA_VERSION}: upgrade the server"
+        )
+    for version in range(found, SCHEMA_VERSION):
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {version + 1}")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    return found
+
+
+Operation = Callable[[sqlite3.Connection], None]
+
+
+@dataclass(frozen=True, slots=True)
+class GameFilter:
+    game: str | None = None
+    player: str | None = None  # a nick or a tournament bot name
+    result: str | None = None  # "win", "draw", "unfinished" or a seat name that won
+    tournament: str | None = None
+    page: int = 1
+    per_page: int = 50
+
+
+class Records:
+    """The arena's store of games."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._operations: queue.SimpleQueue[Operation | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._local = threading.local()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def open(self) -> None:
+        """Create or upgrade the file, close out interrupted games, start the writer.
+
+        Only a server opens records this way: games still marked as playing were cut short
+        by the end of the previous server. Readers such as ``tavern replay`` use ``open_to_read``.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        writer = connect(self.path)
+        migrate(writer)
+        interrupted = writer.execute(
+            "UPDATE games SET status = 'unfinished' WHERE status = 'playing'"
+        ).rowcount
+        if interrupted:
+            log.info("records: %d interrupted games marked unfinished", interrupted)
+        self._thread = threading.Thread(
+            target=self._write_loop, args=(writer,), name="records-writer", daemon=True
+        )
+        self._thread.start()
+
+    def open_to_read(self) -> None:
+        """Upgrade the file if it is older than this code, and nothing else."""
+        with contextlib.closing(connect(self.path)) as connection:
+            migrate(connection)
+
+    def close(self) -> None:
+        """Write everything queued, then stop the writer."""
+        if self._thread is None:
+            return
+        self._operations.put(None)
+        self._thread.join()
+        self._thread = None
+
+    # --- writing -----------------------------------------------------------------------------
+    def submit(self, operation: Operation) -> None:
+        """Queue a write; it is committed with whatever else is waiting."""
+        self._operations.put(operation)
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is committed."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def resolve() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def signal(_: sqlite3.Connection) -> None:
+            loop.call_soon_threadsafe(resolve)
+
+        self.submit(signal)
+        await done
+
+    def _write_loop(self, connection: sqlite3.Connection) -> None:
+        running = True
+        while running:
+            batch = [self._operations.get()]
+            while len(batch) < 1000:
+                try:
+                    batch.append(self._operations.get_nowait())
+                except queue.Empty:
+                    break
+            if None in batch:
+                running = False
+            operations = [op for op in batch if op is not None]
+            if not operations:
+                continue
+            try:
+                connection.execute("BEGIN")
+                for operation in operations:
+                    operation(connection)
+                connection.execute("COMMIT")
+            except sqlite3.Error:
+                log.exception("records: a batch of %d writes failed", len(operations))
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+        connection.close()
+
+    # --- reading (call from a worker thread: ``await asyncio.to_thread(records.game, id)``) ---
+    def _reader(self) -> sqlite3.Connection:
+        reader: sqlite3.Connection | None = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = connect(self.path)
+            self._local.reader = reader
+        return reader
+
+    def games(self, where: GameFilter) -> JsonObject:
+        """One page of game summaries, newest first."""
+        clauses, parameters = _filter_sql(where)
+        sql_where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        reader = self._reader()
+        total = reader.execute(f"SELECT COUNT(*) FROM games g {sql_where}", parameters).fetchone()[
+            0
+        ]
+        per_page = max(1, min(where.per_page, PAGE_SIZE_LIMIT))
+        page = max(1, where.page)
+        rows = reader.execute(
+            f"SELECT g.* FROM games g {sql_where} ORDER BY g.started_at DESC, g.id "
+            "LIMIT ? OFFSET ?",
+            [*parameters, per_page, (page - 1) * per_page],
+        ).fetchall()
+        return {
+            "games": [self._summary(reader, row) for row in rows],
+            "page": page,
+            "perPage": per_page,
+            "total": total,
+        }
+
+    def game(self, game_id: str) -> JsonObject | None:
+        """The full record of one game (docs/records.md), or None."""
+        reader = self._reader()
+        row = reader.execute("SELECT * FROM games WHERE id = ?", (game_id,)).fetchone()
+        if row is None:
+            return None
+        record = self._summary(reader, row)
+        record["settings"] = orjson.loads(row["settings"])
+        seat_names = [player["seat"] for player in record["players"]]
+        record["turns"] = [
+            {
+                "number": turn["number"],
+                "seat": seat_names[turn["seat"]],
+                "action": orjson.loads(turn["action"]),
+                "timedOut": bool(turn["timed_out"]),
+            }
+            for turn in reader.execute(
+                "SELECT * FROM turns WHERE game_id = ? ORDER BY number", (game_id,)
+            )
+        ]
+        return record
+
+    def _summary(self, reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
+        players = [
+            {
+                "seat": seat["seat_name"],
+                "nick": seat["nick"],
+                "names": orjson.loads(seat["names"]),
+                "kind": seat["kind"],
+                "bot": seat["bot"],
+                "replies": seat["replies"],
+                "replyMeanMs": seat["reply_mean_ms"],
+                "replyWorstMs": seat["reply_worst_ms"],
+                "errors": seat["errors"],
+                "stderr": seat["stderr"],
+            }
+            for seat in reader.execute(
+                "SELECT * FROM seats WHERE game_id = ? ORDER BY seat", (row["id"],)
+            )
+        ]
+        result = None
+        if row["reason"] is not None:
+            result = {
+                "reason": row["reason"],
+                "winner": row["winner"],
+                "score": orjson.loads(row["score"]) if row["score"] else None,
+            }
+        return {
+            "id": row["id"],
+            "game": row["game"],
+            "seed": row["seed"],
+            "status": row["status"],
+            "startedAt": row["started_at"],
+            "finishedAt": row["finished_at"],
+            "turnCount": row["turn_count"],
+            "players": players,
+            "result": result,
+            "tournament": row["tournament_id"],
+            "pairing": row["pairing"],
+        }
+
+
+def _filter_sql(where: GameFilter) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    if where.game:
+        clauses.append("g.game = ?")
+        parameters.append(where.game)
+    if where.player:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM seats s WHERE s.game_id = g.id AND (s.nick = ? OR s.bot = ?))"
+        )
+        parameters += [where.player, where.player]
+    if where.tournament:
+        clauses.append("g.tournament_id = ?")
+        parameters.append(where.tournament)
+    if where.result == "draw":
+        clauses.append("g.status = 'finished' AND g.winner IS NULL")
+    elif where.result == "unfinished":
+        clauses.append("g.status = 'unfinished'")
+    elif where.result == "win":
+        clauses.append("g.winner IS NOT NULL")
+    elif where.result:
+        clauses.append("g.winner = ?")
+        parameters.append(where.result)
+    return clauses, parameters
+
+
+def now() -> float:
+    return time.time()
+
+
+class Recorder:
+    """Follows the arena's games and queues their records; never blocks a game."""
+
+    def __init__(self, records: Records) -> None:
+        self.records = records
+
+    def __call__(self, simulation: Simulation, update: Update) -> None:
+        if isinstance(update, GameStarted):
+            self.records.submit(_started(simulation))
+        elif isinstance(update, TurnPlayed):
+            record = update.record
+            row = (
+                simulation.id,
+                record.number,
+                record.seat,
+                orjson.dumps(record.action).decode(),
+                int(record.timed_out),
+            )
+            self.records.submit(lambda db: _insert_turn(db, row))
+        elif isinstance(update, GameFinished):
+            self.records.submit(_finished(simulation, update.outcome))
+
+
+def _started(simulation: Simulation) -> Operation:
+    game = simulation.game
+    settings = orjson.dumps(
+        {
+            **game.settings(),
+            "turnTimeoutMs": round(simulation.limits.turn_timeout_s * 1000),
+            "maxConsecutiveTimeouts": simulation.limits.max_consecutive_timeouts,
+        }
+    ).decode()
+    game_row = (
+        simulation.id,
+        game.name,
+        simulation.seed,
+        settings,
+        simulation.started_at or now(),
+        simulation.tournament_id,
+        simulation.pairing,
+    )
+    seat_rows = [
+        (
+            simulation.id,
+            index,
+            game.seat_names[index],
+            seat.player.nick,
+            orjson.dumps(list(seat.player.names)).decode(),
+            seat.kind,
+            seat.bot,
+        )
+        for index, seat in enumerate(simulation.seats)
+        if seat is not None
+    ]
+
+    def write(db: sqlite3.Connection) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO games (id, game, seed, settings, status, started_at, "
+            "tournament_id, pairing) VALUES (?, ?, ?, ?, 'playing', ?, ?, ?)",
+            game_row,
+        )
+        db.executemany(
+            "INSERT OR REPLACE INTO seats (game_id, seat, seat_name, nick, names, kind, bot) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            seat_rows,
+        )
+
+    return write
+
+
+def _insert_turn(db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO turns (game_id, number, seat, action, timed_out) "
+        "VALUES (?, ?, ?, ?, ?)",
+        row,
+    )
+    db.execute("UPDATE games SET turn_count = ? WHERE id = ?", (row[1], row[0]))
+
+
+def _finished(simulation: Simulation, outcome: Outcome) -> Operation:
+    game = simulation.game
+    score = game.scores(simulation.state) if simulation.state is not None else None
+    winner = None if outcome.winner is None else game.seat_names[outcome.winner]
+    game_row = (
+        simulation.finished_at or now(),
+        outcome.reason,
+        winner,
+        None if score is None else orjson.dumps(dict(score)).decode(),
+        len(simulation.turns),
+        simulation.id,
+    )
+    seat_rows = []
+    for index, seat in enumerate(simulation.seats):
+        if seat is None:
+            continue
+        times = seat.reply_times_s
+        mean = 1000 * sum(times) / len(times) if times else None
+        worst = 1000 * max(times) if times else None
+        seat_rows.append((mean, worst, len(times), seat.errors, simulation.id, index))
+
+    def write(db: sqlite3.Connection) -> None:
+        db.execute(
+            "UPDATE games SET status = 'finished', finished_at = ?, reason = ?, winner = ?, "
+            "score = ?, turn_count = ? WHERE id = ?",
+            game_row,
+        )
+        db.executemany(
+            "UPDATE seats SET reply_mean_ms = ?, reply_worst_ms = ?, replies = ?, errors = ? "
+            "WHERE game_id = ? AND seat = ?",
+            seat_rows,
+        )
+
+    return write

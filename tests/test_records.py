@@ -1,0 +1,273 @@
+"""Records: every game kept in SQLite, served over HTTP, replayed exactly, and surviving kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from bots import tavern_dummy
+from bots.house import HOUSE_PLAYERS, run_games
+from bots.sdk import ArenaClient
+from bots.thud import ThudTurn, play_thud
+from server import records as records_module
+from server.cli import main as tavern_main
+from server.games.thud.game import bot_state
+from server.records import MIGRATIONS, SCHEMA_VERSION, GameFilter, Records, migrate
+from server.replay import frames, game_of
+from tests.conftest import Served
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- the schema ----------------------------------------------------------------------------------
+def test_a_new_file_gets_the_current_schema(tmp_path: Path) -> None:
+    records = Records(tmp_path / "new" / "arena.db")
+    records.open()
+    records.close()
+    connection = sqlite3.connect(tmp_path / "new" / "arena.db")
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_newer_server_opens_an_older_file(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = records_module.connect(path)
+    old.executescript(MIGRATIONS[0])
+    old.execute("PRAGMA user_version = 1")
+    old.execute(
+        "INSERT INTO games (id, game, seed, settings, status, started_at, reason, winner, score, "
+        "turn_count) VALUES ('0abcdef', 'thud', 7, '{}', 'finished', 1.0, 'Timeout', NULL, "
+        '\'{"dwarfs": 30, "trolls": 30}\', 0)'
+    )
+    old.execute(
+        "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind) "
+        "VALUES ('0abcdef', 0, 'dwarf', 'old bot', '[]', 'bot')"
+    )
+    old.close()
+    records = Records(path)
+    records.open()
+    records.close()
+    record = records.game("0abcdef")
+    assert record is not None
+    assert record["result"] == {
+        "reason": "Timeout",
+        "winner": None,
+        "score": {"dwarfs": 30, "trolls": 30},
+    }
+    assert record["players"][0]["nick"] == "old bot"
+    assert record["players"][0]["bot"] is None  # a column the migration added
+    assert record["tournament"] is None
+
+
+def test_a_file_from_a_newer_server_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    connection = records_module.connect(path)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(RuntimeError, match="newer than this server"):
+        migrate(connection)
+
+
+# --- recording real games ------------------------------------------------------------------------
+async def tavern_game(served: Served, seed: int) -> tuple[str, list[dict[str, Any]]]:
+    """A whole Tavern game; returns its id and every state team1's bot was sent."""
+    seen: list[dict[str, Any]] = []
+    port = served.tcp_port
+
+    async def watched_bot() -> dict[str, Any]:
+        async with await ArenaClient.connect("127.0.0.1", port) as client:
+            info = await client.join(
+                None, nick="watched", names=["A", "B", "C", "D", "E"], seed=seed
+            )
+            seen.append({"simulationId": info["simulationId"]})
+
+            def on_turn(message: dict[str, Any]) -> dict[str, Any]:
+                seen.append(message["state"])
+                view = tavern_dummy.view_of(
+                    message["state"], info["team"], info["width"], info["height"]
+                )
+                return {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
+
+            return await client.play(on_turn)
+
+    first = asyncio.create_task(watched_bot())
+    await asyncio.sleep(0.05)
+    await tavern_dummy.play("127.0.0.1", port, None, "other")
+    await first
+    await served.records.flush()
+    return seen[0]["simulationId"], seen[1:]
+
+
+async def test_a_tavern_game_is_recorded_and_replays_exactly(served: Served) -> None:
+    game_id, sent = await tavern_game(served, seed=31)
+    record = served.records.game(game_id)
+    assert record is not None
+    assert record["status"] == "finished"
+    assert record["seed"] == 31
+    assert [p["nick"] for p in record["players"]] == ["watched", "other"]
+    assert record["players"][0]["names"] == ["A", "B", "C", "D", "E"]
+    assert record["players"][0]["replies"] > 0
+    assert 0 <= record["players"][0]["replyMeanMs"] <= record["players"][0]["replyWorstMs"]
+    assert record["settings"]["pointsToWin"] == 3
+    assert record["result"]["reason"] == "Points to win reached"
+    assert len(record["turns"]) == record["turnCount"] > 0
+    # Every position team1 was sent is one of the recomputed ones, in order.
+    game = game_of(record)
+    recomputed = [game.state_to_wire(frame.state) for frame in frames(record)]
+    positions = iter(recomputed)
+    for state in sent:
+        assert any(state == candidate for candidate in positions), (
+            "a sent position was not replayed"
+        )
+    final = recomputed[-1]
+    assert record["result"]["score"] == dict(game.scores(list(frames(record))[-1].state))
+    assert final["barrels"]
+
+
+async def test_a_thud_game_replays_exactly_what_the_bots_were_sent(served: Served) -> None:
+    port = served.tcp_port
+    sent: list[dict[str, Any]] = []
+    async with await ArenaClient.connect("127.0.0.1", port) as creator:
+        game_id = (await creator.create_simulation("thud", seed=5))["simulationId"]
+
+    def dwarf(turn: ThudTurn) -> dict[str, Any]:
+        sent.append(turn.state)
+        killing = turn.killing_moves()
+        return turn.reply(killing[0] if killing else turn.moves()[len(sent) % len(turn.moves())])
+
+    house_troll = HOUSE_PLAYERS["thud"]["troll"].start({}, seed=5)
+
+    def troll(turn: ThudTurn) -> dict[str, Any]:
+        sent.append(turn.state)
+        return house_troll({"state": turn.state})
+
+    async with asyncio.timeout(120):
+        await asyncio.gather(
+            play_thud("127.0.0.1", port, game_id, "dwarf", "d", dwarf),
+            play_thud("127.0.0.1", port, game_id, "troll", "t", troll),
+        )
+    await served.records.flush()
+    record = served.records.game(game_id)
+    assert record is not None
+    game = game_of(record)
+    recomputed = [frame.state for frame in frames(record)]
+    assert len(recomputed) == len(sent) + 1  # every ply was sent, then the final position
+    assert [bot_state(state) for state in recomputed[:-1]] == sent
+    assert record["result"]["score"] == dict(game.scores(recomputed[-1]))
+
+
+async def test_the_games_api_filters_and_pages(served: Served) -> None:
+    await run_games("thud", "random", "random", "127.0.0.1", served.tcp_port, 2, seed=3)
+    await tavern_game(served, seed=4)
+    await served.records.flush()
+    async with aiohttp.ClientSession() as session:
+
+        async def get(path: str) -> tuple[int, Any]:
+            async with session.get(served.url + path) as response:
+                return response.status, await response.json()
+
+        status, everything = await get("/api/games")
+        assert status == 200
+        assert everything["total"] == 3
+        status, thud = await get("/api/games?game=thud&perPage=1&page=2")
+        assert (thud["total"], thud["perPage"], thud["page"], len(thud["games"])) == (2, 1, 2, 1)
+        assert thud["games"][0]["game"] == "thud"
+        _, by_player = await get("/api/games?player=watched")
+        assert by_player["total"] == 1
+        _, wins = await get("/api/games?result=win")
+        assert all(game["result"]["winner"] for game in wins["games"])
+        status, _ = await get("/api/games?page=x")
+        assert status == 400
+        game_id = by_player["games"][0]["id"]
+        status, record = await get(f"/api/games/{game_id}")
+        assert status == 200
+        assert record["turns"][0]["number"] == 1
+        status, replay = await get(f"/api/games/{game_id}/replay")
+        assert status == 200
+        assert len(replay["frames"]) == len(record["turns"]) + 1
+        assert replay["frames"][0]["turn"] == 0
+        status, missing = await get("/api/games/nope123")
+        assert (status, missing["error"]) == (404, "no recorded game with this id")
+
+
+async def test_tavern_replay_prints_the_game(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    game_id, _ = await tavern_game(served, seed=8)
+    assert tavern_main(["replay", game_id, "--database", str(served.records.path)]) == 0
+    out = capsys.readouterr().out
+    assert f"tavern {game_id} (seed 8)" in out
+    assert "turn 1: team1" in out
+    assert "~~~~~~~~~~~~~~~~~~~~~" in out  # the home rows
+    assert "Points to win reached" in out
+    assert tavern_main(["replay", "nope123", "--database", str(served.records.path)]) == 1
+
+
+# --- kill -9 -------------------------------------------------------------------------------------
+async def test_a_killed_server_keeps_every_finished_game(tmp_path: Path) -> None:
+    database = tmp_path / "arena.db"
+    config = tmp_path / "config.json"
+    config.write_text(orjson.dumps({"port": 0, "httpPort": 0, "database": str(database)}).decode())
+    server = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server",
+        "serve",
+        "--config",
+        str(config),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        assert server.stdout is not None
+        line = (await asyncio.wait_for(server.stdout.readline(), 30)).decode()
+        match = re.search(r":(\d+)$", line.strip())
+        assert match, line
+        port = int(match.group(1))
+        finished = await run_games("thud", "dwarf", "troll", "127.0.0.1", port, 1, seed=2)
+        assert finished[0]["result"]["reason"]
+        # A second game, left hanging mid-way: both bots pass a few times, then the kill.
+        async with (
+            await ArenaClient.connect("127.0.0.1", port) as one,
+            await ArenaClient.connect("127.0.0.1", port) as two,
+        ):
+            await one.join(None, nick="one", names=["A"])
+            await two.join(None, nick="two", names=["B"])
+            for _ in range(3):
+                for client, team in ((one, "team1"), (two, "team2")):
+                    turn = await client.receive()
+                    dwarf = turn["state"][team][0]["id"]
+                    await client.send(
+                        {"type": "player-turn", "actions": [{"botId": dwarf, "type": "PASS"}]}
+                    )
+            await one.receive()
+            await asyncio.sleep(0.3)  # let the writer commit the turns played so far
+            server.send_signal(signal.SIGKILL)
+            await asyncio.wait_for(server.wait(), 10)
+    finally:
+        if server.returncode is None:
+            server.kill()
+            await server.wait()
+    records = Records(database)
+    records.open()  # what a restarted server does
+    records.close()
+    page = records.games(GameFilter())
+    statuses = sorted((game["game"], game["status"]) for game in page["games"])
+    assert statuses == [("tavern", "unfinished"), ("thud", "finished")]
+    thud = next(game for game in page["games"] if game["game"] == "thud")
+    full = records.game(thud["id"])
+    assert full is not None
+    assert len(full["turns"]) == full["turnCount"] > 0
+    assert full["result"] is not None
+    hanging = records.game(next(g["id"] for g in page["games"] if g["game"] == "tavern"))
+    assert hanging is not None
+    assert hanging["turns"]

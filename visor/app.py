@@ -1,0 +1,285 @@
+"""The visor: the arena's web face, served by aiohttp from the same process as the TCP server.
+
+Pages are static files (no build step, nothing from a CDN); everything live goes through one
+websocket per page, ``/ws``, whose messages are JSON objects:
+
+page -> server: ``lobby``, ``watch`` {simulationId}, ``create`` {game}, ``run-game`` {game,
+players, delayMs}, ``play`` {game, side, opponent, nick}, ``move`` {move, declare}.
+server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
+``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import WSMsgType, web
+
+from bots.house import HOUSE_PLAYERS
+from server.arena import Arena
+from server.games.base import ActionRejected, JoinRejected, JsonObject
+from server.records import GameFilter, Records
+from server.replay import replay_to_wire
+from server.simulation import Simulation, Status
+from visor.hub import Page, SpectatorHub, running
+from visor.seats import run_house_game, seat_house_player, seat_person
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+MAX_WS_MESSAGE = 16 * 1024
+MAX_DELAY_MS = 10_000
+MAX_NICK = 64
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+    "form-action 'self'"
+)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+ARENA = web.AppKey("arena", Arena)
+HUB = web.AppKey("hub", SpectatorHub)
+RECORDS = web.AppKey("records", Records)
+
+
+@web.middleware
+async def security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Nicks come from strangers: the pages render them as text, and this stops any script."""
+    response = await handler(request)
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def page(name: str) -> Handler:
+    async def serve(request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
+
+    return serve
+
+
+def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Application:
+    app = web.Application(middlewares=[security_headers])
+    app[ARENA] = arena
+    app[HUB] = hub
+    app[RECORDS] = records
+    app.router.add_get("/", page("index.html"))
+    app.router.add_get("/watch/{simulation_id}", page("watch.html"))
+    app.router.add_get("/play/thud", page("play.html"))
+    app.router.add_get("/replay/{game_id}", page("replay.html"))
+    app.router.add_get("/ws", websocket)
+    app.router.add_get("/api/games", api_games)
+    app.router.add_get("/api/games/{game_id}", api_game)
+    app.router.add_get("/api/games/{game_id}/replay", api_replay)
+    app.router.add_static("/static", STATIC)
+    return app
+
+
+def json_response(body: object, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+
+
+def json_error(status: int, message: str) -> web.Response:
+    return json_response({"error": message}, status)
+
+
+async def api_games(request: web.Request) -> web.Response:
+    """Recorded games, newest first: ?game=&player=&result=&tournament=&page=&perPage="""
+    query = request.query
+    try:
+        page_number = int(query.get("page", "1"))
+        per_page = int(query.get("perPage", "50"))
+    except ValueError:
+        return json_error(400, "page and perPage must be integers")
+    where = GameFilter(
+        game=query.get("game"),
+        player=query.get("player"),
+        result=query.get("result"),
+        tournament=query.get("tournament"),
+        page=page_number,
+        per_page=per_page,
+    )
+    return json_response(await asyncio.to_thread(request.app[RECORDS].games, where))
+
+
+async def api_game(request: web.Request) -> web.Response:
+    """The full record of one game (docs/records.md)."""
+    record = await asyncio.to_thread(request.app[RECORDS].game, request.match_info["game_id"])
+    if record is None:
+        return json_error(404, "no recorded game with this id")
+    return json_response(record)
+
+
+async def api_replay(request: web.Request) -> web.Response:
+    """Every position of a recorded game, recomputed from its seed and turns."""
+    records = request.app[RECORDS]
+
+    def build() -> JsonObject | None:
+        record = records.game(request.match_info["game_id"])
+        return None if record is None else replay_to_wire(record)
+
+    try:
+        replay = await asyncio.to_thread(build)
+    except ActionRejected as rejected:  # a record the current rules cannot replay
+        return json_error(409, f"this record does not replay: {rejected}")
+    if replay is None:
+        return json_error(404, "no recorded game with this id")
+    return json_response(replay)
+
+
+async def websocket(request: web.Request) -> web.StreamResponse:
+    arena, hub = request.app[ARENA], request.app[HUB]
+    ws = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_WS_MESSAGE)
+    await ws.prepare(request)
+    connection = PageConnection(arena, hub, Page(ws))
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(connection.page.write_loop())
+            try:
+                async for message in ws:
+                    if message.type is WSMsgType.TEXT:
+                        connection.receive(message.data)
+            finally:
+                connection.closed()
+    finally:
+        await ws.close()
+    return ws
+
+
+class PageConnection:
+    """What one page asked for: the lobby, a game to watch, or a seat of its own."""
+
+    def __init__(self, arena: Arena, hub: SpectatorHub, page: Page) -> None:
+        self.arena = arena
+        self.hub = hub
+        self.page = page
+        self.seat: tuple[Simulation, int] | None = None
+
+    def receive(self, text: str) -> None:
+        try:
+            message = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            self.error("Invalid JSON")
+            return
+        if not isinstance(message, dict):
+            self.error("Invalid JSON")
+            return
+        handlers: dict[str, Callable[[JsonObject], None]] = {
+            "lobby": lambda _: self.hub.join_lobby(self.page),
+            "watch": self.watch,
+            "create": self.create,
+            "run-game": self.run_game,
+            "play": self.play,
+            "move": self.move,
+        }
+        handler = handlers.get(message.get("type", ""))
+        if handler is None:
+            self.error("Unknown message type")
+            return
+        try:
+            handler(message)
+        except JoinRejected as rejected:
+            self.error(rejected.message, rejected.reason)
+
+    def error(self, message: str, reason: str | None = None) -> None:
+        error: JsonObject = {"type": "error", "message": message}
+        if reason:
+            error["reason"] = reason
+        self.page.send(error)
+
+    def watch(self, message: JsonObject) -> None:
+        simulation_id = message.get("simulationId")
+        if not isinstance(simulation_id, str):
+            self.error("Invalid watch", "simulationId must be a string")
+            return
+        self.hub.watch(self.page, simulation_id)
+
+    def _game_name(self, message: JsonObject) -> str:
+        game = message.get("game")
+        if game not in self.arena.games:
+            raise JoinRejected(
+                "Unknown game", f"game must be one of: {', '.join(self.arena.games)}"
+            )
+        return str(game)
+
+    def create(self, message: JsonObject) -> None:
+        simulation = self.arena.create_simulation(self._game_name(message))
+        self.page.send(
+            {"type": "created", "simulationId": simulation.id, "game": simulation.game.name}
+        )
+
+    def run_game(self, message: JsonObject) -> None:
+        game = self._game_name(message)
+        players = message.get("players")
+        delay = message.get("delayMs", 0)
+        if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
+            raise JoinRejected("Invalid players", "players must be a list of house player names")
+        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_DELAY_MS:
+            raise JoinRejected("Invalid delay", f"delayMs must be 0 to {MAX_DELAY_MS}")
+        simulation = run_house_game(self.arena, game, players, delay)
+        self.page.send({"type": "created", "simulationId": simulation.id, "game": game})
+
+    def play(self, message: JsonObject) -> None:
+        """A person takes a Thud seat, against a house player or whoever joins by id."""
+        if self.seat is not None and self.seat[0].status is not Status.FINISHED:
+            raise JoinRejected("Already in a game", "one game per page")
+        game = self._game_name(message)
+        side, opponent = message.get("side"), message.get("opponent")
+        nick = message.get("nick") or "player"
+        if not isinstance(nick, str) or len(nick) > MAX_NICK:
+            raise JoinRejected("Invalid join", f"nick must be a string of at most {MAX_NICK}")
+        seat_names = self.arena.game(game).seat_names
+        if side not in seat_names:
+            raise JoinRejected("Invalid join", f"side must be one of: {', '.join(seat_names)}")
+        if opponent is not None and opponent not in HOUSE_PLAYERS[game]:
+            raise JoinRejected("Unknown player", f"no {game} house player {opponent!r}")
+        simulation = self.arena.create_simulation(game)
+        self.hub.watch(self.page, simulation.id)
+        seat = seat_person(self.arena, simulation, self.page, nick, side)
+        self.seat = (simulation, seat)
+        self.page.send(
+            {"type": "seated", "simulationId": simulation.id, "game": game, "side": side}
+        )
+        if opponent is not None:
+            other = next(name for name in seat_names if name != side)
+            seat_house_player(self.arena, simulation, opponent, other, 0.0)
+
+    def move(self, message: JsonObject) -> None:
+        if self.seat is None:
+            self.error("Not in a game", "choose a side first")
+            return
+        simulation, seat = self.seat
+        simulation.submit(seat, {**message, "type": "player-turn"})
+
+    def closed(self) -> None:
+        self.hub.forget(self.page)
+        self.page.close()
+        if self.seat is not None:
+            simulation, seat = self.seat
+            simulation.leave(seat)
+            self.arena.drop_if_abandoned(simulation)
+
+
+@contextlib.asynccontextmanager
+async def serving(arena: Arena, host: str, port: int, records: Records) -> AsyncIterator[int]:
+    """Serve the visor until the block exits; yields the HTTP port actually bound."""
+    hub = SpectatorHub(arena)
+    runner = web.AppRunner(create_app(arena, hub, records), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    await site.start()
+    server: Any = site._server  # aiohttp exposes the bound port only through the server
+    bound = server.sockets[0].getsockname()[1]
+    log.info("the visor is on http://%s:%s/", host, bound)
+    try:
+        async with running(hub):
+            yield bound
+    finally:
+        await runner.cleanup()
