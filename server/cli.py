@@ -12,8 +12,18 @@ from pathlib import Path
 
 from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, load_config
+from server.games import GAMES
+from server.league import GameResult, format_tables
 from server.records import Recorder, Records
 from server.replay import replay_text
+from server.tournament import (
+    TournamentError,
+    TournamentRunner,
+    describe_schedule,
+    load_spec,
+    schedule,
+)
+from server.validate import validate
 from visor import app as visor
 
 DEFAULT_CONFIG = Path("config.json")
@@ -31,6 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="TCP port for bots (default 9000)")
     serve.add_argument("--http-port", type=int, help="HTTP port for the visor (default 8080)")
+    tournament = commands.add_parser("tournament", help="run a tournament from a JSON or TOML file")
+    tournament.add_argument("file", type=Path, help="the tournament (docs/tournaments.md)")
+    tournament.add_argument("--config", type=Path, help="settings file naming the database")
+    tournament.add_argument("--database", type=Path, help="records file (overrides the config)")
+    tournament.add_argument("--schedule", action="store_true", help="print the games and stop")
+    validate = commands.add_parser(
+        "validate", help="play a bot against the house players and check that it plays legally"
+    )
+    validate.add_argument("--game", required=True, choices=sorted(GAMES))
+    validate.add_argument(
+        "--side", required=True, help="the seat the bot plays (dwarf, troll, team1...)"
+    )
+    validate.add_argument("--games", type=int, default=1, help="games against each house player")
+    validate.add_argument("--turn-timeout-ms", type=int, default=5000)
+    validate.add_argument("command", nargs=argparse.REMAINDER, help="-- then the bot's command")
     replay = commands.add_parser("replay", help="print a recorded game turn by turn")
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
@@ -50,6 +75,48 @@ def config_for(args: argparse.Namespace) -> ArenaConfig:
     if overrides["database"] is not None:
         overrides["database"] = str(overrides["database"])
     return config.with_overrides(**overrides)
+
+
+def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
+    try:
+        spec = load_spec(path)
+    except TournamentError as error:
+        print(f"tavern: bad tournament: {error}", file=sys.stderr)
+        return 2
+    if only_schedule:
+        print(describe_schedule(schedule(spec)))
+        return 0
+
+    async def play() -> list[GameResult]:
+        records = Records(Path(config.database))
+        await asyncio.to_thread(records.open)
+        try:
+            return await TournamentRunner(spec, config, records).run()
+        finally:
+            await asyncio.to_thread(records.close)
+
+    try:
+        results = asyncio.run(play())
+    except KeyboardInterrupt:
+        print("\ntavern: tournament stopped; run the same command to resume it", file=sys.stderr)
+        return 130
+    print(f"{spec.name}: {len(results)} games")
+    print(format_tables(results))
+    return 0
+
+
+def validate_bot(game: str, side: str, command: list[str], games: int, turn_timeout_ms: int) -> int:
+    try:
+        verdicts = asyncio.run(validate(game, side, command, games, turn_timeout_ms))
+    except ValueError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    for verdict in verdicts:
+        mark = "ok  " if verdict.ok else "FAIL"
+        print(f"{mark} {verdict.game_id} against {verdict.opponent}: {verdict.summary}")
+    valid = all(verdict.ok for verdict in verdicts)
+    print("valid: every game finished with legal moves in time" if valid else "not valid")
+    return 0 if valid else 1
 
 
 def print_replay(database: Path, game_id: str) -> int:
@@ -101,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "replay":
         return print_replay(Path(config.database), args.game_id)
+    if args.command == "tournament":
+        return run_tournament(args.file, config, args.schedule)
+    if args.command == "validate":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(config))
     return 0

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from server.games.base import JsonObject, Outcome
+from server.league import GameResult
 from server.simulation import GameFinished, GameStarted, Simulation, TurnPlayed, Update
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE games ADD COLUMN pairing TEXT;
     ALTER TABLE seats ADD COLUMN bot TEXT;
     ALTER TABLE seats ADD COLUMN stderr TEXT;
+    ALTER TABLE seats ADD COLUMN last_error TEXT;
     CREATE INDEX games_by_tournament ON games (tournament_id);
     CREATE INDEX seats_by_bot ON seats (bot);
     """,
@@ -127,7 +129,7 @@ def migrate(connection: sqlite3.Connection) -> int:
     return found
 
 
-Operation = Callable[[sqlite3.Connection], None]
+Operation = Callable[[sqlite3.Connection], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +229,80 @@ class Records:
                     connection.execute("ROLLBACK")
         connection.close()
 
+    def tournament_started(
+        self, tournament_id: str, name: str, game: str, spec: JsonObject
+    ) -> None:
+        row = (tournament_id, name, game, orjson.dumps(spec).decode(), now())
+        self.submit(
+            lambda db: db.execute(
+                "INSERT OR IGNORE INTO tournaments (id, name, game, spec, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                row,
+            )
+        )
+
+    def tournament_finished(self, tournament_id: str) -> None:
+        row = (now(), tournament_id)
+        self.submit(
+            lambda db: db.execute("UPDATE tournaments SET finished_at = ? WHERE id = ?", row)
+        )
+
+    def seat_stderr(self, game_id: str, seat: int, stderr: str) -> None:
+        """Keep what a tournament bot wrote to stderr with its game's record."""
+        row = (stderr, game_id, seat)
+        self.submit(
+            lambda db: db.execute("UPDATE seats SET stderr = ? WHERE game_id = ? AND seat = ?", row)
+        )
+
     # --- reading (call from a worker thread: ``await asyncio.to_thread(records.game, id)``) ---
+    def tournaments(self) -> list[JsonObject]:
+        rows = self._reader().execute("SELECT * FROM tournaments ORDER BY created_at DESC")
+        return [_tournament(row) for row in rows]
+
+    def tournament(self, tournament_id: str) -> JsonObject | None:
+        row = (
+            self._reader()
+            .execute("SELECT * FROM tournaments WHERE id = ?", (tournament_id,))
+            .fetchone()
+        )
+        return None if row is None else _tournament(row)
+
+    def results(self, tournament_id: str | None = None) -> list[GameResult]:
+        """Finished games between named bots (a tournament's, or all), in the order they ended."""
+        sql = (
+            "SELECT g.id, g.game, g.winner, g.score, s0.bot AS bot0, s1.bot AS bot1, "
+            "s0.seat_name AS seat0, s1.seat_name AS seat1 FROM games g "
+            "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
+            "JOIN seats s1 ON s1.game_id = g.id AND s1.seat = 1 "
+            "WHERE g.status = 'finished' AND s0.bot IS NOT NULL AND s1.bot IS NOT NULL"
+        )
+        parameters: list[Any] = []
+        if tournament_id is not None:
+            sql += " AND g.tournament_id = ?"
+            parameters.append(tournament_id)
+        results = []
+        for row in self._reader().execute(sql + " ORDER BY g.finished_at, g.id", parameters):
+            seats = (row["seat0"], row["seat1"])
+            score = orjson.loads(row["score"]) if row["score"] else {}
+            results.append(
+                GameResult(
+                    game=row["game"],
+                    bots=(row["bot0"], row["bot1"]),
+                    seat_names=seats,
+                    winner=None if row["winner"] is None else seats.index(row["winner"]),
+                    scores=(_seat_score(row["game"], score, 0), _seat_score(row["game"], score, 1)),
+                    game_id=row["id"],
+                )
+            )
+        return results
+
+    def finished_pairings(self, tournament_id: str) -> set[str]:
+        rows = self._reader().execute(
+            "SELECT pairing FROM games WHERE tournament_id = ? AND status = 'finished'",
+            (tournament_id,),
+        )
+        return {row["pairing"] for row in rows}
+
     def _reader(self) -> sqlite3.Connection:
         reader: sqlite3.Connection | None = getattr(self._local, "reader", None)
         if reader is None:
@@ -291,6 +366,7 @@ class Records:
                 "replyMeanMs": seat["reply_mean_ms"],
                 "replyWorstMs": seat["reply_worst_ms"],
                 "errors": seat["errors"],
+                "lastError": seat["last_error"],
                 "stderr": seat["stderr"],
             }
             for seat in reader.execute(
@@ -317,6 +393,24 @@ class Records:
             "tournament": row["tournament_id"],
             "pairing": row["pairing"],
         }
+
+
+def _tournament(row: sqlite3.Row) -> JsonObject:
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "game": row["game"],
+        "spec": orjson.loads(row["spec"]),
+        "createdAt": row["created_at"],
+        "finishedAt": row["finished_at"],
+    }
+
+
+SCORE_KEYS = {"thud": ("dwarfs", "trolls"), "tavern": ("team1", "team2")}
+
+
+def _seat_score(game: str, score: JsonObject, seat: int) -> int:
+    return int(score.get(SCORE_KEYS[game][seat], 0))
 
 
 def _filter_sql(where: GameFilter) -> tuple[list[str], list[Any]]:
@@ -447,7 +541,9 @@ def _finished(simulation: Simulation, outcome: Outcome) -> Operation:
         times = seat.reply_times_s
         mean = 1000 * sum(times) / len(times) if times else None
         worst = 1000 * max(times) if times else None
-        seat_rows.append((mean, worst, len(times), seat.errors, simulation.id, index))
+        seat_rows.append(
+            (mean, worst, len(times), seat.errors, seat.last_error, simulation.id, index)
+        )
 
     def write(db: sqlite3.Connection) -> None:
         db.execute(
@@ -456,8 +552,8 @@ def _finished(simulation: Simulation, outcome: Outcome) -> Operation:
             game_row,
         )
         db.executemany(
-            "UPDATE seats SET reply_mean_ms = ?, reply_worst_ms = ?, replies = ?, errors = ? "
-            "WHERE game_id = ? AND seat = ?",
+            "UPDATE seats SET reply_mean_ms = ?, reply_worst_ms = ?, replies = ?, errors = ?, "
+            "last_error = ? WHERE game_id = ? AND seat = ?",
             seat_rows,
         )
 

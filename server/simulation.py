@@ -60,6 +60,8 @@ class Seat:
     bot: str | None = None  # which entrant plays this seat, when a tournament knows it
     consecutive_timeouts: int = 0
     errors: int = 0
+    last_error: str | None = None  # the last error it was sent, with its reason
+    gone: bool = False  # left before the start of a game whose seats are held
     reply_times_s: list[float] = field(default_factory=list)
 
 
@@ -149,6 +151,12 @@ class Simulation:
         self._helpers: set[asyncio.Task[None]] = set()
         self.tournament_id: str | None = None
         self.pairing: str | None = None  # the tournament's name for this game
+        self.seat_bots: list[str | None] = [None] * len(game.seat_names)  # entrants, by seat
+        # A tournament's seats belong to their bots: one that leaves before the start forfeits
+        # instead of freeing its seat for someone else.
+        self.hold_seats = False
+        self.done = asyncio.Event()  # set once the game is over and recorded as such
+        self._seated = asyncio.Event()
         self.started_at: float | None = None  # wall-clock seconds
         self.finished_at: float | None = None
 
@@ -172,7 +180,8 @@ class Simulation:
         seat = self.game.choose_seat(self.free_seats(), request)
         player = self.game.player_from_join(request)
         timeout = self.limits.turn_timeout_s if turn_timeout_s is None else turn_timeout_s
-        self.seats[seat] = Seat(channel, player, timeout, kind)
+        self.seats[seat] = Seat(channel, player, timeout, kind, self.seat_bots[seat])
+        self._seated.set()
         channel.send(self.game.game_info_message(self.id, seat, self.seed))
         self._notify(SeatsChanged())
         return seat
@@ -180,7 +189,11 @@ class Simulation:
     def leave(self, seat: int) -> None:
         """The seat's channel is gone: free it before the game, forfeit during it."""
         if self.status is Status.WAITING:
-            self.seats[seat] = None
+            occupant = self.seats[seat]
+            if self.hold_seats and occupant is not None:
+                occupant.gone = True
+            else:
+                self.seats[seat] = None
             self._notify(SeatsChanged())
         elif self.status is Status.PLAYING and self._forfeit is None:
             self._forfeit = Outcome(self._opponent(seat), PLAYER_DISCONNECTED)
@@ -189,6 +202,12 @@ class Simulation:
                     other.channel.send(error_message(PLAYER_DISCONNECTED))
             self._notify(SeatLeft(seat))
             self._wake(_Wake())
+
+    async def wait_seated(self, seat: int) -> None:
+        """Until someone takes ``seat``."""
+        while self.seats[seat] is None:
+            self._seated.clear()
+            await self._seated.wait()
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a helper task (an in-process player's thinking) owned by this match."""
@@ -221,16 +240,20 @@ class Simulation:
             channel.send(error_message("Game over", "this game has ended"))
             return
         if seat != self._awaited_seat or self._reply is None or self._reply.done():
-            self._seat(seat).errors += 1
-            channel.send(error_message("Not your turn", "wait for a turn message"))
+            self._reject(seat, ActionRejected("Not your turn", "wait for a turn message"))
             return
         try:
             action = self.game.parse_action(self.state, seat, message)
         except ActionRejected as rejected:
-            self._seat(seat).errors += 1
-            channel.send(error_message(rejected.message, rejected.reason))
+            self._reject(seat, rejected)
             return
         self._reply.set_result(action)
+
+    def _reject(self, seat: int, rejected: ActionRejected) -> None:
+        occupant = self._seat(seat)
+        occupant.errors += 1
+        occupant.last_error = f"{rejected.message}: {rejected.reason}"
+        occupant.channel.send(error_message(rejected.message, rejected.reason))
 
     def _wake(self, value: object) -> None:
         if self._reply is not None and not self._reply.done():
@@ -266,6 +289,7 @@ class Simulation:
                     seat.channel.close()
             if self.outcome is not None:
                 self._notify(GameFinished(self.outcome))
+            self.done.set()
             on_finished(self)
 
     async def _play(self) -> None:
@@ -275,6 +299,10 @@ class Simulation:
         self.status = Status.PLAYING
         self.started_at = time.time()
         self._notify(GameStarted())
+        gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
+        if gone:
+            winner = self._opponent(gone[0]) if len(gone) == 1 else None
+            self._forfeit = Outcome(winner, PLAYER_DISCONNECTED)
         loop = asyncio.get_running_loop()
         while self._forfeit is None and game.outcome(self.state) is None:
             seat_index = game.seat_to_move(self.state)

@@ -1,0 +1,140 @@
+"""League tables, as the Thud king-of-the-hill challenge keeps them, and ratings.
+
+The challenge's rule: after each game, the winner gains the difference between the two sides'
+scores and the loser loses it (a draw changes nothing). Thud keeps one table per side (a dwarf
+bot and a troll bot each compete with their own kind); Dwarven Tavern keeps one table. Each bot
+also gets an openskill rating per game, with its uncertainty: games are taken in the order they
+finished, so the same records always give the same ratings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from openskill.models import PlackettLuce, PlackettLuceRating
+
+from server.games.base import JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """One finished game: who sat where, who won, and the score by seat name."""
+
+    game: str
+    bots: tuple[str, str]  # by seat
+    seat_names: tuple[str, str]
+    winner: int | None  # seat index, None for a draw
+    scores: tuple[int, int]  # by seat
+    game_id: str = ""
+
+
+@dataclass(slots=True)
+class Standing:
+    bot: str
+    played: int = 0
+    wins: int = 0
+    losses: int = 0
+    draws: int = 0
+    score: int = 0
+    games: list[str] = field(default_factory=list)
+
+    def to_wire(self) -> JsonObject:
+        return {
+            "bot": self.bot,
+            "played": self.played,
+            "wins": self.wins,
+            "losses": self.losses,
+            "draws": self.draws,
+            "score": self.score,
+            "games": self.games,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    bot: str
+    mu: float
+    sigma: float
+
+    @property
+    def ordinal(self) -> float:
+        """A conservative skill estimate (mu - 3 sigma), what the table is sorted by."""
+        return self.mu - 3 * self.sigma
+
+    def to_wire(self) -> JsonObject:
+        return {"bot": self.bot, "mu": self.mu, "sigma": self.sigma, "ordinal": self.ordinal}
+
+
+def tables(results: Iterable[GameResult]) -> dict[str, list[Standing]]:
+    """Standings by table: per side for Thud ("dwarf", "troll"), one "tavern" table otherwise."""
+    standings: dict[str, dict[str, Standing]] = {}
+    for result in results:
+        difference = abs(result.scores[0] - result.scores[1])
+        for seat in (0, 1):
+            table = result.seat_names[seat] if result.game == "thud" else result.game
+            bot = result.bots[seat]
+            standing = standings.setdefault(table, {}).setdefault(bot, Standing(bot))
+            standing.played += 1
+            standing.games.append(result.game_id)
+            if result.winner is None:
+                standing.draws += 1
+            elif result.winner == seat:
+                standing.wins += 1
+                standing.score += difference
+            else:
+                standing.losses += 1
+                standing.score -= difference
+    return {
+        table: sorted(rows.values(), key=lambda s: (-s.score, -s.wins, s.losses, s.bot))
+        for table, rows in standings.items()
+    }
+
+
+def ratings(results: Sequence[GameResult]) -> list[Rating]:
+    """Every bot's rating after the games in order, best first."""
+    model = PlackettLuce()
+    current: dict[str, PlackettLuceRating] = {}
+    for result in results:
+        players = [current.setdefault(bot, model.rating(name=bot)) for bot in result.bots]
+        ranks: list[float] = (
+            [1.0, 1.0]
+            if result.winner is None
+            else [1.0 if seat == result.winner else 2.0 for seat in (0, 1)]
+        )
+        [[first], [second]] = model.rate([[players[0]], [players[1]]], ranks=ranks)
+        current[result.bots[0]], current[result.bots[1]] = first, second
+    rated = [Rating(bot, r.mu, r.sigma) for bot, r in current.items()]
+    return sorted(rated, key=lambda rating: (-rating.ordinal, rating.bot))
+
+
+def league_to_wire(results: Sequence[GameResult]) -> JsonObject:
+    return {
+        "tables": {
+            table: [standing.to_wire() for standing in rows]
+            for table, rows in tables(results).items()
+        },
+        "ratings": [rating.to_wire() for rating in ratings(results)],
+        "games": len(results),
+    }
+
+
+def format_tables(results: Sequence[GameResult]) -> str:
+    """The league as text, as the challenge printed it: one table per side."""
+    lines: list[str] = []
+    for table, rows in tables(results).items():
+        lines.append(f"\n{table} table")
+        lines.append(
+            f"  {'bot':<28} {'played':>6} {'wins':>5} {'losses':>6} {'draws':>5} {'score':>6}"
+        )
+        for standing in rows:
+            lines.append(
+                f"  {standing.bot:<28} {standing.played:>6} {standing.wins:>5} "
+                f"{standing.losses:>6} {standing.draws:>5} {standing.score:>6}"
+            )
+    rated = ratings(results)
+    if rated:
+        lines.append("\nratings (openskill: mu ± sigma, sorted by mu - 3 sigma)")
+        for rating in rated:
+            lines.append(f"  {rating.bot:<28} {rating.mu:6.2f} ± {rating.sigma:5.2f}")
+    return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""``tavern validate``: play a bot against the house players and check that it plays legally.
+
+Like the challenge's validator, it answers one question: does the bot finish every game with
+only legal moves, within time? Each game runs exactly as in a tournament (a real process under
+the same limits); the bot fails a game if it sent anything the arena rejected, let a turn time
+out, or lost by leaving or by timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bots.house import HOUSE_PLAYERS
+from server.config import ArenaConfig
+from server.games import GAMES
+from server.games.base import JsonObject
+from server.records import GameFilter, Records
+from server.simulation import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.tournament import DEFAULT_LIMITS, Entrant, Limits, TournamentRunner, TournamentSpec
+
+CANDIDATE = "candidate"
+FORFEITS = (PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    opponent: str
+    game_id: str
+    ok: bool
+    summary: str
+
+
+def house_entrants(game: str, seat_name: str) -> list[Entrant]:
+    """Every house player that can take ``seat_name``, as a bot process."""
+    entrants = []
+    for name, player in HOUSE_PLAYERS[game].items():
+        if seat_name in player.sides:
+            command = (
+                "{python}",
+                "-m",
+                "bots.house_bot",
+                game,
+                name,
+                "--simulation",
+                "{simulation}",
+                "--side",
+                "{side}",
+                "--port",
+                "{port}",
+                "--seed",
+                "{seed}",
+            )
+            entrants.append(Entrant(f"house {name}", command, (seat_name,), Path.cwd()))
+    return entrants
+
+
+async def validate(
+    game: str, side: str, command: list[str], games: int, turn_timeout_ms: int
+) -> list[Verdict]:
+    """Play ``games`` games against each house player of the other side; judge each one."""
+    seat_names = GAMES[game](ArenaConfig()).seat_names
+    if side not in seat_names:
+        raise ValueError(f"--side must be one of {', '.join(seat_names)}")
+    if not command:
+        raise ValueError("give the bot's command after --")
+    other = next(name for name in seat_names if name != side)
+    candidate = Entrant(CANDIDATE, tuple(command), (side,), Path.cwd())
+    limits = Limits(
+        DEFAULT_LIMITS.cpu_seconds,
+        DEFAULT_LIMITS.memory_mb,
+        DEFAULT_LIMITS.startup_ms,
+        turn_timeout_ms,
+    )
+    verdicts: list[Verdict] = []
+    with tempfile.TemporaryDirectory(prefix="tavern-validate-") as scratch:
+        records = Records(Path(scratch) / "validate.db")
+        await asyncio.to_thread(records.open)
+        try:
+            for round_number in range(games):
+                spec = TournamentSpec(
+                    id=f"validate-{round_number}",
+                    name=f"validate {round_number}",
+                    game=game,
+                    seed=round_number + 1,
+                    parallel=2,
+                    swap_sides=False,
+                    entrants=(candidate, *house_entrants(game, other)),
+                    limits=limits,
+                    raw={},
+                )
+                await TournamentRunner(spec, ArenaConfig(), records, io.StringIO()).run()
+            page = await asyncio.to_thread(records.games, GameFilter(per_page=1000))
+            for summary in reversed(page["games"]):
+                record = await asyncio.to_thread(records.game, summary["id"])
+                assert record is not None
+                verdicts.append(judge(record))
+        finally:
+            await asyncio.to_thread(records.close)
+    return verdicts
+
+
+def judge(record: JsonObject) -> Verdict:
+    """Did the candidate play this game to its end, legally and in time?"""
+    seat = next(i for i, player in enumerate(record["players"]) if player["bot"] == CANDIDATE)
+    player = record["players"][seat]
+    opponent = record["players"][1 - seat]["bot"] or "?"
+    result = record["result"] or {"reason": "unfinished", "winner": None, "score": None}
+    timeouts = sum(
+        1 for turn in record["turns"] if turn["timedOut"] and turn["seat"] == player["seat"]
+    )
+    problems = []
+    if player["errors"]:
+        problems.append(f"{player['errors']} rejected messages (last: {player['lastError']})")
+    if timeouts:
+        problems.append(f"{timeouts} turns timed out")
+    if result["reason"] in FORFEITS and result["winner"] != player["seat"]:
+        problems.append(f"lost by forfeit: {result['reason']}")
+    if result["reason"] == "unfinished":
+        problems.append("the game did not finish")
+    outcome = "draw" if result["winner"] is None else f"{result['winner']} won"
+    summary = f"{result['reason']}, {outcome} {result['score']}"
+    if problems:
+        stderr = (player["stderr"] or "").strip().splitlines()[-3:]
+        summary += "; " + "; ".join(problems)
+        if stderr:
+            summary += " | stderr: " + " / ".join(stderr)
+    return Verdict(opponent, record["id"], not problems, summary)

@@ -1,0 +1,344 @@
+"""Tournaments with real bot processes: scheduling, broken bots, stderr, resuming, validation."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.config import ArenaConfig
+from server.league import tables
+from server.records import GameFilter, Records
+from server.tournament import (
+    TournamentError,
+    TournamentRunner,
+    load_spec,
+    schedule,
+    spec_from_mapping,
+)
+from server.validate import validate
+
+ROOT = Path(__file__).resolve().parent.parent
+BROKEN = str(Path(__file__).parent / "bots" / "broken.py")
+
+
+def house(game: str, name: str, side: str = "both") -> dict[str, Any]:
+    return {
+        "name": f"house {name}",
+        "side": side,
+        "command": "{python} -m bots.house_bot {game} "
+        + name
+        + " --simulation {simulation} --side {side} --port {port} --seed {seed}",
+    }
+
+
+def broken(kind: str, side: str) -> dict[str, Any]:
+    return {
+        "name": kind,
+        "side": side,
+        "command": [
+            "{python}",
+            BROKEN,
+            kind,
+            "{game}",
+            "--simulation",
+            "{simulation}",
+            "--port",
+            "{port}",
+            "--side",
+            "{side}",
+        ],
+    }
+
+
+# --- the schedule --------------------------------------------------------------------------------
+def test_every_dwarf_bot_meets_every_troll_bot_once() -> None:
+    spec = spec_from_mapping(
+        {
+            "name": "cup",
+            "game": "thud",
+            "bots": [
+                house("thud", "dwarf", "dwarf"),
+                broken("crash", "dwarf"),
+                house("thud", "troll", "troll"),
+                broken("illegal", "troll"),
+                broken("silent", "troll"),
+            ],
+        },
+        ROOT,
+    )
+    keys = [pairing.key for pairing in schedule(spec)]
+    assert len(keys) == 6
+    assert "dwarf:house dwarf v troll:illegal" in keys
+    assert len(set(keys)) == 6
+
+
+def test_bots_playing_both_sides_meet_once_or_once_each_way() -> None:
+    bots = [house("thud", "random"), {**house("thud", "random"), "name": "other"}]
+    once = spec_from_mapping({"name": "a", "game": "thud", "bots": bots}, ROOT)
+    assert [p.key for p in schedule(once)] == ["dwarf:house random v troll:other"]
+    both = spec_from_mapping({"name": "a", "game": "thud", "bots": bots, "swap_sides": True}, ROOT)
+    assert len(schedule(both)) == 2
+
+
+def test_tavern_pairs_play_once_from_each_side() -> None:
+    bots = [
+        house("tavern", "pusher"),
+        house("tavern", "wanderer"),
+        {**house("tavern", "pusher"), "name": "c"},
+    ]
+    spec = spec_from_mapping({"name": "t", "game": "tavern", "bots": bots}, ROOT)
+    assert len(schedule(spec)) == 6
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"game": "thud", "bots": []}, "'name'"),
+        ({"name": "x", "game": "chess", "bots": []}, "'game'"),
+        ({"name": "x", "game": "thud", "bots": [{"name": "a", "command": "x"}]}, "'bots'"),
+        (
+            {"name": "x", "game": "thud", "bots": [{"name": "a"}, {"name": "b", "command": "y"}]},
+            "'bots[0].command'",
+        ),
+        (
+            {
+                "name": "x",
+                "game": "thud",
+                "bots": [
+                    {"name": "a", "command": "x", "side": "elf"},
+                    {"name": "b", "command": "y"},
+                ],
+            },
+            "'bots[0].side'",
+        ),
+        (
+            {
+                "name": "x",
+                "game": "thud",
+                "parallel": "2",
+                "bots": [{"name": "a", "command": "x"}, {"name": "b", "command": "y"}],
+            },
+            "'parallel'",
+        ),
+    ],
+)
+def test_bad_tournament_files_name_the_key(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(TournamentError, match=re.escape(message)):
+        spec_from_mapping(raw, ROOT)
+
+
+def test_toml_and_json_files(tmp_path: Path) -> None:
+    toml = tmp_path / "cup.toml"
+    toml.write_text(
+        'name = "Spring Cup"\ngame = "tavern"\nseed = 4\n'
+        '[[bots]]\nname = "a"\ncommand = "run-a"\n[[bots]]\nname = "b"\ncommand = ["run", "b"]\n'
+        "[limits]\ncpu_seconds = 30\n"
+    )
+    spec = load_spec(toml)
+    assert (spec.id, spec.seed, spec.limits.cpu_seconds) == ("spring-cup", 4, 30)
+    assert spec.entrants[1].command == ("run", "b")
+    broken_json = tmp_path / "cup.json"
+    broken_json.write_text("{")
+    with pytest.raises(TournamentError, match="not valid JSON"):
+        load_spec(broken_json)
+
+
+# --- playing -------------------------------------------------------------------------------------
+BROKEN_CUP = {
+    "name": "broken cup",
+    "game": "thud",
+    "seed": 3,
+    "parallel": 2,
+    "limits": {"turn_timeout_ms": 400, "startup_ms": 10000, "cpu_seconds": 60, "memory_mb": 1024},
+    "bots": [
+        house("thud", "dwarf", "dwarf"),
+        broken("crash", "dwarf"),
+        house("thud", "troll", "troll"),
+        broken("illegal", "troll"),
+        broken("silent", "troll"),
+    ],
+}
+
+
+async def test_a_tournament_with_broken_bots_completes_with_the_right_table(tmp_path: Path) -> None:
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        spec = spec_from_mapping(BROKEN_CUP, ROOT)
+        out = io.StringIO()
+        async with asyncio.timeout(180):
+            results = await TournamentRunner(spec, ArenaConfig(), records, out).run()
+        assert len(results) == 6
+        assert "6/6 done, 0 running, 0 left" in out.getvalue()
+        real = next(r for r in results if set(r.bots) == {"house dwarf", "house troll"})
+        margin = abs(real.scores[0] - real.scores[1])
+        real_dwarf = 0 if real.winner is None else (margin if real.winner == 0 else -margin)
+        rows = {
+            table: {s.bot: (s.played, s.wins, s.losses, s.draws, s.score) for s in standings}
+            for table, standings in tables(results).items()
+        }
+        dwarf_won = int(real.winner == 0)
+        troll_won = int(real.winner == 1)
+        assert rows["dwarf"] == {
+            # Forfeits come at 32 v 32 (before anyone could capture): wins worth 0.
+            "house dwarf": (3, 2 + dwarf_won, troll_won, int(real.winner is None), real_dwarf),
+            "crash": (3, 0, 3, 0, 0),
+        }
+        assert rows["troll"] == {
+            "house troll": (2, 1 + troll_won, dwarf_won, int(real.winner is None), -real_dwarf),
+            "illegal": (2, 1, 1, 0, 0),
+            "silent": (2, 1, 1, 0, 0),
+        }
+        page = await asyncio.to_thread(records.games, GameFilter(tournament="broken-cup"))
+        reasons = {
+            tuple(p["bot"] for p in game["players"]): game["result"]["reason"]
+            for game in page["games"]
+        }
+        assert reasons[("house dwarf", "illegal")] == "Turn timeout"
+        assert reasons[("house dwarf", "silent")] == "Turn timeout"
+        assert reasons[("crash", "house troll")] == "Player disconnected"
+        crashed = next(g for g in page["games"] if g["players"][0]["bot"] == "crash")
+        record = await asyncio.to_thread(records.game, crashed["id"])
+        assert record is not None
+        assert "this bot crashes on purpose" in record["players"][0]["stderr"]
+        illegal = next(
+            g
+            for g in page["games"]
+            if [p["bot"] for p in g["players"]] == ["house dwarf", "illegal"]
+        )
+        assert illegal["players"][1]["errors"] > 0
+        assert "Illegal move" in illegal["players"][1]["lastError"]
+    finally:
+        await asyncio.to_thread(records.close)
+
+
+async def test_an_interrupted_tournament_resumes(tmp_path: Path) -> None:
+    cup = {
+        **BROKEN_CUP,
+        "name": "resumed cup",
+        "parallel": 1,
+        "bots": [
+            house("thud", "random", "dwarf"),
+            broken("silent", "troll"),
+            broken("illegal", "troll"),
+            broken("crash", "troll"),
+        ],
+    }
+    spec = spec_from_mapping(cup, ROOT)
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        run = asyncio.create_task(
+            TournamentRunner(spec, ArenaConfig(), records, io.StringIO()).run()
+        )
+        async with asyncio.timeout(60):
+            while not await asyncio.to_thread(records.finished_pairings, spec.id):
+                await asyncio.sleep(0.05)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        done_before = await asyncio.to_thread(records.finished_pairings, spec.id)
+        assert 1 <= len(done_before) < 3
+        out = io.StringIO()
+        async with asyncio.timeout(120):
+            results = await TournamentRunner(spec, ArenaConfig(), records, out).run()
+        assert "resuming" in out.getvalue()
+        assert sorted(r.bots[1] for r in results) == ["crash", "illegal", "silent"]
+        assert await asyncio.to_thread(records.finished_pairings, spec.id) == {
+            p.key for p in schedule(spec)
+        }
+    finally:
+        await asyncio.to_thread(records.close)
+    reopened = Records(tmp_path / "arena.db")
+    reopened.open()
+    reopened.close()
+    tournament = reopened.tournament(spec.id)
+    assert tournament is not None
+    assert tournament["finishedAt"] is not None
+
+
+def test_the_tournament_command_prints_the_league(tmp_path: Path) -> None:
+    spec = {
+        "name": "tavern pair",
+        "game": "tavern",
+        "limits": {"turn_timeout_ms": 2000},
+        "bots": [house("tavern", "pusher"), house("tavern", "wanderer")],
+    }
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(spec))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "tournament",
+            str(path),
+            "--database",
+            str(tmp_path / "a.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "tavern pair: 2 games" in result.stdout
+    assert "tavern table" in result.stdout
+    assert "house pusher" in result.stdout
+    assert "2/2 done" in result.stderr
+
+
+# --- validation ----------------------------------------------------------------------------------
+async def test_validate_accepts_a_legal_bot_and_explains_a_broken_one() -> None:
+    good = await validate(
+        "thud",
+        "troll",
+        [
+            sys.executable,
+            "-m",
+            "bots.house_bot",
+            "thud",
+            "random",
+            "--simulation",
+            "{simulation}",
+            "--side",
+            "{side}",
+            "--port",
+            "{port}",
+        ],
+        games=1,
+        turn_timeout_ms=2000,
+    )
+    assert [verdict.opponent for verdict in good] == ["house dwarf", "house random"]
+    assert all(verdict.ok for verdict in good), good
+    bad = await validate(
+        "thud",
+        "dwarf",
+        [
+            sys.executable,
+            BROKEN,
+            "illegal",
+            "thud",
+            "--simulation",
+            "{simulation}",
+            "--port",
+            "{port}",
+            "--side",
+            "{side}",
+        ],
+        games=1,
+        turn_timeout_ms=300,
+    )
+    assert bad
+    assert not any(verdict.ok for verdict in bad)
+    assert "Illegal move" in bad[0].summary
+    assert "lost by forfeit: Turn timeout" in bad[0].summary
