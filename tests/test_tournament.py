@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from server.config import ArenaConfig
@@ -24,6 +25,7 @@ from server.tournament import (
     spec_from_mapping,
 )
 from server.validate import validate
+from tests.conftest import Served
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = str(Path(__file__).parent / "bots" / "broken.py")
@@ -342,3 +344,33 @@ async def test_validate_accepts_a_legal_bot_and_explains_a_broken_one() -> None:
     assert not any(verdict.ok for verdict in bad)
     assert "Illegal move" in bad[0].summary
     assert "lost by forfeit: Turn timeout" in bad[0].summary
+
+
+async def test_the_league_api_serves_a_tournament(served: Served) -> None:
+    spec = spec_from_mapping(
+        {**BROKEN_CUP, "name": "api cup", "bots": BROKEN_CUP["bots"][:1] + BROKEN_CUP["bots"][3:]},
+        ROOT,
+    )
+    async with asyncio.timeout(60):
+        await TournamentRunner(spec, ArenaConfig(), served.records, io.StringIO()).run()
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{served.url}/api/tournaments") as response:
+            tournaments = await response.json()
+        assert [t["id"] for t in tournaments] == ["api-cup"]
+        async with session.get(f"{served.url}/api/league?tournament=api-cup") as response:
+            league = await response.json()
+        assert league["tournament"]["name"] == "api cup"
+        assert league["games"] == 2
+        assert [row["bot"] for row in league["tables"]["dwarf"]] == ["house dwarf"]
+        assert league["tables"]["dwarf"][0]["wins"] == 2
+        assert {rating["bot"] for rating in league["ratings"]} == {
+            "house dwarf",
+            "illegal",
+            "silent",
+        }
+        async with session.get(f"{served.url}/api/league?tournament=nope") as response:
+            assert response.status == 404
+        async with session.get(
+            f"{served.url}/api/games?tournament=api-cup&player=illegal"
+        ) as response:
+            assert (await response.json())["total"] == 1

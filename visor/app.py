@@ -24,6 +24,7 @@ from aiohttp import WSMsgType, web
 from bots.house import HOUSE_PLAYERS
 from server.arena import Arena
 from server.games.base import ActionRejected, JoinRejected, JsonObject
+from server.league import league_to_wire
 from server.records import GameFilter, Records
 from server.replay import replay_to_wire
 from server.simulation import Simulation, Status
@@ -78,6 +79,10 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/api/games", api_games)
     app.router.add_get("/api/games/{game_id}", api_game)
     app.router.add_get("/api/games/{game_id}/replay", api_replay)
+    app.router.add_get("/api/tournaments", api_tournaments)
+    app.router.add_get("/api/league", api_league)
+    app.router.add_get("/league", page("league.html"))
+    app.router.add_get("/matches", page("matches.html"))
     app.router.add_static("/static", STATIC)
     return app
 
@@ -115,6 +120,25 @@ async def api_game(request: web.Request) -> web.Response:
     if record is None:
         return json_error(404, "no recorded game with this id")
     return json_response(record)
+
+
+async def api_tournaments(request: web.Request) -> web.Response:
+    """Every tournament recorded, newest first."""
+    return json_response(await asyncio.to_thread(request.app[RECORDS].tournaments))
+
+
+async def api_league(request: web.Request) -> web.Response:
+    """The league of a tournament (?tournament=ID), or of every game between named bots."""
+    records = request.app[RECORDS]
+    tournament_id = request.query.get("tournament")
+    if tournament_id is not None:
+        tournament = await asyncio.to_thread(records.tournament, tournament_id)
+        if tournament is None:
+            return json_error(404, "no tournament with this id")
+    else:
+        tournament = None
+    results = await asyncio.to_thread(records.results, tournament_id)
+    return json_response({"tournament": tournament, **league_to_wire(results)})
 
 
 async def api_replay(request: web.Request) -> web.Response:
