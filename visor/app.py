@@ -4,7 +4,7 @@ Pages are static files (no build step, nothing from a CDN); everything live goes
 websocket per page, ``/ws``, whose messages are JSON objects:
 
 page -> server: ``lobby``, ``watch`` {simulationId}, ``create`` {game}, ``run-game`` {game,
-players, delayMs}, ``play`` {game, side, opponent, nick}, ``move`` {move, declare}.
+players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?}, ``move`` {move, declare}.
 server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
 ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
 """
@@ -29,7 +29,7 @@ from server.records import GameFilter, Records
 from server.replay import replay_to_wire
 from server.simulation import Simulation, Status
 from visor.hub import Page, SpectatorHub, running
-from visor.seats import run_house_game, seat_house_player, seat_person
+from visor.seats import BrowserSeat, run_house_game, seat_house_player, seat_person
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +163,10 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     ws = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_WS_MESSAGE)
     await ws.prepare(request)
     connection = PageConnection(arena, hub, Page(ws))
+    hub.pages.add(connection.page)
     try:
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(connection.page.write_loop())
+            connection.page.writer = tasks.create_task(connection.page.write_loop())
             try:
                 async for message in ws:
                     if message.type is WSMsgType.TEXT:
@@ -185,6 +186,7 @@ class PageConnection:
         self.hub = hub
         self.page = page
         self.seat: tuple[Simulation, int] | None = None
+        self.channel = BrowserSeat(page)
 
     def receive(self, text: str) -> None:
         try:
@@ -264,9 +266,24 @@ class PageConnection:
             raise JoinRejected("Invalid join", f"side must be one of: {', '.join(seat_names)}")
         if opponent is not None and opponent not in HOUSE_PLAYERS[game]:
             raise JoinRejected("Unknown player", f"no {game} house player {opponent!r}")
-        simulation = self.arena.create_simulation(game)
+        simulation_id = message.get("simulationId")
+        if simulation_id is None:
+            simulation = self.arena.create_simulation(game)
+        else:  # take a free seat of a waiting simulation, as a bot joining by id would
+            found = (
+                self.arena.simulations.get(simulation_id)
+                if isinstance(simulation_id, str)
+                else None
+            )
+            if found is None or found.game.name != game:
+                raise JoinRejected(
+                    "Wrong simulation ID", f"no waiting {game} simulation {simulation_id}"
+                )
+            if opponent is not None:
+                raise JoinRejected("Invalid join", "an existing simulation brings its own opponent")
+            simulation = found
+        seat = seat_person(self.arena, simulation, self.channel, nick, side)
         self.hub.watch(self.page, simulation.id)
-        seat = seat_person(self.arena, simulation, self.page, nick, side)
         self.seat = (simulation, seat)
         self.page.send(
             {"type": "seated", "simulationId": simulation.id, "game": game, "side": side}
@@ -280,14 +297,14 @@ class PageConnection:
             self.error("Not in a game", "choose a side first")
             return
         simulation, seat = self.seat
-        simulation.submit(seat, {**message, "type": "player-turn"})
+        simulation.submit(seat, {**message, "type": "player-turn"}, self.channel)
 
     def closed(self) -> None:
         self.hub.forget(self.page)
         self.page.close()
         if self.seat is not None:
             simulation, seat = self.seat
-            simulation.leave(seat)
+            simulation.leave(seat, self.channel)
             self.arena.drop_if_abandoned(simulation)
 
 
@@ -295,7 +312,7 @@ class PageConnection:
 async def serving(arena: Arena, host: str, port: int, records: Records) -> AsyncIterator[int]:
     """Serve the visor until the block exits; yields the HTTP port actually bound."""
     hub = SpectatorHub(arena)
-    runner = web.AppRunner(create_app(arena, hub, records), access_log=None)
+    runner = web.AppRunner(create_app(arena, hub, records), access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
@@ -306,4 +323,5 @@ async def serving(arena: Arena, host: str, port: int, records: Records) -> Async
         async with running(hub):
             yield bound
     finally:
+        await hub.shut_down(timeout_s=2.0)
         await runner.cleanup()

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from bots.house import HOUSE_PLAYERS
 from server.arena import Arena
 from server.games.base import JsonObject, Outcome
 from server.simulation import (
@@ -49,6 +50,7 @@ class Page:
         self.watching: str | None = None
         self.in_lobby = False
         self._queue: deque[tuple[str, bool]] = deque()  # (text, may be dropped)
+        self.writer: asyncio.Task[None] | None = None  # the write loop, once running
         self._wakeup = asyncio.Event()
         self._closed = False
 
@@ -75,6 +77,7 @@ class Page:
         self.push(dumps(message), droppable=droppable)
 
     def close(self) -> None:
+        """Stop taking messages; what is queued is still sent."""
         self._closed = True
         self._wakeup.set()
 
@@ -98,6 +101,7 @@ class SpectatorHub:
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
+        self.pages: set[Page] = set()  # every open page, for the shutdown notice
         self.lobby_pages: set[Page] = set()
         self.watchers: dict[str, set[Page]] = {}
         self.finished: OrderedDict[str, JsonObject] = OrderedDict()  # id -> lobby entry
@@ -149,6 +153,7 @@ class SpectatorHub:
             "events": game.events_to_wire(update.events),
             "state": game.state_to_wire(simulation.state),
             "scores": dict(game.scores(simulation.state)),
+            "spectators": len(self.watchers.get(simulation.id, ())),
         }
 
     def _end_message(self, simulation: Simulation, outcome: Outcome) -> JsonObject:
@@ -215,7 +220,7 @@ class SpectatorHub:
         live = [self.summary(simulation) for simulation in self.arena.simulations.values()]
         live_ids = {entry["simulationId"] for entry in live}
         finished = [entry for key, entry in reversed(self.finished.items()) if key not in live_ids]
-        return {"type": "lobby", "simulations": live + finished}
+        return {"type": "lobby", "simulations": live + finished, "house": house_players()}
 
     # --- pages -------------------------------------------------------------------------------
     def join_lobby(self, page: Page) -> None:
@@ -234,6 +239,8 @@ class SpectatorHub:
                         "type": "error",
                         "message": "This game has finished",
                         "simulationId": simulation_id,
+                        "game": finished["game"],
+                        "players": finished["players"],
                         "result": finished.get("result"),
                     }
                 )
@@ -265,6 +272,25 @@ class SpectatorHub:
     def forget(self, page: Page) -> None:
         self.stop_watching(page)
         self.lobby_pages.discard(page)
+        self.pages.discard(page)
+
+    async def shut_down(self, timeout_s: float) -> None:
+        """Tell every page the server is stopping, and close them once that is sent."""
+        notice = dumps({"type": "error", "message": "Server shutting down"})
+        pages = list(self.pages)
+        for page in pages:
+            page.push(notice, droppable=False)
+            page.close()
+        try:
+            writers = {page.writer for page in pages if page.writer is not None}
+            if writers:  # each write loop ends once its page's queue is sent
+                await asyncio.wait(writers, timeout=timeout_s)
+        finally:
+            # Closing the sockets ends their handlers, so the HTTP server can stop at once.
+            await asyncio.gather(
+                *(page.ws.close(message=b"server shutting down") for page in pages),
+                return_exceptions=True,
+            )
 
     async def run(self) -> None:
         """Push a lobby snapshot whenever something changed, at most every LOBBY_INTERVAL_S."""
@@ -276,6 +302,17 @@ class SpectatorHub:
                 for page in self.lobby_pages:
                     page.push(text)
             await asyncio.sleep(LOBBY_INTERVAL_S)
+
+
+def house_players() -> JsonObject:
+    """The house players of each game, so pages offer exactly what the server accepts."""
+    return {
+        game: [
+            {"name": p.name, "description": p.description, "sides": list(p.sides)}
+            for p in players.values()
+        ]
+        for game, players in HOUSE_PLAYERS.items()
+    }
 
 
 def result_to_wire(simulation: Simulation, outcome: Outcome) -> JsonObject:

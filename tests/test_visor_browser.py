@@ -1,0 +1,569 @@
+"""The visor's pages in a real browser: headless Chromium driven by Playwright.
+
+Each test runs a real arena and visor on ephemeral ports (the ``served`` fixture) with real bots
+over TCP. Every wait is bounded. Canvas checks compare pixels (``canvas.toDataURL()``), not only
+the DOM. Squares are clicked through the mapping the board publishes on the canvas
+(``data-cell-size``, ``data-origin-x``, ``data-origin-y``, in CSS pixels).
+
+``test_screenshots`` renders every page and, with ``VISOR_SCREENSHOTS=1`` in the environment,
+saves them under docs/screenshots/ for the README (otherwise into a temporary directory, so an
+ordinary test run leaves the work tree alone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
+from playwright.async_api import Error as PlaywrightError
+
+from bots.sdk import ArenaClient, JsonObject
+from bots.tavern_dummy import choose_actions, view_of
+from bots.tavern_dummy import play as play_tavern_dummy
+from server.games.thud import rules as thud_rules
+from server.simulation import Simulation
+from tests.conftest import RawClient, Served
+from visor.seats import run_house_game
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+WAIT_MS = 10_000  # Playwright's bound on every wait and action
+XSS = "<img src=x onerror=alert(1)>"
+DWARF_NAMES = ["<b>Gimli</b>", "Durin", "Thorin", "Balin", "Dwalin"]
+SIMULATION_ID = re.compile(r"^[0-9a-r]{7}$")
+DIGIT = re.compile(r"^\d$")
+SHORT_GAME_SEED = 33  # dummy against dummy with this seed ends 3-0 after 147 turns
+REPO = Path(__file__).resolve().parent.parent
+
+T = TypeVar("T")
+
+
+# --- the browser ---------------------------------------------------------------------------
+
+
+@dataclass
+class Visor:
+    """Pages of the served visor in one browser; anything that goes wrong on them is kept."""
+
+    browser: Browser
+    base_url: str
+    problems: list[str] = field(default_factory=list)
+
+    async def open(self, path: str, width: int = 1280, height: int = 860, scale: float = 1) -> Page:
+        page = await self.browser.new_page(
+            viewport={"width": width, "height": height}, device_scale_factor=scale
+        )
+        page.set_default_timeout(WAIT_MS)
+        page.on("dialog", self._on_dialog)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("console", self._on_console)
+        await page.goto(self.base_url + path)
+        # The page's websocket is up: every page shows it in #connection.
+        await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
+        return page
+
+    def _on_dialog(self, dialog: Dialog) -> None:
+        # A dialog would mean a nick ran as script: fail the test, and unblock the page.
+        self.problems.append(f"dialog: {dialog.message}")
+        asyncio.get_running_loop().create_task(dialog.dismiss())
+
+    def _on_console(self, message: ConsoleMessage) -> None:
+        # CSP violations (an inline style or script) show up as console errors.
+        if message.type == "error":
+            self.problems.append(f"console: {message.text}")
+
+
+def chromium_installed() -> bool:
+    return Path(CHROMIUM).is_file()
+
+
+@pytest.fixture
+async def visor(served: Served) -> AsyncIterator[Visor]:
+    if not chromium_installed():
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs it")
+    async with async_playwright() as playwright:
+        try:
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        except PlaywrightError as error:
+            pytest.fail(f"Chromium at {CHROMIUM} does not start ({error}): `make test` installs it")
+        try:
+            visor = Visor(browser, served.url)
+            yield visor
+        finally:
+            await browser.close()
+    assert visor.problems == []
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+async def canvas_pixels(page: Page) -> str:
+    pixels: str = await page.evaluate("document.getElementById('board').toDataURL()")
+    return pixels
+
+
+async def square_point(page: Page, x: int, y: int) -> tuple[float, float]:
+    """The page coordinates of the centre of board square (x, y)."""
+    box: dict[str, float] = await page.evaluate(
+        """() => {
+            const canvas = document.getElementById('board');
+            const rect = canvas.getBoundingClientRect();
+            const data = canvas.dataset;
+            return {left: rect.left, top: rect.top, cell: Number(data.cellSize),
+                    x: Number(data.originX), y: Number(data.originY)};
+        }"""
+    )
+    cell = box["cell"]
+    return box["left"] + box["x"] + (x + 0.5) * cell, box["top"] + box["y"] + (y + 0.5) * cell
+
+
+async def click_square(page: Page, x: int, y: int) -> None:
+    await page.mouse.click(*await square_point(page, x, y))
+
+
+async def hover_square(page: Page, x: int, y: int) -> None:
+    await page.mouse.move(*await square_point(page, x, y))
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 10) -> T:
+    """Poll ``check`` until it returns something other than None (or False)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            value = await check()
+            if value is not None and value is not False:
+                return value
+            await asyncio.sleep(0.05)
+
+
+async def turns_played(simulation: Simulation, count: int, timeout: float = 10) -> None:
+    async def enough() -> bool:
+        return len(simulation.turns) >= count
+
+    await eventually(enough, timeout)
+
+
+async def slow_tavern_bot(
+    port: int, simulation_id: str, nick: str, delay_s: float, names: list[str]
+) -> JsonObject:
+    """The dummy Tavern bot over TCP, thinking ``delay_s`` per turn so a person can watch."""
+    async with await ArenaClient.connect("127.0.0.1", port) as client:
+        info = await client.join(simulation_id, nick=nick, names=names)
+        team, width, height = info["team"], info["width"], info["height"]
+
+        async def on_turn(message: JsonObject) -> JsonObject:
+            await asyncio.sleep(delay_s)
+            view = view_of(message["state"], team, width, height)
+            return {"type": "player-turn", "actions": choose_actions(view)}
+
+        return await client.play(on_turn)
+
+
+@contextlib.contextmanager
+def background(*tasks: asyncio.Task[Any]) -> Iterator[None]:
+    """Bots playing while the test looks; whatever is left is stopped at the end."""
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+async def slow_tavern_game(served: Served, delay_s: float) -> tuple[str, list[asyncio.Task[Any]]]:
+    """Two slowed dummy bots, one called XSS, playing a seeded game that ends in 147 turns."""
+    async with await ArenaClient.connect("127.0.0.1", served.tcp_port) as creator:
+        ready = await creator.create_simulation("tavern", SHORT_GAME_SEED)
+    simulation_id: str = ready["simulationId"]
+    first = asyncio.create_task(
+        slow_tavern_bot(served.tcp_port, simulation_id, XSS, delay_s, DWARF_NAMES)
+    )
+    await turns_or_seated(served, simulation_id, 1)
+    second = asyncio.create_task(
+        slow_tavern_bot(served.tcp_port, simulation_id, "Bo", delay_s, DWARF_NAMES)
+    )
+    return simulation_id, [first, second]
+
+
+async def turns_or_seated(served: Served, simulation_id: str, seated: int) -> None:
+    """Wait until ``seated`` players sit in the simulation (Tavern seats go by join order)."""
+
+    async def enough() -> bool:
+        simulation = served.arena.simulations[simulation_id]
+        return sum(seat is not None for seat in simulation.seats) >= seated
+
+    await eventually(enough, 5)
+
+
+# --- the lobby -----------------------------------------------------------------------------
+
+
+async def test_the_lobby_shows_a_new_simulation_within_a_second(
+    served: Served, visor: Visor
+) -> None:
+    page = await visor.open("/")
+    await expect(page.locator("#sims-empty")).to_be_visible()
+    bot = await RawClient.connect(served.tcp_port)
+    try:
+        await bot.send({"type": "create-simulation", "game": "thud"})
+        simulation_id = (await bot.expect("ready"))["simulationId"]
+        row = page.locator(f'tr[data-simulation-id="{simulation_id}"]')
+        await expect(row).to_be_visible(timeout=1000)
+        await expect(row).to_contain_text("Thud")
+        await expect(row).to_contain_text("waiting")
+        # A bot joining shows at once too, with its nick.
+        await bot.send(
+            {
+                "type": "join-simulation",
+                "game": "thud",
+                "simulationId": simulation_id,
+                "nick": "Grag",
+                "side": "troll",
+            }
+        )
+        await bot.expect("game-info")
+        await expect(row.locator(".seat-troll .nick")).to_have_text("Grag", timeout=1000)
+    finally:
+        await bot.close()
+
+    # The page's own "New Tavern simulation" button: the id is shown big, and listed.
+    await page.click("#create-tavern")
+    created = page.locator("#created-id")
+    await expect(created).to_have_text(SIMULATION_ID)
+    new_id = await created.text_content()
+    assert new_id in served.arena.simulations
+    await expect(page.locator(f'tr[data-simulation-id="{new_id}"]')).to_be_visible(timeout=1000)
+    await expect(page.locator("#created-snippet")).to_contain_text(f'"simulationId":"{new_id}"')
+
+
+async def test_run_a_game_from_the_lobby_opens_its_live_view(served: Served, visor: Visor) -> None:
+    page = await visor.open("/")
+    await page.select_option("#run-game", "thud")
+    # Only house players that can play a seat are offered for it.
+    assert await page.locator("#run-seat0 option").all_text_contents() == ["dwarf", "random"]
+    assert await page.locator("#run-seat1 option").all_text_contents() == ["troll", "random"]
+    await page.select_option("#run-seat1", "random")
+    await page.fill("#run-delay", "30")
+    await page.click("#run")
+    await page.wait_for_url("**/watch/*")
+    simulation_id = page.url.rsplit("/", 1)[1]
+    simulation = served.arena.simulations[simulation_id]
+    assert [seat.player.nick for seat in simulation.seats if seat] == [
+        "house dwarf",
+        "house random",
+    ]
+    await expect(page.locator("#game-title")).to_have_text("Thud")
+    await expect(page.locator("#players .seat-troll .nick")).to_have_text("house random")
+    first = await canvas_pixels(page)
+    await expect(page.locator("#turn")).not_to_have_text("0 of 500")
+    await expect(page.locator("#log li").first).to_be_visible()
+
+    async def changed() -> bool:
+        return await canvas_pixels(page) != first
+
+    await eventually(changed, 5)
+
+
+# --- watching ------------------------------------------------------------------------------
+
+
+async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
+    served: Served, visor: Visor
+) -> None:
+    simulation_id, bots = await slow_tavern_game(served, delay_s=0.02)
+    with background(*bots):
+        simulation = served.arena.simulations[simulation_id]
+        await turns_played(simulation, 10)
+        page = await visor.open(f"/watch/{simulation_id}")
+        # A late watcher sees names and scores at once.
+        await expect(page.locator("#players .seat-team1 .nick")).to_have_text(XSS)
+        await expect(page.locator("#players .seat-team2 .nick")).to_have_text("Bo")
+        await expect(page.locator("#players .seat-team1 .seat-score")).to_have_text(DIGIT)
+        await expect(page.locator("#turn")).to_have_text(re.compile(r"^\d+ of 1000$"))
+        assert await page.locator("#players img").count() == 0
+        before = await canvas_pixels(page)
+
+        async def changed() -> str | None:
+            now = await canvas_pixels(page)
+            return now if now != before else None
+
+        await eventually(changed, 5)
+        await expect(page.locator("#result")).to_contain_text(
+            "Points to win reached", timeout=30_000
+        )
+        final = await asyncio.wait_for(bots[0], 10)
+        await asyncio.wait_for(bots[1], 10)
+    # Seed 33 ends 3-0 to the first team: the XSS nick, shown as text.
+    assert final["result"]["winner"] == "team1"
+    await expect(page.locator("#result")).to_contain_text(f"{XSS} (Team 1) won")
+    await expect(page.locator("#players .seat-team1 .seat-score")).to_have_text("3")
+    await expect(page.locator("#log")).to_contain_text(f"Point for {XSS} (Team 1)")
+    await expect(page.locator("#status")).to_have_text("Finished.")
+
+    # A dwarf's name on hover: the final position stays on the board.
+    dwarf = final["state"]["team1"][0]
+    await hover_square(page, dwarf["coords"]["x"], dwarf["coords"]["y"])
+    tooltip = page.locator("#tooltip")
+    await expect(tooltip).to_be_visible()
+    await expect(tooltip.locator("strong")).to_have_text(dwarf["name"])
+    await expect(tooltip).to_contain_text(XSS)
+    assert await tooltip.locator("b, img").count() == 0
+
+    # Coming back later: the game is over, and the page says so with its result.
+    await page.reload()
+    await expect(page.locator("#missing-title")).to_have_text("This game has finished")
+    await expect(page.locator("#missing-result")).to_contain_text("Points to win reached")
+
+
+async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(
+    served: Served, visor: Visor
+) -> None:
+    simulation = run_house_game(served.arena, "thud", ["dwarf", "troll"], 40)
+    page = await visor.open(f"/watch/{simulation.id}", scale=2)
+    await turns_played(simulation, 2)
+    # Crisp on a high-density screen: two device pixels per CSS pixel.
+    size = await page.evaluate(
+        "(() => { const c = document.getElementById('board');"
+        " return [c.width, c.getBoundingClientRect().width]; })()"
+    )
+    assert size[0] == round(size[1] * 2)
+    await page.click("#pause")
+    await expect(page.locator("#pause")).to_have_attribute("aria-pressed", "true")
+    await page.mouse.move(0, 0)  # no hover ring on the board
+    await asyncio.sleep(0.1)
+    frozen = await canvas_pixels(page)
+    ply = await page.locator("#turn").text_content()
+    played = len(simulation.turns)
+    await turns_played(simulation, played + 3)
+    assert await canvas_pixels(page) == frozen
+    assert await page.locator("#turn").text_content() == ply
+    await page.click("#pause")
+    await expect(page.locator("#turn")).not_to_have_text(ply or "")
+    assert await canvas_pixels(page) != frozen
+
+
+async def test_an_unknown_id_shows_a_clear_message(visor: Visor) -> None:
+    page = await visor.open("/watch/nope123")
+    await expect(page.locator("#missing-title")).to_have_text("There is no simulation with this id")
+    await expect(page.locator("#missing-detail")).to_contain_text("nope123")
+    await expect(page.locator("#watch")).to_be_hidden()
+
+
+async def test_nicks_are_shown_as_text_never_run(served: Served, visor: Visor) -> None:
+    bot = await RawClient.connect(served.tcp_port)
+    try:
+        await bot.send({"type": "join-simulation", "game": "thud", "nick": XSS, "side": "dwarf"})
+        simulation_id = (await bot.expect("game-info"))["simulationId"]
+        lobby = await visor.open("/")
+        nick = lobby.locator(f'tr[data-simulation-id="{simulation_id}"] .seat-dwarf .nick')
+        await expect(nick).to_have_text(XSS)
+        assert await lobby.locator("#sims img").count() == 0
+        watch = await visor.open(f"/watch/{simulation_id}")
+        await expect(watch.locator("#players .seat-dwarf .nick")).to_have_text(XSS)
+        await expect(watch.locator("#status")).to_contain_text("Waiting for players: 1 of 2")
+        await expect(watch.locator("#join-snippet")).to_contain_text('"side":"troll"')
+        assert await watch.locator("#players img").count() == 0
+        # A player leaving before the start frees the seat, live.
+        await bot.close()
+        await expect(watch.locator("#players .seat-dwarf .nick")).to_have_text("free seat")
+    finally:
+        await bot.close()
+    # The fixture fails the test if any dialog opened.
+
+
+# --- playing -------------------------------------------------------------------------------
+
+
+async def test_a_person_plays_thud_by_clicking_and_makes_peace(
+    served: Served, visor: Visor
+) -> None:
+    page = await visor.open("/play/thud")
+    await page.fill("#nick", "Ann")
+    # Dwarfs against the house troll (the default opponent for the dwarf side).
+    await expect(page.locator("#opponent")).to_have_value("troll")
+    await page.click("#start")
+    await expect(page.locator("#turn-status")).to_have_text("Your move (dwarfs).")
+    await expect(page.locator("#players .seat-dwarf .nick")).to_have_text("Ann")
+    await expect(page.locator("#players .seat-troll .nick")).to_have_text("house troll")
+    simulation_id = await page.locator("#sim-id").text_content()
+    assert simulation_id is not None
+    simulation = served.arena.simulations[simulation_id]
+
+    # Hovering a dwarf shows its moves.
+    await hover_square(page, 6, 0)
+    await expect(page.locator("#move-info")).to_contain_text("on [6, 0]: 18 moves")
+    await page.mouse.move(0, 0)
+    await page.keyboard.press("Escape")
+    untouched = await canvas_pixels(page)
+
+    # An illegal click moves nothing: the server says why, and the position stays.
+    await click_square(page, 6, 0)
+    await click_square(page, 10, 10)
+    await expect(page.locator("#play-error")).to_contain_text("Illegal move")
+    await expect(page.locator("#turn-status")).to_have_text("Your move (dwarfs).")
+    await page.keyboard.press("Escape")
+    await page.mouse.move(0, 0)
+    await asyncio.sleep(0.1)
+    assert await canvas_pixels(page) == untouched
+    assert simulation.turns == []
+
+    # Make Peace, then a move by clicking: a step no troll can punish, so the house troll is
+    # not behind and accepts. Both sides declared: a draw.
+    await page.click("#peace")
+    await expect(page.locator("#peace")).to_have_attribute("aria-pressed", "true")
+    await expect(page.locator("#peace-status")).to_contain_text("goes with your next move")
+    await click_square(page, 6, 0)
+    await click_square(page, 6, 1)
+    await expect(page.locator("#result")).to_contain_text("Players agreed to finish")
+    await expect(page.locator("#result")).to_contain_text("A draw.")
+    await expect(page.locator("#result")).to_contain_text("32 – 32")
+    await expect(page.locator("#turn-status")).to_have_text("Game over.")
+    assert simulation.turns[0].action == {"move": {"from": [6, 0], "to": [6, 1]}, "declare": True}
+    assert await canvas_pixels(page) != untouched
+
+
+async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Visor) -> None:
+    page = await visor.open("/play/thud")
+    await page.fill("#nick", "Ann")
+    await page.check("input[value=troll]")
+    await page.select_option("#opponent", "")
+    await page.click("#start")
+    await expect(page.locator("#wait-bot")).to_be_visible()
+    simulation_id = await page.locator("#wait-id").text_content()
+    assert simulation_id is not None and simulation_id in served.arena.simulations
+    await expect(page.locator("#wait-snippet")).to_contain_text('"side":"dwarf"')
+    # A TCP bot joins by that id; the game starts and the person's side waits its turn.
+    async with await ArenaClient.connect("127.0.0.1", served.tcp_port) as bot:
+        await bot.join(simulation_id, nick="tcp dwarf", game="thud", side="dwarf")
+        watcher = await visor.open(f"/watch/{simulation_id}")
+        await expect(page.locator("#wait-bot")).to_be_hidden()
+        await expect(page.locator("#players .seat-dwarf .nick")).to_have_text("tcp dwarf")
+        turn = await asyncio.wait_for(bot.receive(), 10)
+        first = turn["state"]["moves"][0]
+        await bot.send({"type": "player-turn", "move": {"from": first["from"], "to": first["to"]}})
+        await expect(page.locator("#turn-status")).to_have_text("Your move (trolls).")
+    # The bot left: it forfeits, and the person wins; a spectator is told.
+    await expect(page.locator("#result")).to_contain_text("You won!")
+    await expect(page.locator("#result")).to_contain_text("Player disconnected")
+    await expect(watcher.locator("#notice")).to_have_text(
+        "tcp dwarf (Dwarfs) left the game and forfeits it."
+    )
+    await expect(watcher.locator("#result")).to_contain_text(
+        "Ann (Trolls) won · Player disconnected"
+    )
+
+
+# --- screenshots for the README --------------------------------------------------------------
+
+
+async def test_screenshots(served: Served, visor: Visor, tmp_path: Path) -> None:
+    """Every page, rendered with games going on; saved for the README with VISOR_SCREENSHOTS=1."""
+    out = REPO / "docs" / "screenshots" if os.environ.get("VISOR_SCREENSHOTS") else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    arena = served.arena
+    tavern = run_house_game(arena, "tavern", ["pusher", "wanderer"], 60)
+    thud = run_house_game(arena, "thud", ["dwarf", "troll"], 80)
+    finished = asyncio.create_task(
+        play_tavern_dummy("127.0.0.1", served.tcp_port, None, "Rhun's bot", SHORT_GAME_SEED)
+    )
+    await asyncio.sleep(0.05)
+    finished_too = asyncio.create_task(
+        play_tavern_dummy("127.0.0.1", served.tcp_port, None, "Anwas", SHORT_GAME_SEED)
+    )
+    await asyncio.wait_for(asyncio.gather(finished, finished_too), 20)
+    # Watching from the start, so that the logs have something in them (and a busy machine
+    # cannot end a game before its page opens).
+    watch_tavern = await visor.open(f"/watch/{tavern.id}")
+    watch_thud = await visor.open(f"/watch/{thud.id}")
+    phone_watch = await visor.open(f"/watch/{thud.id}", width=390, height=844)
+    waiting = await RawClient.connect(served.tcp_port)
+    try:
+        await waiting.send(
+            {"type": "join-simulation", "game": "thud", "nick": "Grag", "side": "troll"}
+        )
+        await waiting.expect("game-info")
+
+        # Thud while both sides still have most of their pieces.
+        await turns_played(thud, 16)
+        await expect(watch_thud.locator("#log li").first).to_be_visible()
+        await watch_thud.screenshot(path=out / "watch-thud.png")
+        await expect(phone_watch.locator("#log li").first).to_be_visible()
+        await phone_watch.screenshot(path=out / "phone-watch.png", full_page=True)
+        assert await fits_the_width(phone_watch)
+
+        await turns_played(tavern, 40)
+
+        # Live rows change height as they update: a tall viewport rather than a full page.
+        lobby = await visor.open("/", height=1000)
+        await lobby.click("#create-thud")
+        await expect(lobby.locator("#created-id")).to_be_visible()
+        await expect(lobby.locator("tr.sim-new")).to_be_visible()
+        await expect(lobby.locator("tr.sim-finished").first).to_be_visible()
+        await lobby.screenshot(path=out / "lobby.png")
+        phone_lobby = await visor.open("/", width=390, height=844)
+        await expect(phone_lobby.locator("tr.sim")).to_have_count(5)
+        await phone_lobby.screenshot(path=out / "phone-lobby.png", full_page=True)
+        assert await fits_the_width(phone_lobby)
+
+        await expect(watch_tavern.locator("#log li").first).to_be_visible()
+        await watch_tavern.click("#pause")
+        await hover_a_dwarf(watch_tavern, tavern)
+        await watch_tavern.screenshot(path=out / "watch-tavern.png")
+
+        # The trolls against the house dwarf, until a troll can kill: select it, point at
+        # its destination, so the picture shows moves with their kill counts.
+        play = await visor.open("/play/thud")
+        await play.fill("#nick", "Ann")
+        await play.check("input[value=troll]")
+        await play.click("#start")
+        await expect(play.locator("#sim-id")).to_have_text(SIMULATION_ID)
+        played = arena.simulations[await play.locator("#sim-id").inner_text()]
+        for _ in range(6):
+            await expect(play.locator("#turn-status")).to_have_text("Your move (trolls).")
+            moves = thud_rules.legal_moves(played.state)
+            killing = [m for m in moves if m.killed]
+            if killing:
+                break
+            await click_square(play, *moves[0].start)
+            await click_square(play, *moves[0].end)
+        move = max(killing or moves, key=lambda m: len(m.killed))
+        await play.click("#peace")
+        await click_square(play, *move.start)
+        await hover_square(play, *move.end)
+        await play.screenshot(path=out / "play-thud.png")
+    finally:
+        await waiting.close()
+    for name in ("lobby", "phone-lobby", "watch-tavern", "watch-thud", "phone-watch", "play-thud"):
+        assert (out / f"{name}.png").stat().st_size > 10_000
+
+
+async def fits_the_width(page: Page) -> bool:
+    """Nothing sticks out sideways (no horizontal scrolling on a phone)."""
+    fits: bool = await page.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+    return fits
+
+
+async def hover_a_dwarf(page: Page, simulation: Simulation) -> None:
+    """Hover one of the paused view's dwarves: try where the server last saw each of them."""
+    state = simulation.game.state_to_wire(simulation.state)
+    for dwarf in state["team1"] + state["team2"]:
+        await hover_square(page, dwarf["coords"]["x"], dwarf["coords"]["y"])
+        if await page.locator("#tooltip").is_visible():
+            return
+    pytest.fail("no dwarf under the pointer")

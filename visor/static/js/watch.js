@@ -1,0 +1,314 @@
+// /watch/{simulationId}: a live view of one game, for spectators.
+
+import { byId, el, setText, show } from "./dom.js";
+import { describeResult, formatScore, gameTitle, seatLabel, square } from "./games.js";
+import { logEntries, nickOf, prependLog, renderScoreboard } from "./panel.js";
+import { Playback } from "./playback.js";
+import { connectionIndicator, VisorSocket } from "./socket.js";
+import { TavernView } from "./tavern-view.js";
+import { ThudView } from "./thud-view.js";
+
+const SPEED_KEY = "visor.animationMs";
+const simulationId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
+
+const ui = {
+  watch: byId("watch"),
+  missing: byId("missing"),
+  canvas: byId("board"),
+  wrap: byId("board-wrap"),
+  tooltip: byId("tooltip"),
+  banner: byId("banner"),
+  title: byId("game-title"),
+  simId: byId("sim-id"),
+  status: byId("status"),
+  joinHint: byId("join-hint"),
+  joinSnippet: byId("join-snippet"),
+  players: byId("players"),
+  turnLabel: byId("turn-label"),
+  turn: byId("turn"),
+  spectators: byId("spectators"),
+  peaceFact: byId("peace-fact"),
+  peace: byId("peace"),
+  result: byId("result"),
+  notice: byId("notice"),
+  pause: byId("pause"),
+  speed: byId("speed"),
+  speedValue: byId("speed-value"),
+  log: byId("log"),
+  logTitle: byId("log-title"),
+};
+
+const watch = {
+  game: null,
+  status: null,
+  players: [],
+  board: null,
+  view: null,
+  result: null,
+  spectators: null,
+  shown: null, // the frame on the board
+};
+
+const playback = new Playback(
+  (from, to, t) => watch.view && watch.view.render(from, to, t),
+  (frame) => frameShown(frame),
+);
+
+setText(ui.simId, simulationId);
+document.title = `Watch ${simulationId} · Dwarven Tavern Arena`;
+setupControls();
+setupTooltip();
+
+new VisorSocket({
+  onOpen: (socket) => socket.send({ type: "watch", simulationId }),
+  onMessage: receive,
+  onStatus: connectionIndicator(byId("connection")),
+});
+
+function receive(message) {
+  switch (message.type) {
+    case "snapshot":
+      return onSnapshot(message);
+    case "turn":
+      return onTurn(message);
+    case "left":
+      return onLeft(message);
+    case "end":
+      return onEnd(message);
+    case "error":
+      return onError(message);
+    default:
+      return undefined;
+  }
+}
+
+function onSnapshot(message) {
+  watch.game = message.game;
+  watch.status = message.status;
+  watch.players = message.players || [];
+  watch.spectators = message.spectators;
+  if (!watch.view || JSON.stringify(watch.board) !== JSON.stringify(message.board)) {
+    watch.board = message.board;
+    if (watch.view) watch.view.board.dispose();
+    watch.view = message.game === "thud" ? new ThudView(ui.canvas, message.board) : new TavernView(ui.canvas, message.board);
+  }
+  ui.watch.dataset.game = message.game;
+  setText(ui.title, gameTitle(message.game));
+  setText(ui.turnLabel, message.game === "thud" ? "Plies played" : "Turns played");
+  setText(ui.logTitle, message.game === "thud" ? "Moves" : "Hits and points");
+  show(ui.peaceFact, message.game === "thud");
+  const frame = { state: message.state, turn: message.turn, scores: message.scores, events: [], snapshot: true };
+  if (message.state) playback.show(frame);
+  else {
+    watch.view.render(null, null, 1);
+    frameShown(frame);
+  }
+  if (message.result) showResult(message.result);
+  updateStatus();
+}
+
+function onTurn(message) {
+  if (!watch.view) return;
+  watch.status = "playing";
+  playback.advance({
+    state: message.state,
+    turn: message.turn,
+    scores: message.scores,
+    events: message.events,
+    seat: message.seat,
+    timedOut: message.timedOut,
+  });
+}
+
+/** A frame reached the board: scores, turn and log follow it, not the network. */
+function frameShown(frame) {
+  watch.shown = frame;
+  const state = frame.state;
+  const toMove = state && watch.status === "playing" ? (watch.game === "thud" ? state.side : null) : null;
+  renderScoreboard(ui.players, {
+    game: watch.game,
+    players: watch.players,
+    scores: frame.scores,
+    toMove,
+    declared: watch.game === "thud" && state ? state.declared : null,
+  });
+  if (watch.game === "thud") {
+    setText(ui.turn, state ? `${Math.max(0, state.ply - 1)} of ${watch.board.maxPlies}` : "–");
+    const declared = state ? Object.keys(state.declared).filter((side) => state.declared[side]) : [];
+    setText(ui.peace, declared.length ? declared.map((side) => seatLabel("thud", side)).join(" and ") : "nobody");
+  } else {
+    setText(ui.turn, frame.turn === undefined ? "–" : `${frame.turn} of ${watch.board.turnLimit}`);
+  }
+  if (!frame.snapshot) {
+    const entries = logEntries(watch.game, frame, watch.players);
+    prependLog(ui.log, entries);
+    const point = entries.find((entry) => entry.kind === "point" && entry.text.startsWith("Point for"));
+    if (point) flash(point.text);
+  }
+  updateStatus();
+}
+
+function onLeft(message) {
+  const who = message.nick ? `${message.nick} (${seatLabel(watch.game, message.seat)})` : seatLabel(watch.game, message.seat);
+  showNotice(`${who} left the game and forfeits it.`);
+  prependLog(ui.log, [{ kind: "hit", turn: "–", text: `${who} left` }]);
+}
+
+function onEnd(message) {
+  watch.status = "finished";
+  if (!watch.shown || !watch.shown.state) playback.show({ state: message.state, scores: message.result.score, events: [] });
+  showResult(message.result);
+  updateStatus();
+}
+
+const NOTHING_TO_WATCH = ["There is no simulation with this id", "This game has finished"];
+
+function onError(message) {
+  if (!NOTHING_TO_WATCH.includes(message.message)) {
+    showNotice(message.reason ? `${message.message}: ${message.reason}` : message.message); // e.g. "Server shutting down"
+    return;
+  }
+  // Nothing to watch: say why, clearly, instead of an empty board.
+  show(ui.watch, false);
+  show(ui.missing, true);
+  setText(byId("missing-title"), message.message);
+  const detail =
+    message.message === "This game has finished"
+      ? `Simulation ${simulationId} is over; the arena does not replay finished games.`
+      : `Simulation ${simulationId} does not exist here. It may have been mistyped, or the arena restarted.`;
+  setText(byId("missing-detail"), detail);
+  const result = byId("missing-result");
+  if (message.result) {
+    // The error carries the result but not the game: the seat and score names tell it.
+    const { winner, score, reason } = message.result;
+    const game = score && "dwarfs" in score ? "thud" : "tavern";
+    const final = score ? `Final score ${formatScore(game, score)} · ` : "";
+    setText(result, `${final}${winner ? `${seatLabel(game, winner)} won` : "Draw"} · ${reason}`);
+    show(result, true);
+  }
+}
+
+function showResult(result) {
+  watch.result = result;
+  const line = describeResult(watch.game, result, watch.players);
+  const score = formatScore(watch.game, result.score);
+  ui.result.replaceChildren(
+    el("strong", { text: result.winner ? "Game over" : "Game over · draw" }),
+    el("span", { className: "result-reason", text: line }),
+    score ? el("span", { className: "result-score", text: `Final score ${score}` }) : null,
+  );
+  show(ui.result, true);
+  setText(ui.banner, line);
+  ui.banner.classList.add("banner-final");
+  show(ui.banner, true);
+}
+
+function showNotice(text) {
+  setText(ui.notice, text);
+  show(ui.notice, true);
+}
+
+let flashTimer = 0;
+/** A short banner over the board (a point in the Tavern); the final result stays instead. */
+function flash(text) {
+  if (watch.result) return;
+  setText(ui.banner, text);
+  show(ui.banner, true);
+  clearTimeout(flashTimer);
+  flashTimer = setTimeout(() => {
+    if (!watch.result) show(ui.banner, false);
+  }, 1600);
+}
+
+function updateStatus() {
+  setText(ui.spectators, watch.spectators ?? "–");
+  const seated = watch.players.filter(Boolean).length;
+  let text;
+  if (watch.status === "waiting") text = `Waiting for players: ${seated} of ${watch.players.length} seated.`;
+  else if (watch.status === "finished") text = "Finished.";
+  else if (playback.paused) text = "Paused: the game goes on; resume to catch up.";
+  else {
+    const state = watch.shown && watch.shown.state;
+    text = watch.game === "thud" && state ? `Playing: the ${seatLabel("thud", state.side).toLowerCase()} to move.` : "Playing.";
+  }
+  setText(ui.status, text);
+  const waiting = watch.status === "waiting";
+  show(ui.joinHint, waiting);
+  if (waiting) {
+    const join = { type: "join-simulation", game: watch.game, nick: "my bot", simulationId };
+    if (watch.game === "thud") {
+      const free = watch.players.findIndex((p) => !p);
+      join.side = free === 1 ? "troll" : "dwarf";
+    }
+    setText(ui.joinSnippet, JSON.stringify(join));
+  }
+}
+
+function setupControls() {
+  const saved = Number(localStorage.getItem(SPEED_KEY));
+  if (Number.isFinite(saved) && localStorage.getItem(SPEED_KEY) !== null) ui.speed.value = String(saved);
+  const applySpeed = () => {
+    playback.durationMs = Number(ui.speed.value);
+    setText(ui.speedValue, playback.durationMs === 0 ? "instant" : `${playback.durationMs} ms`);
+  };
+  applySpeed();
+  ui.speed.addEventListener("input", () => {
+    applySpeed();
+    localStorage.setItem(SPEED_KEY, ui.speed.value);
+  });
+  ui.pause.addEventListener("click", () => {
+    if (playback.paused) playback.resume();
+    else playback.pause();
+    setText(ui.pause, playback.paused ? "Resume" : "Pause");
+    ui.pause.setAttribute("aria-pressed", String(playback.paused));
+    updateStatus();
+  });
+}
+
+/** Names on hover (and on tap): the dwarf's name, its player, and the square. */
+function setupTooltip() {
+  const hide = () => {
+    show(ui.tooltip, false);
+    if (watch.view && watch.view.hover) {
+      watch.view.hover = null;
+      playback.draw();
+    }
+  };
+  ui.canvas.addEventListener("pointerleave", hide);
+  ui.canvas.addEventListener("pointermove", (event) => {
+    if (!watch.view) return;
+    const at = watch.view.board.squareAt(event);
+    const state = watch.shown && watch.shown.state;
+    const lines = at ? describeSquare(at, state) : null;
+    if (!lines) return hide();
+    ui.tooltip.replaceChildren(...lines.map((line, i) => el(i === 0 ? "strong" : "span", { text: line })));
+    show(ui.tooltip, true);
+    const box = ui.wrap.getBoundingClientRect();
+    const left = Math.min(event.clientX - box.left + 14, box.width - ui.tooltip.offsetWidth - 4);
+    const top = event.clientY - box.top + 16;
+    ui.tooltip.style.left = `${Math.max(4, left)}px`;
+    ui.tooltip.style.top = `${top + ui.tooltip.offsetHeight > box.height ? top - ui.tooltip.offsetHeight - 24 : top}px`;
+    if (watch.game === "tavern" && (!watch.view.hover || watch.view.hover.join() !== at.join())) {
+      watch.view.hover = at;
+      playback.draw();
+    }
+    return undefined;
+  });
+}
+
+function describeSquare(at, state) {
+  if (watch.game === "tavern") {
+    const piece = watch.view.pieceAt(state, at);
+    if (!piece) return null;
+    const owner = nickOf(watch.players, piece.team, "tavern");
+    if (piece.kind === "barrel") return [`Barrel of ${seatLabel("tavern", piece.team)}`, owner, square(at)];
+    return [piece.dwarf.name, `#${piece.dwarf.id} · ${owner}`, square(at)];
+  }
+  if (!watch.view.isSquare(at)) return null;
+  const has = (list) => (list || []).some((s) => s[0] === at[0] && s[1] === at[1]);
+  let what = "Empty square";
+  if (state && has(state.dwarfs)) what = "Dwarf";
+  else if (state && has(state.trolls)) what = "Troll";
+  else if (at[0] === watch.board.thudstone[0] && at[1] === watch.board.thudstone[1]) what = "The Thudstone";
+  return [what, square(at)];
+}
