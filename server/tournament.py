@@ -1,6 +1,7 @@
 """Tournaments: every entrant against every other, each bot a real process, a league at the end.
 
     tavern tournament FILE          # FILE is JSON or TOML; see docs/tournaments.md
+    tavern tournament DIR           # Thud challenge clients: DIR/dwarf/*.js against DIR/troll/*.js
 
 The tournament runs its own arena on a loopback port and records every game in the configured
 records file. For each game it creates a simulation, starts each seat's bot (the command gets
@@ -13,6 +14,10 @@ even a bot that does not ask for a side gets the right one.
 
 A tournament is identified by its name: running the same file again skips the games already
 finished, so an interrupted tournament (Ctrl-C, a crash) resumes where it stopped.
+
+A bot may be a Thud challenge client, a JavaScript class in a file (``"file"`` instead of
+``"command"``): it plays through ``bots/js/thud-client.js`` under Node.js. A folder holding such
+files in ``dwarf/`` and ``troll/`` is a tournament by itself, as the challenge kept its clients.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -43,6 +50,9 @@ from server.records import Recorder, Records
 from server.simulation import Simulation
 
 STDERR_KEPT = 20_000  # the last characters of a bot's stderr kept with the record
+THUD_CLIENT = Path(__file__).resolve().parent.parent / "bots" / "js" / "thud-client.js"
+"""The adapter that plays a Thud challenge client (a JavaScript class in a file) as a seat."""
+MAX_NICK = 64
 
 
 class TournamentError(Exception):
@@ -90,7 +100,9 @@ class Pairing:
 
 # --- the file ------------------------------------------------------------------------------------
 def load_spec(path: Path) -> TournamentSpec:
-    """Read a tournament file (``.toml``, else JSON)."""
+    """Read a tournament file (``.toml``, else JSON), or a folder of Thud challenge clients."""
+    if path.is_dir():
+        return spec_from_folder(path)
     try:
         text = path.read_bytes()
     except OSError as error:
@@ -114,7 +126,9 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     bots_raw = raw.get("bots")
     if not isinstance(bots_raw, list) or len(bots_raw) < 2:
         raise TournamentError("key 'bots': must be a list of at least two bots")
-    entrants = tuple(_entrant(index, bot, seat_names, base) for index, bot in enumerate(bots_raw))
+    entrants = tuple(
+        _entrant(index, bot, game, seat_names, base) for index, bot in enumerate(bots_raw)
+    )
     names = [entrant.name for entrant in entrants]
     if len(set(names)) != len(names):
         raise TournamentError("key 'bots': two bots have the same name")
@@ -155,13 +169,19 @@ def _seat_names(game: str) -> tuple[str, ...]:
     return GAMES[game](ArenaConfig()).seat_names
 
 
-def _entrant(index: int, raw: object, seat_names: tuple[str, ...], base: Path) -> Entrant:
+def _entrant(
+    index: int, raw: object, game: str, seat_names: tuple[str, ...], base: Path
+) -> Entrant:
     prefix = f"bots[{index}]."
     if not isinstance(raw, dict):
         raise TournamentError(f"key 'bots[{index}]': must be an object with name and command")
     name = _get(raw, "name", str, prefix=prefix)
     command = raw.get("command")
-    if isinstance(command, str):
+    if "file" in raw:
+        if command is not None:
+            raise TournamentError(f"key '{prefix}file': give a command or a file, not both")
+        parts = _client_command(_get(raw, "file", str, prefix=prefix), name, game, base, prefix)
+    elif isinstance(command, str):
         parts = tuple(shlex.split(command))
     elif isinstance(command, list) and all(isinstance(part, str) for part in command):
         parts = tuple(command)
@@ -174,6 +194,76 @@ def _entrant(index: int, raw: object, seat_names: tuple[str, ...], base: Path) -
         raise TournamentError(f"key '{prefix}side': must be both or one of {', '.join(seat_names)}")
     sides = seat_names if side == "both" else (side,)
     return Entrant(name, parts, sides, base)
+
+
+def _client_command(file: str, name: str, game: str, base: Path, prefix: str) -> tuple[str, ...]:
+    """The command that plays a Thud challenge client file through the Node.js adapter."""
+    if game != "thud":
+        raise TournamentError(f"key '{prefix}file': client files play Thud only")
+    path = (base / file).resolve()
+    if not path.is_file():
+        raise TournamentError(f"key '{prefix}file': no such file {path}")
+    if shutil.which("node") is None:
+        raise TournamentError(f"key '{prefix}file': client files need Node.js (node) on the PATH")
+
+    def literal(text: str) -> str:  # every part of a command is filled in with str.format
+        return text.replace("{", "{{").replace("}", "}}")
+
+    return (
+        "node",
+        literal(str(THUD_CLIENT)),
+        "--file",
+        literal(str(path)),
+        "--side",
+        "{side}",
+        "--host",
+        "{host}",
+        "--port",
+        "{port}",
+        "--simulation",
+        "{simulation}",
+        "--nick",
+        literal(name[:MAX_NICK]),
+    )
+
+
+def spec_from_folder(folder: Path) -> TournamentSpec:
+    """A Thud tournament of challenge clients: every ``dwarf/**/*.js`` against every
+    ``troll/**/*.js``, each bot named after its file (its path under ``dwarf/`` or ``troll/``,
+    without ``.js``; prefixed with the side when both sides have a file of that name).
+
+    The tournament is named after the folder, and its id also depends on the files' contents:
+    running it again resumes it, but once a client changes it is a new tournament.
+    """
+    files = {
+        side: sorted(path for path in (folder / side).rglob("*.js") if path.is_file())
+        for side in ("dwarf", "troll")
+    }
+    for side, paths in files.items():
+        if not paths:
+            raise TournamentError(f"{folder}: no client files in {side}/ (*.js)")
+    stems = {
+        side: [path.relative_to(folder / side).with_suffix("").as_posix() for path in paths]
+        for side, paths in files.items()
+    }
+    shared = set(stems["dwarf"]) & set(stems["troll"])
+    bots: list[JsonObject] = []
+    digest = hashlib.sha256()
+    for side, paths in files.items():
+        for path, stem in zip(paths, stems[side], strict=True):
+            relative = path.relative_to(folder).as_posix()
+            name = f"{side}/{stem}" if stem in shared else stem
+            bots.append({"name": name, "side": side, "file": relative})
+            digest.update(f"{relative}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    raw: JsonObject = {
+        "name": folder.resolve().name or "clients",
+        "game": "thud",
+        "parallel": max(1, min(4, os.cpu_count() or 1)),
+        "bots": bots,
+    }
+    spec = spec_from_mapping(raw, folder)
+    return dataclasses.replace(spec, id=f"{spec.id}-{digest.hexdigest()[:8]}")
 
 
 def schedule(spec: TournamentSpec) -> list[Pairing]:
@@ -240,8 +330,15 @@ class TournamentRunner:
         self, spec: TournamentSpec, config: ArenaConfig, records: Records, out: IO[str] = sys.stderr
     ) -> None:
         turn_timeout = spec.limits.turn_timeout_ms or config.turn_timeout_ms
+        # A bot's first reply may take as long as its start-up: it was just launched.
         self.config = dataclasses.replace(
-            config, host="127.0.0.1", port=0, turn_timeout_ms=turn_timeout
+            config,
+            host="127.0.0.1",
+            port=0,
+            turn_timeout_ms=turn_timeout,
+            first_turn_timeout_ms=max(turn_timeout, spec.limits.startup_ms),
+            # A bot process the runner started cannot come back once it has exited.
+            reconnect_grace_ms=0,
         )
         self.spec = spec
         self.records = records

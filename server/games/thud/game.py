@@ -233,4 +233,8 @@ def bot_state(state: State) -> JsonObject:
         {"from": list(m.start), "to": list(m.end), "kind": m.kind, "kills": len(m.killed)}
         for m in rules.legal_moves(state)
     ]
+    # Each piece's index in the start position, for clients that keep fixed-length piece lists
+    # (the challenge's indexed_dwarfs and indexed_trolls).
+    wire["dwarfSlots"] = list(state.dwarf_slots)
+    wire["trollSlots"] = list(state.troll_slots)
     return wire
