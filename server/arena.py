@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,7 +34,9 @@ log = logging.getLogger(__name__)
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
 MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
 WRONG_SIMULATION_ID = "Wrong simulation ID"
-CLOSE_WAIT_S = 5.0
+CLOSE_WAIT_S = 2.0
+LISTEN_BACKLOG = 4096  # bursts of connections (a load test, a tournament) must not be refused
+SHUTTING_DOWN = "Server shutting down"
 
 
 class Arena:
@@ -47,6 +50,7 @@ class Arena:
         self._matches: asyncio.TaskGroup | None = None
         self._match_tasks: set[asyncio.Task[None]] = set()
         self._connection_tasks: set[asyncio.Task[Any]] = set()
+        self._per_address: Counter[str] = Counter()
         self.listeners: list[Listener] = []  # the visor and the records follow every game
         self._games: dict[str, Game[Any, Any]] = {
             name: factory(config) for name, factory in GAMES.items()
@@ -67,6 +71,8 @@ class Arena:
         limits = MatchLimits(
             turn_timeout_s=self.config.turn_timeout_ms / 1000,
             max_consecutive_timeouts=self.config.max_consecutive_timeouts,
+            first_turn_timeout_s=self.config.first_turn_timeout_ms / 1000,
+            reconnect_grace_s=self.config.reconnect_grace_ms / 1000,
         )
         simulation = Simulation(
             self.new_simulation_id(),
@@ -132,7 +138,9 @@ class Arena:
                 connection.send(error_message("Not in a game", "join a simulation first"))
                 return
             simulation, seat = connection.seat
-            simulation.submit(seat, message)
+            simulation.submit(seat, message, connection)
+        elif kind == "rejoin":
+            self._rejoin(connection, message)
         else:
             connection.send(error_message("Unknown message type", f"unknown type {kind!r}"))
 
@@ -162,6 +170,11 @@ class Arena:
         valid, seed = self._seed(connection, message)
         if game_name is None or not valid:
             return
+        limit = self.config.max_simulations_per_connection
+        if connection.simulations_created >= limit:
+            connection.refuse("Too many simulations", f"at most {limit} per connection")
+            return
+        connection.simulations_created += 1
         simulation = self.create_simulation(game_name, seed)
         connection.send(simulation.game.ready_message(simulation.id, simulation.seed))
 
@@ -202,13 +215,34 @@ class Arena:
         if simulation.is_full():
             self.start_match(simulation)
 
+    def _rejoin(self, connection: Connection, message: JsonObject) -> None:
+        """A bot that lost its connection takes its seat back with the seat's token."""
+        if connection.seat is not None:
+            connection.send(error_message("Already in a game", "one game per connection"))
+            return
+        simulation_id = message.get("simulationId")
+        simulation = self.simulations.get(simulation_id) if isinstance(simulation_id, str) else None
+        if simulation is None:
+            connection.send(error_message(WRONG_SIMULATION_ID))
+            return
+        try:
+            seat = simulation.rejoin(connection, message.get("token"))
+        except JoinRejected as rejected:
+            connection.send(error_message(rejected.message, rejected.reason))
+            return
+        connection.seat = (simulation, seat)
+
     def disconnected(self, connection: Connection) -> None:
         """A connection ended: its seat is freed or forfeited."""
-        self.connections.discard(connection)
+        if connection in self.connections:
+            self.connections.discard(connection)
+            self._per_address[connection.address] -= 1
+            if not self._per_address[connection.address]:
+                del self._per_address[connection.address]
         if connection.seat is None:
             return
         simulation, seat = connection.seat
-        simulation.leave(seat)
+        simulation.leave(seat, connection)
         if simulation.created_by_join:
             self.drop_if_abandoned(simulation)
 
@@ -223,7 +257,17 @@ class Arena:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         connection = Connection(reader, writer, self)
+        config = self.config
+        same_address = self._per_address[connection.address]
+        if len(self.connections) >= config.max_connections:
+            connection.refuse("Too many connections", f"the arena takes {config.max_connections}")
+        elif same_address >= config.max_connections_per_address:
+            connection.refuse(
+                "Too many connections",
+                f"at most {config.max_connections_per_address} from one address",
+            )
         self.connections.add(connection)
+        self._per_address[connection.address] += 1
         task = asyncio.current_task()
         assert task is not None
         self._connection_tasks.add(task)
@@ -236,7 +280,11 @@ class Arena:
     async def serving(self) -> AsyncIterator[Arena]:
         """Listen for bots until the block exits; then stop every match and connection."""
         server = await asyncio.start_server(
-            self._on_connection, self.config.host, self.config.port, reuse_address=True
+            self._on_connection,
+            self.config.host,
+            self.config.port,
+            reuse_address=True,
+            backlog=LISTEN_BACKLOG,
         )
         self.tcp_port = server.sockets[0].getsockname()[1]
         log.info("bots connect to %s:%s", self.config.host, self.tcp_port)
@@ -246,15 +294,20 @@ class Arena:
                 try:
                     yield self
                 finally:
-                    # Matches never raise (see Simulation.run), so only this stops them.
+                    server.close()  # stop accepting before anything else
+                    # Tell every bot why its connection is about to close, then stop the
+                    # games; matches never raise (see Simulation.run), so only this stops them.
+                    for connection in list(self.connections):
+                        connection.refuse(SHUTTING_DOWN, "the arena is stopping")
                     for task in list(self._match_tasks):
                         task.cancel()
         finally:
             self._matches = None
-            server.close()
+            # Connections flush what they were told and close on their own; give them a moment.
+            if self._connection_tasks:
+                await asyncio.wait(self._connection_tasks, timeout=CLOSE_WAIT_S)
             for connection in list(self.connections):
                 connection.writer.transport.abort()
-            # Let every connection's handler finish on its own rather than be cancelled.
             if self._connection_tasks:
                 await asyncio.wait(self._connection_tasks, timeout=CLOSE_WAIT_S)
 

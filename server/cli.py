@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -41,8 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="TCP port for bots (default 9000)")
     serve.add_argument("--http-port", type=int, help="HTTP port for the visor (default 8080)")
-    tournament = commands.add_parser("tournament", help="run a tournament from a JSON or TOML file")
-    tournament.add_argument("file", type=Path, help="the tournament (docs/tournaments.md)")
+    tournament = commands.add_parser(
+        "tournament", help="run a tournament from a JSON or TOML file, or a folder of Thud clients"
+    )
+    tournament.add_argument(
+        "file",
+        type=Path,
+        help="the tournament file, or a folder with dwarf/ and troll/ client files "
+        "(docs/tournaments.md)",
+    )
     tournament.add_argument("--config", type=Path, help="settings file naming the database")
     tournament.add_argument("--database", type=Path, help="records file (overrides the config)")
     tournament.add_argument("--schedule", action="store_true", help="print the games and stop")
@@ -55,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("--games", type=int, default=1, help="games against each house player")
     validate.add_argument("--turn-timeout-ms", type=int, default=5000)
-    validate.add_argument("command", nargs=argparse.REMAINDER, help="-- then the bot's command")
+    validate.add_argument(
+        "bot_command", metavar="command", nargs=argparse.REMAINDER, help="-- then the bot's command"
+    )
     replay = commands.add_parser("replay", help="print a recorded game turn by turn")
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
@@ -147,7 +157,13 @@ async def recording(arena: Arena, path: Path) -> AsyncIterator[Records]:
 
 
 async def serve(config: ArenaConfig) -> None:
+    """Run until SIGTERM or SIGINT, then shut down gracefully: stop accepting, tell every bot
+    and spectator, keep every game (those cut short as unfinished), and return."""
     arena = Arena(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signal_number in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signal_number, stop.set)
     async with (
         recording(arena, Path(config.database)) as records,
         arena.serving(),
@@ -155,7 +171,8 @@ async def serve(config: ArenaConfig) -> None:
     ):
         print(f"tavern: bots connect to {config.host}:{arena.tcp_port}", flush=True)
         print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
-        await asyncio.Event().wait()
+        await stop.wait()
+        print("tavern: shutting down", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tournament":
         return run_tournament(args.file, config, args.schedule)
     if args.command == "validate":
-        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
         return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(config))
+    asyncio.run(serve(config))
     return 0

@@ -66,6 +66,13 @@ class ArenaConfig:
     max_message_bytes: int = 65_536
     message_gap_ms: int = 50
     database: str = "data/arena.db"
+    first_turn_timeout_ms: int = 30_000
+    max_connections: int = 10_000
+    max_connections_per_address: int = 4_096
+    max_simulations_per_connection: int = 100
+    idle_timeout_ms: int = 300_000
+    max_send_buffer_bytes: int = 1_048_576
+    reconnect_grace_ms: int = 10_000
 
     def with_overrides(self, **changes: Any) -> ArenaConfig:
         """A copy with command-line overrides applied (``None`` means not given)."""
@@ -87,6 +94,13 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "turnLimit": ("turn_limit", 1, 1_000_000),
     "maxMessageBytes": ("max_message_bytes", 256, 64 * 1024 * 1024),
     "messageGapMs": ("message_gap_ms", 0, 10_000),
+    "firstTurnTimeoutMs": ("first_turn_timeout_ms", 1, 3_600_000),
+    "maxConnections": ("max_connections", 1, 1_000_000),
+    "maxConnectionsPerAddress": ("max_connections_per_address", 1, 1_000_000),
+    "maxSimulationsPerConnection": ("max_simulations_per_connection", 1, 1_000_000),
+    "idleTimeoutMs": ("idle_timeout_ms", 1, 24 * 3_600_000),
+    "maxSendBufferBytes": ("max_send_buffer_bytes", 4096, 1 << 30),
+    "reconnectGraceMs": ("reconnect_grace_ms", 0, 3_600_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database"}
 KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}

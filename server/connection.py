@@ -52,11 +52,16 @@ class Connection:
         self.writer = writer
         self.arena = arena
         peer = writer.get_extra_info("peername")
+        self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.simulations_created = 0
         self.protocol = MessageReader(arena.config.max_message_bytes)
         self.seat: tuple[Simulation, int] | None = None
         self._gap_s = arena.config.message_gap_ms / 1000
+        self._idle_s = arena.config.idle_timeout_ms / 1000
+        self._max_buffered = arena.config.max_send_buffer_bytes
         self._outbox: deque[bytes] = deque()
+        self._outbox_bytes = 0
         self._has_output = asyncio.Event()
         self._closing = False
         self._last_write = 0.0
@@ -66,8 +71,24 @@ class Connection:
     def send(self, message: JsonObject) -> None:
         if self._closing:
             return
-        self._outbox.append(encode(message))
+        data = encode(message)
+        buffered = self._outbox_bytes + self.writer.transport.get_write_buffer_size()
+        if buffered + len(data) > self._max_buffered:
+            # The bot stopped reading: past the high-water mark it is dropped (and forfeits),
+            # so its backlog can never eat the server's memory.
+            log.info("connection %s: send buffer full (%d bytes), dropped", self.peer, buffered)
+            self._closing = True
+            self._outbox.clear()
+            self.writer.transport.abort()
+            return
+        self._outbox.append(data)
+        self._outbox_bytes += len(data)
         self._has_output.set()
+
+    def refuse(self, message: str, reason: str) -> None:
+        """A limit was reached: say which, then close."""
+        self.send(error_message(message, reason))
+        self.close()
 
     def close(self) -> None:
         self._closing = True
@@ -89,7 +110,14 @@ class Connection:
     async def _read_loop(self) -> None:
         try:
             while not self._closing:
-                data = await self.reader.read(READ_CHUNK)
+                try:
+                    # Only a connection outside any game can be idle: a seated one waits for
+                    # its opponent or its turn, which the match's own clocks bound.
+                    async with asyncio.timeout(None if self.seat else self._idle_s):
+                        data = await self.reader.read(READ_CHUNK)
+                except TimeoutError:
+                    self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
+                    break
                 if not data:
                     break
                 self._last_read = time.monotonic()
@@ -120,6 +148,7 @@ class Connection:
                     self._has_output.clear()
                     await self._has_output.wait()
                 data = self._outbox.popleft()
+                self._outbox_bytes -= len(data)
                 if self._last_write > self._last_read:
                     wait = self._gap_s - (time.monotonic() - self._last_write)
                     if wait > 0:

@@ -177,9 +177,12 @@ class Records:
             migrate(connection)
 
     def close(self) -> None:
-        """Write everything queued, then stop the writer."""
+        """Write everything queued, keep games still in progress as unfinished, stop."""
         if self._thread is None:
             return
+        self.submit(
+            lambda db: db.execute("UPDATE games SET status = 'unfinished' WHERE status = 'playing'")
+        )
         self._operations.put(None)
         self._thread.join()
         self._thread = None

@@ -9,8 +9,10 @@ none), a limit of consecutive timeouts, and forfeits for seats that leave.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import random
+import secrets
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -49,6 +51,18 @@ class MatchLimits:
 
     turn_timeout_s: float
     max_consecutive_timeouts: int
+    first_turn_timeout_s: float = 0.0  # a seat's first reply may take this long (start-up)
+    reconnect_grace_s: float = 0.0  # how long a seat that lost its connection can rejoin
+
+
+class _Detached:
+    """The channel of a seat whose player lost its connection and may rejoin."""
+
+    def send(self, message: JsonObject) -> None:
+        """Dropped: a rejoining player gets the current turn again."""
+
+    def close(self) -> None:
+        """Nothing to close."""
 
 
 @dataclass(slots=True)
@@ -58,6 +72,9 @@ class Seat:
     turn_timeout_s: float
     kind: str = "bot"  # "bot" (TCP), "house" or "person": for lobbies and records
     bot: str | None = None  # which entrant plays this seat, when a tournament knows it
+    # Proves a rejoining connection is this seat's player; sent only in its game-info.
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
+    connected: bool = True
     consecutive_timeouts: int = 0
     errors: int = 0
     last_error: str | None = None  # the last error it was sent, with its reason
@@ -180,28 +197,74 @@ class Simulation:
         seat = self.game.choose_seat(self.free_seats(), request)
         player = self.game.player_from_join(request)
         timeout = self.limits.turn_timeout_s if turn_timeout_s is None else turn_timeout_s
-        self.seats[seat] = Seat(channel, player, timeout, kind, self.seat_bots[seat])
+        occupant = Seat(channel, player, timeout, kind, self.seat_bots[seat])
+        self.seats[seat] = occupant
         self._seated.set()
-        channel.send(self.game.game_info_message(self.id, seat, self.seed))
+        channel.send(self._game_info(seat, occupant))
         self._notify(SeatsChanged())
         return seat
 
-    def leave(self, seat: int) -> None:
-        """The seat's channel is gone: free it before the game, forfeit during it."""
+    def _game_info(self, seat: int, occupant: Seat) -> JsonObject:
+        info = self.game.game_info_message(self.id, seat, self.seed)
+        info["token"] = occupant.token
+        return info
+
+    def leave(self, seat: int, channel: SeatChannel) -> None:
+        """The seat's channel is gone: free it before the game; during it, forfeit once the
+        grace period for rejoining has passed. A channel the seat no longer uses is ignored."""
+        occupant = self.seats[seat]
+        if occupant is None or occupant.channel is not channel:
+            return
         if self.status is Status.WAITING:
-            occupant = self.seats[seat]
-            if self.hold_seats and occupant is not None:
+            if self.hold_seats:
                 occupant.gone = True
             else:
                 self.seats[seat] = None
             self._notify(SeatsChanged())
-        elif self.status is Status.PLAYING and self._forfeit is None:
-            self._forfeit = Outcome(self._opponent(seat), PLAYER_DISCONNECTED)
-            for index, other in enumerate(self.seats):
-                if other is not None and index != seat:
-                    other.channel.send(error_message(PLAYER_DISCONNECTED))
-            self._notify(SeatLeft(seat))
-            self._wake(_Wake())
+        elif self.status is Status.PLAYING and self._forfeit is None and self.outcome is None:
+            if self.limits.reconnect_grace_s > 0:
+                occupant.connected = False
+                occupant.channel = _Detached()
+                self.spawn(self._forfeit_unless_back(seat, occupant))
+            else:
+                self._forfeit_left(seat)
+
+    async def _forfeit_unless_back(self, seat: int, occupant: Seat) -> None:
+        await asyncio.sleep(self.limits.reconnect_grace_s)
+        if not occupant.connected and self.status is Status.PLAYING and self._forfeit is None:
+            self._forfeit_left(seat)
+
+    def _forfeit_left(self, seat: int) -> None:
+        self._forfeit = Outcome(self._opponent(seat), PLAYER_DISCONNECTED)
+        for index, other in enumerate(self.seats):
+            if other is not None and index != seat:
+                other.channel.send(error_message(PLAYER_DISCONNECTED))
+        self._notify(SeatLeft(seat))
+        self._wake(_Wake())
+
+    def rejoin(self, channel: SeatChannel, token: object) -> int:
+        """Give a seat back to the player holding its token; returns the seat.
+
+        The new channel replaces the old one (which is closed if still open), gets the seat's
+        ``game-info`` again and, if the seat is on move, the current turn.
+        """
+        if self.status is Status.FINISHED or self._forfeit is not None:
+            raise JoinRejected("Game over", f"simulation {self.id} has ended")
+        for seat, occupant in enumerate(self.seats):
+            if (
+                occupant is not None
+                and isinstance(token, str)
+                and hmac.compare_digest(occupant.token.encode(), token.encode())
+            ):
+                old = occupant.channel
+                occupant.channel, occupant.connected, occupant.gone = channel, True, False
+                if old is not channel:
+                    old.close()
+                channel.send(self._game_info(seat, occupant))
+                if seat == self._awaited_seat:
+                    channel.send(self.game.turn_message(self.state, seat))
+                return seat
+        raise JoinRejected("Invalid token", "no seat of this simulation has that token")
 
     async def wait_seated(self, seat: int) -> None:
         """Until someone takes ``seat``."""
@@ -210,11 +273,18 @@ class Simulation:
             await self._seated.wait()
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a helper task (an in-process player's thinking) owned by this match."""
-        if self._tasks is None:
+        """Run a helper task (an in-process player's thinking) owned by this match.
+
+        Once the game is over there is nothing left to help with: the work is dropped.
+        """
+        if self._tasks is None or self.outcome is not None:
             work.close()
-            raise RuntimeError(f"simulation {self.id} is not being played")
-        helper = self._tasks.create_task(work)
+            return
+        try:
+            helper = self._tasks.create_task(work)
+        except RuntimeError:  # the match's TaskGroup is already shutting down
+            work.close()
+            return
         self._helpers.add(helper)
         helper.add_done_callback(self._helpers.discard)
 
@@ -230,9 +300,14 @@ class Simulation:
         return others[0] if len(others) == 1 else None
 
     # --- turns -------------------------------------------------------------------------------
-    def submit(self, seat: int, message: JsonObject) -> None:
-        """A seat's turn message; errors go back to that seat and change nothing."""
-        channel = self._seat(seat).channel
+    def submit(self, seat: int, message: JsonObject, channel: SeatChannel) -> None:
+        """A seat's turn message; errors go back to that seat and change nothing.
+
+        Only the seat's current channel acts for it: after a rejoin, the old one cannot.
+        """
+        if self._seat(seat).channel is not channel:
+            channel.send(error_message("Not your seat", "this seat was rejoined elsewhere"))
+            return
         if self.status is Status.WAITING:
             channel.send(error_message("Game not started", "waiting for the other player"))
             return
@@ -312,8 +387,11 @@ class Simulation:
             self._turn_started = time.monotonic()
             seat.channel.send(game.turn_message(self.state, seat_index))
             timed_out = False
+            timeout = seat.turn_timeout_s
+            if not seat.reply_times_s:  # its first reply: the bot may still be starting up
+                timeout = max(timeout, self.limits.first_turn_timeout_s)
             try:
-                async with asyncio.timeout(seat.turn_timeout_s):
+                async with asyncio.timeout(timeout):
                     action = await self._reply
             except TimeoutError:
                 timed_out = True

@@ -59,7 +59,12 @@ def house_entrants(game: str, seat_name: str) -> list[Entrant]:
 
 
 async def validate(
-    game: str, side: str, command: list[str], games: int, turn_timeout_ms: int
+    game: str,
+    side: str,
+    command: list[str],
+    games: int,
+    turn_timeout_ms: int,
+    startup_ms: int = DEFAULT_LIMITS.startup_ms,
 ) -> list[Verdict]:
     """Play ``games`` games against each house player of the other side; judge each one."""
     seat_names = GAMES[game](ArenaConfig()).seat_names
@@ -70,10 +75,7 @@ async def validate(
     other = next(name for name in seat_names if name != side)
     candidate = Entrant(CANDIDATE, tuple(command), (side,), Path.cwd())
     limits = Limits(
-        DEFAULT_LIMITS.cpu_seconds,
-        DEFAULT_LIMITS.memory_mb,
-        DEFAULT_LIMITS.startup_ms,
-        turn_timeout_ms,
+        DEFAULT_LIMITS.cpu_seconds, DEFAULT_LIMITS.memory_mb, startup_ms, turn_timeout_ms
     )
     verdicts: list[Verdict] = []
     with tempfile.TemporaryDirectory(prefix="tavern-validate-") as scratch:
@@ -94,13 +96,13 @@ async def validate(
                 )
                 await TournamentRunner(spec, ArenaConfig(), records, io.StringIO()).run()
             page = await asyncio.to_thread(records.games, GameFilter(per_page=1000))
-            for summary in reversed(page["games"]):
+            for summary in page["games"]:
                 record = await asyncio.to_thread(records.game, summary["id"])
                 assert record is not None
                 verdicts.append(judge(record))
         finally:
             await asyncio.to_thread(records.close)
-    return verdicts
+    return sorted(verdicts, key=lambda verdict: (verdict.opponent, verdict.game_id))
 
 
 def judge(record: JsonObject) -> Verdict:

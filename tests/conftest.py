@@ -22,8 +22,13 @@ RECEIVE_TIMEOUT_S = 10.0
 
 
 def test_config(**changes: Any) -> ArenaConfig:
-    """Defaults, on 127.0.0.1 with ephemeral ports."""
-    return dataclasses.replace(ArenaConfig(host="127.0.0.1", port=0, http_port=0), **changes)
+    """Defaults, on 127.0.0.1 with ephemeral ports.
+
+    A disconnect forfeits at once (no grace period to rejoin) unless a test asks for one, so
+    that tests of leaving players need not wait for the grace period.
+    """
+    base = ArenaConfig(host="127.0.0.1", port=0, http_port=0, reconnect_grace_ms=0)
+    return dataclasses.replace(base, **changes)
 
 
 test_config.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test

@@ -144,6 +144,7 @@ async def test_back_to_back_messages_never_share_a_read(arena: Arena) -> None:
     (t_info, info), (t_turn, turn) = chunks
     assert json.loads(info)["type"] == "game-info"
     assert json.loads(turn)["type"] == "turn"
-    assert t_turn - t_info >= 0.04
+    # Measured where the reads return, so a little less than the server's 50 ms gap.
+    assert t_turn - t_info >= 0.02
     for writer in (one_writer, two_writer):
         writer.close()

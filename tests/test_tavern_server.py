@@ -67,7 +67,9 @@ async def test_join_by_id_gives_game_info_then_team1_moves_first(connect: Any) -
     await one.send({"type": "create-simulation", "seed": 77})
     simulation_id = (await one.expect("ready"))["simulationId"]
     await one.send(join_request(simulation_id, "A"))
-    assert await one.expect("game-info") == {
+    info = await one.expect("game-info")
+    assert isinstance(info.pop("token"), str)
+    assert info == {
         "type": "game-info",
         "simulationId": simulation_id,
         "team": "team1",
@@ -248,7 +250,7 @@ async def test_a_reset_connection_affects_nothing_else(connect: Any) -> None:
 
 
 async def test_a_silent_bot_passes_on_timeout_then_forfeits() -> None:
-    config = test_config(turn_timeout_ms=150, max_consecutive_timeouts=3)
+    config = test_config(turn_timeout_ms=150, first_turn_timeout_ms=150, max_consecutive_timeouts=3)
     async with Arena(config).serving() as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)

@@ -154,12 +154,12 @@ def test_toml_and_json_files(tmp_path: Path) -> None:
 
 
 # --- playing -------------------------------------------------------------------------------------
-BROKEN_CUP = {
+BROKEN_CUP: dict[str, Any] = {
     "name": "broken cup",
     "game": "thud",
     "seed": 3,
     "parallel": 2,
-    "limits": {"turn_timeout_ms": 400, "startup_ms": 10000, "cpu_seconds": 60, "memory_mb": 1024},
+    "limits": {"turn_timeout_ms": 400, "startup_ms": 3000, "cpu_seconds": 60, "memory_mb": 1024},
     "bots": [
         house("thud", "dwarf", "dwarf"),
         broken("crash", "dwarf"),
@@ -339,6 +339,7 @@ async def test_validate_accepts_a_legal_bot_and_explains_a_broken_one() -> None:
         ],
         games=1,
         turn_timeout_ms=300,
+        startup_ms=2000,
     )
     assert bad
     assert not any(verdict.ok for verdict in bad)
