@@ -34,6 +34,7 @@ from visor.seats import BrowserSeat, run_house_game, seat_house_player, seat_per
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
+THUD_CONTROLLER = Path(__file__).parent.parent / "bots" / "js" / "thud-controller.js"
 MAX_WS_MESSAGE = 16 * 1024
 MAX_DELAY_MS = 10_000
 MAX_NICK = 64
@@ -66,6 +67,13 @@ def page(name: str) -> Handler:
     return serve
 
 
+async def thud_controller(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(
+        THUD_CONTROLLER,
+        headers={"Cache-Control": "no-cache", "Content-Type": "text/javascript; charset=utf-8"},
+    )
+
+
 def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Application:
     app = web.Application(middlewares=[security_headers])
     app[ARENA] = arena
@@ -83,6 +91,9 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/api/league", api_league)
     app.router.add_get("/league", page("league.html"))
     app.router.add_get("/matches", page("matches.html"))
+    app.router.add_get("/clients", page("clients.html"))
+    # The challenge controller is one file for Node bots and for the /clients page.
+    app.router.add_get("/js/thud-controller.js", thud_controller)
     app.router.add_static("/static", STATIC)
     return app
 

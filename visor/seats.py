@@ -61,7 +61,7 @@ class HouseSeat:
             await asyncio.sleep(self.delay_s)
         # Thinking can take a few milliseconds: keep it off the event loop.
         reply = await asyncio.to_thread(self._reply, message)
-        self.simulation.submit(self.seat, reply)
+        self.simulation.submit(self.seat, reply, self)
 
     def close(self) -> None:
         """Nothing to release: the match owns the thinking tasks."""
@@ -110,14 +110,14 @@ def run_house_game(arena: Arena, game: str, names: list[str], delay_ms: int) -> 
 
 
 def seat_person(
-    arena: Arena, simulation: Simulation, page: Page, nick: str, side: str | None
+    arena: Arena, simulation: Simulation, channel: BrowserSeat, nick: str, side: str | None
 ) -> int:
     """Seat a person from a browser page, with the longer timeout people get."""
     request: JsonObject = {"nick": nick}
     if side is not None:
         request["side"] = side
     timeout_s = arena.config.person_turn_timeout_ms / 1000
-    seat = simulation.join(BrowserSeat(page), request, turn_timeout_s=timeout_s, kind="person")
+    seat = simulation.join(channel, request, turn_timeout_s=timeout_s, kind="person")
     if simulation.is_full():
         arena.start_match(simulation)
     return seat
