@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import secrets
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from server.connection import Connection
 from server.games import DEFAULT_GAME, GAMES
 from server.games.base import Game, JoinRejected, JsonObject
 from server.protocol import error_message
+from server.replay import frames, game_of
 from server.simulation import (
     Listener,
     MatchLimits,
@@ -26,6 +28,7 @@ from server.simulation import (
     SeatsChanged,
     Simulation,
     Status,
+    TurnRecord,
     Update,
 )
 
@@ -68,23 +71,25 @@ class Arena:
     def create_simulation(
         self, game_name: str, seed: int | None = None, *, created_by_join: bool = False
     ) -> Simulation:
-        limits = MatchLimits(
-            turn_timeout_s=self.config.turn_timeout_ms / 1000,
-            max_consecutive_timeouts=self.config.max_consecutive_timeouts,
-            first_turn_timeout_s=self.config.first_turn_timeout_ms / 1000,
-            reconnect_grace_s=self.config.reconnect_grace_ms / 1000,
-        )
         simulation = Simulation(
             self.new_simulation_id(),
             self._games[game_name],
             secrets.randbits(32) if seed is None else seed,
-            limits,
+            self._limits(),
             created_by_join=created_by_join,
             listener=self._notify,
         )
         self.simulations[simulation.id] = simulation
         self._notify(simulation, SeatsChanged())
         return simulation
+
+    def _limits(self) -> MatchLimits:
+        return MatchLimits(
+            turn_timeout_s=self.config.turn_timeout_ms / 1000,
+            max_consecutive_timeouts=self.config.max_consecutive_timeouts,
+            first_turn_timeout_s=self.config.first_turn_timeout_ms / 1000,
+            reconnect_grace_s=self.config.reconnect_grace_ms / 1000,
+        )
 
     def _notify(self, simulation: Simulation, update: Update) -> None:
         for listener in self.listeners:
@@ -99,6 +104,34 @@ class Arena:
 
     def game(self, name: str) -> Game[Any, Any]:
         return self._games[name]
+
+    def restore_simulation(self, record: JsonObject) -> Simulation:
+        """A recorded, unfinished game made live again, waiting for its players to sit down.
+
+        Its turns are replayed through the pure rules, so the position and the random
+        generator are exactly where the game stopped; new turns continue its record.
+        """
+        if record["id"] in self.simulations:
+            raise JoinRejected("Already live", f"simulation {record['id']} is being played")
+        rng = random.Random(record["seed"])
+        *_, last = frames(record, rng)
+        game = game_of(record)
+        seat_names = list(game.seat_names)
+        turns = [
+            TurnRecord(t["number"], seat_names.index(t["seat"]), t["action"], t["timedOut"])
+            for t in record["turns"]
+        ]
+        simulation = Simulation(
+            record["id"],
+            game,
+            record["seed"],
+            self._limits(),
+            listener=self._notify,
+        )
+        simulation.resume(last.state, turns, rng)
+        self.simulations[simulation.id] = simulation
+        self._notify(simulation, SeatsChanged())
+        return simulation
 
     def start_match(self, simulation: Simulation) -> None:
         if self._matches is None:

@@ -502,14 +502,18 @@ def _started(simulation: Simulation) -> Operation:
     ]
 
     def write(db: sqlite3.Connection) -> None:
+        # A resumed game (one restored from its record) is the same row playing on; its
+        # dwarves keep the names they started with, which the replay needs.
         db.execute(
-            "INSERT OR REPLACE INTO games (id, game, seed, settings, status, started_at, "
-            "tournament_id, pairing) VALUES (?, ?, ?, ?, 'playing', ?, ?, ?)",
+            "INSERT INTO games (id, game, seed, settings, status, started_at, tournament_id, "
+            "pairing) VALUES (?, ?, ?, ?, 'playing', ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "status = 'playing', finished_at = NULL, reason = NULL, winner = NULL, score = NULL",
             game_row,
         )
         db.executemany(
-            "INSERT OR REPLACE INTO seats (game_id, seat, seat_name, nick, names, kind, bot) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind, bot) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (game_id, seat) DO UPDATE SET "
+            "nick = excluded.nick, kind = excluded.kind, bot = excluded.bot",
             seat_rows,
         )
 

@@ -29,13 +29,17 @@ def game_of(record: JsonObject) -> Game[Any, Any]:
     return GAMES_FROM_SETTINGS[record["game"]](record["settings"])
 
 
-def frames(record: JsonObject) -> Iterator[Frame]:
-    """Every position of a recorded game, from the start to its last turn."""
+def frames(record: JsonObject, rng: random.Random | None = None) -> Iterator[Frame]:
+    """Every position of a recorded game, from the start to its last turn.
+
+    ``rng``, if given, is the generator the turns draw from; it must be fresh from the record's
+    seed, and afterwards it is exactly where the game left it (for resuming the game).
+    """
     game = game_of(record)
     seat_names = list(game.seat_names)
     players = [Player(p["nick"], tuple(p["names"])) for p in record["players"]]
     state = game.initial_state(players)
-    rng = random.Random(record["seed"])
+    rng = random.Random(record["seed"]) if rng is None else rng
     yield Frame(0, None, state, [])
     for turn in record["turns"]:
         seat = seat_names.index(turn["seat"])

@@ -174,8 +174,15 @@ class Simulation:
         self.hold_seats = False
         self.done = asyncio.Event()  # set once the game is over and recorded as such
         self._seated = asyncio.Event()
+        self._resume_state: Any = None
         self.started_at: float | None = None  # wall-clock seconds
         self.finished_at: float | None = None
+
+    def resume(self, state: Any, turns: list[TurnRecord], rng: random.Random) -> None:
+        """Play on from a recorded position instead of the start, once the seats are taken."""
+        self._resume_state = state
+        self.turns = turns
+        self.rng = rng
 
     # --- seats -------------------------------------------------------------------------------
     def free_seats(self) -> list[int]:
@@ -370,7 +377,8 @@ class Simulation:
     async def _play(self) -> None:
         game = self.game
         players = [self._seat(index).player for index in range(len(self.seats))]
-        self.state = game.initial_state(players)
+        resumed = self._resume_state is not None
+        self.state = self._resume_state if resumed else game.initial_state(players)
         self.status = Status.PLAYING
         self.started_at = time.time()
         self._notify(GameStarted())

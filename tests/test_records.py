@@ -19,11 +19,12 @@ from bots.house import HOUSE_PLAYERS, run_games
 from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
 from server import records as records_module
+from server.arena import Arena
 from server.cli import main as tavern_main
 from server.games.thud.game import bot_state
-from server.records import MIGRATIONS, SCHEMA_VERSION, GameFilter, Records, migrate
+from server.records import MIGRATIONS, SCHEMA_VERSION, GameFilter, Recorder, Records, migrate
 from server.replay import frames, game_of
-from tests.conftest import Served
+from tests.conftest import RawClient, Served, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -271,3 +272,81 @@ async def test_a_killed_server_keeps_every_finished_game(tmp_path: Path) -> None
     hanging = records.game(next(g["id"] for g in page["games"] if g["game"] == "tavern"))
     assert hanging is not None
     assert hanging["turns"]
+
+
+async def play_turns(clients: dict[str, RawClient], count: int) -> dict[str, Any]:
+    """Play ``count`` turns with the Tavern bot's strategy; returns the last state sent."""
+    state: dict[str, Any] = {}
+    for number in range(count):
+        team = "team1" if number % 2 == 0 else "team2"
+        state = (await clients[team].expect("turn"))["state"]
+        view = tavern_dummy.view_of(state, team, 21, 21)
+        await clients[team].send(
+            {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
+        )
+    return state
+
+
+async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> None:
+    """A game cut short by a stopped server is restored exactly and plays on to its end."""
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        first = Arena(test_config())
+        first.listeners.append(Recorder(records))
+        async with first.serving():
+            assert first.tcp_port is not None
+            clients = {team: await RawClient.connect(first.tcp_port) for team in ("team1", "team2")}
+            for client in clients.values():
+                await client.send(
+                    {"type": "join-simulation", "nick": "n", "names": ["A"], "seed": 12}
+                )
+                game_id = (await client.expect("game-info"))["simulationId"]
+            await play_turns(clients, 30)
+            await clients["team1"].expect("turn")  # team1 is on move when the server stops
+        await records.flush()
+        record = records.game(game_id)
+        assert record is not None
+        assert (record["status"], len(record["turns"])) == ("playing", 30)
+        *_, cut = frames(record)
+        second = Arena(test_config())
+        second.listeners.append(Recorder(records))
+        async with second.serving():
+            assert second.tcp_port is not None
+            restored = second.restore_simulation(record)
+            assert restored.id == game_id
+            clients = {
+                team: await RawClient.connect(second.tcp_port) for team in ("team1", "team2")
+            }
+            for client in clients.values():
+                await client.send({"type": "join-simulation", "nick": "n", "simulationId": game_id})
+                await client.expect("game-info")
+            first_turn = await clients["team1"].expect("turn")
+            game = game_of(record)
+            assert first_turn["state"] == game.state_to_wire(cut.state)  # exactly where it stopped
+            view = tavern_dummy.view_of(first_turn["state"], "team1", 21, 21)
+            await clients["team1"].send(
+                {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
+            )
+            for number in range(2000):
+                team = "team2" if number % 2 == 0 else "team1"
+                message = await clients[team].receive()
+                while message["type"] == "score":
+                    message = await clients[team].receive()
+                if message["type"] in ("win-game", "loss-game", "draw-game"):
+                    final = message
+                    break
+                view = tavern_dummy.view_of(message["state"], team, 21, 21)
+                await clients[team].send(
+                    {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
+                )
+        await records.flush()
+        full = records.game(game_id)
+        assert full is not None
+        assert full["status"] == "finished"
+        assert [turn["number"] for turn in full["turns"]] == list(range(1, len(full["turns"]) + 1))
+        assert len(full["turns"]) > 30
+        *_, last = frames(full)
+        assert game.state_to_wire(last.state) == final["state"]
+    finally:
+        await asyncio.to_thread(records.close)
