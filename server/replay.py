@@ -62,6 +62,12 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
         "board": game.describe(),
         "result": record["result"],
         "status": record["status"],
+        "seed": record["seed"],
+        "startedAt": record["startedAt"],
+        "finishedAt": record["finishedAt"],
+        "turnCount": record["turnCount"],
+        "tournament": record["tournament"],
+        "pairing": record["pairing"],
         "frames": [
             {
                 "turn": frame.turn,

@@ -1,4 +1,5 @@
 // The lobby: every simulation, live; create one, or run a game between house players.
+// Finished games link to their replay.
 
 import { byId, el, setText, show } from "./dom.js";
 import { GAMES, describeResult, formatScore, gameTitle, housePlayersFor, seatLabel } from "./games.js";
@@ -157,7 +158,9 @@ function renderLobby(simulations) {
 }
 
 function row(sim) {
-  const watchHref = `/watch/${encodeURIComponent(sim.simulationId)}`;
+  // A game that is over has a replay; the others are watched live.
+  const finished = sim.status === "finished";
+  const href = `/${finished ? "replay" : "watch"}/${encodeURIComponent(sim.simulationId)}`;
   const tr = el("tr", {
     className: `sim sim-${sim.status}${sim.simulationId === highlighted ? " sim-new" : ""}`,
     dataset: { simulationId: sim.simulationId, status: sim.status },
@@ -180,12 +183,13 @@ function row(sim) {
   );
   const state = el("span", { className: `status status-${sim.status}`, text: sim.status });
   const result = sim.result ? el("span", { className: "row-result", text: describeResult(sim.game, sim.result, sim.players) }) : null;
-  const action =
-    sim.status === "finished"
-      ? el("span", { className: "hint", text: "over" })
-      : el("a", { className: "button button-small", text: "Watch", attrs: { href: watchHref } });
+  const action = el("a", {
+    className: `button button-small${finished ? " replay-link" : ""}`,
+    text: finished ? "Replay" : "Watch",
+    attrs: { href },
+  });
   tr.append(
-    cell("Id", el("a", { className: "sim-link", attrs: { href: watchHref } }, el("code", { text: sim.simulationId }))),
+    cell("Id", el("a", { className: "sim-link", attrs: { href } }, el("code", { text: sim.simulationId }))),
     cell("Game", gameTitle(sim.game)),
     cell("Players", players),
     cell("State", state, result),

@@ -78,3 +78,24 @@ export function nickOf(players, seat, game) {
   const player = (players || []).find((p) => p && p.seat === seat);
   return player ? `${player.nick} (${seatLabel(game, seat)})` : seatLabel(game, seat);
 }
+
+const DIRECTIONS = ["north", "east", "south", "west"];
+
+/**
+ * Every event of one turn, in the order it happened (the replay's "this turn" list): the
+ * live log's entries, and in the Tavern each dwarf's and barrel's move as well.
+ */
+export function turnEntries(game, frame, players) {
+  if (game !== "tavern") return logEntries(game, frame, players).reverse();
+  const entries = [];
+  for (const event of frame.events || []) {
+    if (event.type === 0) {
+      const move = /^(.*) moves toward ([0-3])$/.exec(event.message || "");
+      const text = move ? `${move[1]} moves ${DIRECTIONS[Number(move[2])]}` : event.message;
+      entries.push({ kind: "move", turn: `${frame.turn}`, text });
+    } else {
+      entries.push(...logEntries(game, { turn: frame.turn, events: [event] }, players));
+    }
+  }
+  return entries;
+}

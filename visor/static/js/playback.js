@@ -8,6 +8,8 @@
 //
 // Pausing freezes the view; turns that arrive meanwhile are kept (only the latest matters)
 // and resuming jumps straight to it.
+//
+// The replay page uses it too, with show() for jumps and advance(frame, tweenMs) for steps.
 
 const MAX_PENDING = 300;
 
@@ -48,15 +50,21 @@ export class Playback {
     this.draw();
   }
 
-  /** A new turn: tween to it, after finishing any tween still running. */
-  advance(frame) {
-    this.measurePace();
+  /**
+   * A new turn: tween to it, after finishing any tween still running. A replay, which knows
+   * its own pace, gives the tween's length (`tweenMs`); a live game's is measured.
+   */
+  advance(frame, tweenMs) {
+    if (tweenMs === undefined) this.measurePace();
     if (this.paused) {
       this.pending.push(frame);
       if (this.pending.length > MAX_PENDING) this.pending.shift(); // only the log misses them
       return;
     }
-    this.tweenMs = Math.min(this.durationMs, this.gapMs === null ? this.durationMs : this.gapMs * 0.85);
+    this.tweenMs =
+      tweenMs !== undefined
+        ? tweenMs
+        : Math.min(this.durationMs, this.gapMs === null ? this.durationMs : this.gapMs * 0.85);
     if (this.to === null || this.tweenMs < 20) {
       this.show(frame);
       return;

@@ -1,8 +1,9 @@
 // /watch/{simulationId}: a live view of one game, for spectators.
 
+import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
-import { describeResult, formatScore, gameTitle, seatLabel, square } from "./games.js";
-import { logEntries, nickOf, prependLog, renderScoreboard } from "./panel.js";
+import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
+import { logEntries, prependLog, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 import { TavernView } from "./tavern-view.js";
@@ -172,11 +173,14 @@ function onError(message) {
   show(ui.watch, false);
   show(ui.missing, true);
   setText(byId("missing-title"), message.message);
-  const detail =
-    message.message === "This game has finished"
-      ? `Simulation ${simulationId} is over; the arena does not replay finished games.`
-      : `Simulation ${simulationId} does not exist here. It may have been mistyped, or the arena restarted.`;
+  const finished = message.message === "This game has finished";
+  const detail = finished
+    ? `Simulation ${simulationId} is over: its replay shows it again, turn by turn.`
+    : `Simulation ${simulationId} is not being played here. It may have been mistyped, or it is over: a recorded game has a replay.`;
   setText(byId("missing-detail"), detail);
+  const replay = byId("missing-replay");
+  replay.href = `/replay/${encodeURIComponent(simulationId)}`;
+  setText(replay, finished ? "Watch the replay" : "Look for a replay");
   const result = byId("missing-result");
   if (message.result) {
     // The error carries the result but not the game: the seat and score names tell it.
@@ -267,48 +271,16 @@ function setupControls() {
 
 /** Names on hover (and on tap): the dwarf's name, its player, and the square. */
 function setupTooltip() {
-  const hide = () => {
-    show(ui.tooltip, false);
-    if (watch.view && watch.view.hover) {
-      watch.view.hover = null;
-      playback.draw();
-    }
-  };
-  ui.canvas.addEventListener("pointerleave", hide);
-  ui.canvas.addEventListener("pointermove", (event) => {
-    if (!watch.view) return;
-    const at = watch.view.board.squareAt(event);
-    const state = watch.shown && watch.shown.state;
-    const lines = at ? describeSquare(at, state) : null;
-    if (!lines) return hide();
-    ui.tooltip.replaceChildren(...lines.map((line, i) => el(i === 0 ? "strong" : "span", { text: line })));
-    show(ui.tooltip, true);
-    const box = ui.wrap.getBoundingClientRect();
-    const left = Math.min(event.clientX - box.left + 14, box.width - ui.tooltip.offsetWidth - 4);
-    const top = event.clientY - box.top + 16;
-    ui.tooltip.style.left = `${Math.max(4, left)}px`;
-    ui.tooltip.style.top = `${top + ui.tooltip.offsetHeight > box.height ? top - ui.tooltip.offsetHeight - 24 : top}px`;
-    if (watch.game === "tavern" && (!watch.view.hover || watch.view.hover.join() !== at.join())) {
-      watch.view.hover = at;
-      playback.draw();
-    }
-    return undefined;
-  });
-}
-
-function describeSquare(at, state) {
-  if (watch.game === "tavern") {
-    const piece = watch.view.pieceAt(state, at);
-    if (!piece) return null;
-    const owner = nickOf(watch.players, piece.team, "tavern");
-    if (piece.kind === "barrel") return [`Barrel of ${seatLabel("tavern", piece.team)}`, owner, square(at)];
-    return [piece.dwarf.name, `#${piece.dwarf.id} · ${owner}`, square(at)];
-  }
-  if (!watch.view.isSquare(at)) return null;
-  const has = (list) => (list || []).some((s) => s[0] === at[0] && s[1] === at[1]);
-  let what = "Empty square";
-  if (state && has(state.dwarfs)) what = "Dwarf";
-  else if (state && has(state.trolls)) what = "Troll";
-  else if (at[0] === watch.board.thudstone[0] && at[1] === watch.board.thudstone[1]) what = "The Thudstone";
-  return [what, square(at)];
+  attachTooltip(
+    { canvas: ui.canvas, wrap: ui.wrap, tooltip: ui.tooltip },
+    () =>
+      watch.view && {
+        game: watch.game,
+        view: watch.view,
+        state: watch.shown && watch.shown.state,
+        players: watch.players,
+        board: watch.board,
+      },
+    () => playback.draw(),
+  );
 }

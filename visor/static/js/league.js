@@ -1,0 +1,281 @@
+// /league: a tournament's league tables (one per Thud side, one for Dwarven Tavern), as the
+// challenge kept them, with each bot's openskill rating; click a bot to list its games.
+//
+// The address keeps the choice: ?tournament=ID (default: the newest), or ?all=1 for every game
+// between named bots; &bot=NAME&table=dwarf opens that bot's games.
+
+import { byId, el, setText, show } from "./dom.js";
+import { formatScore, gameTitle, seatLabel } from "./games.js";
+import {
+  chosenTournament,
+  failure,
+  fillTournaments,
+  formatTime,
+  getJson,
+  outcomeFor,
+  pageUrl,
+  playerName,
+  selectTournament,
+} from "./records.js";
+
+const TABLE_ORDER = ["dwarf", "troll", "tavern"];
+const TABLE_TITLES = { dwarf: "Dwarf bots", troll: "Troll bots", tavern: "Dwarven Tavern" };
+const MAX_GAMES = 200; // the API's page size limit
+
+const ui = {
+  tournament: byId("tournament"),
+  summary: byId("summary"),
+  error: byId("error"),
+  empty: byId("empty"),
+  tables: byId("tables"),
+  ratingsSection: byId("ratings-section"),
+  ratingsBody: byId("ratings-body"),
+  botGames: byId("bot-games"),
+  botTitle: byId("bot-title"),
+  botSummary: byId("bot-summary"),
+  botList: byId("bot-list"),
+  botMatches: byId("bot-matches"),
+  botClose: byId("bot-close"),
+};
+
+const league = {
+  tournaments: [],
+  tournament: null, // the id shown, "" for every game
+  data: null,
+  bot: null, // {bot, table}
+  request: 0, // answers to older requests are dropped
+};
+
+ui.tournament.addEventListener("change", () => {
+  league.bot = null;
+  choose(ui.tournament.value);
+});
+ui.botClose.addEventListener("click", () => selectBot(null));
+start();
+
+async function start() {
+  const answer = await getJson("/api/tournaments");
+  if (!answer.ok || !Array.isArray(answer.body)) {
+    fail(failure(answer, "the tournaments"));
+    return;
+  }
+  league.tournaments = answer.body;
+  fillTournaments(ui.tournament, league.tournaments, "Every game between named bots");
+  const params = new URLSearchParams(location.search);
+  const chosen = chosenTournament(params);
+  if (params.has("bot")) league.bot = { bot: params.get("bot"), table: params.get("table") || null };
+  choose(chosen !== null ? chosen : league.tournaments.length ? league.tournaments[0].id : "");
+}
+
+async function choose(id) {
+  league.tournament = id;
+  selectTournament(ui.tournament, id);
+  remember();
+  const request = ++league.request;
+  show(ui.error, false);
+  setText(ui.summary, "Loading…");
+  const url = id ? `/api/league?tournament=${encodeURIComponent(id)}` : "/api/league";
+  const answer = await getJson(url);
+  if (request !== league.request) return;
+  if (!answer.ok || !answer.body || !answer.body.tables) {
+    league.data = null;
+    render();
+    fail(answer.status === 404 ? `There is no tournament “${id}” in this arena's records.` : failure(answer, "the league"));
+    return;
+  }
+  league.data = answer.body;
+  render();
+}
+
+function fail(text) {
+  setText(ui.summary, "");
+  setText(ui.error, text);
+  show(ui.error, true);
+}
+
+function remember() {
+  const bot = league.bot ? { bot: league.bot.bot, table: league.bot.table } : {};
+  history.replaceState(null, "", pageUrl("/league", league.tournament, bot));
+}
+
+// --- the tables -----------------------------------------------------------------------------
+
+function render() {
+  const { data } = league;
+  const tables = data ? orderedTables(data.tables) : [];
+  show(ui.empty, Boolean(data) && tables.length === 0);
+  ui.tables.replaceChildren(...tables.map(([name, rows]) => tableSection(name, rows)));
+  ui.tables.dataset.count = String(tables.length);
+  renderRatings(data ? data.ratings : []);
+  if (!data) {
+    show(ui.botGames, false);
+    return;
+  }
+  describe(data);
+  const wanted = league.bot;
+  const found = wanted && findRow(wanted.bot, wanted.table);
+  if (found) selectBot(found.table, found.row, false);
+  else selectBot(null);
+}
+
+function describe(data) {
+  const games = `${data.games} ${data.games === 1 ? "game" : "games"} finished`;
+  const t = data.tournament;
+  if (!t) {
+    setText(ui.summary, `Every game between named bots, from every tournament: ${games}.`);
+    return;
+  }
+  const when = t.finishedAt ? `played ${formatTime(t.createdAt)}` : `started ${formatTime(t.createdAt)}, in progress`;
+  ui.summary.replaceChildren(
+    el("strong", { text: t.name }),
+    ` · ${gameTitle(t.game)} · ${games} · ${when} · `,
+    el("a", { text: "every game", attrs: { href: pageUrl("/matches", t.id) } }),
+  );
+}
+
+function orderedTables(tables) {
+  const rank = (name) => (TABLE_ORDER.includes(name) ? TABLE_ORDER.indexOf(name) : TABLE_ORDER.length);
+  return Object.entries(tables || {}).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+function tableTitle(name) {
+  return TABLE_TITLES[name] || name;
+}
+
+function tableSection(name, rows) {
+  const headings = [
+    ["#", "num"],
+    ["Bot", ""],
+    ["Played", "num"],
+    ["Wins", "num"],
+    ["Losses", "num"],
+    ["Draws", "num"],
+    ["Score", "num"],
+  ];
+  const body = rows.map((row, index) =>
+    el(
+      "tr",
+      { className: "league-row", dataset: { bot: row.bot, table: name } },
+      el("td", { className: "num rank", text: index + 1 }),
+      el(
+        "td",
+        { className: "bot-cell", dataset: { col: "bot" } },
+        el("button", { className: "bot-button", text: row.bot, attrs: { type: "button", title: `${row.bot}'s games` } }),
+      ),
+      el("td", { className: "num", text: row.played, dataset: { col: "played" } }),
+      el("td", { className: "num", text: row.wins, dataset: { col: "wins" } }),
+      el("td", { className: "num", text: row.losses, dataset: { col: "losses" } }),
+      el("td", { className: "num", text: row.draws, dataset: { col: "draws" } }),
+      el("td", { className: `num score${row.score > 0 ? " plus" : row.score < 0 ? " minus" : ""}`, text: row.score, dataset: { col: "score" } }),
+    ),
+  );
+  const table = el(
+    "table",
+    { className: "data-table league-table", dataset: { table: name } },
+    el("thead", {}, el("tr", {}, ...headings.map(([text, className]) => el("th", { className, text, attrs: { scope: "col" } })))),
+    el("tbody", {}, ...body),
+  );
+  table.addEventListener("click", (event) => {
+    const button = event.target instanceof Element && event.target.closest(".bot-button");
+    if (!button) return;
+    const row = rows.find((r) => r.bot === button.closest("tr").dataset.bot);
+    if (row) selectBot(name, row);
+  });
+  return el(
+    "section",
+    { className: `card league-card table-${name}`, dataset: { table: name }, attrs: { "aria-label": tableTitle(name) } },
+    el("h2", { className: `seat-${name}` }, el("span", { className: "swatch", attrs: { "aria-hidden": "true" } }), ` ${tableTitle(name)}`),
+    el("div", { className: "table-wrap" }, table),
+  );
+}
+
+function renderRatings(ratings) {
+  show(ui.ratingsSection, ratings.length > 0);
+  ui.ratingsBody.replaceChildren(
+    ...ratings.map((rating, index) =>
+      el(
+        "tr",
+        { dataset: { bot: rating.bot } },
+        el("td", { className: "num rank", text: index + 1 }),
+        el("td", {}, el("button", { className: "bot-button", text: rating.bot, attrs: { type: "button" } })),
+        el("td", { className: "num", text: `${rating.mu.toFixed(2)} ± ${rating.sigma.toFixed(2)}`, dataset: { col: "rating" } }),
+        el("td", { className: "num", text: rating.ordinal.toFixed(2), dataset: { col: "ordinal" } }),
+      ),
+    ),
+  );
+}
+
+ui.ratingsBody.addEventListener("click", (event) => {
+  const button = event.target instanceof Element && event.target.closest(".bot-button");
+  if (!button) return;
+  const found = findRow(button.closest("tr").dataset.bot, null);
+  if (found) selectBot(found.table, found.row);
+});
+
+function findRow(bot, table) {
+  const tables = orderedTables(league.data ? league.data.tables : {});
+  for (const [name, rows] of tables) {
+    if (table && name !== table) continue;
+    const row = rows.find((r) => r.bot === bot);
+    if (row) return { table: name, row };
+  }
+  return null;
+}
+
+// --- a bot's games --------------------------------------------------------------------------
+
+async function selectBot(table, row, scroll = true) {
+  for (const tr of ui.tables.querySelectorAll("tr.selected")) tr.classList.remove("selected");
+  if (!table || !row) {
+    league.bot = null;
+    show(ui.botGames, false);
+    remember();
+    return;
+  }
+  league.bot = { bot: row.bot, table };
+  remember();
+  for (const tr of ui.tables.querySelectorAll("tr.league-row")) {
+    if (tr.dataset.bot === row.bot && tr.dataset.table === table) tr.classList.add("selected");
+  }
+  const side = table === "dwarf" || table === "troll" ? ` as ${seatLabel("thud", table).toLowerCase()}` : "";
+  setText(ui.botTitle, `${row.bot}${side}`);
+  ui.botGames.dataset.bot = row.bot;
+  ui.botGames.dataset.table = table;
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : word.endsWith("s") ? "es" : "s"}`;
+  setText(
+    ui.botSummary,
+    `${plural(row.played, "game")}: ${plural(row.wins, "win")}, ${plural(row.losses, "loss")}, ${plural(row.draws, "draw")}, score ${row.score}.`,
+  );
+  ui.botMatches.href = pageUrl("/matches", league.tournament, { bot: row.bot });
+  // The ids first, as links, then what each game was once the summaries arrive.
+  ui.botList.replaceChildren(...row.games.map((id) => gameItem(id, null, row.bot)));
+  show(ui.botGames, true);
+  if (scroll) ui.botGames.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  const request = league.request;
+  const query = new URLSearchParams({ player: row.bot, perPage: String(MAX_GAMES) });
+  if (league.tournament) query.set("tournament", league.tournament);
+  const answer = await getJson(`/api/games?${query}`);
+  if (request !== league.request || !league.bot || league.bot.bot !== row.bot || league.bot.table !== table) return;
+  if (!answer.ok || !answer.body) return;
+  const summaries = new Map(answer.body.games.map((summary) => [summary.id, summary]));
+  ui.botList.replaceChildren(...row.games.map((id) => gameItem(id, summaries.get(id) || null, row.bot)));
+}
+
+function gameItem(id, summary, bot) {
+  const link = el("a", { className: "game-link", attrs: { href: `/replay/${encodeURIComponent(id)}` }, dataset: { gameId: id } });
+  if (!summary) {
+    link.append(el("code", { text: id }));
+    return el("li", {}, link);
+  }
+  const outcome = outcomeFor(summary, bot);
+  const mine = summary.players.find((p) => p.bot === bot);
+  const rival = summary.players.find((p) => p !== mine);
+  const score = summary.result ? formatScore(summary.game, summary.result.score) : "";
+  link.append(
+    el("span", { className: `outcome outcome-${outcome}`, text: outcome }),
+    el("span", { className: "game-vs" }, "vs ", el("strong", { className: "nick", text: playerName(rival) })),
+    el("span", { className: "hint", text: [summary.result ? summary.result.reason : summary.status, score, `${summary.turnCount} ${summary.turnCount === 1 ? "turn" : "turns"}`].filter(Boolean).join(" · ") }),
+    el("code", { className: "game-id", text: id }),
+  );
+  return el("li", {}, link);
+}

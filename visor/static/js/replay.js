@@ -1,0 +1,457 @@
+// /replay/{id}: a recorded game played back on the live view's canvas, with play, pause, steps,
+// a seek slider over the turns and a speed control.
+//
+// Every position comes from the server (GET /api/games/{id}/replay), recomputed from the
+// record's seed and turns by the pure rules; states and events have the shapes the live view
+// draws, so the same views (tavern-view.js, thud-view.js) and panel pieces show them.
+//
+// The canvas says which frame it has finished drawing in data-frame (the frame's index, which
+// is also its turn number), so a test or a tool knows when the board shows a given turn.
+
+import { attachTooltip } from "./board-tooltip.js";
+import { byId, el, setText, show } from "./dom.js";
+import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
+import { nickOf, renderScoreboard, turnEntries } from "./panel.js";
+import { Playback } from "./playback.js";
+import { formatTime } from "./records.js";
+import { TavernView } from "./tavern-view.js";
+import { ThudView } from "./thud-view.js";
+
+const SPEEDS = [0.5, 1, 2, 4, 8, 16, 32, 64]; // turns per second
+const DEFAULT_SPEED = 4; // 8 turns a second
+const SPEED_KEY = "visor.replaySpeed";
+const MAX_TWEEN_MS = 320;
+const gameId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
+
+const ui = {
+  loading: byId("loading"),
+  loadingText: byId("loading-text"),
+  missing: byId("missing"),
+  missingTitle: byId("missing-title"),
+  missingDetail: byId("missing-detail"),
+  missingRecord: byId("missing-record"),
+  main: byId("replay"),
+  canvas: byId("board"),
+  wrap: byId("board-wrap"),
+  tooltip: byId("tooltip"),
+  banner: byId("banner"),
+  first: byId("first"),
+  back: byId("back"),
+  play: byId("play"),
+  playIcon: byId("play-icon"),
+  pauseIcon: byId("pause-icon"),
+  playLabel: byId("play-label"),
+  forward: byId("forward"),
+  last: byId("last"),
+  speed: byId("speed"),
+  speedValue: byId("speed-value"),
+  seek: byId("seek"),
+  position: byId("position"),
+  title: byId("game-title"),
+  id: byId("game-id"),
+  status: byId("status"),
+  context: byId("context"),
+  players: byId("players"),
+  turnLabel: byId("turn-label"),
+  turn: byId("turn"),
+  piecesFact: byId("pieces-fact"),
+  pieces: byId("pieces"),
+  peaceFact: byId("peace-fact"),
+  peace: byId("peace"),
+  goalFact: byId("goal-fact"),
+  goal: byId("goal"),
+  result: byId("result"),
+  notice: byId("notice"),
+  events: byId("events"),
+  eventsTitle: byId("events-title"),
+  seatStats: byId("seat-stats"),
+  download: byId("download"),
+  watchLive: byId("watch-live"),
+  matchesLink: byId("matches-link"),
+};
+
+const replay = {
+  game: null,
+  status: null,
+  result: null,
+  board: null,
+  players: [], // by seat, with the tournament bot's name as the nick when there is one
+  frames: [],
+  view: null,
+  index: 0, // the frame shown (or being tweened to)
+  playing: false,
+  timer: 0,
+};
+
+const playback = new Playback(
+  (from, to, t) => {
+    if (!replay.view) return;
+    replay.view.render(from, to, t);
+    if (t >= 1) ui.canvas.dataset.frame = String(to.index);
+  },
+  (frame) => frameShown(frame),
+);
+
+setText(ui.id, gameId);
+document.title = `Replay ${gameId} · Dwarven Tavern Arena`;
+ui.download.href = `/api/games/${encodeURIComponent(gameId)}`;
+ui.download.setAttribute("download", `${gameId}.json`);
+load();
+
+async function load() {
+  let response;
+  let body = null;
+  try {
+    response = await fetch(`/api/games/${encodeURIComponent(gameId)}/replay`);
+    body = await response.json();
+  } catch {
+    if (!response) {
+      missing("The arena cannot be reached", "The replay could not be loaded: is the arena running? Reload to try again.");
+      return;
+    }
+  }
+  if (response.status === 404) {
+    missing(
+      "No recorded game with this id",
+      `There is no game ${gameId} in this arena's records. The id may have been mistyped, or the game was played on another arena.`,
+    );
+    return;
+  }
+  if (response.status === 409) {
+    const why = body && body.error ? body.error : "the current rules reject one of its turns";
+    missing("This record does not replay", `Game ${gameId} is recorded, but ${lowerFirst(why)}. Its record can still be downloaded.`);
+    ui.missingRecord.href = `/api/games/${encodeURIComponent(gameId)}`;
+    ui.missingRecord.setAttribute("download", `${gameId}.json`);
+    show(ui.missingRecord, true);
+    return;
+  }
+  if (!response.ok || !body || !Array.isArray(body.frames) || body.frames.length === 0) {
+    const why = body && body.error ? body.error : `the arena answered ${response.status}`;
+    missing("This replay cannot be shown", `Game ${gameId}: ${why}.`);
+    return;
+  }
+  start(body);
+}
+
+function missing(title, detail) {
+  show(ui.loading, false);
+  show(ui.main, false);
+  show(ui.missing, true);
+  setText(ui.missingTitle, title);
+  setText(ui.missingDetail, detail);
+  document.title = `${title} · Dwarven Tavern Arena`;
+}
+
+function lowerFirst(text) {
+  return text ? text[0].toLowerCase() + text.slice(1) : text;
+}
+
+// --- starting -----------------------------------------------------------------------------
+
+function start(data) {
+  replay.game = data.game;
+  replay.status = data.status;
+  replay.result = data.result;
+  replay.board = data.board;
+  replay.players = (data.seats || []).map((seat) => {
+    const player = (data.players || []).find((p) => p && p.seat === seat);
+    return player ? { ...player, nick: player.bot || player.nick, record: player } : null;
+  });
+  replay.frames = data.frames.map((frame, index) => ({ ...frame, index }));
+
+  show(ui.loading, false);
+  show(ui.main, true); // before the view, so that the canvas has its size
+  ui.main.dataset.game = data.game;
+  replay.view = data.game === "thud" ? new ThudView(ui.canvas, data.board) : new TavernView(ui.canvas, data.board);
+
+  setText(ui.title, `${gameTitle(data.game)} replay`);
+  const thud = data.game === "thud";
+  setText(ui.turnLabel, thud ? "Ply" : "Turn");
+  show(ui.piecesFact, thud);
+  show(ui.peaceFact, thud);
+  show(ui.goalFact, !thud && data.board.pointsToWin !== undefined);
+  setText(ui.goal, data.board.pointsToWin);
+  setText(ui.eventsTitle, thud ? "This ply" : "This turn");
+  ui.seek.max = String(replay.frames.length - 1);
+  show(ui.watchLive, data.status === "playing");
+  ui.watchLive.href = `/watch/${encodeURIComponent(gameId)}`;
+  describeStatus(null);
+  renderSeatStats();
+  setupControls();
+  attachTooltip(
+    { canvas: ui.canvas, wrap: ui.wrap, tooltip: ui.tooltip },
+    () =>
+      replay.view && {
+        game: replay.game,
+        view: replay.view,
+        state: currentFrame().state,
+        players: replay.players,
+        board: replay.board,
+      },
+    () => playback.draw(),
+  );
+  playback.show(replay.frames[turnFromHash()]);
+  loadDetails();
+}
+
+/** The record's summary (tournament, pairing, dates) for the header: not in the replay. */
+async function loadDetails() {
+  try {
+    const response = await fetch(`/api/games/${encodeURIComponent(gameId)}`);
+    if (!response.ok) return;
+    describeStatus(await response.json());
+  } catch {
+    // The header just says less.
+  }
+}
+
+function describeStatus(record) {
+  const lastTurn = replay.frames[replay.frames.length - 1].turn;
+  const unit = replay.game === "thud" ? (lastTurn === 1 ? "ply" : "plies") : lastTurn === 1 ? "turn" : "turns";
+  const states = {
+    finished: `Finished after ${lastTurn} ${unit}`,
+    unfinished: `Unfinished: the server stopped after ${lastTurn} ${unit}`,
+    playing: `Still being played: ${lastTurn} ${unit} recorded so far`,
+  };
+  let text = states[replay.status] || `${lastTurn} ${unit}`;
+  if (record && record.startedAt) text += ` · ${formatTime(record.startedAt)}`;
+  setText(ui.status, `${text}.`);
+  if (!record) return;
+  const parts = [];
+  if (record.tournament) {
+    show(ui.watchLive, false); // a tournament plays in its own arena, not watched here
+    parts.push(
+      "Tournament ",
+      el("a", { text: record.tournament, attrs: { href: `/league?tournament=${encodeURIComponent(record.tournament)}` } }),
+    );
+    ui.matchesLink.href = `/matches?tournament=${encodeURIComponent(record.tournament)}`;
+    show(ui.matchesLink, true);
+  }
+  if (record.seed !== undefined && record.seed !== null) parts.push(`${parts.length ? " · " : ""}seed ${record.seed}`);
+  ui.context.replaceChildren(...parts);
+}
+
+function turnFromHash() {
+  const match = /^#turn=(\d+)$/.exec(location.hash);
+  if (!match) return 0;
+  const turn = Number(match[1]);
+  const index = replay.frames.findIndex((frame) => frame.turn === turn);
+  return index >= 0 ? index : 0;
+}
+
+function currentFrame() {
+  return replay.frames[replay.index];
+}
+
+// --- what the panel shows -------------------------------------------------------------------
+
+function frameShown(frame) {
+  replay.index = frame.index;
+  const { game, frames } = replay;
+  const lastIndex = frames.length - 1;
+  const atEnd = frame.index === lastIndex;
+  const lastTurn = frames[lastIndex].turn;
+  const state = frame.state;
+  const thud = game === "thud";
+  const over = atEnd && replay.result;
+
+  ui.seek.value = String(frame.index);
+  ui.seek.setAttribute("aria-valuetext", `${thud ? "Ply" : "Turn"} ${frame.turn} of ${lastTurn}`);
+  setText(ui.position, `${frame.turn} / ${lastTurn}`);
+  setText(ui.turn, `${frame.turn} of ${lastTurn}`);
+  renderScoreboard(ui.players, {
+    game,
+    players: replay.players,
+    scores: frame.scores,
+    toMove: thud && state && !over ? state.side : null,
+    declared: thud && state ? state.declared : null,
+  });
+  if (thud && state) {
+    setText(ui.pieces, `${state.dwarfs.length} dwarfs · ${state.trolls.length} trolls`);
+    const declared = Object.keys(state.declared || {}).filter((side) => state.declared[side]);
+    setText(ui.peace, declared.length ? declared.map((side) => seatLabel("thud", side)).join(" and ") : "nobody");
+  }
+  renderEvents(frame);
+  showEnd(atEnd);
+  ui.first.disabled = frame.index === 0;
+  ui.back.disabled = frame.index === 0;
+  ui.forward.disabled = atEnd;
+  ui.last.disabled = atEnd;
+  if (!replay.playing) rememberTurn(frame);
+}
+
+function renderEvents(frame) {
+  const { game } = replay;
+  const items = [];
+  if (frame.index === 0) {
+    items.push(el("li", { className: "log-head" }, el("span", { className: "log-turn", text: "0" }), "The start: nothing has moved yet."));
+  } else {
+    const who = frame.seat ? nickOf(replay.players, frame.seat, game) : "?";
+    items.push(el("li", { className: "log-head" }, el("span", { className: "log-turn", text: frame.turn }), `${who} played`));
+    const entries = turnEntries(game, frame, replay.players);
+    if (entries.length === 0) items.push(el("li", { className: "log-move" }, el("span", { className: "log-turn" }), "Nothing moved."));
+    for (const entry of entries) {
+      items.push(el("li", { className: `log-${entry.kind}` }, el("span", { className: "log-turn" }), entry.text));
+    }
+  }
+  ui.events.replaceChildren(...items);
+}
+
+/** The result and its reason, once the replay reaches the last turn. */
+function showEnd(atEnd) {
+  const { game, result, status } = replay;
+  if (atEnd && result) {
+    const line = describeResult(game, result, replay.players);
+    const score = formatScore(game, result.score);
+    ui.result.replaceChildren(
+      el("strong", { text: result.winner ? "Game over" : "Game over · draw" }),
+      el("span", { className: "result-reason", text: line }),
+      score ? el("span", { className: "result-score", text: `Final score ${score}` }) : null,
+    );
+    setText(ui.banner, line);
+  }
+  show(ui.result, Boolean(atEnd && result));
+  show(ui.banner, Boolean(atEnd && result));
+  const notices = {
+    unfinished: "The server stopped during this game: the record ends here, without a result.",
+    playing: "This game is still being played: the record ends here for now. Reload for more.",
+  };
+  const notice = atEnd ? notices[status] : null;
+  setText(ui.notice, notice);
+  show(ui.notice, Boolean(notice));
+}
+
+/** Per seat: who played, how fast it answered, what the arena rejected, its stderr's end. */
+function renderSeatStats() {
+  const ms = (value) => (value === null || value === undefined ? "–" : `${value.toFixed(1)} ms`);
+  const items = replay.players.filter(Boolean).map((player) => {
+    const record = player.record;
+    const figures = [
+      `${record.replies ?? 0} ${record.replies === 1 ? "reply" : "replies"}`,
+      `mean ${ms(record.replyMeanMs)}`,
+      `worst ${ms(record.replyWorstMs)}`,
+      `${record.errors ?? 0} ${record.errors === 1 ? "error" : "errors"}`,
+    ];
+    return el(
+      "li",
+      { className: `seat-stat seat-${player.seat}`, dataset: { seat: player.seat } },
+      el(
+        "p",
+        { className: "stat-who" },
+        el("span", { className: "swatch", attrs: { "aria-hidden": "true" } }),
+        el("span", { className: "seat-label", text: seatLabel(replay.game, player.seat) }),
+        el("strong", { className: "nick", text: player.nick }),
+        record.bot && record.nick !== record.bot ? el("span", { className: "hint stat-nick", text: `joined as ${record.nick}` }) : null,
+        el("span", { className: "badge", text: record.kind }),
+      ),
+      el("p", { className: "stat-figures", text: figures.join(" · ") }),
+      record.lastError ? el("p", { className: "stat-error" }, el("span", { className: "stat-label", text: "Last error" }), record.lastError) : null,
+      record.stderr
+        ? el("div", { className: "stat-stderr" }, el("span", { className: "stat-label", text: "The end of its stderr" }), el("pre", { className: "snippet", text: record.stderr }))
+        : null,
+    );
+  });
+  ui.seatStats.replaceChildren(el("ul", { className: "seat-stat-list" }, ...items));
+}
+
+// --- the controls ---------------------------------------------------------------------------
+
+function setupControls() {
+  const saved = Number(localStorage.getItem(SPEED_KEY));
+  ui.speed.value = String(Number.isInteger(saved) && saved >= 0 && saved < SPEEDS.length && localStorage.getItem(SPEED_KEY) !== null ? saved : DEFAULT_SPEED);
+  applySpeed();
+  ui.speed.addEventListener("input", () => {
+    applySpeed();
+    localStorage.setItem(SPEED_KEY, ui.speed.value);
+    if (replay.playing) schedule();
+  });
+  ui.play.addEventListener("click", () => (replay.playing ? pause() : play()));
+  ui.first.addEventListener("click", () => jump(0));
+  ui.last.addEventListener("click", () => jump(replay.frames.length - 1));
+  ui.back.addEventListener("click", () => step(-1));
+  ui.forward.addEventListener("click", () => step(1));
+  ui.seek.addEventListener("input", () => jump(Number(ui.seek.value)));
+  document.addEventListener("keydown", onKey);
+}
+
+function applySpeed() {
+  const speed = SPEEDS[Number(ui.speed.value)] || SPEEDS[DEFAULT_SPEED];
+  setText(ui.speedValue, `${speed} ${speed === 1 ? "turn" : "turns"}/s`);
+}
+
+function intervalMs() {
+  return 1000 / (SPEEDS[Number(ui.speed.value)] || SPEEDS[DEFAULT_SPEED]);
+}
+
+function play() {
+  if (replay.index >= replay.frames.length - 1) jump(0);
+  replay.playing = true;
+  updatePlayButton();
+  schedule();
+}
+
+function pause() {
+  replay.playing = false;
+  clearTimeout(replay.timer);
+  updatePlayButton();
+  rememberTurn(currentFrame());
+}
+
+function schedule() {
+  clearTimeout(replay.timer);
+  replay.timer = setTimeout(tick, intervalMs());
+}
+
+function tick() {
+  if (!replay.playing) return;
+  step(1);
+  if (replay.index >= replay.frames.length - 1) pause();
+  else schedule();
+}
+
+/** One turn forward (tweened, as the live view moves) or back (at once). */
+function step(delta) {
+  const target = Math.max(0, Math.min(replay.frames.length - 1, replay.index + delta));
+  if (target === replay.index) return;
+  const tweenMs = replay.playing ? Math.min(MAX_TWEEN_MS, intervalMs() * 0.8) : MAX_TWEEN_MS * 0.7;
+  if (delta === 1) playback.advance(replay.frames[target], tweenMs);
+  else playback.show(replay.frames[target]);
+  if (replay.playing && delta !== 1) schedule();
+}
+
+function jump(index) {
+  const target = Math.max(0, Math.min(replay.frames.length - 1, index));
+  playback.show(replay.frames[target]);
+  if (replay.playing) schedule();
+}
+
+function updatePlayButton() {
+  setText(ui.playLabel, replay.playing ? "Pause" : "Play");
+  ui.play.setAttribute("aria-pressed", String(replay.playing));
+  show(ui.playIcon, !replay.playing);
+  show(ui.pauseIcon, replay.playing);
+}
+
+function onKey(event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  const target = event.target;
+  if (target instanceof Element && target.closest("input, select, textarea")) return; // sliders have their own keys
+  const onButton = target instanceof Element && target.closest("button, a, summary");
+  const actions = {
+    ArrowLeft: () => step(-1),
+    ArrowRight: () => step(1),
+    Home: () => jump(0),
+    End: () => jump(replay.frames.length - 1),
+    " ": () => (replay.playing ? pause() : play()),
+  };
+  const action = actions[event.key];
+  if (!action || (onButton && event.key === " ")) return; // a focused button takes its own Space
+  event.preventDefault();
+  action();
+}
+
+/** The turn shown goes in the address (#turn=N), so a position can be shared; not while playing. */
+function rememberTurn(frame) {
+  const hash = frame.index === 0 ? "" : `#turn=${frame.turn}`;
+  if (location.hash !== hash) history.replaceState(null, "", `${location.pathname}${location.search}${hash}`);
+}
