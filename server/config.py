@@ -73,6 +73,7 @@ class ArenaConfig:
     idle_timeout_ms: int = 300_000
     max_send_buffer_bytes: int = 1_048_576
     reconnect_grace_ms: int = 10_000
+    thud_api_port: int = 0  # also serve the Thud HTTP API here (0: only on httpPort)
 
     def with_overrides(self, **changes: Any) -> ArenaConfig:
         """A copy with command-line overrides applied (``None`` means not given)."""
@@ -101,6 +102,7 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "idleTimeoutMs": ("idle_timeout_ms", 1, 24 * 3_600_000),
     "maxSendBufferBytes": ("max_send_buffer_bytes", 4096, 1 << 30),
     "reconnectGraceMs": ("reconnect_grace_ms", 0, 3_600_000),
+    "thudApiPort": ("thud_api_port", 0, 65535),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database"}
 KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}

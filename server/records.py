@@ -92,6 +92,21 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX games_by_tournament ON games (tournament_id);
     CREATE INDEX seats_by_bot ON seats (bot);
     """,
+    # 2 -> 3: the games of the Thud HTTP API (visor/thud_api.py): which game each game token
+    # plays and which player tokens move in it. Only SHA-256 digests of the tokens are kept.
+    """
+    CREATE TABLE thud_api_games (
+        token_digest TEXT PRIMARY KEY,
+        game_id TEXT NOT NULL,
+        player_one_digest TEXT NOT NULL,
+        player_two_digest TEXT NOT NULL,
+        player_one TEXT NOT NULL,
+        player_two TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        saved_at REAL
+    );
+    CREATE INDEX thud_api_games_by_game ON thud_api_games (game_id);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 PAGE_SIZE_LIMIT = 200
@@ -257,7 +272,50 @@ class Records:
             lambda db: db.execute("UPDATE seats SET stderr = ? WHERE game_id = ? AND seat = ?", row)
         )
 
+    def thud_api_game_created(
+        self,
+        token_digest: str,
+        game_id: str,
+        player_digests: tuple[str, str],
+        player_names: tuple[str, str],
+    ) -> None:
+        """Remember a Thud HTTP API game: its game token's digest, its game, its players."""
+        row = (token_digest, game_id, *player_digests, *player_names, now())
+        self.submit(
+            lambda db: db.execute(
+                "INSERT OR IGNORE INTO thud_api_games (token_digest, game_id, player_one_digest, "
+                "player_two_digest, player_one, player_two, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        )
+
+    def thud_api_game_saved(self, token_digest: str) -> None:
+        row = (now(), token_digest)
+        self.submit(
+            lambda db: db.execute(
+                "UPDATE thud_api_games SET saved_at = ? WHERE token_digest = ?", row
+            )
+        )
+
     # --- reading (call from a worker thread: ``await asyncio.to_thread(records.game, id)``) ---
+    def thud_api_game(self, token_digest: str) -> JsonObject | None:
+        """The Thud HTTP API game of a game token's digest, or None."""
+        row = (
+            self._reader()
+            .execute("SELECT * FROM thud_api_games WHERE token_digest = ?", (token_digest,))
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return {
+            "gameId": row["game_id"],
+            "playerDigests": (row["player_one_digest"], row["player_two_digest"]),
+            "players": (row["player_one"], row["player_two"]),
+            "createdAt": row["created_at"],
+            "savedAt": row["saved_at"],
+        }
+
     def tournaments(self) -> list[JsonObject]:
         rows = self._reader().execute("SELECT * FROM tournaments ORDER BY created_at DESC")
         return [_tournament(row) for row in rows]

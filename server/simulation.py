@@ -229,7 +229,8 @@ class Simulation:
                 self.seats[seat] = None
             self._notify(SeatsChanged())
         elif self.status is Status.PLAYING and self._forfeit is None and self.outcome is None:
-            if self.limits.reconnect_grace_s > 0:
+            # Only a TCP bot holds a token it can rejoin with; a closed page cannot come back.
+            if self.limits.reconnect_grace_s > 0 and occupant.kind == "bot":
                 occupant.connected = False
                 occupant.channel = _Detached()
                 self.spawn(self._forfeit_unless_back(seat, occupant))

@@ -28,6 +28,7 @@ from server.league import league_to_wire
 from server.records import GameFilter, Records
 from server.replay import replay_to_wire
 from server.simulation import Simulation, Status
+from visor import thud_api
 from visor.hub import Page, SpectatorHub, running
 from visor.seats import BrowserSeat, run_house_game, seat_house_player, seat_person
 
@@ -43,6 +44,13 @@ CONTENT_SECURITY_POLICY = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
     "form-action 'self'"
 )
+# The /clients page runs a person's Thud client in a Web Worker, which has to evaluate the client's
+# source: the worker script gets its own policy, which allows eval there and no network, no
+# nested workers and nothing else. The pages keep the policy above.
+CLIENTS_WORKER = STATIC / "js" / "clients-worker.js"
+CLIENTS_WORKER_POLICY = (
+    "default-src 'none'; script-src 'self' 'unsafe-eval'; connect-src 'none'; worker-src 'none'"
+)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ARENA = web.AppKey("arena", Arena)
@@ -54,7 +62,8 @@ RECORDS = web.AppKey("records", Records)
 async def security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Nicks come from strangers: the pages render them as text, and this stops any script."""
     response = await handler(request)
-    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    # A handler may bring its own policy (the /clients worker); every page gets this one.
+    response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
     return response
@@ -71,6 +80,17 @@ async def thud_controller(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(
         THUD_CONTROLLER,
         headers={"Cache-Control": "no-cache", "Content-Type": "text/javascript; charset=utf-8"},
+    )
+
+
+async def clients_worker(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(
+        CLIENTS_WORKER,
+        headers={
+            "Cache-Control": "no-cache",
+            "Content-Type": "text/javascript; charset=utf-8",
+            "Content-Security-Policy": CLIENTS_WORKER_POLICY,
+        },
     )
 
 
@@ -94,7 +114,10 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/clients", page("clients.html"))
     # The challenge controller is one file for Node bots and for the /clients page.
     app.router.add_get("/js/thud-controller.js", thud_controller)
+    app.router.add_get("/js/clients-worker.js", clients_worker)
     app.router.add_static("/static", STATIC)
+    # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
+    thud_api.add_routes(app, arena, records)
     return app
 
 
@@ -323,7 +346,8 @@ class PageConnection:
 async def serving(arena: Arena, host: str, port: int, records: Records) -> AsyncIterator[int]:
     """Serve the visor until the block exits; yields the HTTP port actually bound."""
     hub = SpectatorHub(arena)
-    runner = web.AppRunner(create_app(arena, hub, records), access_log=None, shutdown_timeout=2.0)
+    app = create_app(arena, hub, records)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
@@ -331,7 +355,10 @@ async def serving(arena: Arena, host: str, port: int, records: Records) -> Async
     bound = server.sockets[0].getsockname()[1]
     log.info("the visor is on http://%s:%s/", host, bound)
     try:
-        async with running(hub):
+        async with (
+            running(hub),
+            thud_api.serving_separately(app, host, arena.config.thud_api_port),
+        ):
             yield bound
     finally:
         await hub.shut_down(timeout_s=2.0)
