@@ -1,0 +1,438 @@
+"""The /clients page in a real browser: Thud challenge clients validated and played from a tab.
+
+Headless Chromium (Playwright) on a real arena and visor (the ``served`` fixture). The clients'
+code runs in the page's Web Worker and plays through the arena's websocket, like a person's
+seat; TCP bots and a spectator page watch the same games. Every wait is bounded.
+
+``test_screenshot`` saves docs/screenshots/clients.png with ``VISOR_SCREENSHOTS=1`` in the
+environment (otherwise into a temporary directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
+from playwright.async_api import Error as PlaywrightError
+
+from bots.house import HOUSE_PLAYERS, play_house
+from bots.sdk import ArenaClient, JsonObject
+from tests.conftest import Served
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+WAIT_MS = 10_000  # Playwright's bound on every wait and action
+GAMES_MS = 45_000  # validation plays a whole game against each house player of the other side
+REPO = Path(__file__).resolve().parent.parent
+
+# First killing move, else the first move of the first piece that can move.
+KILLER = """module.exports = class {
+  constructor(controller, utils) {
+    this.controller = controller;
+  }
+
+  turn() {
+    const kills = this.controller.killing_moves();
+    if (kills.length > 0) {
+      this.controller.select_space(kills[0].from.x, kills[0].from.y);
+      this.controller.move(kills[0].to.x, kills[0].to.y);
+      return;
+    }
+    for (const piece of this.controller.pieces()) {
+      const space = this.controller.check_space(piece.x, piece.y);
+      if (space && space.moves.length > 0) {
+        this.controller.select_space(piece.x, piece.y);
+        this.controller.move(space.moves[0].x, space.moves[0].y);
+        return;
+      }
+    }
+  }
+
+  end_turn() {
+  }
+};
+"""
+
+DICE = KILLER.replace(
+    "    const kills = this.controller.killing_moves();\n",
+    "    const kills = this.controller.killing_moves();\n    if (Math.random() < 0) return;\n",
+)
+
+# A bare class, as entries were pasted into the challenge's editor; it throws on line 7.
+THROWER = """class Thrower {
+  constructor(controller) {
+    this.controller = controller;
+  }
+
+  turn() {
+    throw new Error('no idea what to do on ply ' + this.controller.turn());
+  }
+
+  end_turn() {
+  }
+}
+"""
+
+NO_END_TURN = """module.exports = class {
+  constructor(controller) {
+    this.controller = controller;
+  }
+
+  turn() {
+  }
+};
+"""
+
+IDLE = NO_END_TURN.replace("  turn() {\n  }\n", "  turn() {\n  }\n\n  end_turn() {\n  }\n")
+
+ENDLESS = IDLE.replace("  turn() {\n  }\n", "  turn() {\n    while (true) {}\n  }\n")
+
+
+# --- the browser ---------------------------------------------------------------------------
+
+
+@dataclass
+class Browsing:
+    """Pages of the served visor in one browser; anything that goes wrong on them is kept."""
+
+    browser: Browser
+    base_url: str
+    problems: list[str] = field(default_factory=list)
+
+    async def open(self, path: str, width: int = 1280, height: int = 860) -> Page:
+        page = await self.browser.new_page(viewport={"width": width, "height": height})
+        page.set_default_timeout(WAIT_MS)
+        page.on("dialog", self._on_dialog)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("console", self._on_console)
+        await page.goto(self.base_url + path)
+        await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
+        return page
+
+    def _on_dialog(self, dialog: Dialog) -> None:
+        self.problems.append(f"dialog: {dialog.message}")
+        asyncio.get_running_loop().create_task(dialog.dismiss())
+
+    def _on_console(self, message: ConsoleMessage) -> None:
+        # CSP violations (an inline style or script, an eval in the page) are console errors.
+        if message.type == "error":
+            self.problems.append(f"console: {message.text}")
+
+
+def chromium_installed() -> bool:
+    return Path(CHROMIUM).is_file()
+
+
+def read_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+async def browsing(served: Served) -> AsyncIterator[Browsing]:
+    if not chromium_installed():
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs it")
+    async with async_playwright() as playwright:
+        try:
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        except PlaywrightError as error:
+            pytest.fail(f"Chromium at {CHROMIUM} does not start ({error}): `make test` installs it")
+        try:
+            browsing = Browsing(browser, served.url)
+            yield browsing
+        finally:
+            await browser.close()
+    assert browsing.problems == []
+
+
+async def new_client(page: Page, name: str, source: str, side: str = "dwarf") -> None:
+    """Add a client to the shelf and make it the one in the editor."""
+    await page.click("#new-client")
+    await page.fill("#client-name", name)
+    await page.check(f"input[name=side][value={side}]")
+    await page.fill("#source", source)
+    await expect(page.locator("#client-list [aria-current=true]")).to_contain_text(name)
+
+
+async def validate(page: Page, verdict: str) -> None:
+    await page.click("#validate")
+    await expect(page.locator("#verdict")).to_have_attribute(
+        "data-verdict", verdict, timeout=GAMES_MS
+    )
+
+
+def check(name: str) -> tuple[str, str]:
+    """Selectors of a check's item and its detail."""
+    item = f'#checks > li[data-check="{name}"]'
+    return item, f"{item} .check-detail"
+
+
+async def expect_check(page: Page, name: str, state: str, detail: str | None = None) -> None:
+    item, details = check(name)
+    await expect(page.locator(item)).to_have_attribute("data-state", state)
+    if detail is not None:
+        await expect(page.locator(details)).to_contain_text(detail)
+
+
+# --- validation ----------------------------------------------------------------------------
+
+
+async def test_a_good_client_passes_every_check(browsing: Browsing) -> None:
+    page = await browsing.open("/clients")
+    await new_client(page, "first_killer", KILLER)
+    await page.click("#validate")
+    # Progress while the games are played, then every check passes.
+    await expect(page.locator("#progress-text")).to_contain_text("Playing 2 games: ply ")
+    await expect(page.locator("#verdict")).to_have_attribute(
+        "data-verdict", "pass", timeout=GAMES_MS
+    )
+    await expect(page.locator("#verdict")).to_have_text(
+        "first_killer is valid: it passes every check."
+    )
+    for name in ("evaluates", "klass", "methods", "terms", "games"):
+        await expect_check(page, name, "pass")
+    await expect_check(page, "klass", "pass", "Constructed an anonymous class with the controller.")
+    # One whole game against each house player that plays the trolls.
+    games = page.locator("#games > li")
+    await expect(games).to_have_count(2)
+    assert await games.evaluate_all("items => items.map(i => i.dataset.opponent)") == [
+        "troll",
+        "random",
+    ]
+    for index in range(2):
+        game = games.nth(index)
+        await expect(game).to_have_attribute("data-state", "pass")
+        await expect(game.locator(".game-verdict")).to_have_text(
+            re.compile(r"^(won|lost|drew) \d+ – \d+ after \d+ plies \(.+\)$")
+        )
+        await expect(game.locator("a.game-watch")).to_have_attribute(
+            "href", re.compile(r"^/watch/[0-9a-r]{7}$")
+        )
+    await expect(page.locator("#client-list [aria-current=true] .badge")).to_have_text("valid")
+    await expect(page.locator("#save-status")).to_contain_text("This version passed validation.")
+    # The board showed the last game.
+    await expect(page.locator("#game-card")).to_be_visible()
+    await expect(page.locator("#turn-status")).to_have_text("Game over.")
+
+    # The trolls' side is validated against the house players that play the dwarfs.
+    await page.check("input[name=side][value=troll]")
+    assert await page.locator("#opponent option").evaluate_all(
+        "options => options.map(o => o.value)"
+    ) == ["dwarf", "random", ""]
+    await expect(page.locator("#save-status")).to_contain_text(
+        "Not validated since the last change"
+    )
+
+
+async def test_bad_clients_fail_and_say_why(browsing: Browsing) -> None:
+    page = await browsing.open("/clients")
+    await new_client(page, "dice", DICE)
+    await validate(page, "fail")
+    await expect_check(page, "terms", "fail", "Math.random (line 8)")
+    await expect_check(page, "evaluates", "pass")
+    await expect_check(page, "games", "skip", "must pass the checks above first")
+    await expect(page.locator("#client-list [aria-current=true] .badge")).to_have_text("fails")
+
+    # An exception in turn(): the game fails, with the exception and its stack.
+    await new_client(page, "thrower", THROWER)
+    await validate(page, "fail")
+    await expect_check(page, "klass", "pass", "Constructed class Thrower with the controller.")
+    for name in ("evaluates", "methods", "terms"):
+        await expect_check(page, name, "pass")
+    await expect_check(page, "games", "fail")
+    first = page.locator("#games > li").first
+    await expect(first).to_have_attribute("data-state", "fail")
+    await expect(first.locator(".game-verdict")).to_have_text(
+        "thrower threw on ply 1: Error: no idea what to do on ply 1"
+    )
+    await expect(first.locator(".stack")).to_contain_text("at Thrower.turn (thrower.js:7:")
+    # Only the client's frames: not those of the worker that called it.
+    await expect(first.locator(".stack")).not_to_contain_text("clients-worker.js")
+    await expect(page.locator("#result")).to_contain_text("It left the game")
+
+    # No end_turn: the class check passes, the methods check says what is missing.
+    await new_client(page, "forgetful", NO_END_TURN)
+    await validate(page, "fail")
+    await expect_check(page, "klass", "pass")
+    await expect_check(page, "methods", "fail", "Instances have no end_turn method.")
+    await expect_check(page, "games", "skip")
+
+    # A syntax error: the evaluation fails with the exception.
+    await page.fill("#source", "module.exports = class {")
+    await validate(page, "fail")
+    await expect_check(page, "evaluates", "fail", "SyntaxError")
+    await expect_check(page, "klass", "skip")
+
+    # A client that makes no move, and one that never returns (stopped after the time limit).
+    await new_client(page, "idle", IDLE)
+    await validate(page, "fail")
+    await expect(page.locator("#games > li").first.locator(".game-verdict")).to_contain_text(
+        "On ply 1, turn() returned without a move."
+    )
+    await new_client(page, "endless", ENDLESS)
+    await page.fill("#think-limit", "1")
+    await validate(page, "fail")
+    await expect(page.locator("#games > li").first.locator(".game-verdict")).to_have_text(
+        "On ply 1, endless ran longer than 1 s (an endless loop?), so it was stopped."
+    )
+
+
+# --- playing -------------------------------------------------------------------------------
+
+
+async def test_a_client_plays_a_seat_that_a_spectator_watches(
+    served: Served, browsing: Browsing
+) -> None:
+    page = await browsing.open("/clients")
+    await new_client(page, "seat_killer", KILLER)
+    await page.select_option("#opponent", "")  # wait for a bot to join by id
+    await page.click("#run")
+    await expect(page.locator("#wait-bot")).to_be_visible()
+    simulation_id = await page.locator("#wait-id").text_content()
+    assert simulation_id is not None and simulation_id in served.arena.simulations
+    await expect(page.locator("#wait-snippet")).to_contain_text('"side":"troll"')
+    await expect(page.locator("#watch-link")).to_have_attribute("href", f"/watch/{simulation_id}")
+
+    watcher = await browsing.open(f"/watch/{simulation_id}")
+    await expect(watcher.locator("#players .seat-dwarf .nick")).to_have_text("seat_killer")
+    # The house troll joins over TCP, as any bot would.
+    final = await asyncio.wait_for(
+        play_house(
+            HOUSE_PLAYERS["thud"]["troll"], "127.0.0.1", served.tcp_port, simulation_id, 5, "troll"
+        ),
+        GAMES_MS / 1000,
+    )
+    result = final["result"]
+    score = f"{result['score']['dwarfs']} – {result['score']['trolls']}"
+    word = {"win-game": "lost", "loss-game": "won", "draw-game": "drew"}[final["type"]]
+    await expect(page.locator("#result")).to_contain_text(f"seat_killer {word}.")
+    await expect(page.locator("#result")).to_contain_text(result["reason"])
+    await expect(page.locator("#result")).to_contain_text(f"Dwarfs – trolls: {score}")
+    await expect(page.locator("#turn-status")).to_have_text("Game over.")
+    await expect(page.locator("#log li").first).to_be_visible()
+    await expect(page.locator("#run")).to_be_enabled()
+    # The spectator saw it to the end.
+    await expect(watcher.locator("#result")).to_contain_text(result["reason"])
+    await expect(watcher.locator("#log li").first).to_be_visible()
+
+
+async def test_clients_are_kept_in_the_browser_and_download_as_files(
+    browsing: Browsing,
+) -> None:
+    page = await browsing.open("/clients")
+    # A first visit offers the starter client.
+    await expect(page.locator("#client-list li")).to_have_count(1)
+    await expect(page.locator("#source")).to_have_value(re.compile(r"module\.exports = class"))
+    source = "// kept in localStorage\n" + KILLER
+    await new_client(page, "keeper", source, side="troll")
+    await page.reload()
+    await expect(page.locator("#client-list li")).to_have_count(2)
+    await expect(page.locator("#client-list [aria-current=true]")).to_contain_text("keeper")
+    await expect(page.locator("#client-name")).to_have_value("keeper")
+    await expect(page.locator("#source")).to_have_value(source)
+    await expect(page.locator("input[name=side][value=troll]")).to_be_checked()
+
+    # Renaming keeps names unique; a download is the source, named after the client.
+    first = page.locator("#client-list button").first
+    await first.click()
+    await page.fill("#client-name", "keeper")
+    await expect(page.locator("#client-list button")).to_have_text(["keeper_2", "keeper"])
+    await page.locator("#client-list button").nth(1).click()
+    async with page.expect_download() as info:
+        await page.click("#download-client")
+    download = await info.value
+    assert download.suggested_filename == "keeper.js"
+    path = await download.path()
+    assert read_text(path) == source
+
+    # Delete asks for a second click, then the client is gone for good.
+    await page.click("#delete-client")
+    await expect(page.locator("#delete-client")).to_have_text("Delete? Click again")
+    await page.click("#delete-client")
+    await expect(page.locator("#client-list button")).to_have_text(["keeper_2"])
+    await page.reload()
+    await expect(page.locator("#client-list button")).to_have_text(["keeper_2"])
+
+
+async def test_the_worker_runs_client_code_without_the_network(browsing: Browsing) -> None:
+    """The worker's own policy allows eval for the client, and no requests; the page's stays."""
+    page = await browsing.open("/clients")
+    probe = KILLER.replace(
+        "    this.controller = controller;\n",
+        "    this.controller = controller;\n"
+        "    console.log('typeof document: ' + typeof document + ', postMessage: '"
+        " + typeof postMessage);\n"
+        "    fetch('/api/games').then(() => console.log('fetched'),"
+        " () => console.log('no network'));\n",
+    )
+    await new_client(page, "probe", probe)
+    await page.click("#run")  # against the house troll
+    console = page.locator("#console")
+    await expect(console).to_contain_text("typeof document: undefined, postMessage: undefined")
+    await expect(console).to_contain_text("no network")
+    await page.click("#stop")
+    await expect(page.locator("#result")).to_contain_text("Stopped.")
+    assert "fetched" not in (await console.text_content() or "")
+    # Only the worker's script may evaluate code; the pages keep their policy.
+    worker = await page.request.get(f"{browsing.base_url}/js/clients-worker.js")
+    worker_policy = worker.headers["content-security-policy"]
+    assert "'unsafe-eval'" in worker_policy
+    assert "connect-src 'none'" in worker_policy
+    for path in ("/clients", "/static/js/clients.js", "/js/thud-controller.js"):
+        response = await page.request.get(browsing.base_url + path)
+        assert "'unsafe-eval'" not in response.headers["content-security-policy"]
+        assert "script-src 'self';" in response.headers["content-security-policy"]
+
+
+# --- the screenshot for the README ---------------------------------------------------------
+
+
+async def slow_troll(port: int, simulation_id: str, delay_s: float) -> JsonObject:
+    """The house troll over TCP, thinking ``delay_s`` per turn so the picture is mid-game."""
+    player = HOUSE_PLAYERS["thud"]["troll"]
+    async with await ArenaClient.connect("127.0.0.1", port) as client:
+        info = await client.join(simulation_id, nick="Grag", game="thud", side="troll")
+        reply = player.start(info, 3)
+
+        async def on_turn(message: JsonObject) -> JsonObject:
+            await asyncio.sleep(delay_s)
+            return reply(message)
+
+        return await client.play(on_turn)
+
+
+async def test_screenshot(served: Served, browsing: Browsing, tmp_path: Path) -> None:
+    out = REPO / "docs" / "screenshots" if os.environ.get("VISOR_SCREENSHOTS") else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    page = await browsing.open("/clients", width=1440, height=1000)
+    await new_client(page, "hurler", KILLER)
+    await validate(page, "pass")
+    await page.select_option("#opponent", "")
+    await page.click("#run")
+    await expect(page.locator("#wait-bot")).to_be_visible()
+    simulation_id = await page.locator("#wait-id").text_content()
+    assert simulation_id is not None
+    bot = asyncio.create_task(slow_troll(served.tcp_port, simulation_id, 0.12))
+    try:
+        await expect(page.locator("#ply")).to_have_text(re.compile(r"^(1[6-9]|[2-9]\d) of 500$"))
+        await page.locator("#source").evaluate("node => node.scrollTo(0, 0)")
+        await page.mouse.move(0, 0)
+        await page.screenshot(path=out / "clients.png")
+        await page.click("#stop")
+        await expect(page.locator("#result")).to_contain_text("Stopped.")
+    finally:
+        bot.cancel()
+    assert (out / "clients.png").stat().st_size > 10_000
