@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="TCP port for bots (default 9000)")
     serve.add_argument("--http-port", type=int, help="HTTP port for the visor (default 8080)")
+    serve.add_argument(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="event loop: uvloop is faster, when it is installed",
+    )
     tournament = commands.add_parser(
         "tournament", help="run a tournament from a JSON or TOML file, or a folder of Thud clients"
     )
@@ -190,5 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "validate":
         command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
         return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)
-    asyncio.run(serve(config))
+    if args.loop == "uvloop":
+        try:
+            import uvloop  # noqa: PLC0415  # optional: only this option needs it
+        except ImportError:
+            print("tavern: --loop uvloop needs uvloop: pip install uvloop", file=sys.stderr)
+            return 2
+        uvloop.run(serve(config))
+    else:
+        asyncio.run(serve(config))
     return 0

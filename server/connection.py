@@ -2,10 +2,11 @@
 
 Some bots written for the original server parse each TCP read as exactly one message. The
 original kept them alive by accident (Nagle's algorithm held back a second message for about
-40 ms). Here the rule is explicit: when a message follows another one to the same bot and the
-bot has sent nothing since, the writer waits ``message_gap`` after the previous write, so the
-two never arrive in one read. The gap never slows a normal game: a turn message always follows
-the bot's own reply.
+40 ms). Here the rule is explicit: when a message the bot did not ask for (a turn, a score, the
+end) follows another one to the same bot and the bot has sent nothing since, the writer waits
+``message_gap`` after the previous write, so the two never arrive in one read. Replies to the
+bot's own requests are never delayed (a bot that pipelines requests gets its answers at once),
+and neither is a normal turn, which always follows the bot's own move.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ class Connection:
         self._gap_s = arena.config.message_gap_ms / 1000
         self._idle_s = arena.config.idle_timeout_ms / 1000
         self._max_buffered = arena.config.max_send_buffer_bytes
-        self._outbox: deque[bytes] = deque()
+        self._outbox: deque[tuple[bytes, bool]] = deque()  # (data, answers a request)
         self._outbox_bytes = 0
+        self._handling = False  # while one of the bot's messages is being handled
         self._has_output = asyncio.Event()
         self._closing = False
         self._last_write = 0.0
@@ -81,9 +83,27 @@ class Connection:
             self._outbox.clear()
             self.writer.transport.abort()
             return
-        self._outbox.append(data)
+        if (
+            not self._outbox
+            and not self.writer.is_closing()
+            and not self._needs_gap(self._handling)
+        ):
+            # Nothing is waiting and no pause is due: write now rather than wake the writer.
+            # The transport buffers what the socket cannot take yet (bounded above).
+            self.writer.write(data)
+            self._last_write = time.monotonic()
+            return
+        self._outbox.append((data, self._handling))
         self._outbox_bytes += len(data)
         self._has_output.set()
+
+    def _needs_gap(self, is_reply: bool) -> bool:
+        """A message the bot did not ask for, right after another with no word from the bot."""
+        return (
+            not is_reply
+            and self._last_write > self._last_read
+            and time.monotonic() - self._last_write < self._gap_s
+        )
 
     def refuse(self, message: str, reason: str) -> None:
         """A limit was reached: say which, then close."""
@@ -110,20 +130,26 @@ class Connection:
     async def _read_loop(self) -> None:
         try:
             while not self._closing:
-                try:
-                    # Only a connection outside any game can be idle: a seated one waits for
-                    # its opponent or its turn, which the match's own clocks bound.
-                    async with asyncio.timeout(None if self.seat else self._idle_s):
-                        data = await self.reader.read(READ_CHUNK)
-                except TimeoutError:
-                    self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
-                    break
+                if self.seat:
+                    # A seated bot waits for its opponent or its turn: the match's clocks bound it.
+                    data = await self.reader.read(READ_CHUNK)
+                else:
+                    try:
+                        async with asyncio.timeout(self._idle_s):
+                            data = await self.reader.read(READ_CHUNK)
+                    except TimeoutError:
+                        self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
+                        break
                 if not data:
                     break
                 self._last_read = time.monotonic()
                 for event in self.protocol.feed(data):
                     if isinstance(event, Message):
-                        self.arena.handle(self, event.payload)
+                        self._handling = True
+                        try:
+                            self.arena.handle(self, event.payload)
+                        finally:
+                            self._handling = False
                     elif isinstance(event, InvalidMessage):
                         self.send(error_message(INVALID_JSON, event.reason))
                     elif isinstance(event, MessageTooLong):
@@ -147,12 +173,10 @@ class Connection:
                         return
                     self._has_output.clear()
                     await self._has_output.wait()
-                data = self._outbox.popleft()
+                data, is_reply = self._outbox.popleft()
                 self._outbox_bytes -= len(data)
-                if self._last_write > self._last_read:
-                    wait = self._gap_s - (time.monotonic() - self._last_write)
-                    if wait > 0:
-                        await asyncio.sleep(wait)
+                if self._needs_gap(is_reply):
+                    await asyncio.sleep(self._gap_s - (time.monotonic() - self._last_write))
                 if writer.is_closing():
                     return
                 writer.write(data)

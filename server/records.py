@@ -1,12 +1,16 @@
 """Every game the arena plays, kept in SQLite: who played, every turn, the result.
 
-One writer thread owns the only writing connection: the event loop hands it small operations
-through a queue and never waits, and the thread runs whatever has queued up in one transaction,
-so turns are saved in batches as the game goes, at the pace the disk allows. The database is in
-WAL mode with ``synchronous=NORMAL``: a server killed with ``kill -9`` keeps every committed
-transaction, so every finished game and the finished part of the others; games still marked as
-playing when a server opens the file are marked unfinished. Reads use their own connections
-(WAL readers never block the writer) and run in worker threads.
+One writer thread owns the only writing connection. The event loop never waits for it: writes
+are collected on the loop's side and handed to the thread as one batch every ``BATCH_S`` (at
+once for a finished game), and the thread commits each batch in one transaction, so turns are
+saved in batches as the game goes. Handing over batches rather than single writes matters: every
+hand-over wakes the thread, and each wake-up takes the interpreter lock from the event loop.
+Consecutive turns go in one statement.
+
+The database is in WAL mode with ``synchronous=NORMAL``: a server killed with ``kill -9`` keeps
+every committed transaction, so every finished game and the finished part of the others; games
+still marked as playing when a server opens the file are marked unfinished. Reads use their own
+connections (WAL readers never block the writer) and run in worker threads.
 
 The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[n]`` upgrades a file from
 version n to n + 1, so a newer server opens an older file.
@@ -109,6 +113,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+BATCH_S = 0.05  # how long writes wait on the event loop's side before going to the writer
 PAGE_SIZE_LIMIT = 200
 
 
@@ -145,6 +150,7 @@ def migrate(connection: sqlite3.Connection) -> int:
 
 
 Operation = Callable[[sqlite3.Connection], object]
+TurnRow = tuple[str, int, int, bytes, int]  # game id, number, seat, action JSON, timed out
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +168,11 @@ class Records:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._operations: queue.SimpleQueue[Operation | None] = queue.SimpleQueue()
+        self._operations: queue.SimpleQueue[list[Operation] | None] = queue.SimpleQueue()
+        # Writes in the order they came; consecutive turns (the most frequent write) share a run.
+        self._pending: list[Operation | list[TurnRow]] = []
+        self._pending_lock = threading.Lock()  # close() may run in a worker thread
+        self._hand_over_scheduled = False
         self._thread: threading.Thread | None = None
         self._local = threading.local()
 
@@ -196,16 +206,54 @@ class Records:
         if self._thread is None:
             return
         self.submit(
-            lambda db: db.execute("UPDATE games SET status = 'unfinished' WHERE status = 'playing'")
+            lambda db: db.execute(
+                "UPDATE games SET status = 'unfinished' WHERE status = 'playing'"
+            ),
+            urgent=True,
         )
         self._operations.put(None)
         self._thread.join()
         self._thread = None
 
     # --- writing -----------------------------------------------------------------------------
-    def submit(self, operation: Operation) -> None:
-        """Queue a write; it is committed with whatever else is waiting."""
-        self._operations.put(operation)
+    def submit(self, operation: Operation, *, urgent: bool = False) -> None:
+        """Queue a write; it is committed with the others of its batch.
+
+        ``urgent`` hands the batch to the writer at once instead of within ``BATCH_S``.
+        """
+        with self._pending_lock:
+            self._pending.append(operation)
+        if urgent:
+            self._hand_over()
+        else:
+            self._schedule_hand_over()
+
+    def _schedule_hand_over(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop: nothing will come back to hand over
+            self._hand_over()
+            return
+        if not self._hand_over_scheduled:
+            self._hand_over_scheduled = True
+            loop.call_later(BATCH_S, self._hand_over)
+
+    def record_turn(self, row: TurnRow) -> None:
+        """Queue one turn; a batch's turns are written with one statement."""
+        with self._pending_lock:
+            if self._pending and isinstance(self._pending[-1], list):
+                self._pending[-1].append(row)
+            else:
+                self._pending.append([row])
+        self._schedule_hand_over()
+
+    def _hand_over(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, []
+            self._hand_over_scheduled = False
+        batch = [_turns_operation(item) if isinstance(item, list) else item for item in pending]
+        if batch:
+            self._operations.put(batch)
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed."""
@@ -219,21 +267,21 @@ class Records:
         def signal(_: sqlite3.Connection) -> None:
             loop.call_soon_threadsafe(resolve)
 
-        self.submit(signal)
+        self.submit(signal, urgent=True)
         await done
 
     def _write_loop(self, connection: sqlite3.Connection) -> None:
         running = True
         while running:
-            batch = [self._operations.get()]
-            while len(batch) < 1000:
+            batches = [self._operations.get()]
+            while len(batches) < 100:
                 try:
-                    batch.append(self._operations.get_nowait())
+                    batches.append(self._operations.get_nowait())
                 except queue.Empty:
                     break
-            if None in batch:
+            if None in batches:
                 running = False
-            operations = [op for op in batch if op is not None]
+            operations = [op for batch in batches if batch is not None for op in batch]
             if not operations:
                 continue
             try:
@@ -515,16 +563,17 @@ class Recorder:
             self.records.submit(_started(simulation))
         elif isinstance(update, TurnPlayed):
             record = update.record
-            row = (
-                simulation.id,
-                record.number,
-                record.seat,
-                orjson.dumps(record.action).decode(),
-                int(record.timed_out),
+            self.records.record_turn(
+                (
+                    simulation.id,
+                    record.number,
+                    record.seat,
+                    orjson.dumps(record.action),
+                    int(record.timed_out),
+                )
             )
-            self.records.submit(lambda db: _insert_turn(db, row))
         elif isinstance(update, GameFinished):
-            self.records.submit(_finished(simulation, update.outcome))
+            self.records.submit(_finished(simulation, update.outcome), urgent=True)
 
 
 def _started(simulation: Simulation) -> Operation:
@@ -578,13 +627,24 @@ def _started(simulation: Simulation) -> Operation:
     return write
 
 
-def _insert_turn(db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-    db.execute(
+def _turns_operation(rows: list[TurnRow]) -> Operation:
+    return lambda db: _insert_turns(db, rows)
+
+
+def _insert_turns(db: sqlite3.Connection, rows: list[TurnRow]) -> None:
+    """One batch of turns, in one statement, and each game's turn count once."""
+    db.executemany(
         "INSERT OR REPLACE INTO turns (game_id, number, seat, action, timed_out) "
         "VALUES (?, ?, ?, ?, ?)",
-        row,
+        rows,
     )
-    db.execute("UPDATE games SET turn_count = ? WHERE id = ?", (row[1], row[0]))
+    counts: dict[str, int] = {}
+    for game_id, number, *_ in rows:
+        counts[game_id] = max(number, counts.get(game_id, 0))
+    db.executemany(
+        "UPDATE games SET turn_count = ? WHERE id = ?",
+        [(count, game_id) for game_id, count in counts.items()],
+    )
 
 
 def _finished(simulation: Simulation, outcome: Outcome) -> Operation:

@@ -132,7 +132,10 @@ Listener = Callable[["Simulation", Update], None]
 
 
 class _Wake:
-    """Wakes the match loop without an action (a seat left)."""
+    """Wakes the match loop without an action (a seat left, or its time ran out)."""
+
+
+_TIMED_OUT = _Wake()
 
 
 class Simulation:
@@ -395,20 +398,23 @@ class Simulation:
             self._awaited_seat = seat_index
             self._turn_started = time.monotonic()
             seat.channel.send(game.turn_message(self.state, seat_index))
-            timed_out = False
             timeout = seat.turn_timeout_s
-            if not seat.reply_times_s:  # its first reply: the bot may still be starting up
+            if not seat.reply_times_s and not seat.consecutive_timeouts:
+                # Its very first turn: the bot may still be starting up.
                 timeout = max(timeout, self.limits.first_turn_timeout_s)
+            # The clock resolves the reply with a marker rather than cancelling the wait:
+            # cheaper than a timeout scope, and nothing else is interrupted.
+            clock = loop.call_later(timeout, self._wake, _TIMED_OUT)
             try:
-                async with asyncio.timeout(timeout):
-                    action = await self._reply
-            except TimeoutError:
-                timed_out = True
-                action = self._on_timeout(seat_index, seat)
+                action = await self._reply
             finally:
+                clock.cancel()
                 self._awaited_seat = None
+            timed_out = action is _TIMED_OUT
+            if timed_out:
+                action = self._on_timeout(seat_index, seat)
             if isinstance(action, _Wake) or action is None:
-                continue
+                continue  # someone left (the loop sees the forfeit) or the seat forfeited
             if not timed_out:
                 seat.consecutive_timeouts = 0
                 seat.reply_times_s.append(time.monotonic() - self._turn_started)

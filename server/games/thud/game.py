@@ -229,8 +229,9 @@ def position_to_wire(state: State) -> JsonObject:
 def bot_state(state: State) -> JsonObject:
     """The position plus every legal move for the side to move, as a bot receives it."""
     wire = position_to_wire(state)
+    # Squares stay tuples: JSON writes them as the same arrays, and a turn may list hundreds.
     wire["moves"] = [
-        {"from": list(m.start), "to": list(m.end), "kind": m.kind, "kills": len(m.killed)}
+        {"from": m.start, "to": m.end, "kind": m.kind, "kills": len(m.killed)}
         for m in rules.legal_moves(state)
     ]
     # Each piece's index in the start position, for clients that keep fixed-length piece lists

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures (docs/performance.md records them)."""

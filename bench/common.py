@@ -1,0 +1,106 @@
+"""What the benchmarks share: a server in its own process, its CPU and memory, percentiles."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import statistics
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class ServerProcess:
+    process: asyncio.subprocess.Process
+    tcp_port: int
+    http_port: int
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the server has used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    def rss_bytes(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
+
+
+@contextlib.asynccontextmanager
+async def arena_process(loop: str, **settings: object) -> AsyncIterator[ServerProcess]:
+    """``tavern serve`` in a child process on free loopback ports, with generous limits."""
+    with tempfile.TemporaryDirectory(prefix="tavern-bench-") as scratch:
+        config = {
+            "port": 0,
+            "httpPort": 0,
+            "database": str(Path(scratch) / "arena.db"),
+            "maxConnectionsPerAddress": 100_000,
+            "maxConnections": 100_000,
+            "reconnectGraceMs": 0,
+            **settings,
+        }
+        path = Path(scratch) / "config.json"
+        path.write_bytes(orjson.dumps(config))
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "server",
+            "serve",
+            "--config",
+            str(path),
+            "--loop",
+            loop,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            assert process.stdout is not None
+            ports = []
+            for _ in range(2):
+                line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+                found = re.search(r":(\d+)/?$", line.strip())
+                if not found:
+                    raise RuntimeError(f"unexpected server output: {line!r}")
+                ports.append(int(found.group(1)))
+            yield ServerProcess(process, ports[0], ports[1])
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                await asyncio.wait_for(process.wait(), 30)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def describe_ms(values: Sequence[float]) -> str:
+    return (
+        f"p50 {percentile(values, 0.5) * 1000:.1f} ms, "
+        f"p99 {percentile(values, 0.99) * 1000:.1f} ms, "
+        f"mean {statistics.fmean(values) * 1000:.1f} ms"
+        if values
+        else "no samples"
+    )
+
+
+def use_loop(name: str) -> None:
+    """Make ``asyncio.run`` use uvloop when asked (the bench clients, like the server)."""
+    if name == "uvloop":
+        import uvloop  # noqa: PLC0415  # optional
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

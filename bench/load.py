@@ -1,0 +1,197 @@
+"""The arena under load: N simultaneous games of fast bots against a server in another process.
+
+    python bench/load.py [--games 10 100 1000] [--seconds 10] [--loop asyncio|uvloop]
+                         [--mix tavern|thud|both]
+
+For each N, prints the turns played per second, the reply latency (from a bot sending its
+move to the other bot receiving the next turn: the server's work plus loopback), the server's
+CPU and memory, and the turns per second as a ratio to the bare asyncio relay of
+``bench/baseline.py`` measured in the same run under the same load. Then the memory each idle
+simulation costs. The bots answer instantly (Tavern: a pass; Thud: the first legal move), and
+each pair starts a new game when one ends, so N games are always in play.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import baseline
+from bench.common import ServerProcess, arena_process, describe_ms, use_loop
+
+TURN = b'{"type":"turn"'
+GAME_INFO = b'{"type":"game-info"'
+ENDS = (b'{"type":"win-game"', b'{"type":"loss-game"', b'{"type":"draw-game"')
+IDLE_SIMULATIONS = 5000
+
+
+class Pair:
+    """Two bots playing game after game until the deadline."""
+
+    def __init__(self, port: int, game: str, deadline: float, latencies: list[float]) -> None:
+        self.port, self.game, self.deadline, self.latencies = port, game, deadline, latencies
+        self.turns = 0
+        self.sent_at = 0.0
+
+    async def run(self) -> None:
+        while time.perf_counter() < self.deadline:
+            await self.play_one()
+
+    async def play_one(self) -> None:
+        ends = [
+            await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 22) for _ in range(2)
+        ]
+        (r1, w1), (r2, w2) = ends
+        w1.write(orjson.dumps({"type": "create-simulation", "game": self.game}) + b"\n")
+        simulation_id = orjson.loads(await r1.readline())["simulationId"]
+        for writer in (w1, w2):
+            join = {
+                "type": "join-simulation",
+                "game": self.game,
+                "nick": "bench",
+                "simulationId": simulation_id,
+                "names": ["a"],
+            }
+            writer.write(orjson.dumps(join) + b"\n")
+        try:
+            async with asyncio.timeout(max(1.0, self.deadline - time.perf_counter() + 5)):
+                await asyncio.gather(self.bot(r1, w1), self.bot(r2, w2))
+        except TimeoutError:
+            pass
+        for writer in (w1, w2):
+            writer.close()
+
+    async def bot(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer every turn at once, reading as little of it as possible.
+
+        The bots share two cores with the server: parsing every Thud turn in full (hundreds of
+        moves) would make this process, not the server, the bottleneck. Turns are recognised by
+        their first bytes and the reply is built from a regular expression's match.
+        """
+        pass_turn = b""
+        while time.perf_counter() < self.deadline:
+            line = await reader.readline()
+            if not line:
+                return
+            now = time.perf_counter()
+            if line.startswith(TURN):
+                if self.sent_at:
+                    self.latencies.append(now - self.sent_at)
+                self.turns += 1
+                writer.write(pass_turn or first_thud_move(line))
+                self.sent_at = time.perf_counter()
+            elif line.startswith(GAME_INFO) and self.game == "tavern":
+                team = orjson.loads(line)["team"]
+                first_dwarf = 1 if team == "team1" else 6  # botsPerPlayer 5: ids 1-5 and 6-10
+                pass_turn = (
+                    orjson.dumps(
+                        {"type": "player-turn", "actions": [{"botId": first_dwarf, "type": "PASS"}]}
+                    )
+                    + b"\n"
+                )
+            elif any(line.startswith(end) for end in ENDS):
+                return
+
+
+FIRST_MOVE = re.compile(rb'"moves":\[\{"from":\[(\d+),(\d+)\],"to":\[(\d+),(\d+)\]')
+
+
+def first_thud_move(line: bytes) -> bytes:
+    found = FIRST_MOVE.search(line)
+    assert found, "a Thud turn always lists its legal moves"
+    fx, fy, tx, ty = found.groups()
+    return b'{"type":"player-turn","move":{"from":[%s,%s],"to":[%s,%s]}}\n' % (fx, fy, tx, ty)
+
+
+@dataclass
+class Figures:
+    turns_per_s: float
+    latencies: list[float]
+    cpu: float  # server CPU time per second of wall time
+    rss: int  # server resident memory at the end, bytes
+
+
+async def measure(server: ServerProcess, games: int, seconds: float, mix: str) -> Figures:
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+    kinds = ["tavern", "thud"] if mix == "both" else [mix]
+    pairs = [
+        Pair(server.tcp_port, kinds[i % len(kinds)], deadline, latencies) for i in range(games)
+    ]
+    cpu_before, started = server.cpu_seconds(), time.perf_counter()
+    await asyncio.gather(*(pair.run() for pair in pairs))
+    elapsed = time.perf_counter() - started
+    turns = sum(pair.turns for pair in pairs)
+    return Figures(
+        turns / elapsed,
+        latencies,
+        (server.cpu_seconds() - cpu_before) / elapsed,
+        server.rss_bytes(),
+    )
+
+
+async def idle_memory(server: ServerProcess, count: int) -> float:
+    """Bytes of server memory per simulation created and left waiting."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.tcp_port)
+    before = server.rss_bytes()
+    for _ in range(count):
+        writer.write(b'{"type":"create-simulation"}\n')
+    for _ in range(count):
+        await reader.readline()
+    await asyncio.sleep(0.5)
+    after = server.rss_bytes()
+    writer.close()
+    return (after - before) / count
+
+
+async def run_arena(
+    counts: list[int], seconds: float, loop: str, mix: str
+) -> tuple[list[Figures], float]:
+    """A fresh server for each figure, so one load does not tax the next."""
+    figures = []
+    for games in counts:
+        async with arena_process(loop, maxSimulationsPerConnection=100_000) as server:
+            await asyncio.sleep(1.0)
+            figures.append(await measure(server, games, seconds, mix))
+    async with arena_process(loop, maxSimulationsPerConnection=100_000) as server:
+        await asyncio.sleep(1.0)
+        idle = await idle_memory(server, IDLE_SIMULATIONS)
+    return figures, idle
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--games", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--mix", choices=("tavern", "thud", "both"), default="both")
+    args = parser.parse_args()
+    use_loop(args.loop)
+    figures, idle = asyncio.run(run_arena(args.games, args.seconds, args.loop, args.mix))
+    print(f"load: {args.mix} games, {args.loop} loop, {args.seconds:g} s per figure")
+    for games, result in zip(args.games, figures, strict=True):
+        rate, _ = baseline.run(games, args.seconds, args.loop)
+        print(
+            f"{games:>6} games: {result.turns_per_s:>8,.0f} turns/s "
+            f"({result.turns_per_s / rate:.0%} of the bare relay's {rate:,.0f} lines/s); "
+            f"reply {describe_ms(result.latencies)}; server CPU {result.cpu:.0%}, "
+            f"RSS {result.rss / 2**20:.0f} MiB"
+        )
+    print(
+        f"idle simulations: {idle / 1024:.1f} KiB each "
+        f"({IDLE_SIMULATIONS:,} created and left waiting)"
+    )
+
+
+if __name__ == "__main__":
+    main()
