@@ -153,6 +153,31 @@ Operation = Callable[[sqlite3.Connection], object]
 TurnRow = tuple[str, int, int, bytes, int]  # game id, number, seat, action JSON, timed out
 
 
+def _commit(connection: sqlite3.Connection, operations: list[Operation]) -> bool:
+    """Run writes in one transaction; False (and nothing written) if any of them fails."""
+    try:
+        connection.execute("BEGIN")
+        for operation in operations:
+            operation(connection)
+        connection.execute("COMMIT")
+    except sqlite3.Error:
+        log.exception("records: a transaction of %d writes failed", len(operations))
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+        return False
+    return True
+
+
+class _AfterCommit:
+    """Not a write: a callback the writer calls once the writes queued before it are committed."""
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.callback = callback
+
+    def __call__(self, db: sqlite3.Connection) -> None:
+        raise TypeError("an _AfterCommit is called after the transaction, not inside it")
+
+
 @dataclass(frozen=True, slots=True)
 class GameFilter:
     game: str | None = None
@@ -264,10 +289,7 @@ class Records:
             if not done.done():
                 done.set_result(None)
 
-        def signal(_: sqlite3.Connection) -> None:
-            loop.call_soon_threadsafe(resolve)
-
-        self.submit(signal, urgent=True)
+        self.submit(_AfterCommit(lambda: loop.call_soon_threadsafe(resolve)), urgent=True)
         await done
 
     def _write_loop(self, connection: sqlite3.Connection) -> None:
@@ -281,18 +303,16 @@ class Records:
                     break
             if None in batches:
                 running = False
-            operations = [op for batch in batches if batch is not None for op in batch]
-            if not operations:
-                continue
-            try:
-                connection.execute("BEGIN")
+            queued = [op for batch in batches if batch is not None for op in batch]
+            operations = [op for op in queued if not isinstance(op, _AfterCommit)]
+            if operations and not _commit(connection, operations):
+                # One bad write must not take the others of its batch with it: one at a time.
                 for operation in operations:
-                    operation(connection)
-                connection.execute("COMMIT")
-            except sqlite3.Error:
-                log.exception("records: a batch of %d writes failed", len(operations))
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("ROLLBACK")
+                    if not _commit(connection, [operation]):
+                        log.error("records: a write failed and was dropped: %r", operation)
+            for operation in queued:
+                if isinstance(operation, _AfterCommit):
+                    operation.callback()
         connection.close()
 
     def tournament_started(

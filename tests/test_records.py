@@ -351,3 +351,16 @@ async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> Non
         assert game.state_to_wire(last.state) == final["state"]
     finally:
         await asyncio.to_thread(records.close)
+
+
+async def test_one_failing_write_does_not_lose_the_others_of_its_batch(tmp_path: Path) -> None:
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        records.tournament_started("cup", "Cup", "thud", {})
+        records.record_turn(("no-such-game", 1, 0, b"{}", 0))  # breaks a foreign key
+        records.tournament_started("other", "Other", "tavern", {})
+        await records.flush()
+        assert {t["id"] for t in records.tournaments()} == {"cup", "other"}
+    finally:
+        await asyncio.to_thread(records.close)
