@@ -14,30 +14,17 @@ import asyncio
 import os
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
-from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page, expect
 
 from bots.house import HOUSE_PLAYERS, play_house
 from bots.sdk import ArenaClient, JsonObject
+from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import Served
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-WAIT_MS = 10_000  # Playwright's bound on every wait and action
 GAMES_MS = 45_000  # validation plays a whole game against each house player of the other side
-REPO = Path(__file__).resolve().parent.parent
 
 # First killing move, else the first move of the first piece that can move.
 KILLER = """module.exports = class {
@@ -105,57 +92,14 @@ ENDLESS = IDLE.replace("  turn() {\n  }\n", "  turn() {\n    while (true) {}\n  
 # --- the browser ---------------------------------------------------------------------------
 
 
-@dataclass
-class Browsing:
-    """Pages of the served visor in one browser; anything that goes wrong on them is kept."""
-
-    browser: Browser
-    base_url: str
-    problems: list[str] = field(default_factory=list)
-
-    async def open(self, path: str, width: int = 1280, height: int = 860) -> Page:
-        page = await self.browser.new_page(viewport={"width": width, "height": height})
-        page.set_default_timeout(WAIT_MS)
-        page.on("dialog", self._on_dialog)
-        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        page.on("console", self._on_console)
-        await page.goto(self.base_url + path)
-        await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
-        return page
-
-    def _on_dialog(self, dialog: Dialog) -> None:
-        self.problems.append(f"dialog: {dialog.message}")
-        asyncio.get_running_loop().create_task(dialog.dismiss())
-
-    def _on_console(self, message: ConsoleMessage) -> None:
-        # CSP violations (an inline style or script, an eval in the page) are console errors.
-        if message.type == "error":
-            self.problems.append(f"console: {message.text}")
-
-
-def chromium_installed() -> bool:
-    return Path(CHROMIUM).is_file()
-
-
 def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
 @pytest.fixture
-async def browsing(served: Served) -> AsyncIterator[Browsing]:
-    if not chromium_installed():
-        pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs it")
-    async with async_playwright() as playwright:
-        try:
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except PlaywrightError as error:
-            pytest.fail(f"Chromium at {CHROMIUM} does not start ({error}): `make test` installs it")
-        try:
-            browsing = Browsing(browser, served.url)
-            yield browsing
-        finally:
-            await browser.close()
-    assert browsing.problems == []
+async def browsing(served: Served) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url) as pages:
+        yield pages
 
 
 async def new_client(page: Page, name: str, source: str, side: str = "dwarf") -> None:
@@ -190,7 +134,7 @@ async def expect_check(page: Page, name: str, state: str, detail: str | None = N
 # --- validation ----------------------------------------------------------------------------
 
 
-async def test_a_good_client_passes_every_check(browsing: Browsing) -> None:
+async def test_a_good_client_passes_every_check(browsing: Pages) -> None:
     page = await browsing.open("/clients")
     await new_client(page, "first_killer", KILLER)
     await page.click("#validate")
@@ -237,7 +181,7 @@ async def test_a_good_client_passes_every_check(browsing: Browsing) -> None:
     )
 
 
-async def test_bad_clients_fail_and_say_why(browsing: Browsing) -> None:
+async def test_bad_clients_fail_and_say_why(browsing: Pages) -> None:
     page = await browsing.open("/clients")
     await new_client(page, "dice", DICE)
     await validate(page, "fail")
@@ -294,7 +238,7 @@ async def test_bad_clients_fail_and_say_why(browsing: Browsing) -> None:
 
 
 async def test_a_client_plays_a_seat_that_a_spectator_watches(
-    served: Served, browsing: Browsing
+    served: Served, browsing: Pages
 ) -> None:
     page = await browsing.open("/clients")
     await new_client(page, "seat_killer", KILLER)
@@ -330,7 +274,7 @@ async def test_a_client_plays_a_seat_that_a_spectator_watches(
 
 
 async def test_clients_are_kept_in_the_browser_and_download_as_files(
-    browsing: Browsing,
+    browsing: Pages,
 ) -> None:
     page = await browsing.open("/clients")
     # A first visit offers the starter client.
@@ -367,7 +311,7 @@ async def test_clients_are_kept_in_the_browser_and_download_as_files(
     await expect(page.locator("#client-list button")).to_have_text(["keeper_2"])
 
 
-async def test_the_worker_runs_client_code_without_the_network(browsing: Browsing) -> None:
+async def test_the_worker_runs_client_code_without_the_network(browsing: Pages) -> None:
     """The worker's own policy allows eval for the client, and no requests; the page's stays."""
     page = await browsing.open("/clients")
     probe = KILLER.replace(
@@ -414,7 +358,7 @@ async def slow_troll(port: int, simulation_id: str, delay_s: float) -> JsonObjec
         return await client.play(on_turn)
 
 
-async def test_screenshot(served: Served, browsing: Browsing, tmp_path: Path) -> None:
+async def test_screenshot(served: Served, browsing: Pages, tmp_path: Path) -> None:
     out = REPO / "docs" / "screenshots" if os.environ.get("VISOR_SCREENSHOTS") else tmp_path
     out.mkdir(parents=True, exist_ok=True)
     page = await browsing.open("/clients", width=1440, height=1000)

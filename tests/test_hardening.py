@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import orjson
 from bots import tavern_dummy
 from server.arena import Arena
 from server.records import GameFilter, Records
-from tests.conftest import RawClient, test_config
+from tests.conftest import RawClient, tavern_serve, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ["A", "B", "C", "D", "E"]
@@ -194,26 +192,8 @@ async def test_sigterm_tells_everyone_keeps_the_games_and_exits_0(tmp_path: Path
     database = tmp_path / "arena.db"
     config = tmp_path / "config.json"
     config.write_text(orjson.dumps({"port": 0, "httpPort": 0, "database": str(database)}).decode())
-    server = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server",
-        "serve",
-        "--config",
-        str(config),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        assert server.stdout is not None
-        ports = []
-        for _ in range(2):
-            line = (await asyncio.wait_for(server.stdout.readline(), 30)).decode()
-            found = re.search(r":(\d+)/?$", line.strip())
-            assert found, line
-            ports.append(int(found.group(1)))
-        tcp_port, http_port = ports
+    async with tavern_serve(config) as server:
+        tcp_port, http_port = server.tcp_port, server.http_port
         one, two = await RawClient.connect(tcp_port), await RawClient.connect(tcp_port)
         await one.send(join())
         info = await one.expect("game-info")
@@ -226,18 +206,14 @@ async def test_sigterm_tells_everyone_keeps_the_games_and_exits_0(tmp_path: Path
             ws = await session.ws_connect(f"http://127.0.0.1:{http_port}/ws")
             await ws.send_json({"type": "watch", "simulationId": info["simulationId"]})
             assert (await ws.receive_json(timeout=10))["type"] == "snapshot"
-            server.send_signal(signal.SIGTERM)
+            server.process.send_signal(signal.SIGTERM)
             for client in (one, two):
                 error = await client.expect_error("Server shutting down")
                 assert error["reason"]
                 assert await client.is_closed()
             notice = await ws.receive_json(timeout=10)
             assert notice == {"type": "error", "message": "Server shutting down"}
-        assert await asyncio.wait_for(server.wait(), 20) == 0
-    finally:
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
+        assert await asyncio.wait_for(server.process.wait(), 20) == 0
     records = Records(database)
     records.open_to_read()
     (game,) = records.games(GameFilter())["games"]

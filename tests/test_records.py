@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from server.cli import main as tavern_main
 from server.games.thud.game import bot_state
 from server.records import MIGRATIONS, SCHEMA_VERSION, GameFilter, Recorder, Records, migrate
 from server.replay import frames, game_of
-from tests.conftest import RawClient, Served, test_config
+from tests.conftest import RawClient, Served, tavern_serve, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -218,23 +216,8 @@ async def test_a_killed_server_keeps_every_finished_game(tmp_path: Path) -> None
     database = tmp_path / "arena.db"
     config = tmp_path / "config.json"
     config.write_text(orjson.dumps({"port": 0, "httpPort": 0, "database": str(database)}).decode())
-    server = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server",
-        "serve",
-        "--config",
-        str(config),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        assert server.stdout is not None
-        line = (await asyncio.wait_for(server.stdout.readline(), 30)).decode()
-        match = re.search(r":(\d+)$", line.strip())
-        assert match, line
-        port = int(match.group(1))
+    async with tavern_serve(config) as server:
+        port = server.tcp_port
         finished = await run_games("thud", "dwarf", "troll", "127.0.0.1", port, 1, seed=2)
         assert finished[0]["result"]["reason"]
         # A second game, left hanging mid-way: both bots pass a few times, then the kill.
@@ -253,12 +236,8 @@ async def test_a_killed_server_keeps_every_finished_game(tmp_path: Path) -> None
                     )
             await one.receive()
             await asyncio.sleep(0.3)  # let the writer commit the turns played so far
-            server.send_signal(signal.SIGKILL)
-            await asyncio.wait_for(server.wait(), 10)
-    finally:
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
+            server.process.send_signal(signal.SIGKILL)
+            await asyncio.wait_for(server.process.wait(), 10)
     records = Records(database)
     records.open()  # what a restarted server does
     records.close()

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import signal
 import socket
 import sqlite3
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from server.arena import Arena
 from server.cli import recording
 from server.games.thud import rules
 from server.games.thud.rules import Square
-from tests.conftest import Served, test_config
+from tests.conftest import Served, tavern_serve, test_config
 from visor import app as visor_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -632,32 +630,10 @@ async def test_the_api_is_also_served_on_its_own_port(tmp_path: Path) -> None:
 @contextlib.asynccontextmanager
 async def server_process(config: Path) -> AsyncIterator[str]:
     """``python -m server serve``; yields the visor's URL, and stops it with SIGTERM."""
-    server = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server",
-        "serve",
-        "--config",
-        str(config),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        assert server.stdout is not None
-        ports = []
-        for _ in range(2):
-            line = (await asyncio.wait_for(server.stdout.readline(), 30)).decode()
-            found = re.search(r":(\d+)/?$", line.strip())
-            assert found, line
-            ports.append(int(found.group(1)))
-        yield f"http://127.0.0.1:{ports[1]}"
-        server.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(server.wait(), 20) == 0
-    finally:
-        if server.returncode is None:
-            server.kill()
-            await server.wait()
+    async with tavern_serve(config) as server:
+        yield f"http://127.0.0.1:{server.http_port}"
+        server.process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(server.process.wait(), 20) == 0
 
 
 async def test_a_saved_game_loads_and_plays_on_after_a_restart(tmp_path: Path) -> None:

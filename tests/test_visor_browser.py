@@ -17,39 +17,26 @@ import contextlib
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
-from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page, expect
 
 from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import choose_actions, view_of
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.thud import rules as thud_rules
 from server.simulation import Simulation
+from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import RawClient, Served
 from visor.seats import run_house_game
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-WAIT_MS = 10_000  # Playwright's bound on every wait and action
 XSS = "<img src=x onerror=alert(1)>"
 DWARF_NAMES = ["<b>Gimli</b>", "Durin", "Thorin", "Balin", "Dwalin"]
 SIMULATION_ID = re.compile(r"^[0-9a-r]{7}$")
 DIGIT = re.compile(r"^\d$")
 SHORT_GAME_SEED = 33  # dummy against dummy with this seed ends 3-0 after 147 turns
-REPO = Path(__file__).resolve().parent.parent
 
 T = TypeVar("T")
 
@@ -57,57 +44,10 @@ T = TypeVar("T")
 # --- the browser ---------------------------------------------------------------------------
 
 
-@dataclass
-class Visor:
-    """Pages of the served visor in one browser; anything that goes wrong on them is kept."""
-
-    browser: Browser
-    base_url: str
-    problems: list[str] = field(default_factory=list)
-
-    async def open(self, path: str, width: int = 1280, height: int = 860, scale: float = 1) -> Page:
-        page = await self.browser.new_page(
-            viewport={"width": width, "height": height}, device_scale_factor=scale
-        )
-        page.set_default_timeout(WAIT_MS)
-        page.on("dialog", self._on_dialog)
-        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        page.on("console", self._on_console)
-        await page.goto(self.base_url + path)
-        # The page's websocket is up: every page shows it in #connection.
-        await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
-        return page
-
-    def _on_dialog(self, dialog: Dialog) -> None:
-        # A dialog would mean a nick ran as script: fail the test, and unblock the page.
-        self.problems.append(f"dialog: {dialog.message}")
-        asyncio.get_running_loop().create_task(dialog.dismiss())
-
-    def _on_console(self, message: ConsoleMessage) -> None:
-        # CSP violations (an inline style or script) show up as console errors.
-        if message.type == "error":
-            self.problems.append(f"console: {message.text}")
-
-
-def chromium_installed() -> bool:
-    return Path(CHROMIUM).is_file()
-
-
 @pytest.fixture
-async def visor(served: Served) -> AsyncIterator[Visor]:
-    if not chromium_installed():
-        pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs it")
-    async with async_playwright() as playwright:
-        try:
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except PlaywrightError as error:
-            pytest.fail(f"Chromium at {CHROMIUM} does not start ({error}): `make test` installs it")
-        try:
-            visor = Visor(browser, served.url)
-            yield visor
-        finally:
-            await browser.close()
-    assert visor.problems == []
+async def visor(served: Served) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url) as pages:
+        yield pages
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -213,7 +153,7 @@ async def turns_or_seated(served: Served, simulation_id: str, seated: int) -> No
 
 
 async def test_the_lobby_shows_a_new_simulation_within_a_second(
-    served: Served, visor: Visor
+    served: Served, visor: Pages
 ) -> None:
     page = await visor.open("/")
     await expect(page.locator("#sims-empty")).to_be_visible()
@@ -250,7 +190,7 @@ async def test_the_lobby_shows_a_new_simulation_within_a_second(
     await expect(page.locator("#created-snippet")).to_contain_text(f'"simulationId":"{new_id}"')
 
 
-async def test_run_a_game_from_the_lobby_opens_its_live_view(served: Served, visor: Visor) -> None:
+async def test_run_a_game_from_the_lobby_opens_its_live_view(served: Served, visor: Pages) -> None:
     page = await visor.open("/")
     await page.select_option("#run-game", "thud")
     # Only house players that can play a seat are offered for it.
@@ -282,7 +222,7 @@ async def test_run_a_game_from_the_lobby_opens_its_live_view(served: Served, vis
 
 
 async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
-    served: Served, visor: Visor
+    served: Served, visor: Pages
 ) -> None:
     simulation_id, bots = await slow_tavern_game(served, delay_s=0.02)
     with background(*bots):
@@ -330,7 +270,7 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
 
 
 async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(
-    served: Served, visor: Visor
+    served: Served, visor: Pages
 ) -> None:
     simulation = run_house_game(served.arena, "thud", ["dwarf", "troll"], 40)
     page = await visor.open(f"/watch/{simulation.id}", scale=2)
@@ -356,14 +296,14 @@ async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(
     assert await canvas_pixels(page) != frozen
 
 
-async def test_an_unknown_id_shows_a_clear_message(visor: Visor) -> None:
+async def test_an_unknown_id_shows_a_clear_message(visor: Pages) -> None:
     page = await visor.open("/watch/nope123")
     await expect(page.locator("#missing-title")).to_have_text("There is no simulation with this id")
     await expect(page.locator("#missing-detail")).to_contain_text("nope123")
     await expect(page.locator("#watch")).to_be_hidden()
 
 
-async def test_nicks_are_shown_as_text_never_run(served: Served, visor: Visor) -> None:
+async def test_nicks_are_shown_as_text_never_run(served: Served, visor: Pages) -> None:
     bot = await RawClient.connect(served.tcp_port)
     try:
         await bot.send({"type": "join-simulation", "game": "thud", "nick": XSS, "side": "dwarf"})
@@ -389,7 +329,7 @@ async def test_nicks_are_shown_as_text_never_run(served: Served, visor: Visor) -
 
 
 async def test_a_person_plays_thud_by_clicking_and_makes_peace(
-    served: Served, visor: Visor
+    served: Served, visor: Pages
 ) -> None:
     page = await visor.open("/play/thud")
     await page.fill("#nick", "Ann")
@@ -436,7 +376,7 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
     assert await canvas_pixels(page) != untouched
 
 
-async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Visor) -> None:
+async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pages) -> None:
     page = await visor.open("/play/thud")
     await page.fill("#nick", "Ann")
     await page.check("input[value=troll]")
@@ -470,7 +410,7 @@ async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Vi
 # --- screenshots for the README --------------------------------------------------------------
 
 
-async def test_screenshots(served: Served, visor: Visor, tmp_path: Path) -> None:
+async def test_screenshots(served: Served, visor: Pages, tmp_path: Path) -> None:
     """Every page, rendered with games going on; saved for the README with VISOR_SCREENSHOTS=1."""
     out = REPO / "docs" / "screenshots" if os.environ.get("VISOR_SCREENSHOTS") else tmp_path
     out.mkdir(parents=True, exist_ok=True)

@@ -20,29 +20,26 @@ import io
 import os
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
-from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page, expect
 
 from server.config import ArenaConfig
 from server.league import ratings, tables
 from server.simulation import Simulation
 from server.tournament import TournamentRunner, spec_from_mapping
+from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import Served
 from tests.test_tournament import broken, house
-from tests.test_visor_browser import CHROMIUM, CHROMIUM_ARGS, REPO, WAIT_MS, chromium_installed
 from visor.seats import seat_house_player
 
 GAME_TIMEOUT_S = 30
 TAVERN_SEED = 5
 THUD_SEED = 8
 # Chrome reports an API answer of 404 or 409 as a console error; pages that expect one say so.
-HTTP_ERROR = re.compile(r"Failed to load resource: the server responded with a status of 40[49]")
 
 # The colours of the pieces on the canvas (visor/static/js/games.js COLOURS).
 COLOURS = {
@@ -82,52 +79,10 @@ TAVERN_CUP: dict[str, Any] = {
 # --- the browser ---------------------------------------------------------------------------
 
 
-@dataclass
-class Pages:
-    """Pages of the served visor in one browser; anything that goes wrong on them is kept."""
-
-    browser: Browser
-    base_url: str
-    problems: list[str] = field(default_factory=list)
-    http_errors_expected: bool = False
-
-    async def open(self, path: str, width: int = 1280, height: int = 860) -> Page:
-        page = await self.browser.new_page(viewport={"width": width, "height": height})
-        page.set_default_timeout(WAIT_MS)
-        page.on("dialog", self._on_dialog)
-        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        page.on("console", self._on_console)
-        await page.goto(self.base_url + path)
-        return page
-
-    def _on_dialog(self, dialog: Dialog) -> None:
-        self.problems.append(f"dialog: {dialog.message}")
-        asyncio.get_running_loop().create_task(dialog.dismiss())
-
-    def _on_console(self, message: ConsoleMessage) -> None:
-        # CSP violations (an inline style or script) show up as console errors.
-        if message.type != "error":
-            return
-        if self.http_errors_expected and HTTP_ERROR.search(message.text):
-            return
-        self.problems.append(f"console: {message.text}")
-
-
 @pytest.fixture
 async def pages(served: Served) -> AsyncIterator[Pages]:
-    if not chromium_installed():
-        pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs it")
-    async with async_playwright() as playwright:
-        try:
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except PlaywrightError as error:
-            pytest.fail(f"Chromium at {CHROMIUM} does not start ({error}): `make test` installs it")
-        try:
-            opened = Pages(browser, served.url)
-            yield opened
-        finally:
-            await browser.close()
-    assert opened.problems == []
+    async with chromium_pages(served.url) as opened:
+        yield opened
 
 
 @pytest.fixture
@@ -355,7 +310,7 @@ async def test_the_replay_of_a_thud_game_shows_each_recorded_position(
     replay = await get_json(served, f"/api/games/{simulation.id}/replay")
     frames = replay["frames"]
     last = len(frames) - 1
-    page = await pages.open(f"/replay/{simulation.id}")
+    page = await pages.open(f"/replay/{simulation.id}", connected=False)
     await expect(page.locator("#game-title")).to_have_text("Thud replay")
     await board_matches_frame(page, replay, 0)
     await expect(page.locator("#pieces")).to_have_text("32 dwarfs · 8 trolls")
@@ -419,7 +374,7 @@ async def test_an_unknown_id_or_a_record_that_does_not_replay_shows_why(
     served: Served, pages: Pages
 ) -> None:
     pages.http_errors_expected = True
-    page = await pages.open("/replay/nope123")
+    page = await pages.open("/replay/nope123", connected=False)
     await expect(page.locator("#missing-title")).to_have_text("No recorded game with this id")
     await expect(page.locator("#missing-detail")).to_contain_text("nope123")
     await expect(page.locator("#replay")).to_be_hidden()
@@ -455,7 +410,7 @@ async def test_the_league_and_the_matches_of_tournaments(
     expected = tables(thud_results)
     assert set(expected) == {"dwarf", "troll"}
 
-    page = await pages.open("/league")
+    page = await pages.open("/league", connected=False)
     await expect(page.locator("#tournament")).to_have_value(newest)
     await page.select_option("#tournament", thud_id)
     await expect(page).to_have_url(re.compile(rf"/league\?tournament={thud_id}$"))
@@ -536,7 +491,7 @@ async def test_the_league_and_the_matches_of_tournaments(
     await expect(rows).to_have_count(len(crashed))
 
     # Paging, when a page holds fewer games than the tournament has.
-    paged = await pages.open(f"/matches?tournament={thud_id}&perPage=3")
+    paged = await pages.open(f"/matches?tournament={thud_id}&perPage=3", connected=False)
     await expect(paged.locator("#matches-body tr")).to_have_count(3)
     await expect(paged.locator("#page-info")).to_have_text("Page 1 of 2")
     await paged.click("#older")
