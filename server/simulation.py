@@ -419,7 +419,9 @@ class Simulation:
                 seat.consecutive_timeouts = 0
                 seat.reply_times_s.append(time.monotonic() - self._turn_started)
             self._play_action(seat_index, action, timed_out)
-        self.outcome = self._forfeit or game.outcome(self.state)
+        # A move already accepted when its player left still counts: if it ended the game,
+        # that result stands over the forfeit.
+        self.outcome = game.outcome(self.state) or self._forfeit
         assert self.outcome is not None
         for index, seat_or_none in enumerate(self.seats):
             if seat_or_none is not None:

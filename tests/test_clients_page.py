@@ -224,7 +224,7 @@ async def test_bad_clients_fail_and_say_why(browsing: Pages) -> None:
     await new_client(page, "idle", IDLE)
     await validate(page, "fail")
     await expect(page.locator("#games > li").first.locator(".game-verdict")).to_contain_text(
-        "On ply 1, turn() returned without a move."
+        "On ply 1, turn() returned without a move: the game stopped there"
     )
     await new_client(page, "endless", ENDLESS)
     await page.fill("#think-limit", "1")

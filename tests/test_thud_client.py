@@ -661,12 +661,13 @@ async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
     assert "Error: thrower gives up on its third turn" in run.stderr
     assert "thrower.js:" in run.stderr  # the stack trace, into the client's file
     assert "win-game: Player disconnected" in thrower.clients[TROLL].stdout
-    # The idle troll made no move on ply 2: the engine stopped there; here it leaves and loses.
+    # The idle troll made no move on ply 2: as the challenge's engine did, the game stops there
+    # and is scored as it stands, 32 v 32, a draw.
     outcome = idle.simulation.outcome
     assert outcome is not None
-    assert (outcome.reason, outcome.winner) == ("Player disconnected", 0)
-    assert len(idle.simulation.turns) == 1
-    assert idle.clients[TROLL].returncode == 3
+    assert (outcome.reason, outcome.winner) == ("No move", None)
+    assert len(idle.simulation.turns) == 2  # the dwarfs' move, then the trolls' stop
+    assert idle.clients[TROLL].returncode == 0
     assert "ply 2: the client made no move" in idle.clients[TROLL].stderr
     assert "dwarfs 32, trolls 32" in idle.clients[TROLL].stderr
     # The game played alongside them went on to a real end.
@@ -755,17 +756,15 @@ def test_a_folder_of_clients_is_a_tournament_in_one_command(node: str, tmp_path:
     assert printed == {
         table: {bot: tuple(row) for bot, row in rows.items()} for table, rows in expected.items()
     }
-    # Where a result is known in advance: the idle dwarf and the thrower lose every game,
-    # the idle one at 32 v 32 (a loss worth nothing).
-    assert printed[DWARF]["idle"] == (2, 0, 2, 0, 0)
+    # Where a result is known in advance: the idle dwarf stops its games at once, scored as
+    # they stand (32 v 32: draws), and the thrower loses every game.
+    assert printed[DWARF]["idle"] == (2, 0, 0, 2, 0)
     assert printed[DWARF]["thrower"][1:4] == (0, 2, 0)
     reasons = {
         (game["players"][0]["bot"], game["players"][1]["bot"]): game["result"]["reason"]
         for game in games
     }
-    assert {reasons["idle", troll] for troll in ("cautious", "peacemaker")} == {
-        "Player disconnected"
-    }
+    assert {reasons["idle", troll] for troll in ("cautious", "peacemaker")} == {"No move"}
     idle_game = next(game for game in games if game["players"][0]["bot"] == "idle")
     assert idle_game["players"][0]["nick"] == "idle"
     assert record is not None

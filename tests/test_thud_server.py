@@ -131,6 +131,21 @@ async def test_both_sides_declaring_ends_the_game_by_agreement(connect: Any) -> 
         assert end["state"]["declared"] == {"dwarf": True, "troll": True}
 
 
+async def test_a_side_that_stops_ends_the_game_as_it_stands(connect: Any) -> None:
+    dwarf, troll, turn = await thud_pair(connect)
+    first = turn["state"]["moves"][0]
+    await dwarf.send(move(first["from"], first["to"]))
+    await troll.expect("turn")
+    await troll.send({"type": "player-turn", "stop": True})
+    for client in (dwarf, troll):
+        end = await client.expect("draw-game")
+        assert end["result"] == {
+            "reason": "No move",
+            "score": {"dwarfs": 32, "trolls": 32},
+            "winner": None,
+        }
+
+
 async def test_side_taken_and_random_join_by_side(connect: Any) -> None:
     one, two, three, tavern = await connect(), await connect(), await connect(), await connect()
     await tavern.send({"type": "join-simulation", "nick": "tavern"})  # a waiting Tavern game

@@ -9,7 +9,7 @@ import pytest
 from bots.thud import ThudTurn
 from server.games.base import ActionRejected, Outcome, Player
 from server.games.thud import rules
-from server.games.thud.game import ThudGame
+from server.games.thud.game import Stop, ThudGame
 from tests.golden_files import check_golden
 
 GAME = ThudGame()
@@ -54,10 +54,24 @@ def test_player_turn_parses_to_an_action() -> None:
     action = GAME.parse_action(
         state, 0, {"type": "player-turn", "move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
     )
+    assert isinstance(action, rules.Action)
     assert action.declare is True
     assert isinstance(action.move, rules.Move)
     assert (action.move.kind, action.move.killed) == ("hurl", ((6, 6),))
     assert GAME.action_to_wire(action) == {"move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
+
+
+def test_stop_ends_the_game_scored_as_it_stands() -> None:
+    """A client that makes no move: the challenge's engine stopped and scored the position."""
+    stop = GAME.parse_action(opening(), 0, {"type": "player-turn", "stop": True})
+    assert isinstance(stop, Stop)
+    assert GAME.action_to_wire(stop) == {"stop": True}
+    final, events = GAME.apply(opening(), 0, stop, random.Random(0))
+    assert GAME.outcome(final) == Outcome(1, "No move")  # 3 dwarfs against 2 trolls (8)
+    assert GAME.events_to_wire(events) == [{"type": "ended", "reason": "No move"}]
+    assert final.dwarfs == opening().dwarfs
+    with pytest.raises(ActionRejected, match="not both"):
+        GAME.parse_action(opening(), 0, {"type": "player-turn", "stop": True, "move": {}})
 
 
 @pytest.mark.parametrize(

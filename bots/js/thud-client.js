@@ -26,12 +26,10 @@
 //     adapter leaves on its first turn. Leaving before the game starts would only free the seat
 //     (outside tournaments the game would then wait for someone else), and the engine failed as
 //     the game began;
-//   - a turn() that returns without a successful move: the challenge's engine simply stopped
-//     there and scored the position as it stood, which the arena's protocol has no message for;
-//     leaving at once is the nearest faithful ending (the side loses, as the challenge's
-//     validator also rejected such clients) and frees the opponent without waiting for the turn
-//     timeout. Exit status 3.
 // Bad options exit with status 2 before connecting.
+// A turn() that returns without a successful move ends the game as the challenge's engine did:
+// it stopped there and scored the position as it stood. The adapter sends the arena's
+// {"type": "player-turn", "stop": true}, and the game ends with the reason "No move".
 // Errors from the arena go to stderr. An `Illegal move` or `Invalid turn` means the arena and
 // the controller disagree about the rules; the adapter cannot recover a turn it has already
 // played, so it leaves (exit status 1). A finished game exits with status 0.
@@ -47,7 +45,6 @@ const USAGE =
   '[--simulation ID] [--nick NAME] [--think-ms MS]';
 const EXIT_FAILED = 1;
 const EXIT_BAD_INPUT = 2;
-const EXIT_NO_MOVE = 3;
 const LOAD_TIMEOUT_MS = 10000; // for running the client file's top level
 const MAX_NICK = 64;
 
@@ -247,11 +244,11 @@ function main() {
     if (!reply) {
       const score = state.score || {};
       say(
-        'ply ' + state.ply + ': the client made no move. The challenge\'s engine stopped the game ' +
-        'here and scored it as it stood (dwarfs ' + score.dwarfs + ', trolls ' + score.trolls + '); ' +
-        'the arena cannot, so this side leaves the game and loses it'
+        'ply ' + state.ply + ': the client made no move: the game stops here, scored as it ' +
+        'stands (dwarfs ' + score.dwarfs + ', trolls ' + score.trolls + '), as the challenge\'s ' +
+        'engine did'
       );
-      leave(EXIT_NO_MOVE);
+      send({ type: 'player-turn', stop: true });
       return;
     }
     send(Object.assign({ type: 'player-turn' }, reply));

@@ -8,6 +8,7 @@ the column and ``y`` the row from the top-left, as in the king-of-the-hill engin
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from server.games.base import (
@@ -22,13 +23,23 @@ from server.games.base import (
 from server.games.thud import rules
 from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Square, State
 
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The side on move makes no move: the game ends here, scored as it stands.
+
+    This is how the king-of-the-hill engine ended a game whose client made no move in its
+    turn; clients written for it rely on it (see bots/js/thud-client.js).
+    """
+
+
+ThudAction = Action | Stop
 BOARD_SIZE = 15
 MAX_NICK_LENGTH = 64
 ILLEGAL_MOVE = "Illegal move"
 INVALID_TURN = "Invalid turn"
 
 
-class ThudGame(Game[State, Action]):
+class ThudGame(Game[State, ThudAction]):
     """32 dwarfs against 8 trolls; see ``rules`` for the engine it reproduces."""
 
     name = "thud"
@@ -62,11 +73,14 @@ class ThudGame(Game[State, Action]):
         return SIDES.index(rules.side_to_move(state))
 
     def apply(
-        self, state: State, seat: int, action: Action, rng: RandomSource
+        self, state: State, seat: int, action: ThudAction, rng: RandomSource
     ) -> tuple[State, list[Any]]:
         if seat != self.seat_to_move(state):
             raise ActionRejected("Not your turn", f"the {rules.side_to_move(state)}s move now")
-        new_state, events = rules.apply(state, action)
+        if isinstance(action, Stop):
+            new_state, events = rules.stop(state)
+        else:
+            new_state, events = rules.apply(state, action)
         return new_state, list(events)
 
     def outcome(self, state: State) -> Outcome | None:
@@ -77,7 +91,11 @@ class ThudGame(Game[State, Action]):
         return None
 
     # --- wire --------------------------------------------------------------------------------
-    def parse_action(self, state: State, seat: int, message: JsonObject) -> Action:
+    def parse_action(self, state: State, seat: int, message: JsonObject) -> ThudAction:
+        if message.get("stop") is True:
+            if "move" in message:
+                raise ActionRejected(INVALID_TURN, 'send either "move" or "stop", not both')
+            return Stop()
         move = message.get("move")
         if not isinstance(move, dict):
             raise ActionRejected(INVALID_TURN, '"move" must be {"from": [x, y], "to": [x, y]}')
@@ -96,7 +114,9 @@ class ThudGame(Game[State, Action]):
             ILLEGAL_MOVE, f"the {side} on {list(start)} cannot move to {list(end)}"
         )
 
-    def action_to_wire(self, action: Action) -> JsonObject:
+    def action_to_wire(self, action: ThudAction) -> JsonObject:
+        if isinstance(action, Stop):
+            return {"stop": True}
         start, end = (
             (action.move.start, action.move.end) if isinstance(action.move, Move) else action.move
         )

@@ -33,6 +33,7 @@ __all__ = [
     "DWARF",
     "DWARF_PIECE",
     "END_REASONS",
+    "NO_MOVE",
     "MAX_PLIES",
     "SIDES",
     "SQUARES",
@@ -63,6 +64,7 @@ __all__ = [
     "outcome",
     "score",
     "side_to_move",
+    "stop",
     "state_from_position",
 ]
 
@@ -82,9 +84,11 @@ NO_MORE_DWARFS: Final = "No more dwarfs"
 NO_MORE_TROLLS: Final = "No more trolls"
 AGREED: Final = "Players agreed to finish"
 NO_LEGAL_MOVES: Final = "No legal moves"
-END_REASONS: Final = (TIMEOUT, NO_MORE_DWARFS, NO_MORE_TROLLS, AGREED, NO_LEGAL_MOVES)
+NO_MOVE: Final = "No move"
+END_REASONS: Final = (TIMEOUT, NO_MORE_DWARFS, NO_MORE_TROLLS, AGREED, NO_LEGAL_MOVES, NO_MOVE)
 """Why a game ends: the engine's four reasons, in the order it checks them, then the arena's
-"No legal moves" (where the engine simply stopped)."""
+names for the two ways the engine simply stopped and scored the position as it stood: the side
+on move had no legal move, or its client made none."""
 
 DWARF_COUNT: Final = 32
 TROLL_COUNT: Final = 8
@@ -567,6 +571,13 @@ def apply(state: State, action: Action) -> tuple[State, list[ThudEvent]]:
     if after.end_reason is not None:
         events.append(GameEnded(after.end_reason))
     return after, events
+
+
+def stop(state: State) -> tuple[State, list[ThudEvent]]:
+    """The side on move makes no move: the engine stops here and the score stands."""
+    if state.end_reason is not None:
+        raise ActionRejected(ILLEGAL, f"the game is over ({state.end_reason})")
+    return replace(state, end_reason=NO_MOVE), [GameEnded(NO_MOVE)]
 
 
 def _legal_move(state: State, side: Side, wanted: Move | tuple[Square, Square]) -> Move:

@@ -196,6 +196,9 @@ export class SeatGame {
         return;
       }
       case "no-move":
+        // As the challenge's engine did: the game stops here, scored as it stands. The
+        // validator still counts it against the client, as the challenge's did.
+        this.send({ type: "move", stop: true });
         this.fail({ kind: "no-move", ply, score: state.score });
         return;
       case "threw":

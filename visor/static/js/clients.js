@@ -644,7 +644,7 @@ function failureText(failure, name) {
       return `${name} threw on ply ${failure.ply}: ${failure.error.name}: ${failure.error.message}`;
     case "no-move": {
       const score = failure.score ? ` (dwarfs ${failure.score.dwarfs}, trolls ${failure.score.trolls})` : "";
-      return `On ply ${failure.ply}, turn() returned without a move. The challenge's engine stopped the game there${score}; in the arena the client leaves it and loses.`;
+      return `On ply ${failure.ply}, turn() returned without a move: the game stopped there, scored as it stood${score}, as the challenge's engine did.`;
     }
     case "timeout":
       return `On ply ${failure.ply}, ${name} ran longer than ${failure.limitMs / 1000} s (an endless loop?), so it was stopped.`;
