@@ -23,6 +23,7 @@ from server.games.base import (
 from server.games.thud import rules
 from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Square, State
 
+
 @dataclass(frozen=True, slots=True)
 class Stop:
     """The side on move makes no move: the game ends here, scored as it stands.

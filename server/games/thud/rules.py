@@ -33,8 +33,8 @@ __all__ = [
     "DWARF",
     "DWARF_PIECE",
     "END_REASONS",
-    "NO_MOVE",
     "MAX_PLIES",
+    "NO_MOVE",
     "SIDES",
     "SQUARES",
     "THUDSTONE",
@@ -64,8 +64,8 @@ __all__ = [
     "outcome",
     "score",
     "side_to_move",
-    "stop",
     "state_from_position",
+    "stop",
 ]
 
 Side: TypeAlias = Literal["dwarf", "troll"]
