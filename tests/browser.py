@@ -95,3 +95,24 @@ async def chromium_pages(base_url: str) -> AsyncIterator[Pages]:
         finally:
             await browser.close()
     assert pages.problems == []
+
+
+async def canvas_pixels(page: Page) -> str:
+    """The board canvas as an image: two calls differ when anything on it changed."""
+    pixels: str = await page.evaluate("document.getElementById('board').toDataURL()")
+    return pixels
+
+
+async def square_point(page: Page, x: int, y: int) -> tuple[float, float]:
+    """The page coordinates of the centre of board square (x, y), from the canvas's data-."""
+    box: dict[str, float] = await page.evaluate(
+        """() => {
+            const canvas = document.getElementById('board');
+            const rect = canvas.getBoundingClientRect();
+            const data = canvas.dataset;
+            return {left: rect.left, top: rect.top, cell: Number(data.cellSize),
+                    x: Number(data.originX), y: Number(data.originY)};
+        }"""
+    )
+    cell = box["cell"]
+    return box["left"] + box["x"] + (x + 0.5) * cell, box["top"] + box["y"] + (y + 0.5) * cell

@@ -28,7 +28,7 @@ from bots.tavern_dummy import choose_actions, view_of
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.thud import rules as thud_rules
 from server.simulation import Simulation
-from tests.browser import REPO, Pages, chromium_pages
+from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import RawClient, Served
 from visor.seats import run_house_game
 
@@ -51,26 +51,6 @@ async def visor(served: Served) -> AsyncIterator[Pages]:
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-async def canvas_pixels(page: Page) -> str:
-    pixels: str = await page.evaluate("document.getElementById('board').toDataURL()")
-    return pixels
-
-
-async def square_point(page: Page, x: int, y: int) -> tuple[float, float]:
-    """The page coordinates of the centre of board square (x, y)."""
-    box: dict[str, float] = await page.evaluate(
-        """() => {
-            const canvas = document.getElementById('board');
-            const rect = canvas.getBoundingClientRect();
-            const data = canvas.dataset;
-            return {left: rect.left, top: rect.top, cell: Number(data.cellSize),
-                    x: Number(data.originX), y: Number(data.originY)};
-        }"""
-    )
-    cell = box["cell"]
-    return box["left"] + box["x"] + (x + 0.5) * cell, box["top"] + box["y"] + (y + 0.5) * cell
 
 
 async def click_square(page: Page, x: int, y: int) -> None:

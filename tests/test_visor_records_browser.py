@@ -31,7 +31,7 @@ from server.config import ArenaConfig
 from server.league import ratings, tables
 from server.simulation import Simulation
 from server.tournament import TournamentRunner, spec_from_mapping
-from tests.browser import REPO, Pages, chromium_pages
+from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import Served
 from tests.test_tournament import broken, house
 from visor.seats import seat_house_player
@@ -124,11 +124,6 @@ async def tournament(served: Served, raw: dict[str, Any]) -> str:
 
 
 # --- what the replay page shows ------------------------------------------------------------
-
-
-async def canvas_pixels(page: Page) -> str:
-    pixels: str = await page.evaluate("document.getElementById('board').toDataURL()")
-    return pixels
 
 
 async def shows_frame(page: Page, index: int) -> None:
@@ -261,7 +256,7 @@ async def test_the_replay_of_a_tavern_game_steps_seeks_and_ends_with_the_result(
     await expect(page.locator("#position")).to_have_text(f"{scored - 1} / {last}")
     await page.locator("#seek").blur()
     dwarf = frames[scored - 1]["state"]["team1"][0]
-    await page.mouse.move(*await square_centre(page, dwarf["coords"]["x"], dwarf["coords"]["y"]))
+    await page.mouse.move(*await square_point(page, dwarf["coords"]["x"], dwarf["coords"]["y"]))
     await expect(page.locator("#tooltip strong")).to_have_text(dwarf["name"])
     await page.screenshot(path=shots / "replay-tavern.png")
 
@@ -343,7 +338,7 @@ async def test_the_replay_of_a_thud_game_shows_each_recorded_position(
             str(frames[kill]["scores"][key])
         )
     await expect(page.locator("#events")).to_contain_text("kills")
-    await page.mouse.move(*await square_centre(page, *state["trolls"][0]))
+    await page.mouse.move(*await square_point(page, *state["trolls"][0]))
     await expect(page.locator("#tooltip")).to_contain_text("Troll")
     await page.screenshot(path=shots / "replay-thud.png")
 
@@ -354,20 +349,6 @@ async def test_the_replay_of_a_thud_game_shows_each_recorded_position(
     await page.click("#back")
     await board_matches_frame(page, replay, last - 1)
     await expect(page.locator("#result")).to_be_hidden()
-
-
-async def square_centre(page: Page, x: int, y: int) -> tuple[float, float]:
-    box: dict[str, float] = await page.evaluate(
-        """() => {
-            const canvas = document.getElementById('board');
-            const rect = canvas.getBoundingClientRect();
-            const data = canvas.dataset;
-            return {left: rect.left, top: rect.top, cell: Number(data.cellSize),
-                    x: Number(data.originX), y: Number(data.originY)};
-        }"""
-    )
-    cell = box["cell"]
-    return box["left"] + box["x"] + (x + 0.5) * cell, box["top"] + box["y"] + (y + 0.5) * cell
 
 
 async def test_an_unknown_id_or_a_record_that_does_not_replay_shows_why(
