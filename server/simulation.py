@@ -74,7 +74,6 @@ class Seat:
     bot: str | None = None  # which entrant plays this seat, when a tournament knows it
     # Proves a rejoining connection is this seat's player; sent only in its game-info.
     token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
-    connected: bool = True
     consecutive_timeouts: int = 0
     errors: int = 0
     last_error: str | None = None  # the last error it was sent, with its reason
@@ -234,15 +233,17 @@ class Simulation:
         elif self.status is Status.PLAYING and self._forfeit is None and self.outcome is None:
             # Only a TCP bot holds a token it can rejoin with; a closed page cannot come back.
             if self.limits.reconnect_grace_s > 0 and occupant.kind == "bot":
-                occupant.connected = False
-                occupant.channel = _Detached()
-                self.spawn(self._forfeit_unless_back(seat, occupant))
+                detached = _Detached()
+                occupant.channel = detached
+                self.spawn(self._forfeit_unless_back(seat, occupant, detached))
             else:
                 self._forfeit_left(seat)
 
-    async def _forfeit_unless_back(self, seat: int, occupant: Seat) -> None:
+    async def _forfeit_unless_back(self, seat: int, occupant: Seat, detached: _Detached) -> None:
+        """Forfeit if the seat is still on the channel it got when it left: a rejoin, even one
+        followed by another loss (with its own grace period), replaced it."""
         await asyncio.sleep(self.limits.reconnect_grace_s)
-        if not occupant.connected and self.status is Status.PLAYING and self._forfeit is None:
+        if occupant.channel is detached and self.status is Status.PLAYING and self._forfeit is None:
             self._forfeit_left(seat)
 
     def _forfeit_left(self, seat: int) -> None:
@@ -268,7 +269,7 @@ class Simulation:
                 and hmac.compare_digest(occupant.token.encode(), token.encode())
             ):
                 old = occupant.channel
-                occupant.channel, occupant.connected, occupant.gone = channel, True, False
+                occupant.channel, occupant.gone = channel, False
                 if old is not channel:
                     old.close()
                 channel.send(self._game_info(seat, occupant))

@@ -231,3 +231,32 @@ async def test_dummy_bots_still_finish_with_the_default_grace_period() -> None:
             ["loss-game", "win-game"],
             ["draw-game", "draw-game"],
         )
+
+
+async def test_a_second_loss_gets_its_own_grace_period() -> None:
+    """The first loss's timer must not end the grace period of a loss after a rejoin."""
+    async with Arena(test_config(reconnect_grace_ms=600)).serving() as arena:
+        assert arena.tcp_port is not None
+        one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
+        await one.send(join())
+        info = await one.expect("game-info")
+        await two.send(join(info["simulationId"]))
+        await two.expect("game-info")
+        await one.expect("turn")
+        rejoin = {"type": "rejoin", "simulationId": info["simulationId"], "token": info["token"]}
+        one.writer.transport.abort()
+        await asyncio.sleep(0.4)
+        back = await RawClient.connect(arena.tcp_port)
+        await back.send(rejoin)
+        await back.expect("game-info")
+        await back.expect("turn")
+        back.writer.transport.abort()  # lost again, 0.4 s into the first grace period
+        await asyncio.sleep(0.4)  # the first period is over; the second is not
+        again = await RawClient.connect(arena.tcp_port)
+        await again.send(rejoin)
+        await again.expect("game-info")
+        turn = await again.expect("turn")
+        await again.send(pass_all(turn["state"], "team1"))
+        await two.expect("turn")  # no "Player disconnected": the game went on
+        for client in (two, again):
+            await client.close()
