@@ -43,7 +43,7 @@ import orjson
 
 from server.arena import Arena
 from server.config import ArenaConfig
-from server.games import GAMES
+from server.games import GAMES, SEAT_NAMES
 from server.games.base import JsonObject
 from server.league import GameResult
 from server.records import Recorder, Records
@@ -122,7 +122,7 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     game = _get(raw, "game", str)
     if game not in GAMES:
         raise TournamentError(f"key 'game': must be one of {', '.join(sorted(GAMES))}")
-    seat_names = _seat_names(game)
+    seat_names = SEAT_NAMES[game]
     bots_raw = raw.get("bots")
     if not isinstance(bots_raw, list) or len(bots_raw) < 2:
         raise TournamentError("key 'bots': must be a list of at least two bots")
@@ -163,10 +163,6 @@ def _get(raw: dict[str, Any], key: str, kind: type, default: Any = ..., prefix: 
     if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
         raise TournamentError(f"key '{prefix}{key}': must be a {kind.__name__}, got {value!r}")
     return value
-
-
-def _seat_names(game: str) -> tuple[str, ...]:
-    return GAMES[game](ArenaConfig()).seat_names
 
 
 def _entrant(
@@ -273,7 +269,7 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
     both play either side meets once (the earlier-listed one as the dwarfs), or twice, once each
     way, with ``swap_sides``. Dwarven Tavern: every pair plays twice, once from each side.
     """
-    seat_names = _seat_names(spec.game)
+    seat_names = SEAT_NAMES[spec.game]
     both_ways = spec.swap_sides or spec.game == "tavern"
     pairings: list[tuple[Entrant, Entrant]] = []
     entrants = spec.entrants

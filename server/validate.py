@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bots.house import HOUSE_PLAYERS
 from server.config import ArenaConfig
-from server.games import GAMES
+from server.games import SEAT_NAMES
 from server.games.base import JsonObject
 from server.records import GameFilter, Records
 from server.simulation import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
@@ -67,7 +67,7 @@ async def validate(
     startup_ms: int = DEFAULT_LIMITS.startup_ms,
 ) -> list[Verdict]:
     """Play ``games`` games against each house player of the other side; judge each one."""
-    seat_names = GAMES[game](ArenaConfig()).seat_names
+    seat_names = SEAT_NAMES[game]
     if side not in seat_names:
         raise ValueError(f"--side must be one of {', '.join(seat_names)}")
     if not command:

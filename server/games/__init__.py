@@ -23,3 +23,9 @@ GAMES_FROM_SETTINGS: dict[str, Callable[[JsonObject], Game[Any, Any]]] = {
     ThudGame.name: lambda settings: ThudGame(),
 }
 """Rebuild the game a record was played with, from the settings it stored."""
+
+SEAT_NAMES: dict[str, tuple[str, ...]] = {
+    TavernGame.name: TavernGame.seat_names,
+    ThudGame.name: ThudGame.seat_names,
+}
+"""Each game's seats in order, for tools that need them without a game to play."""
