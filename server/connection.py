@@ -153,12 +153,9 @@ class Connection:
                     elif isinstance(event, InvalidMessage):
                         self.send(error_message(INVALID_JSON, event.reason))
                     elif isinstance(event, MessageTooLong):
-                        self.send(
-                            error_message(
-                                MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes"
-                            )
+                        self.refuse(
+                            MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes"
                         )
-                        self.close()
         except OSError as error:  # a reset or broken pipe concerns this connection only
             log.info("connection %s: %s", self.peer, error)
         finally:
