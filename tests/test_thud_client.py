@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from bots.house import HOUSE_PLAYERS, play_house
@@ -229,7 +230,9 @@ def test_the_controller_answers_as_the_rules_at_every_ply_of_the_traces(node: st
             expected.append((state, after, record["play"], index in full))
             state = after
         plays = [record["play"] for record in positions]
-        feed.append(json.dumps({"game": game, "turns": turns, "plays": plays, "full": full}))
+        feed.append(
+            orjson.dumps({"game": game, "turns": turns, "plays": plays, "full": full}).decode()
+        )
     output = run_node(node, PROBE, "\n".join(feed) + "\n").splitlines()
     assert len(output) == len(expected) > 1900
 

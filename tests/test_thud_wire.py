@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pytest
 
 from bots.thud import ThudTurn
 from server.games.base import ActionRejected, Outcome, Player
 from server.games.thud import rules
 from server.games.thud.game import Stop, ThudGame
+from server.protocol import encode
 from tests.golden_files import check_golden
 
 GAME = ThudGame()
@@ -114,7 +116,7 @@ def test_spectators_get_the_position_and_readable_events() -> None:
 
 
 def test_the_sdk_view_answers_from_the_message() -> None:
-    turn = ThudTurn(GAME.turn_message(opening(), 0)["state"])
+    turn = ThudTurn(orjson.loads(encode(GAME.turn_message(opening(), 0)))["state"])
     assert turn.side == "dwarf"
     assert turn.pieces() == [(5, 5), (4, 4), (9, 9)]
     assert turn.opponent_declared() is True
@@ -132,3 +134,20 @@ def test_the_sdk_view_answers_from_the_message() -> None:
         "move": {"from": [5, 5], "to": [6, 6]},
         "declare": False,
     }
+
+
+def test_the_encoded_move_list_is_every_legal_move_in_order() -> None:
+    """Random games from the start: the pre-encoded list reads back as the moves themselves."""
+    chooser = random.Random(7)
+    for _ in range(3):
+        state = rules.initial_state()
+        for _ in range(300):
+            moves = rules.legal_moves(state)
+            if not moves:
+                break
+            sent = orjson.loads(encode(GAME.turn_message(state, 0)))["state"]["moves"]
+            assert sent == [
+                {"from": list(m.start), "to": list(m.end), "kind": m.kind, "kills": len(m.killed)}
+                for m in moves
+            ]
+            state, _ = rules.apply(state, rules.Action(chooser.choice(moves)))

@@ -10,9 +10,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+import orjson
+
 from bots.house import HOUSE_PLAYERS, NAMES, HousePlayer
 from server.arena import Arena
 from server.games.base import JoinRejected, JsonObject
+from server.protocol import encode
 from server.simulation import Simulation
 from visor.hub import Page
 
@@ -51,7 +54,8 @@ class HouseSeat:
         if kind == "game-info":
             self._reply = self.player.start(message, self.seed)
         elif kind == "turn" and self.simulation is not None:
-            self.simulation.spawn(self._answer(message))
+            # Read the turn as a bot over TCP would: parts of it may be JSON already.
+            self.simulation.spawn(self._answer(orjson.loads(encode(message))))
         elif kind == "error" and message["message"] not in ("Turn timeout", "Player disconnected"):
             log.warning("house player %s was told: %s", self.player.name, message)
 

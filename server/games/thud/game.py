@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from server.games.base import (
     ActionRejected,
     Game,
@@ -248,15 +250,33 @@ def position_to_wire(state: State) -> JsonObject:
 
 
 def bot_state(state: State) -> JsonObject:
-    """The position plus every legal move for the side to move, as a bot receives it."""
+    """The position plus every legal move for the side to move, as a bot receives it.
+
+    The move list is already JSON (an ``orjson.Fragment``): in-process readers decode the
+    encoded message, as a bot would.
+    """
     wire = position_to_wire(state)
-    # Squares stay tuples: JSON writes them as the same arrays, and a turn may list hundreds.
-    wire["moves"] = [
-        {"from": m.start, "to": m.end, "kind": m.kind, "kills": len(m.killed)}
-        for m in rules.legal_moves(state)
-    ]
+    wire["moves"] = orjson.Fragment(moves_json(rules.legal_moves(state)))
     # Each piece's index in the start position, for clients that keep fixed-length piece lists
     # (the challenge's indexed_dwarfs and indexed_trolls).
     wire["dwarfSlots"] = list(state.dwarf_slots)
     wire["trollSlots"] = list(state.troll_slots)
     return wire
+
+
+_MOVE_JSON: dict[tuple[Square, Square, str, int], bytes] = {}
+"""Each listed move's JSON, made once: bounded by the board's geometry (a few thousand)."""
+
+
+def moves_json(moves: Sequence[Move]) -> bytes:
+    """The JSON array of a turn's moves; a turn lists hundreds, so each is encoded only once."""
+    parts = []
+    for move in moves:
+        key = (move.start, move.end, move.kind, len(move.killed))
+        encoded = _MOVE_JSON.get(key)
+        if encoded is None:
+            start, end, kind, kills = key
+            encoded = orjson.dumps({"from": start, "to": end, "kind": kind, "kills": kills})
+            _MOVE_JSON[key] = encoded
+        parts.append(encoded)
+    return b"[" + b",".join(parts) + b"]"
