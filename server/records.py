@@ -34,6 +34,7 @@ import orjson
 
 from server.games.base import JsonObject, Outcome
 from server.league import GameResult
+from server.protocol import kept_json
 from server.simulation import GameFinished, GameStarted, Simulation, TurnPlayed, Update
 
 log = logging.getLogger(__name__)
@@ -588,7 +589,7 @@ class Recorder:
                     simulation.id,
                     record.number,
                     record.seat,
-                    orjson.dumps(record.action),
+                    kept_json(record.action),
                     int(record.timed_out),
                 )
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 
 import orjson
 import pytest
@@ -15,6 +16,7 @@ from server.protocol import (
     ReaderEvent,
     encode,
     error_message,
+    kept_json,
 )
 
 TURN = {"type": "player-turn", "actions": [{"botId": 1, "type": "MOVE", "direction": "NORTH"}]}
@@ -234,3 +236,17 @@ def test_garbage_line_never_costs_the_next_message(
     reader = MessageReader(1 << 20)
     events = reader.feed(garbage + b"\n") + reader.feed(orjson.dumps(message) + b"\n")
     assert payloads(events)[-1] == message
+
+
+def test_kept_json_holds_only_its_length() -> None:
+    """What the server keeps (cached move JSON, queued records) must not hold orjson's buffer."""
+    values = [{"move": {"from": [i % 15, 3], "to": [4, i % 15]}} for i in range(200)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [kept_json(value) for value in values]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [orjson.loads(line) for line in kept] == values
+    assert held < 200 * 200  # about 80 bytes each; orjson's own results held 4 KiB each

@@ -24,6 +24,7 @@ from server.games.base import (
 )
 from server.games.thud import rules
 from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Square, State
+from server.protocol import kept_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +277,7 @@ def moves_json(moves: Sequence[Move]) -> bytes:
         encoded = _MOVE_JSON.get(key)
         if encoded is None:
             start, end, kind, kills = key
-            encoded = orjson.dumps({"from": start, "to": end, "kind": kind, "kills": kills})
+            encoded = kept_json({"from": start, "to": end, "kind": kind, "kills": kills})
             _MOVE_JSON[key] = encoded
         parts.append(encoded)
     return b"[" + b",".join(parts) + b"]"
