@@ -28,7 +28,6 @@ from server.simulation import (
     SeatsChanged,
     Simulation,
     Status,
-    TurnRecord,
     Update,
 )
 
@@ -116,11 +115,6 @@ class Arena:
         rng = random.Random(record["seed"])
         *_, last = frames(record, rng)
         game = game_of(record)
-        seat_names = list(game.seat_names)
-        turns = [
-            TurnRecord(t["number"], seat_names.index(t["seat"]), t["action"], t["timedOut"])
-            for t in record["turns"]
-        ]
         simulation = Simulation(
             record["id"],
             game,
@@ -128,7 +122,7 @@ class Arena:
             self._limits(),
             listener=self._notify,
         )
-        simulation.resume(last.state, turns, rng)
+        simulation.resume(last.state, len(record["turns"]), rng)
         self.simulations[simulation.id] = simulation
         self._notify(simulation, SeatsChanged())
         return simulation

@@ -677,7 +677,7 @@ def _finished(simulation: Simulation, outcome: Outcome) -> Operation:
         outcome.reason,
         winner,
         None if score is None else orjson.dumps(dict(score)).decode(),
-        len(simulation.turns),
+        simulation.turn_count,
         simulation.id,
     )
     seat_rows = []

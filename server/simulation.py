@@ -160,7 +160,7 @@ class Simulation:
         self.status = Status.WAITING
         self.state: Any = None
         self.outcome: Outcome | None = None
-        self.turns: list[TurnRecord] = []
+        self.turn_count = 0  # the turns themselves go to the listeners (records), not here
         self._awaited_seat: int | None = None
         self._reply: asyncio.Future[Any] | None = None
         self._forfeit: Outcome | None = None
@@ -180,10 +180,10 @@ class Simulation:
         self.started_at: float | None = None  # wall-clock seconds
         self.finished_at: float | None = None
 
-    def resume(self, state: Any, turns: list[TurnRecord], rng: random.Random) -> None:
+    def resume(self, state: Any, turn_count: int, rng: random.Random) -> None:
         """Play on from a recorded position instead of the start, once the seats are taken."""
         self._resume_state = state
-        self.turns = turns
+        self.turn_count = turn_count
         self.rng = rng
 
     # --- seats -------------------------------------------------------------------------------
@@ -446,10 +446,10 @@ class Simulation:
     def _play_action(self, seat_index: int, action: Any, timed_out: bool) -> None:
         before = self.state
         self.state, events = self.game.apply(before, seat_index, action, self.rng)
+        self.turn_count += 1
         record = TurnRecord(
-            len(self.turns) + 1, seat_index, self.game.action_to_wire(action), timed_out
+            self.turn_count, seat_index, self.game.action_to_wire(action), timed_out
         )
-        self.turns.append(record)
         for target, message in self.game.after_turn_messages(before, self.state, events):
             self._seat(target).channel.send(message)
         self._notify(TurnPlayed(record, events))

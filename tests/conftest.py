@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import re
@@ -18,6 +19,7 @@ from server.arena import Arena
 from server.cli import recording
 from server.config import ArenaConfig
 from server.records import Records
+from server.simulation import Simulation, TurnPlayed, TurnRecord, Update
 from visor import app as visor_app
 
 RECEIVE_TIMEOUT_S = 10.0
@@ -35,6 +37,18 @@ def test_config(**changes: Any) -> ArenaConfig:
 
 
 test_config.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+class TurnLog:
+    """Every turn the arena's games play, by simulation id (a simulation keeps only a count)."""
+
+    def __init__(self, arena: Arena) -> None:
+        self.turns: dict[str, list[TurnRecord]] = collections.defaultdict(list)
+        arena.listeners.append(self)
+
+    def __call__(self, simulation: Simulation, update: Update) -> None:
+        if isinstance(update, TurnPlayed):
+            self.turns[simulation.id].append(update.record)
 
 
 @pytest.fixture

@@ -29,8 +29,9 @@ from server.games.thud import rules
 from server.games.thud.game import bot_state, position_to_wire
 from server.games.thud.rules import DWARF, TROLL, Action, Square, State
 from server.records import GameFilter, Records
-from server.simulation import Simulation
+from server.simulation import Simulation, TurnRecord
 from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
+from tests.conftest import TurnLog
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = ROOT / "bots" / "js" / "thud-controller.js"
@@ -509,6 +510,7 @@ class ClientRun:
 class GameRun:
     simulation: Simulation
     clients: dict[str, ClientRun]  # by side, for the JS seats
+    turns: list[TurnRecord]
 
 
 async def play(
@@ -518,6 +520,7 @@ async def play(
     "house NAME"."""
     assert arena.tcp_port is not None
     simulation = arena.create_simulation("thud", seed=seed)
+    log = TurnLog(arena)
     processes: dict[str, asyncio.subprocess.Process] = {}
     houses: list[asyncio.Task[JsonObject]] = []
     try:
@@ -553,17 +556,18 @@ async def play(
                 await process.wait()
         for house in houses:
             house.cancel()
-    return GameRun(simulation, clients)
+    arena.listeners.remove(log)
+    return GameRun(simulation, clients, log.turns[simulation.id])
 
 
 def client(name: str) -> Path:
     return CLIENTS / f"{name}.js"
 
 
-def replay(simulation: Simulation) -> Iterator[tuple[State, JsonObject]]:
-    """Each recorded turn with the position it was played in."""
+def replay(run: GameRun) -> Iterator[tuple[State, JsonObject]]:
+    """Each turn played with the position it was played in."""
     state = rules.initial_state()
-    for turn in simulation.turns:
+    for turn in run.turns:
         yield state, turn.action
         (fx, fy), (tx, ty) = turn.action["move"]["from"], turn.action["move"]["to"]
         state, _ = rules.apply(state, Action(((fx, fy), (tx, ty)), turn.action.get("declare")))
@@ -579,7 +583,7 @@ async def test_the_killer_plays_the_first_killing_move_the_rules_give(
     assert run.clients[DWARF].returncode == 0
     assert run.clients[DWARF].stderr == ""  # no warning: the arena's moves matched, slots followed
     played = 0
-    for state, action in replay(run.simulation):
+    for state, action in replay(run):
         if rules.side_to_move(state) == DWARF:
             moves = rules.legal_moves(state)
             chosen = next((m for m in moves if m.killed), moves[0])
@@ -593,7 +597,7 @@ async def test_a_declare_made_in_end_turn_counts_on_that_ply(node: str, arena: A
     assert run.simulation.outcome is not None
     assert run.simulation.outcome.reason == "Players agreed to finish"
     assert run.simulation.outcome.winner is None
-    assert [turn.action.get("declare") for turn in run.simulation.turns] == [True, True]
+    assert [turn.action.get("declare") for turn in run.turns] == [True, True]
     assert "ply 1 opponent_declared undefined" in run.clients[DWARF].stderr
     assert "ply 2 opponent_declared true" in run.clients[TROLL].stderr
     assert "draw-game: Players agreed to finish" in run.clients[DWARF].stdout
@@ -657,7 +661,7 @@ async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
     outcome = thrower.simulation.outcome
     assert outcome is not None
     assert (outcome.reason, outcome.winner) == ("Player disconnected", 1)
-    assert len(thrower.simulation.turns) == 4
+    assert len(thrower.turns) == 4
     run = thrower.clients[DWARF]
     assert run.returncode == 1
     assert "ply 5: the client threw" in run.stderr
@@ -669,7 +673,7 @@ async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
     outcome = idle.simulation.outcome
     assert outcome is not None
     assert (outcome.reason, outcome.winner) == ("No move", None)
-    assert len(idle.simulation.turns) == 2  # the dwarfs' move, then the trolls' stop
+    assert len(idle.turns) == 2  # the dwarfs' move, then the trolls' stop
     assert idle.clients[TROLL].returncode == 0
     assert "ply 2: the client made no move" in idle.clients[TROLL].stderr
     assert "dwarfs 32, trolls 32" in idle.clients[TROLL].stderr

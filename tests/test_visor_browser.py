@@ -29,7 +29,7 @@ from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.thud import rules as thud_rules
 from server.simulation import Simulation
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
-from tests.conftest import RawClient, Served
+from tests.conftest import RawClient, Served, TurnLog
 from visor.seats import run_house_game
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -73,7 +73,7 @@ async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 
 
 async def turns_played(simulation: Simulation, count: int, timeout: float = 10) -> None:
     async def enough() -> bool:
-        return len(simulation.turns) >= count
+        return simulation.turn_count >= count
 
     await eventually(enough, timeout)
 
@@ -267,7 +267,7 @@ async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(
     await asyncio.sleep(0.1)
     frozen = await canvas_pixels(page)
     ply = await page.locator("#turn").text_content()
-    played = len(simulation.turns)
+    played = simulation.turn_count
     await turns_played(simulation, played + 3)
     assert await canvas_pixels(page) == frozen
     assert await page.locator("#turn").text_content() == ply
@@ -322,6 +322,7 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
     simulation_id = await page.locator("#sim-id").text_content()
     assert simulation_id is not None
     simulation = served.arena.simulations[simulation_id]
+    log = TurnLog(served.arena)
 
     # Hovering a dwarf shows its moves.
     await hover_square(page, 6, 0)
@@ -339,7 +340,7 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
     await page.mouse.move(0, 0)
     await asyncio.sleep(0.1)
     assert await canvas_pixels(page) == untouched
-    assert simulation.turns == []
+    assert simulation.turn_count == 0
 
     # Make Peace, then a move by clicking: a step no troll can punish, so the house troll is
     # not behind and accepts. Both sides declared: a draw.
@@ -352,7 +353,10 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
     await expect(page.locator("#result")).to_contain_text("A draw.")
     await expect(page.locator("#result")).to_contain_text("32 – 32")
     await expect(page.locator("#turn-status")).to_have_text("Game over.")
-    assert simulation.turns[0].action == {"move": {"from": [6, 0], "to": [6, 1]}, "declare": True}
+    assert log.turns[simulation.id][0].action == {
+        "move": {"from": [6, 0], "to": [6, 1]},
+        "declare": True,
+    }
     assert await canvas_pixels(page) != untouched
 
 

@@ -213,7 +213,7 @@ async def test_the_replay_of_a_tavern_game_steps_seeks_and_ends_with_the_result(
     replay = await get_json(served, f"/api/games/{simulation.id}/replay")
     frames = replay["frames"]
     last = len(frames) - 1
-    assert replay["status"] == "finished" and last == len(simulation.turns)
+    assert replay["status"] == "finished" and last == simulation.turn_count
 
     # The lobby's finished row links to the replay.
     lobby = await pages.open("/")

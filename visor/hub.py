@@ -188,7 +188,7 @@ class SpectatorHub:
             "status": simulation.status.value,
             "players": self.players(simulation),
             "scores": dict(simulation.game.scores(simulation.state)) if playing else None,
-            "turn": len(simulation.turns),
+            "turn": simulation.turn_count,
             "spectators": len(self.watchers.get(simulation.id, ())),
         }
         if simulation.outcome is not None:
@@ -207,7 +207,7 @@ class SpectatorHub:
             "seats": list(game.seat_names),
             "players": self.players(simulation),
             "board": game.describe(),
-            "turn": len(simulation.turns),
+            "turn": simulation.turn_count,
             "state": game.state_to_wire(simulation.state) if playing else None,
             "scores": dict(game.scores(simulation.state)) if playing else None,
             "spectators": len(self.watchers.get(simulation.id, ())),

@@ -86,7 +86,7 @@ def seat_house_player(
     player = house_player(simulation.game.name, name)
     if seat_name not in player.sides:
         raise JoinRejected("Wrong side", f"{name} cannot play the {seat_name} seat")
-    house = HouseSeat(player, simulation.seed + len(simulation.turns), delay_s)
+    house = HouseSeat(player, simulation.seed + simulation.turn_count, delay_s)
     request: JsonObject = {"nick": f"house {name}", "side": seat_name}
     if simulation.game.name == "tavern":
         request = {"nick": f"house {name}", "names": NAMES}
