@@ -1,7 +1,7 @@
 """The arena under load: N simultaneous games of fast bots against a server in another process.
 
     python bench/load.py [--games 10 100 1000] [--seconds 10] [--loop asyncio|uvloop]
-                         [--mix tavern|thud|both]
+                         [--mix tavern|thud|both] [--think-ms 0]
 
 For each N, prints the turns played per second, the reply latency (from a bot sending its
 move to the other bot receiving the next turn: the server's work plus loopback), the server's
@@ -9,6 +9,11 @@ CPU and memory, and the turns per second as a ratio to the bare asyncio relay of
 ``bench/baseline.py`` measured in the same run under the same load. Then the memory each idle
 simulation costs. The bots answer instantly (Tavern: a pass; Thud: the first legal move), and
 each pair starts a new game when one ends, so N games are always in play.
+
+With ``--think-ms T`` each bot waits T ms before answering, as a real bot thinks: the server
+then carries a load it can keep up with, and the reply latency is what it adds to each turn.
+(With instant bots every game waits on the server, so the latency is the number of games over
+the turns per second.)
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import baseline
-from bench.common import ServerProcess, arena_process, describe_ms, use_loop
+from bench.common import ServerProcess, arena_process, describe_ms, percentile, use_loop
 
 TURN = b'{"type":"turn"'
 GAME_INFO = b'{"type":"game-info"'
@@ -36,8 +41,11 @@ IDLE_SIMULATIONS = 5000
 class Pair:
     """Two bots playing game after game until the deadline."""
 
-    def __init__(self, port: int, game: str, deadline: float, latencies: list[float]) -> None:
+    def __init__(
+        self, port: int, game: str, deadline: float, latencies: list[float], think_s: float
+    ) -> None:
         self.port, self.game, self.deadline, self.latencies = port, game, deadline, latencies
+        self.think_s = think_s
         self.turns = 0
         self.sent_at = 0.0
 
@@ -86,6 +94,8 @@ class Pair:
                 if self.sent_at:
                     self.latencies.append(now - self.sent_at)
                 self.turns += 1
+                if self.think_s:
+                    await asyncio.sleep(self.think_s)
                 writer.write(pass_turn or first_thud_move(line))
                 self.sent_at = time.perf_counter()
             elif line.startswith(GAME_INFO) and self.game == "tavern":
@@ -119,12 +129,15 @@ class Figures:
     rss: int  # server resident memory at the end, bytes
 
 
-async def measure(server: ServerProcess, games: int, seconds: float, mix: str) -> Figures:
+async def measure(
+    server: ServerProcess, games: int, seconds: float, mix: str, think_s: float
+) -> Figures:
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
     kinds = ["tavern", "thud"] if mix == "both" else [mix]
     pairs = [
-        Pair(server.tcp_port, kinds[i % len(kinds)], deadline, latencies) for i in range(games)
+        Pair(server.tcp_port, kinds[i % len(kinds)], deadline, latencies, think_s)
+        for i in range(games)
     ]
     cpu_before, started = server.cpu_seconds(), time.perf_counter()
     await asyncio.gather(*(pair.run() for pair in pairs))
@@ -153,14 +166,14 @@ async def idle_memory(server: ServerProcess, count: int) -> float:
 
 
 async def run_arena(
-    counts: list[int], seconds: float, loop: str, mix: str
+    counts: list[int], seconds: float, loop: str, mix: str, think_s: float
 ) -> tuple[list[Figures], float]:
     """A fresh server for each figure, so one load does not tax the next."""
     figures = []
     for games in counts:
         async with arena_process(loop, maxSimulationsPerConnection=100_000) as server:
             await asyncio.sleep(1.0)
-            figures.append(await measure(server, games, seconds, mix))
+            figures.append(await measure(server, games, seconds, mix, think_s))
     async with arena_process(loop, maxSimulationsPerConnection=100_000) as server:
         await asyncio.sleep(1.0)
         idle = await idle_memory(server, IDLE_SIMULATIONS)
@@ -175,15 +188,24 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--mix", choices=("tavern", "thud", "both"), default="both")
+    parser.add_argument("--think-ms", type=float, default=0.0, help="each bot's time per move")
     args = parser.parse_args()
     use_loop(args.loop)
-    figures, idle = asyncio.run(run_arena(args.games, args.seconds, args.loop, args.mix))
-    print(f"load: {args.mix} games, {args.loop} loop, {args.seconds:g} s per figure")
+    figures, idle = asyncio.run(
+        run_arena(args.games, args.seconds, args.loop, args.mix, args.think_ms / 1000)
+    )
+    thinking = f", bots think {args.think_ms:g} ms" if args.think_ms else ""
+    print(f"load: {args.mix} games, {args.loop} loop, {args.seconds:g} s per figure{thinking}")
     for games, result in zip(args.games, figures, strict=True):
-        rate, _ = baseline.run(games, args.seconds, args.loop)
+        compared = ""
+        if not args.think_ms:  # the relay's bots never think: compare instant bots only
+            rate, relayed = baseline.run(games, args.seconds, args.loop)
+            compared = (
+                f" ({result.turns_per_s / rate:.0%} of the bare relay's {rate:,.0f} lines/s, "
+                f"whose own p99 is {percentile(relayed, 0.99) * 1000:.1f} ms)"
+            )
         print(
-            f"{games:>6} games: {result.turns_per_s:>8,.0f} turns/s "
-            f"({result.turns_per_s / rate:.0%} of the bare relay's {rate:,.0f} lines/s); "
+            f"{games:>6} games: {result.turns_per_s:>8,.0f} turns/s{compared}; "
             f"reply {describe_ms(result.latencies)}; server CPU {result.cpu:.0%}, "
             f"RSS {result.rss / 2**20:.0f} MiB"
         )
