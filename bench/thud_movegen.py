@@ -5,8 +5,9 @@
 The default is the copy in tests/data; pass /work/shared/reference/thud/traces-sample.jsonl.gz
 for the full sample. Every game is replayed from the start by its recorded moves; each position's
 legal moves (kind, kills, in_danger) and each game's end are compared with the record, then
-``legal_moves`` plus the ``in_danger`` flag of every move (what the arena sends each ply) is
-timed over all positions, and ``apply`` over the recorded moves.
+``legal_moves`` plus the ``in_danger`` flag of every move, ``legal_moves`` alone, and
+``legal_moves`` with the JSON list a turn message carries are timed over all positions, and
+``apply`` over the recorded moves.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 # Run as a script, so the repository root is not on the path by itself.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from server.games.thud.game import moves_json
 from server.games.thud.rules import (
     Action,
     State,
@@ -141,6 +143,10 @@ def main() -> int:
         for state in states:
             legal_moves(state)
 
+    def encode() -> None:
+        for state in states:
+            moves_json(legal_moves(state))
+
     def play() -> None:
         for state, action in zip(states, actions, strict=True):
             apply(state, action)
@@ -148,6 +154,7 @@ def main() -> int:
     for label, work in [
         ("legal_moves + in_danger", generate),
         ("legal_moves alone", generate_only),
+        ("legal_moves + JSON list", encode),
     ]:
         seconds = best_round(work)
         print(
