@@ -5,7 +5,8 @@ are collected on the loop's side and handed to the thread as one batch every ``B
 once for a finished game), and the thread commits each batch in one transaction, so turns are
 saved in batches as the game goes. Handing over batches rather than single writes matters: every
 hand-over wakes the thread, and each wake-up takes the interpreter lock from the event loop.
-Consecutive turns go in one statement.
+Consecutive turns go in one statement over a JSON array of them: ``executemany`` would hand the
+interpreter lock back and forth once per row.
 
 The database is in WAL mode with ``synchronous=NORMAL``: a server killed with ``kill -9`` keeps
 every committed transaction, so every finished game and the finished part of the others; games
@@ -116,9 +117,13 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 BATCH_S = 0.05  # how long writes wait on the event loop's side before going to the writer
 PAGE_SIZE_LIMIT = 200
+MIN_SQLITE = (3, 33, 0)  # UPDATE ... FROM, and the JSON functions, as the turn batches use them
 
 
 def connect(path: Path) -> sqlite3.Connection:
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        wanted = ".".join(map(str, MIN_SQLITE))
+        raise RuntimeError(f"records need SQLite {wanted} or later, not {sqlite3.sqlite_version}")
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=NORMAL")
@@ -151,7 +156,7 @@ def migrate(connection: sqlite3.Connection) -> int:
 
 
 Operation = Callable[[sqlite3.Connection], object]
-TurnRow = tuple[str, int, int, bytes, int]  # game id, number, seat, action JSON, timed out
+TurnRow = bytes  # JSON [game id, number, seat, action, timed out]
 
 
 def _commit(connection: sqlite3.Connection, operations: list[Operation]) -> bool:
@@ -585,12 +590,8 @@ class Recorder:
         elif isinstance(update, TurnPlayed):
             record = update.record
             self.records.record_turn(
-                (
-                    simulation.id,
-                    record.number,
-                    record.seat,
-                    kept_json(record.action),
-                    int(record.timed_out),
+                kept_json(
+                    [simulation.id, record.number, record.seat, record.action, record.timed_out]
                 )
             )
         elif isinstance(update, GameFinished):
@@ -653,18 +654,20 @@ def _turns_operation(rows: list[TurnRow]) -> Operation:
 
 
 def _insert_turns(db: sqlite3.Connection, rows: list[TurnRow]) -> None:
-    """One batch of turns, in one statement, and each game's turn count once."""
-    db.executemany(
+    """One batch of turns, and each game's turn count, in one statement each."""
+    batch = (b"[" + b",".join(rows) + b"]").decode()
+    db.execute(
         "INSERT OR REPLACE INTO turns (game_id, number, seat, action, timed_out) "
-        "VALUES (?, ?, ?, ?, ?)",
-        rows,
+        "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+        "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]') "
+        "FROM json_each(?)",
+        (batch,),
     )
-    counts: dict[str, int] = {}
-    for game_id, number, *_ in rows:
-        counts[game_id] = max(number, counts.get(game_id, 0))
-    db.executemany(
-        "UPDATE games SET turn_count = ? WHERE id = ?",
-        [(count, game_id) for game_id, count in counts.items()],
+    db.execute(
+        "UPDATE games SET turn_count = played.count FROM (SELECT json_extract(value, '$[0]') "
+        "AS id, max(json_extract(value, '$[1]')) AS count FROM json_each(?) GROUP BY 1) "
+        "AS played WHERE games.id = played.id",
+        (batch,),
     )
 
 

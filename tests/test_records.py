@@ -20,7 +20,15 @@ from server import records as records_module
 from server.arena import Arena
 from server.cli import main as tavern_main
 from server.games.thud.game import bot_state
-from server.records import MIGRATIONS, SCHEMA_VERSION, GameFilter, Recorder, Records, migrate
+from server.records import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    GameFilter,
+    Recorder,
+    Records,
+    connect,
+    migrate,
+)
 from server.replay import frames, game_of
 from tests.conftest import RawClient, Served, tavern_serve, test_config
 
@@ -337,9 +345,62 @@ async def test_one_failing_write_does_not_lose_the_others_of_its_batch(tmp_path:
     await asyncio.to_thread(records.open)
     try:
         records.tournament_started("cup", "Cup", "thud", {})
-        records.record_turn(("no-such-game", 1, 0, b"{}", 0))  # breaks a foreign key
+        records.record_turn(b'["no-such-game", 1, 0, {}, false]')  # breaks a foreign key
         records.tournament_started("other", "Other", "tavern", {})
         await records.flush()
         assert {t["id"] for t in records.tournaments()} == {"cup", "other"}
+    finally:
+        await asyncio.to_thread(records.close)
+
+
+def test_an_sqlite_too_old_for_the_records_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(RuntimeError, match=r"SQLite 3\.33\.0 or later, not 3\.31\.1"):
+        connect(tmp_path / "arena.db")
+
+
+async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
+    """Turns go to SQLite as one JSON array per batch: every field must come back as it was."""
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+
+        def two_games(db: sqlite3.Connection) -> None:
+            for game_id in ("a", "b"):
+                db.execute(
+                    "INSERT INTO games (id, game, seed, settings, status, started_at) "
+                    "VALUES (?, 'thud', 1, '{}', 'playing', 0)",
+                    (game_id,),
+                )
+                db.executemany(
+                    "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind) "
+                    "VALUES (?, ?, ?, 'n', '[]', 'bot')",
+                    [(game_id, 0, "dwarf"), (game_id, 1, "troll")],
+                )
+
+        records.submit(two_games)
+        actions = [
+            {"move": {"from": [6, 0], "to": [6, 1]}, "declare": True},
+            {"stop": True},
+            {"note": 'dwarf \u00e9\u2603 "quoted" \\ back', "n": -3},
+        ]
+        for number, action in enumerate(actions, start=1):
+            row = ["a", number, (number - 1) % 2, action, number == 2]
+            records.record_turn(orjson.dumps(row))
+        records.record_turn(orjson.dumps(["b", 1, 0, {"stop": True}, False]))
+        await records.flush()
+        game = records.game("a")
+        assert game is not None
+        assert game["turns"] == [
+            {"number": 1, "seat": "dwarf", "action": actions[0], "timedOut": False},
+            {"number": 2, "seat": "troll", "action": actions[1], "timedOut": True},
+            {"number": 3, "seat": "dwarf", "action": actions[2], "timedOut": False},
+        ]
+        assert game["turnCount"] == 3
+        other = records.game("b")
+        assert other is not None and other["turnCount"] == 1
     finally:
         await asyncio.to_thread(records.close)
