@@ -148,3 +148,31 @@ async def test_back_to_back_messages_never_share_a_read(arena: Arena) -> None:
     assert t_turn - t_info >= 0.02
     for writer in (one_writer, two_writer):
         writer.close()
+
+
+async def test_a_message_waiting_out_its_gap_is_not_overtaken(arena: Arena) -> None:
+    """team1's first turn waits out the gap after game-info; an answer to something team1
+    sends meanwhile comes after that turn, not before it."""
+    assert arena.tcp_port is not None
+    one_reader, one_writer = await asyncio.open_connection("127.0.0.1", arena.tcp_port)
+    _, two_writer = await asyncio.open_connection("127.0.0.1", arena.tcp_port)
+    join = {"type": "join-simulation", "nick": "x", "names": NAMES, "simulationId": None}
+    one_writer.write(json.dumps(join).encode() + b"\n")
+    await one_writer.drain()
+    await asyncio.sleep(0.01)
+    two_writer.write(json.dumps(join).encode() + b"\n")
+    await two_writer.drain()
+    async with asyncio.timeout(10):
+        assert json.loads(await one_reader.readline())["type"] == "game-info"
+        await asyncio.sleep(0.01)  # the turn is due now, waiting out the gap (50 ms)
+        one_writer.write(b"not json\n")  # answered at once, but after the turn
+        await one_writer.drain()
+        second = json.loads(await one_reader.readline())
+        third = json.loads(await one_reader.readline())
+    assert (second["type"], third.get("type"), third.get("message")) == (
+        "turn",
+        "error",
+        "Invalid JSON",
+    ), (second, third)
+    for writer in (one_writer, two_writer):
+        writer.close()
