@@ -687,11 +687,10 @@ def _finished(simulation: Simulation, outcome: Outcome) -> Operation:
     for index, seat in enumerate(simulation.seats):
         if seat is None:
             continue
-        times = seat.reply_times_s
-        mean = 1000 * sum(times) / len(times) if times else None
-        worst = 1000 * max(times) if times else None
+        mean = 1000 * seat.reply_total_s / seat.replies if seat.replies else None
+        worst = 1000 * seat.reply_worst_s if seat.replies else None
         seat_rows.append(
-            (mean, worst, len(times), seat.errors, seat.last_error, simulation.id, index)
+            (mean, worst, seat.replies, seat.errors, seat.last_error, simulation.id, index)
         )
 
     def write(db: sqlite3.Connection) -> None:

@@ -78,7 +78,15 @@ class Seat:
     errors: int = 0
     last_error: str | None = None  # the last error it was sent, with its reason
     gone: bool = False  # left before the start of a game whose seats are held
-    reply_times_s: list[float] = field(default_factory=list)
+    # Its replies' times, as the records keep them: a count, a total and the slowest.
+    replies: int = 0
+    reply_total_s: float = 0.0
+    reply_worst_s: float = 0.0
+
+    def replied(self, seconds: float) -> None:
+        self.replies += 1
+        self.reply_total_s += seconds
+        self.reply_worst_s = max(self.reply_worst_s, seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,7 +408,7 @@ class Simulation:
             self._turn_started = time.monotonic()
             seat.channel.send(game.turn_message(self.state, seat_index))
             timeout = seat.turn_timeout_s
-            if not seat.reply_times_s and not seat.consecutive_timeouts:
+            if not seat.replies and not seat.consecutive_timeouts:
                 # Its very first turn: the bot may still be starting up.
                 timeout = max(timeout, self.limits.first_turn_timeout_s)
             # The clock resolves the reply with a marker rather than cancelling the wait:
@@ -418,7 +426,7 @@ class Simulation:
                 continue  # someone left (the loop sees the forfeit) or the seat forfeited
             if not timed_out:
                 seat.consecutive_timeouts = 0
-                seat.reply_times_s.append(time.monotonic() - self._turn_started)
+                seat.replied(time.monotonic() - self._turn_started)
             self._play_action(seat_index, action, timed_out)
         # A move already accepted when its player left still counts: if it ended the game,
         # that result stands over the forfeit.

@@ -19,6 +19,7 @@ from bots.thud import ThudTurn, play_thud
 from server import records as records_module
 from server.arena import Arena
 from server.cli import main as tavern_main
+from server.games.base import Player
 from server.games.thud.game import bot_state
 from server.records import (
     MIGRATIONS,
@@ -30,6 +31,8 @@ from server.records import (
     migrate,
 )
 from server.replay import frames, game_of
+from server.simulation import Seat
+from server.tournament import AbsentSeat
 from tests.conftest import RawClient, Served, tavern_serve, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -404,3 +407,10 @@ async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
         assert other is not None and other["turnCount"] == 1
     finally:
         await asyncio.to_thread(records.close)
+
+
+def test_a_seat_keeps_what_the_records_need_of_its_reply_times() -> None:
+    seat = Seat(channel=AbsentSeat(), player=Player("n"), turn_timeout_s=1.0)
+    for seconds in (0.25, 1.5, 0.75):
+        seat.replied(seconds)
+    assert (seat.replies, seat.reply_total_s, seat.reply_worst_s) == (3, 2.5, 1.5)
