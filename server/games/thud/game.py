@@ -265,19 +265,30 @@ def bot_state(state: State) -> JsonObject:
     return wire
 
 
+def _move_json(start: Square, end: Square, kind: str, kills: int) -> bytes:
+    return kept_json({"from": start, "to": end, "kind": kind, "kills": kills})
+
+
+_PREBUILT_MOVE_JSON: dict[int, bytes] = {
+    id(move): _move_json(move.start, move.end, move.kind, len(move.killed))
+    for move in rules.PREBUILT_MOVES
+}
+"""The JSON of the moves built once by the rules, by identity: most moves of a turn."""
 _MOVE_JSON: dict[tuple[Square, Square, str, int], bytes] = {}
-"""Each listed move's JSON, made once: bounded by the board's geometry (a few thousand)."""
+"""The JSON of moves built on the fly (troll moves that kill), made once each: bounded by the
+board's geometry."""
 
 
 def moves_json(moves: Sequence[Move]) -> bytes:
     """The JSON array of a turn's moves; a turn lists hundreds, so each is encoded only once."""
+    prebuilt = _PREBUILT_MOVE_JSON.get
     parts = []
     for move in moves:
-        key = (move.start, move.end, move.kind, len(move.killed))
-        encoded = _MOVE_JSON.get(key)
+        encoded = prebuilt(id(move))
         if encoded is None:
-            start, end, kind, kills = key
-            encoded = kept_json({"from": start, "to": end, "kind": kind, "kills": kills})
-            _MOVE_JSON[key] = encoded
+            key = (move.start, move.end, move.kind, len(move.killed))
+            encoded = _MOVE_JSON.get(key)
+            if encoded is None:
+                encoded = _MOVE_JSON[key] = _move_json(*key)
         parts.append(encoded)
     return b"[" + b",".join(parts) + b"]"

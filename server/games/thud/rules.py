@@ -35,6 +35,7 @@ __all__ = [
     "END_REASONS",
     "MAX_PLIES",
     "NO_MOVE",
+    "PREBUILT_MOVES",
     "SIDES",
     "SQUARES",
     "THUDSTONE",
@@ -350,6 +351,11 @@ def _moves_along_rays(kind: MoveKind) -> tuple[tuple[tuple[Move, ...], ...], ...
 _WALKS: Final = _moves_along_rays("walk")
 """``_WALKS[cell][direction][k]``: the walk to ``RAYS[cell][direction][k]``, killing nothing."""
 _HURLS: Final = _moves_along_rays("hurl")
+PREBUILT_MOVES: Final = tuple(
+    move for table in (_WALKS, _HURLS) for rays in table for ray in rays for move in ray
+)
+"""Every walk that kills nothing and every hurl: ``legal_moves`` hands out these very objects,
+which live as long as the program, so a reader may key on their identity."""
 
 
 def _line_length(cells: bytes, cell: int, direction: int, piece: int) -> int:
