@@ -10,7 +10,8 @@ CPU and memory, and the turns per second as a ratio to the bare asyncio relay of
 simulation costs. The bots answer instantly (Tavern: a pass; Thud: the first legal move), and
 each pair starts a new game when one ends, so N games are always in play.
 
-With ``--think-ms T`` each bot waits T ms before answering, as a real bot thinks: the server
+With ``--think-ms T`` each bot waits before answering, as a real bot thinks, a time drawn
+between T/2 and 3T/2 ms (bots that all took exactly T would answer in lockstep): the server
 then carries a load it can keep up with, and the reply latency is what it adds to each turn.
 (With instant bots every game waits on the server, so the latency is the number of games over
 the turns per second.)
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import re
 import sys
 import time
@@ -46,6 +48,7 @@ class Pair:
     ) -> None:
         self.port, self.game, self.deadline, self.latencies = port, game, deadline, latencies
         self.think_s = think_s
+        self.chance = random.Random(port)
         self.turns = 0
         self.sent_at = 0.0
 
@@ -95,7 +98,7 @@ class Pair:
                     self.latencies.append(now - self.sent_at)
                 self.turns += 1
                 if self.think_s:
-                    await asyncio.sleep(self.think_s)
+                    await asyncio.sleep(self.think_s * self.chance.uniform(0.5, 1.5))
                 writer.write(pass_turn or first_thud_move(line))
                 self.sent_at = time.perf_counter()
             elif line.startswith(GAME_INFO) and self.game == "tavern":

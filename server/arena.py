@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from server.config import ArenaConfig
-from server.connection import Connection, WriteBatch
+from server.connection import WRITE_BATCH_S, Connection, WriteBatch
 from server.games import DEFAULT_GAME, GAMES
 from server.games.base import Game, JoinRejected, JsonObject
 from server.protocol import error_message
@@ -54,7 +54,7 @@ class Arena:
         self._connection_tasks: set[asyncio.Task[Any]] = set()
         self._per_address: Counter[str] = Counter()
         self.listeners: list[Listener] = []  # the visor and the records follow every game
-        self.write_batch = WriteBatch()
+        self.write_batch = WriteBatch(WRITE_BATCH_S)
         self._games: dict[str, Game[Any, Any]] = {
             name: factory(config) for name, factory in GAMES.items()
         }

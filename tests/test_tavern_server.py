@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import pytest
 
 from bots import tavern_dummy
 from bots.sdk import ArenaClient
 from server.arena import Arena
+from server.connection import WRITE_BATCH_S
 from tests.conftest import RawClient, test_config
 
 NAMES = ["Ann", "Bo", "Cy", "Di", "Ed"]
@@ -331,8 +333,11 @@ async def test_the_same_seed_and_moves_replay_the_same_game(arena: Arena) -> Non
     assert finals[0] != finals[2]
 
 
-async def test_fifty_simultaneous_games_all_finish(arena: Arena) -> None:
+# With no wait, every write of a batch is made at once, from inside the send that adds it.
+@pytest.mark.parametrize("write_batch_s", [WRITE_BATCH_S, 0.0])
+async def test_fifty_simultaneous_games_all_finish(arena: Arena, write_batch_s: float) -> None:
     assert arena.tcp_port is not None
+    arena.write_batch.most_s = write_batch_s
     port = arena.tcp_port
     tasks = []
     for game in range(50):

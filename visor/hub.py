@@ -134,7 +134,11 @@ class SpectatorHub:
         else:
             assert isinstance(update, Removed)
             message = {"type": "error", "message": "This simulation was closed before it started"}
-        text = dumps(message)
+        # Pushed in the loop's next round: the players' next turn, written at the end of this
+        # one (server.connection.WriteBatch), goes out before hundreds of pages' copies.
+        asyncio.get_running_loop().call_soon(self._push, simulation, list(pages), dumps(message))
+
+    def _push(self, simulation: Simulation, pages: list[Page], text: str) -> None:
         snapshot: str | None = None
         for page in pages:
             if snapshot is None and page.backlog >= MAX_QUEUED:
