@@ -21,6 +21,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 @dataclass
 class ServerProcess:
+    """``tavern serve`` running in a child process, on the ports it printed."""
+
     process: asyncio.subprocess.Process
     tcp_port: int
     http_port: int
@@ -38,8 +40,34 @@ class ServerProcess:
 
 
 @contextlib.asynccontextmanager
+async def tavern_serve(config: Path, *options: str) -> AsyncIterator[ServerProcess]:
+    """``python -m server serve --config CONFIG [OPTIONS]`` in a child process, on the ports it
+    prints; killed at the end if it is still running (the tests use it too)."""
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "server", "serve", "--config", str(config), *options),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        ports = []
+        for _ in range(2):  # "bots connect to HOST:PORT", then "watch at http://HOST:PORT/"
+            line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+            found = re.search(r":(\d+)/?$", line.strip())
+            if not found:
+                raise RuntimeError(f"unexpected server output: {line!r}")
+            ports.append(int(found.group(1)))
+        yield ServerProcess(process, ports[0], ports[1])
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+@contextlib.asynccontextmanager
 async def arena_process(loop: str, **settings: object) -> AsyncIterator[ServerProcess]:
-    """``tavern serve`` in a child process on free loopback ports, with generous limits."""
+    """``tavern serve`` on free loopback ports, with generous limits, records in a scratch dir."""
     with tempfile.TemporaryDirectory(prefix="tavern-bench-") as scratch:
         config = {
             "port": 0,
@@ -52,33 +80,8 @@ async def arena_process(loop: str, **settings: object) -> AsyncIterator[ServerPr
         }
         path = Path(scratch) / "config.json"
         path.write_bytes(orjson.dumps(config))
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "server",
-            "serve",
-            "--config",
-            str(path),
-            "--loop",
-            loop,
-            cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        try:
-            assert process.stdout is not None
-            ports = []
-            for _ in range(2):
-                line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
-                found = re.search(r":(\d+)/?$", line.strip())
-                if not found:
-                    raise RuntimeError(f"unexpected server output: {line!r}")
-                ports.append(int(found.group(1)))
-            yield ServerProcess(process, ports[0], ports[1])
-        finally:
-            if process.returncode is None:
-                process.terminate()
-                await asyncio.wait_for(process.wait(), 30)
+        async with tavern_serve(path, "--loop", loop) as server:
+            yield server
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

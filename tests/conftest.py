@@ -6,8 +6,6 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import re
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -156,41 +154,3 @@ async def connect(arena: Arena) -> AsyncIterator[Any]:
     yield open_client
     for client in clients:
         await client.close()
-
-
-@dataclasses.dataclass
-class ServerProcess:
-    """``tavern serve`` running in a child process, on the ports it printed."""
-
-    process: asyncio.subprocess.Process
-    tcp_port: int
-    http_port: int
-
-
-@contextlib.asynccontextmanager
-async def tavern_serve(config: Path) -> AsyncIterator[ServerProcess]:
-    """Start ``python -m server serve --config CONFIG``; killed at the end if still running."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server",
-        "serve",
-        "--config",
-        str(config),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        assert process.stdout is not None
-        ports = []
-        for _ in range(2):  # "bots connect to HOST:PORT", then "watch at http://HOST:PORT/"
-            line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
-            found = re.search(r":(\d+)/?$", line.strip())
-            assert found, f"unexpected server output: {line!r}"
-            ports.append(int(found.group(1)))
-        yield ServerProcess(process, ports[0], ports[1])
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()

@@ -11,10 +11,11 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench.common import tavern_serve
 from bots import tavern_dummy
 from server.arena import Arena
 from server.records import GameFilter, Records
-from tests.conftest import RawClient, tavern_serve, test_config
+from tests.conftest import RawClient, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ["A", "B", "C", "D", "E"]

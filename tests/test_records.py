@@ -12,6 +12,7 @@ import aiohttp
 import orjson
 import pytest
 
+from bench.common import tavern_serve
 from bots import tavern_dummy
 from bots.house import HOUSE_PLAYERS, run_games
 from bots.sdk import ArenaClient
@@ -33,7 +34,7 @@ from server.records import (
 from server.replay import frames, game_of
 from server.simulation import Seat
 from server.tournament import AbsentSeat
-from tests.conftest import RawClient, Served, tavern_serve, test_config
+from tests.conftest import RawClient, Served, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

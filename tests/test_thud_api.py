@@ -15,11 +15,12 @@ import aiohttp
 import orjson
 import pytest
 
+from bench.common import tavern_serve
 from server.arena import Arena
 from server.cli import recording
 from server.games.thud import rules
 from server.games.thud.rules import Square
-from tests.conftest import Served, tavern_serve, test_config
+from tests.conftest import Served, test_config
 from visor import app as visor_app
 
 ROOT = Path(__file__).resolve().parent.parent
