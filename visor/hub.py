@@ -134,8 +134,8 @@ class SpectatorHub:
         else:
             assert isinstance(update, Removed)
             message = {"type": "error", "message": "This simulation was closed before it started"}
-        # Pushed in the loop's next round: the players' next turn, written at the end of this
-        # one (server.connection.WriteBatch), goes out before hundreds of pages' copies.
+        # Pushed in the loop's next round, so that the players' next turn, held briefly in a
+        # server.connection.WriteBatch, is not written after hundreds of pages' copies.
         asyncio.get_running_loop().call_soon(self._push, simulation, list(pages), dumps(message))
 
     def _push(self, simulation: Simulation, pages: list[Page], text: str) -> None:
