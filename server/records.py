@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import os
 import queue
+import re
+import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -113,10 +118,18 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX thud_api_games_by_game ON thud_api_games (game_id);
     """,
+    # 3 -> 4: which process plays each game (only it, or a process that finds it gone, may mark
+    # the game unfinished), and how each seat's bot process ended, when a tournament ran it.
+    """
+    ALTER TABLE games ADD COLUMN owner TEXT;
+    ALTER TABLE seats ADD COLUMN exit TEXT;
+    CREATE INDEX games_by_owner ON games (owner) WHERE status = 'playing';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 BATCH_S = 0.05  # how long writes wait on the event loop's side before going to the writer
 PAGE_SIZE_LIMIT = 200
+OWNER_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 MIN_SQLITE = (3, 33, 0)  # UPDATE ... FROM, and the JSON functions, as the turn batches use them
 
 
@@ -184,6 +197,55 @@ class _AfterCommit:
         raise TypeError("an _AfterCommit is called after the transaction, not inside it")
 
 
+class OwnerLocks:
+    """Which processes that write games to one records file are still running.
+
+    Each holds an exclusive ``flock`` on a file named after its owner id, in a folder beside
+    the records file; the kernel releases it when the process ends, however it ends (kill -9
+    included), so a lock that can be taken is the lock of a process that is gone.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._held: tuple[str, int] | None = None
+
+    def claim(self) -> str:
+        """A new owner id for this process, locked until ``release``."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        owner = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        descriptor = os.open(self.folder / owner, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._held = (owner, descriptor)
+        return owner
+
+    def is_alive(self, owner: str) -> bool:
+        if not OWNER_ID.fullmatch(owner):
+            return False
+        try:
+            descriptor = os.open(self.folder / owner, os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(descriptor)  # also releases the lock, if it was taken
+        return False
+
+    def forget(self, owner: str) -> None:
+        if OWNER_ID.fullmatch(owner):
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / owner).unlink()
+
+    def release(self) -> None:
+        if self._held is not None:
+            owner, descriptor = self._held
+            self.forget(owner)
+            os.close(descriptor)
+            self._held = None
+
+
 @dataclass(frozen=True, slots=True)
 class GameFilter:
     game: str | None = None
@@ -206,22 +268,38 @@ class Records:
         self._hand_over_scheduled = False
         self._thread: threading.Thread | None = None
         self._local = threading.local()
+        self._owners = OwnerLocks(path.with_name(path.name + ".owners"))
+        self.owner = ""  # this process's owner id, once open
 
     # --- lifecycle ---------------------------------------------------------------------------
     def open(self) -> None:
         """Create or upgrade the file, close out interrupted games, start the writer.
 
-        Only a server opens records this way: games still marked as playing were cut short
-        by the end of the previous server. Readers such as ``tavern replay`` use ``open_to_read``.
+        Only a process that plays games opens records this way. It claims an owner id, and
+        marks unfinished the games still marked as playing whose owner is gone (a process that
+        stopped or was killed); games that another live process is playing are left alone.
+        Readers such as ``tavern replay`` use ``open_to_read``.
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         writer = connect(self.path)
         migrate(writer)
-        interrupted = writer.execute(
-            "UPDATE games SET status = 'unfinished' WHERE status = 'playing'"
-        ).rowcount
-        if interrupted:
-            log.info("records: %d interrupted games marked unfinished", interrupted)
+        self.owner = self._owners.claim()
+        owners = [
+            row[0]
+            for row in writer.execute(
+                "SELECT DISTINCT owner FROM games WHERE status = 'playing'"
+            ).fetchall()
+        ]
+        for owner in owners:
+            if owner is not None and self._owners.is_alive(owner):
+                continue
+            interrupted = writer.execute(
+                "UPDATE games SET status = 'unfinished' WHERE status = 'playing' AND owner IS ?",
+                (owner,),
+            ).rowcount
+            log.info("records: %d games of a stopped process marked unfinished", interrupted)
+            if owner is not None:
+                self._owners.forget(owner)
         self._thread = threading.Thread(
             target=self._write_loop, args=(writer,), name="records-writer", daemon=True
         )
@@ -233,18 +311,21 @@ class Records:
             migrate(connection)
 
     def close(self) -> None:
-        """Write everything queued, keep games still in progress as unfinished, stop."""
+        """Write everything queued, keep this process's games in progress as unfinished, stop."""
         if self._thread is None:
             return
+        owner = self.owner
         self.submit(
             lambda db: db.execute(
-                "UPDATE games SET status = 'unfinished' WHERE status = 'playing'"
+                "UPDATE games SET status = 'unfinished' WHERE status = 'playing' AND owner = ?",
+                (owner,),
             ),
             urgent=True,
         )
         self._operations.put(None)
         self._thread.join()
         self._thread = None
+        self._owners.release()
 
     # --- writing -----------------------------------------------------------------------------
     def submit(self, operation: Operation, *, urgent: bool = False) -> None:
@@ -344,6 +425,13 @@ class Records:
         row = (stderr, game_id, seat)
         self.submit(
             lambda db: db.execute("UPDATE seats SET stderr = ? WHERE game_id = ? AND seat = ?", row)
+        )
+
+    def seat_exit(self, game_id: str, seat: int, exit: str) -> None:
+        """Keep how a tournament bot's process ended ("exited with code 1", "did not join")."""
+        row = (exit, game_id, seat)
+        self.submit(
+            lambda db: db.execute("UPDATE seats SET exit = ? WHERE game_id = ? AND seat = ?", row)
         )
 
     def thud_api_game_created(
@@ -503,6 +591,7 @@ class Records:
                 "errors": seat["errors"],
                 "lastError": seat["last_error"],
                 "stderr": seat["stderr"],
+                "exit": seat["exit"],
             }
             for seat in reader.execute(
                 "SELECT * FROM seats WHERE game_id = ? ORDER BY seat", (row["id"],)
@@ -586,7 +675,7 @@ class Recorder:
 
     def __call__(self, simulation: Simulation, update: Update) -> None:
         if isinstance(update, GameStarted):
-            self.records.submit(_started(simulation))
+            self.records.submit(_started(simulation, self.records.owner))
         elif isinstance(update, TurnPlayed):
             record = update.record
             self.records.record_turn(
@@ -598,7 +687,7 @@ class Recorder:
             self.records.submit(_finished(simulation, update.outcome), urgent=True)
 
 
-def _started(simulation: Simulation) -> Operation:
+def _started(simulation: Simulation, owner: str) -> Operation:
     game = simulation.game
     settings = orjson.dumps(
         {
@@ -615,6 +704,7 @@ def _started(simulation: Simulation) -> Operation:
         simulation.started_at or now(),
         simulation.tournament_id,
         simulation.pairing,
+        owner,
     )
     seat_rows = [
         (
@@ -635,8 +725,9 @@ def _started(simulation: Simulation) -> Operation:
         # dwarves keep the names they started with, which the replay needs.
         db.execute(
             "INSERT INTO games (id, game, seed, settings, status, started_at, tournament_id, "
-            "pairing) VALUES (?, ?, ?, ?, 'playing', ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-            "status = 'playing', finished_at = NULL, reason = NULL, winner = NULL, score = NULL",
+            "pairing, owner) VALUES (?, ?, ?, ?, 'playing', ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
+            "SET status = 'playing', finished_at = NULL, reason = NULL, winner = NULL, "
+            "score = NULL, owner = excluded.owner",
             game_row,
         )
         db.executemany(
