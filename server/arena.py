@@ -11,11 +11,12 @@ import contextlib
 import logging
 import random
 import secrets
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
-from server.config import ArenaConfig
+from server.config import ArenaConfig, ListenError
 from server.connection import WRITE_BATCH_S, Connection, WriteBatch
 from server.games import DEFAULT_GAME, GAMES
 from server.games.base import Game, JoinRejected, JsonObject
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
 MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
 WRONG_SIMULATION_ID = "Wrong simulation ID"
+TOO_MANY_SIMULATIONS = "Too many simulations"
 CLOSE_WAIT_S = 2.0
 LISTEN_BACKLOG = 4096  # bursts of connections (a load test, a tournament) must not be refused
 SHUTTING_DOWN = "Server shutting down"
@@ -58,6 +60,11 @@ class Arena:
         self._games: dict[str, Game[Any, Any]] = {
             name: factory(config) for name, factory in GAMES.items()
         }
+        # Waiting simulations by the address that created them (for its cap), and since when
+        # each waiting simulation has had nobody in it (for its expiry).
+        self._creators: dict[str, str] = {}
+        self._waiting_by_address: Counter[str] = Counter()
+        self._empty_since: dict[str, float] = {}
 
     # --- simulations -------------------------------------------------------------------------
     def new_simulation_id(self) -> str:
@@ -69,8 +76,21 @@ class Arena:
                 return simulation_id
 
     def create_simulation(
-        self, game_name: str, seed: int | None = None, *, created_by_join: bool = False
+        self,
+        game_name: str,
+        seed: int | None = None,
+        *,
+        created_by_join: bool = False,
+        creator: str | None = None,
     ) -> Simulation:
+        """A new waiting simulation. ``creator``, the address of a bot or page that asked for
+        it, may have only so many waiting at once (raises ``JoinRejected``)."""
+        if creator is not None:
+            most = self.config.max_waiting_simulations_per_address
+            if self._waiting_by_address[creator] >= most:
+                raise JoinRejected(
+                    TOO_MANY_SIMULATIONS, f"at most {most} waiting simulations from one address"
+                )
         simulation = Simulation(
             self.new_simulation_id(),
             self._games[game_name],
@@ -80,8 +100,20 @@ class Arena:
             listener=self._notify,
         )
         self.simulations[simulation.id] = simulation
+        if creator is not None:
+            self._creators[simulation.id] = creator
+            self._waiting_by_address[creator] += 1
         self._notify(simulation, SeatsChanged())
         return simulation
+
+    def _no_longer_waiting(self, simulation: Simulation) -> None:
+        """It started or was dropped: its creator may create another; it cannot expire."""
+        self._empty_since.pop(simulation.id, None)
+        creator = self._creators.pop(simulation.id, None)
+        if creator is not None:
+            self._waiting_by_address[creator] -= 1
+            if not self._waiting_by_address[creator]:
+                del self._waiting_by_address[creator]
 
     def _limits(self) -> MatchLimits:
         return MatchLimits(
@@ -92,6 +124,11 @@ class Arena:
         )
 
     def _notify(self, simulation: Simulation, update: Update) -> None:
+        if isinstance(update, SeatsChanged) and simulation.status is Status.WAITING:
+            if simulation.is_empty():
+                self._empty_since.setdefault(simulation.id, time.monotonic())
+            else:
+                self._empty_since.pop(simulation.id, None)
         for listener in self.listeners:
             try:
                 listener(simulation, update)
@@ -131,6 +168,7 @@ class Arena:
     def start_match(self, simulation: Simulation) -> None:
         if self._matches is None:
             raise RuntimeError("the arena is not serving")
+        self._no_longer_waiting(simulation)
         task = self._matches.create_task(
             simulation.run(self._finished), name=f"match-{simulation.id}"
         )
@@ -176,7 +214,7 @@ class Arena:
         name = message.get("game", DEFAULT_GAME)
         if name is None:
             name = DEFAULT_GAME
-        if name not in self._games:
+        if not isinstance(name, str) or name not in self._games:
             known = ", ".join(sorted(self._games))
             connection.send(error_message("Unknown game", f"game must be one of: {known}"))
             return None
@@ -200,10 +238,14 @@ class Arena:
             return
         limit = self.config.max_simulations_per_connection
         if connection.simulations_created >= limit:
-            connection.refuse("Too many simulations", f"at most {limit} per connection")
+            connection.refuse(TOO_MANY_SIMULATIONS, f"at most {limit} per connection")
+            return
+        try:
+            simulation = self.create_simulation(game_name, seed, creator=connection.address)
+        except JoinRejected as rejected:
+            connection.send(error_message(rejected.message, rejected.reason))
             return
         connection.simulations_created += 1
-        simulation = self.create_simulation(game_name, seed)
         connection.send(simulation.game.ready_message(simulation.id, simulation.seed))
 
     def _join(self, connection: Connection, message: JsonObject) -> None:
@@ -231,13 +273,19 @@ class Arena:
             valid, seed = self._seed(connection, message)
             if game_name is None or not valid:
                 return
-            simulation = self._random_waiting(game_name, message) or self.create_simulation(
-                game_name, seed, created_by_join=True
-            )
+            try:
+                simulation = self._random_waiting(game_name, message) or self.create_simulation(
+                    game_name, seed, created_by_join=True, creator=connection.address
+                )
+            except JoinRejected as rejected:
+                connection.send(error_message(rejected.message, rejected.reason))
+                return
         try:
             seat = simulation.join(connection, message)
         except JoinRejected as rejected:
             connection.send(error_message(rejected.message, rejected.reason))
+            if simulation.created_by_join:
+                self.drop_if_abandoned(simulation)
             return
         connection.seat = (simulation, seat)
         if simulation.is_full():
@@ -277,8 +325,25 @@ class Arena:
     def drop_if_abandoned(self, simulation: Simulation) -> None:
         """Forget a simulation whose last waiting player left before it started."""
         if simulation.status is Status.WAITING and simulation.is_empty():
-            self.simulations.pop(simulation.id, None)
+            self._drop(simulation)
+
+    def _drop(self, simulation: Simulation) -> None:
+        if self.simulations.pop(simulation.id, None) is not None:
+            self._no_longer_waiting(simulation)
             self._notify(simulation, Removed())
+
+    async def _expire_waiting(self) -> None:
+        """Drop the simulations nobody has been in for ``waitingSimulationExpiryMs``, so
+        abandoned ones leave the lobby and cannot pile up."""
+        expiry_s = self.config.waiting_simulation_expiry_ms / 1000
+        while True:
+            await asyncio.sleep(min(max(expiry_s / 4, 0.01), 5.0))
+            now = time.monotonic()
+            for simulation_id, since in list(self._empty_since.items()):
+                simulation = self.simulations.get(simulation_id)
+                if simulation is not None and now - since >= expiry_s:
+                    log.info("simulation %s expired: nobody joined", simulation_id)
+                    self._drop(simulation)
 
     # --- TCP ---------------------------------------------------------------------------------
     async def _on_connection(
@@ -307,21 +372,32 @@ class Arena:
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[Arena]:
         """Listen for bots until the block exits; then stop every match and connection."""
-        server = await asyncio.start_server(
-            self._on_connection,
-            self.config.host,
-            self.config.port,
-            reuse_address=True,
-            backlog=LISTEN_BACKLOG,
-        )
+        try:
+            server = await asyncio.start_server(
+                self._on_connection,
+                self.config.host,
+                self.config.port,
+                reuse_address=True,
+                backlog=LISTEN_BACKLOG,
+            )
+        except OSError as error:
+            raise ListenError(
+                "bots",
+                self.config.host,
+                self.config.port,
+                error,
+                '--port N (or "port" in config.json)',
+            ) from error
         self.tcp_port = server.sockets[0].getsockname()[1]
         log.info("bots connect to %s:%s", self.config.host, self.tcp_port)
         try:
             async with server, asyncio.TaskGroup() as matches:
                 self._matches = matches
+                expiring = asyncio.create_task(self._expire_waiting(), name="expiry")
                 try:
                     yield self
                 finally:
+                    expiring.cancel()
                     server.close()  # stop accepting before anything else
                     # Tell every bot why its connection is about to close, then stop the
                     # games; matches never raise (see Simulation.run), so only this stops them.

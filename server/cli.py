@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from server.arena import Arena
-from server.config import ArenaConfig, ConfigError, load_config
+from server.config import ArenaConfig, ConfigError, ListenError, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
 from server.records import Recorder, Records
-from server.replay import replay_text
+from server.replay import DamagedRecord, replay_text
 from server.tournament import (
     TournamentError,
     TournamentRunner,
@@ -141,12 +141,16 @@ def print_replay(database: Path, game_id: str) -> int:
         return 1
     records = Records(database)
     records.open_to_read()
-    record = records.game(game_id)
-    if record is None:
-        print(f"tavern: no recorded game {game_id!r} in {database}", file=sys.stderr)
+    try:
+        record = records.game(game_id)
+        if record is None:
+            print(f"tavern: no recorded game {game_id!r} in {database}", file=sys.stderr)
+            return 1
+        for block in replay_text(record):
+            print(block)
+    except DamagedRecord as error:
+        print(f"tavern: {error}", file=sys.stderr)
         return 1
-    for block in replay_text(record):
-        print(block)
     return 0
 
 
@@ -196,13 +200,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "validate":
         command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
         return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)
+    run = asyncio.run
     if args.loop == "uvloop":
         try:
             import uvloop  # noqa: PLC0415  # optional: only this option needs it
         except ImportError:
             print("tavern: --loop uvloop needs uvloop: pip install uvloop", file=sys.stderr)
             return 2
-        uvloop.run(serve(config))
-    else:
-        asyncio.run(serve(config))
-    return 0
+        run = uvloop.run
+    status = 0
+    try:
+        run(serve(config))
+    except* ListenError as refused:  # raised inside the arena's task group, so in a group
+        print(f"tavern: {refused.exceptions[0]}", file=sys.stderr)
+        status = 2
+    return status

@@ -7,6 +7,7 @@ names the key, instead of surfacing later as a broken game.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,17 @@ TEAMS = ("team1", "team2")
 
 class ConfigError(Exception):
     """A configuration value is missing, of the wrong type or out of range."""
+
+
+class ListenError(Exception):
+    """A port the arena was configured with cannot be listened on (most often: it is in use)."""
+
+    def __init__(self, what: str, host: str, port: int, error: OSError, change: str) -> None:
+        problem = os.strerror(error.errno) if error.errno else str(error)
+        super().__init__(
+            f"cannot listen for {what} on {host}:{port}: {problem}; "
+            f"choose another port with {change}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +86,11 @@ class ArenaConfig:
     max_send_buffer_bytes: int = 1_048_576
     reconnect_grace_ms: int = 10_000
     thud_api_port: int = 0  # also serve the Thud HTTP API here (0: only on httpPort)
+    max_waiting_simulations_per_address: int = 100
+    waiting_simulation_expiry_ms: int = 600_000  # a simulation nobody joins is dropped after this
+    max_house_games: int = 16  # games between house players at once ("Run a game")
+    max_house_games_per_page: int = 2
+    max_thud_api_games_per_address: int = 20
 
     def with_overrides(self, **changes: Any) -> ArenaConfig:
         """A copy with command-line overrides applied (``None`` means not given)."""
@@ -103,6 +120,11 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxSendBufferBytes": ("max_send_buffer_bytes", 4096, 1 << 30),
     "reconnectGraceMs": ("reconnect_grace_ms", 0, 3_600_000),
     "thudApiPort": ("thud_api_port", 0, 65535),
+    "maxWaitingSimulationsPerAddress": ("max_waiting_simulations_per_address", 1, 1_000_000),
+    "waitingSimulationExpiryMs": ("waiting_simulation_expiry_ms", 1, 7 * 24 * 3_600_000),
+    "maxHouseGames": ("max_house_games", 0, 100_000),
+    "maxHouseGamesPerPage": ("max_house_games_per_page", 0, 100_000),
+    "maxThudApiGamesPerAddress": ("max_thud_api_games_per_address", 1, 1_000_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database"}
 KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}

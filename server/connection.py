@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 65_536
+READ_CHUNK = 16_384  # at most this much of one peer's input is handled per loop round
 CLOSE_FLUSH_TIMEOUT_S = 5.0
 WRITE_BATCH_S = 0.001  # see WriteBatch: measured with bench/load.py, 300 to 1,000 games
 
@@ -182,6 +182,10 @@ class Connection:
                 await self.writer.wait_closed()
 
     async def _read_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Counted from the connection, not reset by each byte: a peer that trickles bytes
+        # without joining is closed as surely as a silent one.
+        join_deadline = loop.time() + self._idle_s
         try:
             while not self._closing:
                 if self.seat:
@@ -189,7 +193,7 @@ class Connection:
                     data = await self.reader.read(READ_CHUNK)
                 else:
                     try:
-                        async with asyncio.timeout(self._idle_s):
+                        async with asyncio.timeout_at(join_deadline):
                             data = await self.reader.read(READ_CHUNK)
                     except TimeoutError:
                         self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
@@ -197,23 +201,36 @@ class Connection:
                 if not data:
                     break
                 self._last_read = time.monotonic()
-                for event in self.protocol.feed(data):
-                    if isinstance(event, Message):
-                        self._handling = True
-                        try:
-                            self.arena.handle(self, event.payload)
-                        finally:
-                            self._handling = False
-                    elif isinstance(event, InvalidMessage):
-                        self.send(error_message(INVALID_JSON, event.reason))
-                    elif isinstance(event, MessageTooLong):
-                        self.refuse(
-                            MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes"
-                        )
+                self._handle(data)
+                if len(data) == READ_CHUNK:
+                    # More may be waiting: let the other connections and the matches have
+                    # this round first, so a flooding peer gets its share and no more.
+                    await asyncio.sleep(0)
         except OSError as error:  # a reset or broken pipe concerns this connection only
             log.info("connection %s: %s", self.peer, error)
         finally:
             self.arena.disconnected(self)
+
+    def _handle(self, data: bytes) -> None:
+        """Act on what a chunk completed. The answers, errors included, are replies: they go
+        out at once, never paced like the messages a bot did not ask for."""
+        self._handling = True
+        try:
+            for event in self.protocol.feed(data):
+                if isinstance(event, Message):
+                    try:
+                        self.arena.handle(self, event.payload)
+                    except Exception:  # a bug must cost this request, not the connection
+                        log.exception("connection %s: handling %r failed", self.peer, event.type)
+                        self.send(
+                            error_message("Server error", "the request failed; it was logged")
+                        )
+                elif isinstance(event, InvalidMessage):
+                    self.send(error_message(INVALID_JSON, event.reason))
+                elif isinstance(event, MessageTooLong):
+                    self.refuse(MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes")
+        finally:
+            self._handling = False
 
     async def _write_loop(self) -> None:
         writer = self.writer

@@ -2,18 +2,20 @@
 
 Input framing is a stream of JSON objects. Bots written for the original server send bare
 objects with no terminator, others end each with a newline, some pretty-print over several
-lines, and TCP may split or coalesce any of them; all of that must work. So instead of splitting
-on newlines, a small pushdown scanner follows the JSON grammar byte by byte to find where each
-object ends, and notices garbage as early as the grammar allows. After garbage it drops input up
-to the next newline (or everything buffered, if none has arrived) and starts afresh, so one bad
-message never costs the next one. The common case, a chunk holding exactly one or a few whole
-objects, is parsed directly by orjson without scanning.
+lines, and TCP may split or coalesce any of them; all of that must work. orjson does the
+scanning: parsing what is buffered either gives a message, or says where it went wrong. An
+error at the very end of the buffer means the message is not complete yet; "content after
+document" means a whole message followed by the next one; anything else is garbage, dropped
+up to the broken message's first newline (or, with no newline yet, up to the next ``{``), so
+one bad message never costs the next one. Python touches each byte only through C code
+(orjson, ``bytes.find``), so a hostile peer costs little however it frames its bytes, and a
+buffer is parsed again only when a chunk could end a message (it holds a ``}``) or a line.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from enum import Enum, auto
 from typing import Any
 
 import orjson
@@ -51,26 +53,10 @@ class MessageTooLong:
 
 ReaderEvent = Message | InvalidMessage | MessageTooLong
 
-
-class _Expect(Enum):
-    MESSAGE = auto()  # between messages: only whitespace or '{'
-    KEY_OR_CLOSE = auto()  # just after '{'
-    KEY = auto()  # after ',' in an object
-    COLON = auto()
-    VALUE_OR_CLOSE = auto()  # just after '['
-    VALUE = auto()
-    AFTER_VALUE = auto()  # ',' or a closing bracket
-    STRING = auto()
-    STRING_ESCAPE = auto()
-    LITERAL = auto()  # number, true, false, null (orjson checks the spelling)
-
-
-_WHITESPACE = frozenset(b" \t\r\n")
-_LITERAL_START = frozenset(b"-0123456789tfn")
-_LITERAL_BODY = frozenset(b"0123456789+-.eEtrueflsan")
-_OPEN_OBJECT, _OPEN_ARRAY = ord("{"), ord("[")
-_QUOTE, _BACKSLASH = ord('"'), ord("\\")
-_NEWLINE = ord("\n")
+_NOT_WHITESPACE = re.compile(rb"[^ \t\r\n]")
+_OPEN_OBJECT = ord("{")
+_AFTER_DOCUMENT = "unexpected content after document"
+_NOT_UTF8 = "str is not valid UTF-8"
 
 
 class MessageReader:
@@ -78,179 +64,126 @@ class MessageReader:
 
     def __init__(self, max_message_bytes: int) -> None:
         self.max_message_bytes = max_message_bytes
-        self._buffer = bytearray()  # bytes of the message being scanned, from its '{'
-        self._scanned = 0  # how much of _buffer the scanner has consumed
-        self._expect = _Expect.MESSAGE
-        self._after_string = _Expect.AFTER_VALUE
-        self._stack: list[int] = []
+        self._buffer = bytearray()  # bytes received and not yet consumed
         self._closed = False
 
     def feed(self, data: bytes) -> list[ReaderEvent]:
         """Consume a chunk as received; return what it completed."""
         if self._closed:
             return []
-        if self._expect is _Expect.MESSAGE and not self._buffer:
-            quick = self._parse_whole_chunk(data)
-            if quick is not None:
-                return quick
-        self._buffer += data
-        events: list[ReaderEvent] = []
-        self._scan(events)
-        if len(self._buffer) > self.max_message_bytes and not self._closed:
-            self._closed = True
-            self._buffer.clear()
-            events.append(MessageTooLong(self.max_message_bytes))
-        return events
-
-    def _parse_whole_chunk(self, data: bytes) -> list[ReaderEvent] | None:
-        """The fast path: the chunk is one object, or whole newline-separated objects."""
-        stripped = data.strip()
-        if not stripped:
-            return []
-        if not (stripped[0] == _OPEN_OBJECT and stripped[-1] == ord("}")):
-            return None
-        lines = [stripped] if _NEWLINE not in stripped else stripped.split(b"\n")
-        events: list[ReaderEvent] = []
-        for raw_line in lines:
-            line = raw_line.strip()
-            if not line:
-                continue
-            if len(line) > self.max_message_bytes:
-                return None
+        if not self._buffer:
+            # The common case: the chunk is exactly one message, terminated or not.
             try:
-                value = orjson.loads(line)
+                value = orjson.loads(data)
             except orjson.JSONDecodeError:
-                return None
-            events.append(_to_event(value))
+                pass
+            else:
+                if len(data) <= self.max_message_bytes or len(data.strip()) <= (
+                    self.max_message_bytes
+                ):
+                    return [_to_event(value)]
+        self._buffer += data
+        if b"}" not in data and b"\n" not in data and len(self._buffer) <= self.max_message_bytes:
+            return []  # nothing in this chunk can end a message or a line
+        events: list[ReaderEvent] = []
+        self._drain(events)
         return events
 
-    def _scan(self, events: list[ReaderEvent]) -> None:
+    def _drain(self, events: list[ReaderEvent]) -> None:
         buffer = self._buffer
-        position = self._scanned
-        end = len(buffer)
-        expect = self._expect
-        stack = self._stack
-        while position < end:
-            byte = buffer[position]
-            if expect is _Expect.STRING:
-                if byte == _QUOTE:
-                    expect = self._after_string
-                elif byte == _BACKSLASH:
-                    expect = _Expect.STRING_ESCAPE
-                elif byte < 0x20:
-                    expect = self._fail(events, position)
-                    buffer, position, end = self._buffer, 0, len(self._buffer)
-                    continue
-                position += 1
+        start, end = 0, len(buffer)
+        while start < end:
+            found = _NOT_WHITESPACE.search(buffer, start)
+            if found is None:
+                start = end
+                break
+            start = found.start()
+            if buffer[start] != _OPEN_OBJECT:
+                events.append(InvalidMessage("not a JSON object (unexpected byte at offset 0)"))
+                start = self._resync(start, start)
                 continue
-            if expect is _Expect.STRING_ESCAPE:
-                expect = _Expect.STRING
-                position += 1
+            outcome = self._parse(start, end)
+            if outcome is None:  # not complete yet
+                break
+            value, stop = outcome
+            if isinstance(value, InvalidMessage):
+                events.append(value)
+                start = self._resync(start, stop)
                 continue
-            if expect is _Expect.LITERAL:
-                if byte in _LITERAL_BODY:
-                    position += 1
-                    continue
-                expect = _Expect.AFTER_VALUE
-            if byte in _WHITESPACE:
-                if expect is _Expect.MESSAGE:
-                    # Whitespace between messages is dropped so it never counts as a message.
-                    del buffer[: end - len(buffer.lstrip())]
-                    position, end = 0, len(buffer)
-                else:
-                    position += 1
-                continue
-            if expect is _Expect.MESSAGE:
-                if byte != _OPEN_OBJECT:
-                    expect = self._fail(events, position)
-                    buffer, position, end = self._buffer, 0, len(self._buffer)
-                    continue
-                del buffer[:position]
-                position, end = 0, len(buffer)
-                stack.append(byte)
-                expect = _Expect.KEY_OR_CLOSE
-            elif expect is _Expect.KEY_OR_CLOSE or expect is _Expect.KEY:
-                if byte == _QUOTE:
-                    expect, self._after_string = _Expect.STRING, _Expect.COLON
-                elif byte == ord("}") and expect is _Expect.KEY_OR_CLOSE:
-                    stack.pop()
-                    expect = _Expect.AFTER_VALUE
-                else:
-                    expect = self._fail(events, position)
-                    buffer, position, end = self._buffer, 0, len(self._buffer)
-                    continue
-            elif expect is _Expect.COLON:
-                if byte != ord(":"):
-                    expect = self._fail(events, position)
-                    buffer, position, end = self._buffer, 0, len(self._buffer)
-                    continue
-                expect = _Expect.VALUE
-            elif expect is _Expect.VALUE or expect is _Expect.VALUE_OR_CLOSE:
-                if byte in (_OPEN_OBJECT, _OPEN_ARRAY):
-                    stack.append(byte)
-                    expect = (
-                        _Expect.KEY_OR_CLOSE if byte == _OPEN_OBJECT else _Expect.VALUE_OR_CLOSE
-                    )
-                elif byte == _QUOTE:
-                    expect, self._after_string = _Expect.STRING, _Expect.AFTER_VALUE
-                elif byte in _LITERAL_START:
-                    expect = _Expect.LITERAL
-                elif byte == ord("]") and expect is _Expect.VALUE_OR_CLOSE:
-                    stack.pop()
-                    expect = _Expect.AFTER_VALUE
-                else:
-                    expect = self._fail(events, position)
-                    buffer, position, end = self._buffer, 0, len(self._buffer)
-                    continue
-            elif expect is _Expect.AFTER_VALUE:
-                opener = stack[-1]
-                if byte == ord(","):
-                    expect = _Expect.KEY if opener == _OPEN_OBJECT else _Expect.VALUE
-                elif (byte == ord("}") and opener == _OPEN_OBJECT) or (
-                    byte == ord("]") and opener == _OPEN_ARRAY
-                ):
-                    stack.pop()
-                else:
-                    expect = self._fail(events, position)
-                    buffer, position, end = self._buffer, 0, len(self._buffer)
-                    continue
-            position += 1
-            if expect is _Expect.AFTER_VALUE and not stack:
-                if position > self.max_message_bytes:
-                    self._closed = True
-                    buffer.clear()
-                    events.append(MessageTooLong(self.max_message_bytes))
-                    return
-                events.append(_decode(bytes(buffer[:position])))
-                del buffer[:position]
-                position, end = 0, len(buffer)
-                expect = _Expect.MESSAGE
-        self._scanned = position
-        self._expect = expect
+            if _length(buffer, start, stop) > self.max_message_bytes:
+                self._close(events)
+                return
+            events.append(_to_event(value))
+            start = stop
+        del buffer[:start]
+        if len(buffer) > self.max_message_bytes:
+            self._close(events)
 
-    def _fail(self, events: list[ReaderEvent], position: int) -> _Expect:
-        """Report garbage and resynchronise after its first newline (or drop what is buffered).
+    def _parse(self, start: int, end: int) -> tuple[object, int] | None:
+        """The message that starts at ``start``: its value (or why it is garbage) and where it
+        stops; ``None`` if the bytes up to ``end`` are only its beginning."""
+        with memoryview(self._buffer) as view:
+            chunk = view[start:end]
+            try:
+                return orjson.loads(chunk), end
+            except orjson.JSONDecodeError as error:
+                if error.msg.startswith(_NOT_UTF8):
+                    return self._parse_before_bad_utf8(start, end, bytes(chunk))
+                stop = start + _byte_offset(chunk, error.pos)
+                if stop >= end:
+                    return None
+                if error.msg == _AFTER_DOCUMENT:
+                    return orjson.loads(view[start:stop]), stop
+                return InvalidMessage(
+                    f"not valid JSON: {error.msg} (at offset {stop - start})"
+                ), stop
 
-        The buffer starts where the broken message started, and a raw newline cannot occur
-        inside a JSON string, so its first newline ends the broken line even when the error
-        was only noticed on a later one.
-        """
-        events.append(InvalidMessage(f"not a JSON object (unexpected byte at offset {position})"))
-        newline = self._buffer.find(b"\n")
-        if newline < 0:
-            self._buffer.clear()
-        else:
-            del self._buffer[: newline + 1]
-        self._stack.clear()
-        return _Expect.MESSAGE
+    def _parse_before_bad_utf8(
+        self, start: int, end: int, chunk: bytes
+    ) -> tuple[object, int] | None:
+        """orjson checks the UTF-8 of the whole buffer first: find the bad bytes and judge the
+        message by what comes before them (a multi-byte character may be only half here)."""
+        try:
+            chunk.decode()
+        except UnicodeDecodeError as error:
+            bad, truncated = error.start, error.end == len(chunk) and "end of data" in error.reason
+        else:  # orjson saw something Python does not: treat the message as garbage
+            return InvalidMessage(f"not valid JSON: {_NOT_UTF8}"), end
+        before = self._parse(start, start + bad) if bad else None
+        if before is not None and not isinstance(before[0], InvalidMessage):
+            return before  # a whole message ends before the bad bytes
+        if truncated:
+            return None  # the rest of the character has not arrived
+        return InvalidMessage(f"not valid JSON: {_NOT_UTF8} (at offset {bad})"), start + bad
+
+    def _resync(self, start: int, error_at: int) -> int:
+        """Where to look for the next message after garbage starting at ``start``: past the
+        broken line's first newline (a raw newline cannot be inside a JSON string, so it ends
+        the broken line even when the error was only noticed on a later one), or, with no
+        newline yet, at the next ``{`` after the error."""
+        buffer = self._buffer
+        newline = buffer.find(b"\n", start)
+        if newline >= 0:
+            return newline + 1
+        brace = buffer.find(b"{", max(error_at, start + 1))
+        return brace if brace >= 0 else len(buffer)
+
+    def _close(self, events: list[ReaderEvent]) -> None:
+        self._closed = True
+        self._buffer.clear()
+        events.append(MessageTooLong(self.max_message_bytes))
 
 
-def _decode(raw: bytes) -> Message | InvalidMessage:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        return InvalidMessage(f"not valid JSON: {error}")
-    return _to_event(value)
+def _byte_offset(chunk: memoryview, position: int) -> int:
+    """orjson reports character positions; bytes are what the buffer counts."""
+    if position <= 0 or chunk[:position].tobytes().isascii():
+        return position
+    return len(bytes(chunk).decode(errors="replace")[:position].encode(errors="surrogatepass"))
+
+
+def _length(buffer: bytearray, start: int, stop: int) -> int:
+    """A message's length without the whitespace that follows it."""
+    return len(buffer[start:stop].rstrip())
 
 
 def _to_event(value: object) -> Message | InvalidMessage:

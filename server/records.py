@@ -41,6 +41,7 @@ import orjson
 from server.games.base import JsonObject, Outcome
 from server.league import GameResult
 from server.protocol import kept_json
+from server.replay import DamagedRecord
 from server.simulation import GameFinished, GameStarted, Simulation, TurnPlayed, Update
 
 log = logging.getLogger(__name__)
@@ -549,33 +550,54 @@ class Records:
             [*parameters, per_page, (page - 1) * per_page],
         ).fetchall()
         return {
-            "games": [self._summary(reader, row) for row in rows],
+            "games": [self._listed(reader, row) for row in rows],
             "page": page,
             "perPage": per_page,
             "total": total,
         }
 
     def game(self, game_id: str) -> JsonObject | None:
-        """The full record of one game (docs/records.md), or None."""
+        """The full record of one game (docs/records.md), or None; raises ``DamagedRecord``
+        if what is stored does not read back."""
         reader = self._reader()
         row = reader.execute("SELECT * FROM games WHERE id = ?", (game_id,)).fetchone()
         if row is None:
             return None
-        record = self._summary(reader, row)
-        record["settings"] = orjson.loads(row["settings"])
-        seat_names = [player["seat"] for player in record["players"]]
-        record["turns"] = [
-            {
-                "number": turn["number"],
-                "seat": seat_names[turn["seat"]],
-                "action": orjson.loads(turn["action"]),
-                "timedOut": bool(turn["timed_out"]),
-            }
-            for turn in reader.execute(
+        try:
+            record = self._summary(reader, row)
+            record["settings"] = orjson.loads(row["settings"])
+            seat_names = [player["seat"] for player in record["players"]]
+            # Every row is fetched before any is read: a statement left half-read by an error
+            # would hold this thread's connection on an old snapshot of the file.
+            turns = reader.execute(
                 "SELECT * FROM turns WHERE game_id = ? ORDER BY number", (game_id,)
-            )
-        ]
+            ).fetchall()
+            record["turns"] = [
+                {
+                    "number": turn["number"],
+                    "seat": _seat_name(seat_names, turn["seat"]),
+                    "action": orjson.loads(turn["action"]),
+                    "timedOut": bool(turn["timed_out"]),
+                }
+                for turn in turns
+            ]
+        except (IndexError, KeyError, TypeError, ValueError) as error:
+            raise DamagedRecord(f"game {game_id}: its record does not read: {error}") from error
         return record
+
+    def _listed(self, reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
+        """A game's summary for a list; a damaged one is listed as such, not left out."""
+        try:
+            return self._summary(reader, row)
+        except (IndexError, KeyError, TypeError, ValueError) as error:
+            log.warning("records: game %s does not read: %s", row["id"], error)
+            return {
+                "id": row["id"],
+                "game": row["game"],
+                "status": row["status"],
+                "startedAt": row["started_at"],
+                "damaged": str(error),
+            }
 
     def _summary(self, reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
         players = [
@@ -595,7 +617,7 @@ class Records:
             }
             for seat in reader.execute(
                 "SELECT * FROM seats WHERE game_id = ? ORDER BY seat", (row["id"],)
-            )
+            ).fetchall()
         ]
         result = None
         if row["reason"] is not None:
@@ -617,6 +639,12 @@ class Records:
             "tournament": row["tournament_id"],
             "pairing": row["pairing"],
         }
+
+
+def _seat_name(seat_names: list[str], seat: object) -> str:
+    if not isinstance(seat, int) or not 0 <= seat < len(seat_names):
+        raise IndexError(f"a turn's seat is {seat!r}, not one of the game's seats")
+    return seat_names[seat]
 
 
 def _tournament(row: sqlite3.Row) -> JsonObject:

@@ -15,6 +15,11 @@ from server.games import GAMES_FROM_SETTINGS
 from server.games.base import Game, JsonObject, Player
 
 
+class DamagedRecord(Exception):
+    """A stored game that cannot be read back or replayed: a damaged file, a record written by
+    other rules, or a token that points at a game of another kind. The message names the game."""
+
+
 @dataclass(frozen=True, slots=True)
 class Frame:
     """The position after ``turn`` turns (0 is the start), and the events of that turn."""
@@ -26,29 +31,49 @@ class Frame:
 
 
 def game_of(record: JsonObject) -> Game[Any, Any]:
-    return GAMES_FROM_SETTINGS[record["game"]](record["settings"])
+    try:
+        return GAMES_FROM_SETTINGS[record["game"]](record["settings"])
+    except Exception as error:  # whatever the stored settings hold
+        raise DamagedRecord(
+            f"game {record.get('id')}: its settings do not read: {error}"
+        ) from error
 
 
 def frames(record: JsonObject, rng: random.Random | None = None) -> Iterator[Frame]:
     """Every position of a recorded game, from the start to its last turn.
 
     ``rng``, if given, is the generator the turns draw from; it must be fresh from the record's
-    seed, and afterwards it is exactly where the game left it (for resuming the game).
+    seed, and afterwards it is exactly where the game left it (for resuming the game). Raises
+    ``DamagedRecord`` at the first turn the rules cannot replay.
     """
     game = game_of(record)
     seat_names = list(game.seat_names)
-    players = [Player(p["nick"], tuple(p["names"])) for p in record["players"]]
-    state = game.initial_state(players)
-    rng = random.Random(record["seed"]) if rng is None else rng
-    yield Frame(0, None, state, [])
-    for turn in record["turns"]:
-        seat = seat_names.index(turn["seat"])
-        if turn["timedOut"]:
-            action = game.timeout_action(state, seat)
-        else:
-            action = game.parse_action(state, seat, {"type": "player-turn", **turn["action"]})
-        state, events = game.apply(state, seat, action, rng)
-        yield Frame(turn["number"], seat, state, events)
+    number = 0
+    try:
+        players = [Player(p["nick"], tuple(p["names"])) for p in record["players"]]
+        state = game.initial_state(players)
+        rng = random.Random(record["seed"]) if rng is None else rng
+        frame = Frame(0, None, state, [])
+        turns = iter(record["turns"])
+    except Exception as error:  # a stored record is data from outside: anything may be wrong
+        raise DamagedRecord(
+            f"game {record.get('id')}: its start does not replay: {error}"
+        ) from error
+    yield frame
+    for turn in turns:
+        try:
+            number = turn["number"]
+            seat = seat_names.index(turn["seat"])
+            if turn["timedOut"]:
+                action = game.timeout_action(state, seat)
+            else:
+                action = game.parse_action(state, seat, {"type": "player-turn", **turn["action"]})
+            state, events = game.apply(state, seat, action, rng)
+        except Exception as error:
+            raise DamagedRecord(
+                f"game {record.get('id')}: turn {number} does not replay: {error}"
+            ) from error
+        yield Frame(number, seat, state, events)
 
 
 def replay_to_wire(record: JsonObject) -> JsonObject:

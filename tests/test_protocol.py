@@ -8,6 +8,7 @@ import tracemalloc
 import orjson
 import pytest
 
+from server import protocol
 from server.protocol import (
     InvalidMessage,
     Message,
@@ -177,6 +178,62 @@ def test_unclosed_object_line_does_not_swallow_the_next_message() -> None:
         "InvalidMessage",
         CREATE,
     ]
+
+
+def test_messages_with_multibyte_text_in_one_read_split_where_each_ends() -> None:
+    first = {"type": "join-simulation", "nick": "Þórin 🍺", "names": ["Dvalinn"]}
+    data = orjson.dumps(first) + orjson.dumps(CREATE) + b" " + orjson.dumps(first)
+    assert payloads(MessageReader(1024).feed(data)) == [first, CREATE, first]
+
+
+def test_a_good_message_before_bad_utf8_is_kept() -> None:
+    reader = MessageReader(1024)
+    events = reader.feed(orjson.dumps(CREATE) + b'{"type":"\xff"}' + orjson.dumps(TURN))
+    assert payloads(events) == [CREATE, "InvalidMessage", TURN]
+
+
+def test_a_character_split_after_a_closing_brace_waits_for_its_end() -> None:
+    message = {"type": "join-simulation", "names": ["a}b"], "nick": "🍺"}
+    data = orjson.dumps(message)
+    split = data.index("🍺".encode()) + 1
+    reader = MessageReader(1024)
+    assert reader.feed(data[:split]) == []
+    assert payloads(reader.feed(data[split:])) == [message]
+
+
+def test_garbage_without_newline_resyncs_at_the_next_object() -> None:
+    reader = MessageReader(1024)
+    assert payloads(reader.feed(b'{"type": tru}' + orjson.dumps(CREATE))) == [
+        "InvalidMessage",
+        CREATE,
+    ]
+
+
+def test_nesting_deeper_than_json_allows_is_garbage_not_a_wait() -> None:
+    reader = MessageReader(1 << 20)
+    events = reader.feed(b"{" + b'"a":[' * 1100 + b"\n" + orjson.dumps(CREATE))
+    assert payloads(events) == ["InvalidMessage", CREATE]
+
+
+def test_an_unterminated_message_is_buffered_without_being_parsed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks that hold no "}" and no newline cannot end a message: they are only kept, so a
+    peer dripping a long message costs one parse of it, not one per chunk."""
+    parsed: list[int] = []
+    real_loads = orjson.loads
+
+    def counting_loads(data: bytes | bytearray | memoryview | str) -> object:
+        parsed.append(len(data))
+        return real_loads(data)
+
+    monkeypatch.setattr(protocol.orjson, "loads", counting_loads)
+    reader = MessageReader(1 << 20)
+    assert reader.feed(b'{"type": "x", "pad": "') == []
+    for _ in range(100):
+        assert reader.feed(b"a" * 1000) == []
+    assert payloads(reader.feed(b'"}')) == [{"type": "x", "pad": "a" * 100_000}]
+    assert sum(parsed) < 3 * 100_000  # each chunk's fast-path try, then the one real parse
 
 
 # --- properties: any bytes, any split ----------------------------------------------------------

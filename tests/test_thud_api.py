@@ -176,8 +176,6 @@ async def test_start_answers_three_tokens_and_the_exact_start_board(
         (b"", "not valid JSON"),
         (b"[1, 2]", "JSON object"),
         (b'"begin"', "JSON object"),
-        (b'{"player_one": "A", "player_two": "B"}', '"game" must be "begin"'),
-        (b'{"game": "end", "player_one": "A", "player_two": "B"}', '"game" must be "begin"'),
         (b'{"game": "begin", "player_one": "A"}', '"player_two"'),
         (b'{"game": "begin", "player_one": 7, "player_two": "B"}', '"player_one"'),
         (b'{"game": "begin", "player_one": "", "player_two": "B"}', '"player_one"'),
@@ -189,6 +187,19 @@ async def test_start_refuses_what_it_cannot_read_with_a_400(
     status, answer = await api.raw("/start", body)
     assert status == 400
     assert problem in answer["error"]
+
+
+@pytest.mark.parametrize(
+    "game", [None, "begin", "end", "", 7, [], {"x": 1}], ids=repr
+)
+async def test_start_ignores_game_as_the_earlier_server_did(api: Api, game: object) -> None:
+    """That server read only the two names: its clients' "game" may be anything, or missing."""
+    body: dict[str, Any] = {"player_one": "A", "player_two": "B"}
+    if game is not None:
+        body["game"] = game
+    started = await api.call("/start", body)
+    assert started["board"] == expected_start_board()
+    assert await api.move(started, 0, (6, 0), (6, 4)) is True
 
 
 # --- turns and tokens ----------------------------------------------------------------------------

@@ -23,14 +23,21 @@ from aiohttp import WSMsgType, web
 
 from bots.house import HOUSE_PLAYERS
 from server.arena import Arena
-from server.games.base import ActionRejected, JoinRejected, JsonObject
+from server.config import ListenError
+from server.games.base import JoinRejected, JsonObject
 from server.league import league_to_wire
 from server.records import GameFilter, Records
-from server.replay import replay_to_wire
+from server.replay import DamagedRecord, replay_to_wire
 from server.simulation import Simulation, Status
 from visor import thud_api
 from visor.hub import Page, SpectatorHub, running
-from visor.seats import BrowserSeat, run_house_game, seat_house_player, seat_person
+from visor.seats import (
+    TOO_MANY_HOUSE_GAMES,
+    BrowserSeat,
+    run_house_game,
+    seat_house_player,
+    seat_person,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,7 @@ THUD_CONTROLLER = Path(__file__).parent.parent / "bots" / "js" / "thud-controlle
 MAX_WS_MESSAGE = 16 * 1024
 MAX_DELAY_MS = 10_000
 MAX_NICK = 64
+MAX_PAGE = 1_000_000  # of /api/games: far past any archive, and an OFFSET SQLite can hold
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
@@ -112,6 +120,8 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/league", page("league.html"))
     app.router.add_get("/matches", page("matches.html"))
     app.router.add_get("/clients", page("clients.html"))
+    app.router.add_get("/rules/tavern", page("rules-tavern.html"))
+    app.router.add_get("/rules/thud", page("rules-thud.html"))
     # The challenge controller is one file for Node bots and for the /clients page.
     app.router.add_get("/js/thud-controller.js", thud_controller)
     app.router.add_get("/js/clients-worker.js", clients_worker)
@@ -137,6 +147,8 @@ async def api_games(request: web.Request) -> web.Response:
         per_page = int(query.get("perPage", "50"))
     except ValueError:
         return json_error(400, "page and perPage must be integers")
+    if not 1 <= page_number <= MAX_PAGE:
+        return json_error(400, f"page must be from 1 to {MAX_PAGE}")
     where = GameFilter(
         game=query.get("game"),
         player=query.get("player"),
@@ -148,9 +160,17 @@ async def api_games(request: web.Request) -> web.Response:
     return json_response(await asyncio.to_thread(request.app[RECORDS].games, where))
 
 
+def damaged(error: DamagedRecord) -> web.Response:
+    log.warning("records: %s", error)
+    return json_error(409, f"this record cannot be read back: {error}")
+
+
 async def api_game(request: web.Request) -> web.Response:
     """The full record of one game (docs/records.md)."""
-    record = await asyncio.to_thread(request.app[RECORDS].game, request.match_info["game_id"])
+    try:
+        record = await asyncio.to_thread(request.app[RECORDS].game, request.match_info["game_id"])
+    except DamagedRecord as error:
+        return damaged(error)
     if record is None:
         return json_error(404, "no recorded game with this id")
     return json_response(record)
@@ -185,8 +205,8 @@ async def api_replay(request: web.Request) -> web.Response:
 
     try:
         replay = await asyncio.to_thread(build)
-    except ActionRejected as rejected:  # a record the current rules cannot replay
-        return json_error(409, f"this record does not replay: {rejected}")
+    except DamagedRecord as error:  # a damaged record, or one the current rules cannot replay
+        return damaged(error)
     if replay is None:
         return json_error(404, "no recorded game with this id")
     return json_response(replay)
@@ -196,7 +216,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     arena, hub = request.app[ARENA], request.app[HUB]
     ws = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_WS_MESSAGE)
     await ws.prepare(request)
-    connection = PageConnection(arena, hub, Page(ws))
+    connection = PageConnection(arena, hub, Page(ws, request.transport), request.remote or "")
     hub.pages.add(connection.page)
     try:
         async with asyncio.TaskGroup() as tasks:
@@ -215,12 +235,14 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 class PageConnection:
     """What one page asked for: the lobby, a game to watch, or a seat of its own."""
 
-    def __init__(self, arena: Arena, hub: SpectatorHub, page: Page) -> None:
+    def __init__(self, arena: Arena, hub: SpectatorHub, page: Page, address: str) -> None:
         self.arena = arena
         self.hub = hub
         self.page = page
+        self.address = address
         self.seat: tuple[Simulation, int] | None = None
         self.channel = BrowserSeat(page)
+        self.house_games: list[Simulation] = []  # the games between house players it started
 
     def receive(self, text: str) -> None:
         try:
@@ -239,7 +261,8 @@ class PageConnection:
             "play": self.play,
             "move": self.move,
         }
-        handler = handlers.get(message.get("type", ""))
+        kind = message.get("type")
+        handler = handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
             self.error("Unknown message type")
             return
@@ -247,6 +270,9 @@ class PageConnection:
             handler(message)
         except JoinRejected as rejected:
             self.error(rejected.message, rejected.reason)
+        except Exception:  # a bug must cost this request, not the page or the games
+            log.exception("page request %r failed", kind)
+            self.error("Server error", "the request failed; it was logged")
 
     def error(self, message: str, reason: str | None = None) -> None:
         error: JsonObject = {"type": "error", "message": message}
@@ -270,7 +296,7 @@ class PageConnection:
         return str(game)
 
     def create(self, message: JsonObject) -> None:
-        simulation = self.arena.create_simulation(self._game_name(message))
+        simulation = self.arena.create_simulation(self._game_name(message), creator=self.address)
         self.page.send(
             {"type": "created", "simulationId": simulation.id, "game": simulation.game.name}
         )
@@ -283,7 +309,12 @@ class PageConnection:
             raise JoinRejected("Invalid players", "players must be a list of house player names")
         if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_DELAY_MS:
             raise JoinRejected("Invalid delay", f"delayMs must be 0 to {MAX_DELAY_MS}")
+        self.house_games = [s for s in self.house_games if s.status is not Status.FINISHED]
+        most = self.arena.config.max_house_games_per_page
+        if len(self.house_games) >= most:
+            raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"at most {most} at once from one page")
         simulation = run_house_game(self.arena, game, players, delay)
+        self.house_games.append(simulation)
         self.page.send({"type": "created", "simulationId": simulation.id, "game": game})
 
     def play(self, message: JsonObject) -> None:
@@ -298,11 +329,13 @@ class PageConnection:
         seat_names = self.arena.game(game).seat_names
         if side not in seat_names:
             raise JoinRejected("Invalid join", f"side must be one of: {', '.join(seat_names)}")
-        if opponent is not None and opponent not in HOUSE_PLAYERS[game]:
+        if opponent is not None and (
+            not isinstance(opponent, str) or opponent not in HOUSE_PLAYERS[game]
+        ):
             raise JoinRejected("Unknown player", f"no {game} house player {opponent!r}")
         simulation_id = message.get("simulationId")
         if simulation_id is None:
-            simulation = self.arena.create_simulation(game)
+            simulation = self.arena.create_simulation(game, creator=self.address)
         else:  # take a free seat of a waiting simulation, as a bot joining by id would
             found = (
                 self.arena.simulations.get(simulation_id)
@@ -350,7 +383,12 @@ async def serving(arena: Arena, host: str, port: int, records: Records) -> Async
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as error:
+        await runner.cleanup()
+        change = '--http-port N (or "httpPort" in config.json)'
+        raise ListenError("the visor", host, port, error, change) from error
     server: Any = site._server  # aiohttp exposes the bound port only through the server
     bound = server.sockets[0].getsockname()[1]
     log.info("the visor is on http://%s:%s/", host, bound)

@@ -33,7 +33,8 @@ from server.simulation import (
 
 log = logging.getLogger(__name__)
 
-MAX_QUEUED = 64
+MAX_QUEUED = 64  # spectator messages a page may have waiting before a snapshot replaces them
+MAX_BACKLOG = 256  # messages of any kind a page may leave unread before it is closed
 LOBBY_INTERVAL_S = 0.2
 FINISHED_KEPT = 100
 
@@ -45,8 +46,9 @@ def dumps(message: JsonObject) -> str:
 class Page:
     """One browser page: its websocket and what is waiting to be sent to it."""
 
-    def __init__(self, ws: web.WebSocketResponse) -> None:
+    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None) -> None:
         self.ws = ws
+        self.transport = transport
         self.watching: str | None = None
         self.in_lobby = False
         self._queue: deque[tuple[str, bool]] = deque()  # (text, may be dropped)
@@ -66,8 +68,22 @@ class Page:
                 self._queue.append((snapshot, True))
                 self._wakeup.set()
                 return
+        if len(self._queue) >= MAX_BACKLOG:
+            # A page that reads nothing (while it sends, say, a stream of bad requests) must
+            # not hold the server's memory: it is cut off, as a bot that stops reading is.
+            log.info("a page left %d messages unread: closed", len(self._queue))
+            self.abort()
+            return
         self._queue.append((text, droppable))
         self._wakeup.set()
+
+    def abort(self) -> None:
+        """Drop everything queued and cut the connection."""
+        self._closed = True
+        self._queue.clear()
+        self._wakeup.set()
+        if self.transport is not None:
+            self.transport.abort()
 
     @property
     def backlog(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
@@ -20,6 +21,13 @@ from server.simulation import Simulation
 from visor.hub import Page
 
 log = logging.getLogger(__name__)
+
+HOUSE_THINKING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="house-player")
+"""House players think one at a time, off the event loop: however many house games run, they
+take at most one thread's share of the interpreter from the bots' games."""
+
+
+TOO_MANY_HOUSE_GAMES = "Too many house games"
 
 
 class BrowserSeat:
@@ -64,7 +72,9 @@ class HouseSeat:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         # Thinking can take a few milliseconds: keep it off the event loop.
-        reply = await asyncio.to_thread(self._reply, message)
+        reply = await asyncio.get_running_loop().run_in_executor(
+            HOUSE_THINKING, self._reply, message
+        )
         self.simulation.submit(self.seat, reply, self)
 
     def close(self) -> None:
@@ -96,10 +106,22 @@ def seat_house_player(
         arena.start_match(simulation)
 
 
+def house_games(arena: Arena) -> int:
+    """Games being played between house players only."""
+    return sum(
+        1
+        for simulation in arena.simulations.values()
+        if all(seat is not None and seat.kind == "house" for seat in simulation.seats)
+    )
+
+
 def run_house_game(arena: Arena, game: str, names: list[str], delay_ms: int) -> Simulation:
     """The visor's "Run a game": two house players, a turn delay, a new simulation."""
     if game not in arena.games:
         raise JoinRejected("Unknown game", f"game must be one of: {', '.join(arena.games)}")
+    most = arena.config.max_house_games
+    if house_games(arena) >= most:
+        raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"the arena runs at most {most} at once")
     seat_names = arena.game(game).seat_names
     if len(names) != len(seat_names):
         raise JoinRejected("Invalid players", f"pick {len(seat_names)} players")

@@ -24,6 +24,7 @@ import hmac
 import logging
 import re
 import secrets
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
@@ -31,11 +32,12 @@ import orjson
 from aiohttp import WSMsgType, web
 
 from server.arena import Arena
-from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
+from server.config import ListenError
+from server.games.base import JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
 from server.games.thud.rules import Square, State
 from server.records import Records
-from server.replay import frames
+from server.replay import DamagedRecord, frames
 from server.simulation import GameFinished, Simulation, Status, TurnPlayed, Update
 from visor.hub import Page
 
@@ -56,7 +58,6 @@ MAX_LIVE_GAMES = 1000  # live HTTP API games at once; /start answers 503 beyond
 READY_TIMEOUT_S = 10.0  # until a new or loaded game's match loop asks for its first move
 APPLY_TIMEOUT_S = 10.0  # until the match loop has applied a move it accepted
 MAX_WS_MESSAGE = 16 * 1024
-MAX_BACKLOG = 256  # messages queued for a matchmaking socket that does not read
 CORS = {"Access-Control-Allow-Origin": "*"}  # tokens travel in bodies, never in cookies
 PREFLIGHT = {
     **CORS,
@@ -100,6 +101,14 @@ def board_to_wire(state: State) -> JsonObject:
 # --- requests -----------------------------------------------------------------------------------
 class BadRequest(Exception):
     """A request the API cannot read: answered 400 with ``{"error": message}``."""
+
+
+class TooMany(Exception):
+    """One client asks for more than its share: answered 429 with ``{"error": message}``."""
+
+
+class Damaged(Exception):
+    """A stored game this request needs cannot be read back: answered 409."""
 
 
 class Unavailable(Exception):
@@ -192,8 +201,10 @@ class HttpGame:
         simulation: Simulation,
         player_digests: tuple[str, str],
         names: tuple[str, str],
+        address: str,
     ) -> None:
         self.token = token
+        self.address = address  # of the client that started it, for the per-address cap
         self.simulation = simulation
         self.player_digests = player_digests
         self.names = names
@@ -246,9 +257,16 @@ def result_to_wire(game: HttpGame, outcome: Outcome) -> JsonObject:
 class MatchSocket:
     """A player on ``/match/{name}``: free until matched, then bound to one game."""
 
-    def __init__(self, name: str, ws: web.WebSocketResponse) -> None:
+    def __init__(
+        self,
+        name: str,
+        ws: web.WebSocketResponse,
+        transport: asyncio.Transport | None,
+        address: str,
+    ) -> None:
         self.name = name
-        self.page = Page(ws)  # a bounded-by-us outgoing queue and its write loop
+        self.address = address
+        self.page = Page(ws, transport)  # a bounded outgoing queue and its write loop
         self.game: HttpGame | None = None
         self.seat = 0
         self.player_token = ""
@@ -282,6 +300,7 @@ class ThudApi:
         self._by_simulation: dict[str, HttpGame] = {}
         self.players: dict[str, MatchSocket] = {}  # connected matchmaking players by name
         self._loading = asyncio.Lock()
+        self._per_address: Counter[str] = Counter()  # live games by the address that began them
         arena.listeners.append(self.on_update)
 
     @property
@@ -296,13 +315,14 @@ class ThudApi:
         token: str,
         player_digests: tuple[str, str],
         names: tuple[str, str],
+        address: str,
     ) -> HttpGame:
         """Seat two HTTP seats in a waiting simulation and start its match."""
         # The seats are held: a matched player who leaves before the start forfeits. An HTTP
         # seat cannot reconnect, so a matched player's closed socket forfeits at once.
         simulation.hold_seats = True
         simulation.limits = dataclasses.replace(simulation.limits, reconnect_grace_s=0.0)
-        game = HttpGame(token, simulation, player_digests, names)
+        game = HttpGame(token, simulation, player_digests, names, address)
         for seat, name in enumerate(names):
             simulation.join(
                 game.channels[seat],
@@ -311,18 +331,25 @@ class ThudApi:
                 kind="http",
             )
         self._by_simulation[simulation.id] = game
+        self._per_address[address] += 1
         self.arena.start_match(simulation)
         return game
 
-    def create_game(self, names: tuple[str, str]) -> tuple[HttpGame, tuple[str, str]]:
+    def _check_share(self, address: str) -> None:
+        most = self.arena.config.max_thud_api_games_per_address
+        if self._per_address[address] >= most:
+            raise TooMany(f"at most {most} live games from one address: finish one first")
+
+    def create_game(self, names: tuple[str, str], address: str) -> tuple[HttpGame, tuple[str, str]]:
         """A new game between two names; returns it and the two player tokens."""
         if len(self._by_simulation) >= MAX_LIVE_GAMES:
             raise Unavailable(f"the server plays {MAX_LIVE_GAMES} API games already: try later")
+        self._check_share(address)
         token = secrets.token_urlsafe(24)
         player_tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         player_digests = (digest(player_tokens[0]), digest(player_tokens[1]))
         simulation = self.arena.create_simulation(GAME)
-        game = self._seat(simulation, token, player_digests, names)
+        game = self._seat(simulation, token, player_digests, names, address)
         self.records.thud_api_game_created(digest(token), simulation.id, player_digests, names)
         return game, player_tokens
 
@@ -378,6 +405,9 @@ class ThudApi:
             del self.games[game.token]
         if self._by_simulation.get(game.simulation.id) is game:
             del self._by_simulation[game.simulation.id]
+            self._per_address[game.address] -= 1
+            if not self._per_address[game.address]:
+                del self._per_address[game.address]
 
     def _tell_the_end(self, game: HttpGame, outcome: Outcome) -> None:
         """Each matched player hears how the game ended, and is free to match again."""
@@ -387,12 +417,12 @@ class ThudApi:
                 socket.send_after_reply(["end", result_to_wire(game, outcome)])
 
     # --- the endpoints -------------------------------------------------------------------------
-    async def start(self, body: JsonObject) -> JsonObject:
-        if body.get("game") != "begin":
-            raise BadRequest('"game" must be "begin"')
+    async def start(self, body: JsonObject, address: str) -> JsonObject:
+        # The earlier server read only the two names; its clients send all sorts of "game".
         names = (_name(body, "player_one"), _name(body, "player_two"))
-        game, player_tokens = self.create_game(names)
+        game, player_tokens = self.create_game(names, address)
         await self.go_live(game)
+        await self.records.flush()  # the tokens are answered once the game is on disk
         return {
             "game": game.token,
             "player_one": player_tokens[0],
@@ -425,7 +455,10 @@ class ThudApi:
                 if channel.rejected is not None:  # the match refused it (the game is ending)
                     return False
                 await self._until(game, asyncio.shield(applied), APPLY_TIMEOUT_S)
-                return applied.result() if applied.done() else False
+                if not applied.done():
+                    return False
+                await self.records.flush()  # an acknowledged move is on disk
+                return applied.result()
             finally:
                 game.applied = None
 
@@ -438,11 +471,22 @@ class ThudApi:
         if stored is None:
             return None
         await self.records.flush()
-        record = await asyncio.to_thread(self.records.game, stored["gameId"])
+        record = await self._stored_game(stored["gameId"])
         if record is None:
             return None
-        state = await asyncio.to_thread(_last_state, record)
-        return None if state is None else board_to_wire(state)
+        return board_to_wire(await asyncio.to_thread(_last_state, record))
+
+    async def _stored_game(self, game_id: str) -> JsonObject | None:
+        """The record a token's game was kept in, which must be a Thud game that reads back."""
+        try:
+            record = await asyncio.to_thread(self.records.game, game_id)
+        except DamagedRecord as error:
+            log.warning("thud api: %s", error)
+            raise Damaged(f"the stored game cannot be read back: {error}") from error
+        if record is not None and record["game"] != GAME:
+            log.warning("thud api: a token points at game %s, a %s game", game_id, record["game"])
+            raise Damaged(f"the stored game {game_id} is not a Thud game")
+        return record
 
     async def save(self, token: str) -> bool:
         """Every move played so far is on disk: true once it is."""
@@ -455,7 +499,7 @@ class ThudApi:
         await self.records.flush()
         return True
 
-    async def load(self, token: str) -> bool:
+    async def load(self, token: str, address: str) -> bool:
         """Make a stored, unfinished game live again (after a restart); true once it is."""
         if token in self.games:
             return True
@@ -466,20 +510,25 @@ class ThudApi:
             if token in self.games:
                 return True
             await self.records.flush()
-            record = await asyncio.to_thread(self.records.game, stored["gameId"])
+            record = await self._stored_game(stored["gameId"])
             if (
                 record is None
-                or record["game"] != GAME
                 or record["status"] != "unfinished"
                 or record["id"] in self.arena.simulations
             ):
                 return False
+            self._check_share(address)
             try:
                 simulation = self.arena.restore_simulation(record)
-            except (ActionRejected, JoinRejected, KeyError, ValueError) as error:
-                log.warning("thud api: game %s does not restore: %s", record["id"], error)
+            except DamagedRecord as error:
+                log.warning("thud api: %s", error)
+                raise Damaged(f"the stored game cannot be replayed: {error}") from error
+            except JoinRejected as error:  # it went live meanwhile
+                log.info("thud api: game %s does not restore: %s", record["id"], error)
                 return False
-            game = self._seat(simulation, token, stored["playerDigests"], stored["players"])
+            game = self._seat(
+                simulation, token, stored["playerDigests"], stored["players"], address
+            )
             await self.go_live(game)
         return not game.over()
 
@@ -509,8 +558,8 @@ class ThudApi:
                 return ["game", await self.board(token) or False]
             if action == "save":
                 return ["save", await self.save(token)]
-            return ["load", await self.load(token)]
-        except (BadRequest, Unavailable) as error:
+            return ["load", await self.load(token, socket.address)]
+        except (BadRequest, Damaged, TooMany, Unavailable) as error:
             return ["error", str(error)]
 
     async def _match(self, socket: MatchSocket, other_name: object) -> object:
@@ -522,8 +571,8 @@ class ThudApi:
         if other is None or other is socket or other.game is not None:
             return ["list", self.free_players(socket.name)]
         try:
-            game, player_tokens = self.create_game((socket.name, other.name))
-        except Unavailable as error:
+            game, player_tokens = self.create_game((socket.name, other.name), socket.address)
+        except (TooMany, Unavailable) as error:
             return ["error", str(error)]
         for seat, player in enumerate((socket, other)):
             player.game, player.seat, player.player_token = game, seat, player_tokens[seat]
@@ -580,7 +629,7 @@ class ThudApi:
             await ws.send_str(orjson.dumps(DUPLICATE_NAME).decode())
             await ws.close()
             return ws
-        socket = MatchSocket(name, ws)
+        socket = MatchSocket(name, ws, request.transport, request.remote or "")
         self.players[name] = socket
         try:
             async with asyncio.TaskGroup() as tasks:
@@ -591,8 +640,6 @@ class ThudApi:
                         if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                             socket.busy = True
                             socket.replied(await self._socket_text(socket, message.data))
-                        if socket.page.backlog > MAX_BACKLOG:
-                            break  # it does not read what it is sent
                 finally:
                     self.socket_closed(socket)
         finally:
@@ -613,11 +660,12 @@ class ThudApi:
         return await self.socket_request(socket, action, data)
 
 
-def _last_state(record: JsonObject) -> State | None:
+def _last_state(record: JsonObject) -> State:
     try:
         *_, last = frames(record)
-    except (ActionRejected, KeyError, ValueError):
-        return None
+    except DamagedRecord as error:
+        log.warning("thud api: %s", error)
+        raise Damaged(f"the stored game cannot be replayed: {error}") from error
     state: State = last.state
     return state
 
@@ -638,12 +686,20 @@ async def _json_body(request: web.Request) -> JsonObject:
     return body
 
 
-def _endpoint(work: Callable[[JsonObject], Awaitable[object]]) -> Handler:
+Endpoint = Callable[[JsonObject, str], Awaitable[object]]
+"""An API call: the request's body and the client's address, to the answer."""
+
+
+def _endpoint(work: Endpoint) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
-            return answer(await work(await _json_body(request)))
+            return answer(await work(await _json_body(request), request.remote or ""))
         except BadRequest as error:
             return answer({"error": str(error)}, 400)
+        except Damaged as error:
+            return answer({"error": str(error)}, 409)
+        except TooMany as error:
+            return answer({"error": str(error)}, 429)
         except Unavailable as error:
             return answer({"error": str(error)}, 503)
 
@@ -658,22 +714,22 @@ THUD_API = web.AppKey("thud_api", ThudApi)
 
 
 def _routes(app: web.Application, api: ThudApi) -> None:
-    async def move(body: JsonObject) -> Answer:
+    async def move(body: JsonObject, address: str) -> Answer:
         return await api.move(parse_move(body), play=True)
 
-    async def validate(body: JsonObject) -> Answer:
+    async def validate(body: JsonObject, address: str) -> Answer:
         return await api.move(parse_move(body), play=False)
 
-    async def game(body: JsonObject) -> object:
+    async def game(body: JsonObject, address: str) -> object:
         return await api.board(_string(body, "game")) or False
 
-    async def save(body: JsonObject) -> bool:
+    async def save(body: JsonObject, address: str) -> bool:
         return await api.save(_string(body, "game"))
 
-    async def load(body: JsonObject) -> bool:
-        return await api.load(_string(body, "game"))
+    async def load(body: JsonObject, address: str) -> bool:
+        return await api.load(_string(body, "game"), address)
 
-    endpoints: dict[str, Callable[[JsonObject], Awaitable[object]]] = {
+    endpoints: dict[str, Endpoint] = {
         "/start": api.start,
         "/move": move,
         "/move/validate": validate,
@@ -709,7 +765,11 @@ async def serving_separately(
     runner = web.AppRunner(own, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port, reuse_address=True).start()
+        try:
+            await web.TCPSite(runner, host, port, reuse_address=True).start()
+        except OSError as error:
+            change = '"thudApiPort" in config.json'
+            raise ListenError("the Thud HTTP API", host, port, error, change) from error
         log.info("the Thud HTTP API is also on http://%s:%s/", host, port)
         yield port
     finally:

@@ -267,13 +267,22 @@ def orders_from_wire(actions: object) -> tuple[Order, ...]:
     return tuple(orders)
 
 
+MAX_BOT_ID_DIGITS = 18  # far beyond any dwarf's id, and far below Python's int-parsing limit
+
+
 def _bot_id(value: object) -> int | None:
     # The original accepted "3" for 3 (JavaScript's loose equality); keep that.
     if isinstance(value, bool):
         return None
     if isinstance(value, int) and value > 0:
         return value
-    if isinstance(value, str) and value.isascii() and value.isdigit() and int(value) > 0:
+    if (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_BOT_ID_DIGITS
+        and value.isascii()
+        and value.isdigit()
+        and int(value) > 0
+    ):
         return int(value)
     return None
 
