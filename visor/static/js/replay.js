@@ -20,6 +20,8 @@ import { ThudView } from "./thud-view.js";
 const SPEEDS = [0.5, 1, 2, 4, 8, 16, 32, 64]; // turns per second
 const DEFAULT_SPEED = 4; // 8 turns a second
 const SPEED_KEY = "visor.replaySpeed";
+/** Each game's rules page (visor/static/rules-*.html). */
+const RULES_PAGES = { tavern: "/rules/tavern", thud: "/rules/thud" };
 const MAX_TWEEN_MS = 320;
 const gameId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
 
@@ -51,6 +53,8 @@ const ui = {
   id: byId("game-id"),
   status: byId("status"),
   context: byId("context"),
+  rulesLine: byId("rules-line"),
+  rulesLink: byId("rules-link"),
   players: byId("players"),
   turnLabel: byId("turn-label"),
   turn: byId("turn"),
@@ -165,6 +169,12 @@ function start(data) {
   replay.view = data.game === "thud" ? new ThudView(ui.canvas, data.board) : new TavernView(ui.canvas, data.board);
 
   setText(ui.title, `${gameTitle(data.game)} replay`);
+  const rules = Object.hasOwn(RULES_PAGES, data.game) ? RULES_PAGES[data.game] : null;
+  if (rules) {
+    ui.rulesLink.href = rules;
+    setText(ui.rulesLink, `The rules of ${gameTitle(data.game)}`);
+  }
+  show(ui.rulesLine, Boolean(rules));
   const thud = data.game === "thud";
   setText(ui.turnLabel, thud ? "Ply" : "Turn");
   show(ui.piecesFact, thud);

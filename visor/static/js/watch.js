@@ -10,6 +10,8 @@ import { TavernView } from "./tavern-view.js";
 import { ThudView } from "./thud-view.js";
 
 const SPEED_KEY = "visor.animationMs";
+/** Each game's rules page (visor/static/rules-*.html). */
+const RULES_PAGES = { tavern: "/rules/tavern", thud: "/rules/thud" };
 const simulationId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
 
 const ui = {
@@ -22,6 +24,8 @@ const ui = {
   title: byId("game-title"),
   simId: byId("sim-id"),
   status: byId("status"),
+  rulesLine: byId("rules-line"),
+  rulesLink: byId("rules-link"),
   joinHint: byId("join-hint"),
   joinSnippet: byId("join-snippet"),
   players: byId("players"),
@@ -95,6 +99,7 @@ function onSnapshot(message) {
   }
   ui.watch.dataset.game = message.game;
   setText(ui.title, gameTitle(message.game));
+  showRulesLink(message.game);
   setText(ui.turnLabel, message.game === "thud" ? "Plies played" : "Turns played");
   setText(ui.logTitle, message.game === "thud" ? "Moves" : "Hits and points");
   show(ui.peaceFact, message.game === "thud");
@@ -205,6 +210,16 @@ function showResult(result) {
   setText(ui.banner, line);
   ui.banner.classList.add("banner-final");
   show(ui.banner, true);
+}
+
+/** The link to the rules of the game shown, once the snapshot has said which game it is. */
+function showRulesLink(game) {
+  const href = Object.hasOwn(RULES_PAGES, game) ? RULES_PAGES[game] : null;
+  if (href) {
+    ui.rulesLink.href = href;
+    setText(ui.rulesLink, `The rules of ${gameTitle(game)}`);
+  }
+  show(ui.rulesLine, Boolean(href));
 }
 
 function showNotice(text) {
