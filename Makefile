@@ -6,12 +6,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := server bots visor tests bench
 
-.PHONY: run test lint node chromium
+.PHONY: run test lint node chromium go java
 
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
-test: $(VENV)/.installed-test node chromium lint
+test: $(VENV)/.installed-test node chromium go java lint
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
@@ -38,3 +38,10 @@ node:
 # The visor's tests drive Debian's Chromium with Playwright (which cannot fetch its own here).
 chromium:
 	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }
+
+# The starter kits' tests build and play the Go and Java bots.
+go:
+	@command -v go >/dev/null || { apt-get update && apt-get install -y golang-go; }
+
+java:
+	@command -v javac >/dev/null || { apt-get update && apt-get install -y default-jdk-headless; }

@@ -1,0 +1,3 @@
+module tavernarena/bot
+
+go 1.19

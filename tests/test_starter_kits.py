@@ -1,0 +1,320 @@
+"""The starter kits in Go (bots/go) and Java (bots/java): each builds, and plays whole games of
+both games on a real arena, against the house players and against each other.
+
+Every game must end with a result, and a kit must never have a move rejected nor time out. A kit
+must also show that it plays: in Tavern it scores and beats a random walker, in Thud it kills and
+beats a random player. The two kits implement the same strategy, so against the same opponent
+and seed they must play exactly the same game: a check of the Java kit's hand-written JSON
+against Go's. A scripted server checks that error lines do not stop a kit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from server.arena import Arena
+from server.games import GAMES
+from server.games.base import Outcome
+from server.simulation import Simulation, TurnPlayed, Update
+from tests.conftest import ROOT, test_config
+
+KITS = ("go", "java")
+GAME_TIMEOUT_S = 120
+TAVERN_TURNS = 300  # room for several points, and a game stays under a second or two
+ENDS = ("win-game", "loss-game", "draw-game")
+KitCommand = Callable[[str], list[str]]
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+def build_go(out: Path) -> list[str]:
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("the Go starter kit needs Go: `make test` installs golang-go")
+    binary = out / "go-bot"
+    # No third-party modules: the build must never reach for the module proxy.
+    env = {**os.environ, "GOPROXY": "off"}
+    if not any(name in env for name in ("GOCACHE", "XDG_CACHE_HOME", "HOME")):
+        env["GOCACHE"] = str(out / "go-cache")  # go build needs a cache somewhere
+    compile_kit([go, "vet", "."], ROOT / "bots" / "go", env)
+    compile_kit([go, "build", "-o", str(binary), "."], ROOT / "bots" / "go", env)
+    return [str(binary)]
+
+
+def build_java(out: Path) -> list[str]:
+    javac, java = shutil.which("javac"), shutil.which("java")
+    if javac is None or java is None:
+        pytest.fail("the Java starter kit needs a JDK: `make test` installs default-jdk-headless")
+    source = ROOT / "bots" / "java" / "Bot.java"
+    compile_kit([javac, "-Xlint:all", "-Werror", "-d", str(out), str(source)], ROOT, None)
+    return [java, "-cp", str(out), "Bot"]
+
+
+def compile_kit(command: list[str], cwd: Path, env: dict[str, str] | None) -> None:
+    done = subprocess.run(
+        command, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}"
+
+
+BUILDERS: dict[str, Callable[[Path], list[str]]] = {"go": build_go, "java": build_java}
+
+
+@pytest.fixture(scope="session")
+def kit_command(tmp_path_factory: pytest.TempPathFactory) -> KitCommand:
+    """Builds a kit once per session, inside the first test that asks for it (so that a missing
+    toolchain fails that test instead of erroring its setup); gives the command that runs it."""
+    built: dict[str, list[str]] = {}
+
+    def command(kit: str) -> list[str]:
+        if kit not in built:
+            built[kit] = BUILDERS[kit](tmp_path_factory.mktemp(f"kit-{kit}"))
+        return built[kit]
+
+    return command
+
+
+# --- playing ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Watcher:
+    """Every simulation the arena plays, with its turns."""
+
+    simulations: dict[str, Simulation] = field(default_factory=dict)
+    # By simulation: each turn's seat, action and whether it timed out.
+    turns: dict[str, list[tuple[int, Any, bool]]] = field(default_factory=dict)
+
+    def __call__(self, simulation: Simulation, update: Update) -> None:
+        self.simulations[simulation.id] = simulation
+        if isinstance(update, TurnPlayed):
+            record = update.record
+            self.turns.setdefault(simulation.id, []).append(
+                (record.seat, record.action, record.timed_out)
+            )
+
+
+@dataclass
+class Game:
+    simulation: Simulation
+    outputs: list[tuple[int, str, str]]  # each process's exit code, stdout and stderr
+
+    def scores(self) -> dict[str, int]:
+        return dict(self.simulation.game.scores(self.simulation.state))
+
+
+@pytest.fixture
+async def kits_arena() -> AsyncIterator[tuple[Arena, Watcher]]:
+    watcher = Watcher()
+    async with Arena(test_config(turn_limit=TAVERN_TURNS)).serving() as arena:
+        arena.listeners.append(watcher)
+        yield arena, watcher
+
+
+async def run(command: list[str]) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        async with asyncio.timeout(GAME_TIMEOUT_S):
+            out, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def kit_args(kit: list[str], port: int, game: str, *extra: str) -> list[str]:
+    return [*kit, "--port", str(port), "--game", game, "--nick", "kit", *extra]
+
+
+def house_args(game: str, name: str, port: int, simulation: str, side: str, seed: int) -> list[str]:
+    return [sys.executable, "-m", "bots.house_bot", game, name, "--simulation", simulation,
+            "--side", side, "--port", str(port), "--seed", str(seed)]  # fmt: skip
+
+
+def check_finished(game: Game, watcher: Watcher, kit_seats: list[int]) -> None:
+    """The game has a result, every process saw it and exited, and the kit's seats played every
+    turn with no rejected move and no timeout."""
+    simulation = game.simulation
+    assert simulation.outcome is not None
+    for code, out, err in game.outputs:
+        assert code == 0, (out, err)
+        assert out.strip().splitlines()[-1].split()[0] in ENDS, out
+        assert "server error" not in err, err
+    for seat in kit_seats:
+        occupant = simulation.seats[seat]
+        assert occupant is not None
+        assert occupant.errors == 0, occupant.last_error
+        assert occupant.replies > 0
+        assert not any(s == seat and late for s, _, late in watcher.turns[simulation.id])
+
+
+async def kit_against_house(
+    arena: Arena, kit: list[str], game: str, kit_seat: int, house: str, seed: int
+) -> Game:
+    """One game between a kit and a house player (by id); Tavern seats go by joining order."""
+    assert arena.tcp_port is not None
+    port = arena.tcp_port
+    simulation = arena.create_simulation(game, seed)
+    seat_names = simulation.game.seat_names
+    extra = ["--simulation", simulation.id]
+    if game == "thud":
+        extra += ["--side", seat_names[kit_seat]]
+    kit_command = kit_args(kit, port, game, *extra)
+    house_command = house_args(game, house, port, simulation.id, seat_names[1 - kit_seat], seed)
+    first, second = (kit_command, house_command) if kit_seat == 0 else (house_command, kit_command)
+    first_task = asyncio.create_task(run(first))
+    async with asyncio.timeout(30):
+        await simulation.wait_seated(0)
+    outputs = await asyncio.gather(first_task, run(second))
+    async with asyncio.timeout(10):
+        await simulation.done.wait()
+    return Game(simulation, list(outputs))
+
+
+@pytest.mark.parametrize("kit", KITS)
+async def test_kit_plays_tavern_against_the_house_and_scores(
+    kit: str, kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+) -> None:
+    arena, watcher = kits_arena
+    command = kit_command(kit)
+    points = 0
+    for kit_seat, house, seed in ((0, "pusher", 1), (1, "pusher", 2), (1, "wanderer", 3)):
+        game = await kit_against_house(arena, command, "tavern", kit_seat, house, seed)
+        check_finished(game, watcher, [kit_seat])
+        points += game.scores()[f"team{kit_seat + 1}"]
+        if house == "wanderer":  # a random walker cannot stop a bot that pushes on purpose
+            assert game.simulation.outcome == Outcome(kit_seat, "Points to win reached")
+    assert points > 3  # more than the win against the wanderer: it scores against the pusher
+
+
+@pytest.mark.parametrize("kit", KITS)
+async def test_kit_plays_thud_on_both_sides_against_the_house_and_kills(
+    kit: str, kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+) -> None:
+    arena, watcher = kits_arena
+    command = kit_command(kit)
+    # The house troll beats every dwarf here, the house dwarf included: that game only has to
+    # be played out cleanly.
+    for kit_seat, house, seed in ((0, "troll", 1), (0, "random", 3), (1, "dwarf", 4)):
+        game = await kit_against_house(arena, command, "thud", kit_seat, house, seed)
+        check_finished(game, watcher, [kit_seat])
+        scores = game.scores()
+        kills = 8 - scores["trolls"] // 4 if kit_seat == 0 else 32 - scores["dwarfs"]
+        if house == "random":
+            assert game.simulation.outcome is not None
+            assert game.simulation.outcome.winner == kit_seat, scores
+        if house != "troll":
+            assert kills > 0, scores
+
+
+async def test_the_kits_play_each_other_by_random_join(
+    kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+) -> None:
+    """Without --simulation: Go waits in a new simulation, Java joins it (Thud: the free side)."""
+    arena, watcher = kits_arena
+    assert arena.tcp_port is not None
+    go, java = kit_command("go"), kit_command("java")
+    for game_name, go_extra in (("tavern", []), ("thud", ["--side", "dwarf"])):
+        go_task = asyncio.create_task(run(kit_args(go, arena.tcp_port, game_name, *go_extra)))
+        async with asyncio.timeout(30):
+            while not any(s.game.name == game_name for s in watcher.simulations.values()):
+                await asyncio.sleep(0.01)
+            (simulation,) = [s for s in watcher.simulations.values() if s.game.name == game_name]
+            await simulation.wait_seated(0)
+        outputs = await asyncio.gather(go_task, run(kit_args(java, arena.tcp_port, game_name)))
+        async with asyncio.timeout(10):
+            await simulation.done.wait()
+        check_finished(Game(simulation, list(outputs)), watcher, [0, 1])
+        ends = sorted(out.strip().splitlines()[-1].split()[0] for _, out, _ in outputs)
+        assert ends in (["loss-game", "win-game"], ["draw-game", "draw-game"])
+        assert "as team1" in outputs[0][1] or "as dwarf" in outputs[0][1]
+
+
+async def test_both_kits_play_the_same_moves(
+    kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+) -> None:
+    """The same strategy in both files: the same opponent and seed give the same game."""
+    arena, watcher = kits_arena
+    for game_name, kit_seat, house, seed in (("tavern", 0, "pusher", 7), ("thud", 1, "dwarf", 8)):
+        turns = []
+        for kit in KITS:
+            game = await kit_against_house(
+                arena, kit_command(kit), game_name, kit_seat, house, seed
+            )
+            check_finished(game, watcher, [kit_seat])
+            turns.append(watcher.turns[game.simulation.id])
+        assert len(turns[0]) > 20
+        assert turns[0] == turns[1]
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
+    """A one-connection server that plays a few lines by hand: an error before a turn, an
+    error after the kit's move and the same turn again, then a loss. Each move must be valid."""
+    game = GAMES[game_name](test_config())
+    moves: list[Any] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def send(message: Any) -> None:
+            writer.write(orjson.dumps(message) + b"\n")
+            await writer.drain()
+
+        async def receive() -> Any:
+            async with asyncio.timeout(30):
+                return orjson.loads(await reader.readline())
+
+        join = await receive()
+        assert join["type"] == "join-simulation" and join["game"] == game_name, join
+        players = [game.player_from_join(join), game.player_from_join({"nick": "other"})]
+        state = game.initial_state(players)
+        await send(game.game_info_message("abc1234", 0, 1))
+        await send({"type": "error", "message": "Turn timeout", "reason": "you passed"})
+        for _ in range(2):
+            await send(game.turn_message(state, 0))
+            moves.append(game.parse_action(state, 0, await receive()))  # raises if invalid
+            await send({"type": "error", "message": "Invalid turn", "reason": "scripted"})
+        await send(game.end_message(state, Outcome(1, "Turn limit reached"), 0))
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        result = await run(kit_args(kit, port, game_name, "--simulation", "abc1234"))
+    assert len(moves) == 2
+    return result
+
+
+@pytest.mark.parametrize("kit", KITS)
+async def test_kit_survives_error_lines_and_a_failed_join(
+    kit: str, kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+) -> None:
+    command = kit_command(kit)
+    for game_name in ("tavern", "thud"):
+        code, out, err = await scripted_game(command, game_name)
+        assert code == 0, (out, err)
+        assert out.strip().splitlines()[-1].startswith("loss-game"), out
+        assert "Turn timeout" in err and "Invalid turn" in err
+    # A join that fails ends the bot instead of leaving it waiting for a game.
+    arena, _ = kits_arena
+    assert arena.tcp_port is not None
+    code, out, err = await run(kit_args(command, arena.tcp_port, "thud", "--simulation", "0000000"))
+    assert code == 1
+    assert "Wrong simulation ID" in err
