@@ -80,8 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_for(args: argparse.Namespace) -> ArenaConfig:
-    """The config file's settings with the command line's flags on top."""
-    path = args.config
+    """The config file's settings with the command line's flags on top (``validate`` has no
+    ``--config``: it plays in a scratch arena of its own)."""
+    path = getattr(args, "config", None)
     if path is None and DEFAULT_CONFIG.exists():
         path = DEFAULT_CONFIG
     config = load_config(path)
