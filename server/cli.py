@@ -18,11 +18,13 @@ from server.league import GameResult, format_tables
 from server.records import Recorder, Records
 from server.replay import DamagedRecord, replay_text
 from server.tournament import (
+    Stopped,
     TournamentError,
     TournamentRunner,
     describe_schedule,
     load_spec,
     schedule,
+    until_signalled,
 )
 from server.validate import validate
 from visor import app as visor
@@ -103,6 +105,17 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
     if only_schedule:
         print(describe_schedule(schedule(spec)))
         return 0
+    # The arena's log (a bot's connection reset, ...) goes to a file beside the records, so
+    # that it never breaks into the progress line.
+    log_file = Path(config.database).parent / f"{spec.id}.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=log_file,
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(message)s",
+        force=True,
+    )
+    print(f"tavern: {spec.name}: the arena's log is {log_file}", file=sys.stderr)
 
     async def play() -> list[GameResult]:
         records = Records(Path(config.database))
@@ -113,21 +126,34 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
             await asyncio.to_thread(records.close)
 
     try:
-        results = asyncio.run(play())
-    except KeyboardInterrupt:
-        print("\ntavern: tournament stopped; run the same command to resume it", file=sys.stderr)
-        return 130
+        results = asyncio.run(until_signalled(play()))
+    except TournamentError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    except (Stopped, KeyboardInterrupt) as stopped:
+        print(
+            "\ntavern: tournament stopped; the games in progress are kept unfinished; "
+            "run the same command to resume it",
+            file=sys.stderr,
+        )
+        return stopped.code if isinstance(stopped, Stopped) else 130
     print(f"{spec.name}: {len(results)} games")
     print(format_tables(results))
     return 0
 
 
 def validate_bot(game: str, side: str, command: list[str], games: int, turn_timeout_ms: int) -> int:
+    logging.getLogger().setLevel(logging.WARNING)  # the verdicts say what went wrong
     try:
-        verdicts = asyncio.run(validate(game, side, command, games, turn_timeout_ms))
-    except ValueError as error:
+        verdicts = asyncio.run(
+            until_signalled(validate(game, side, command, games, turn_timeout_ms))
+        )
+    except (ValueError, TournamentError) as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 2
+    except Stopped as stopped:
+        print("\ntavern: validation stopped", file=sys.stderr)
+        return stopped.code
     for verdict in verdicts:
         mark = "ok  " if verdict.ok else "FAIL"
         print(f"{mark} {verdict.game_id} against {verdict.opponent}: {verdict.summary}")

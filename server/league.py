@@ -5,6 +5,11 @@ scores and the loser loses it (a draw changes nothing). Thud keeps one table per
 bot and a troll bot each compete with their own kind); Dwarven Tavern keeps one table. Each bot
 also gets an openskill rating per game, with its uncertainty: games are taken in the order they
 finished, so the same records always give the same ratings.
+
+A bot that crashed (its process ended before its game did, or it never joined) loses that game,
+often at no cost in score: a Thud bot that crashes at once loses 32 to 32. So the tables count
+each bot's crashes and timed-out turns, and rank a bot with fewer crashes above one with more,
+whatever their scores.
 """
 
 from __future__ import annotations
@@ -15,6 +20,18 @@ from dataclasses import dataclass, field
 from openskill.models import PlackettLuce, PlackettLuceRating
 
 from server.games.base import JsonObject
+from server.simulation import TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+
+GAME_OVER = "at the end of the game"
+"""How the exit of a bot process that played its game to the end reads (tournaments write it)."""
+
+
+def crashed(exit: str | None) -> bool:
+    """Did a tournament bot's process end before its game did (or never join the game)?
+
+    None is a seat without a recorded exit: a bot not run by a tournament, or an older record.
+    """
+    return exit is not None and not exit.endswith(GAME_OVER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +44,17 @@ class GameResult:
     winner: int | None  # seat index, None for a draw
     scores: tuple[int, int]  # by seat
     game_id: str = ""
+    reason: str = ""  # why the game ended
+    exits: tuple[str | None, str | None] = (None, None)  # how each seat's bot process ended
+    timed_out_turns: tuple[int, int] = (0, 0)  # by seat: turns played for it when it was late
+
+    def timeouts(self, seat: int) -> int:
+        """The seat's turns that timed out, the one it forfeited by included."""
+        forfeited = self.reason in (TURN_TIMEOUT, TOO_MANY_TIMEOUTS) and self.winner not in (
+            seat,
+            None,
+        )
+        return self.timed_out_turns[seat] + forfeited
 
 
 @dataclass(slots=True)
@@ -37,6 +65,8 @@ class Standing:
     losses: int = 0
     draws: int = 0
     score: int = 0
+    crashes: int = 0  # games its process ended before the game did, or that it never joined
+    timeouts: int = 0  # its turns that timed out
     games: list[str] = field(default_factory=list)
 
     def to_wire(self) -> JsonObject:
@@ -47,6 +77,8 @@ class Standing:
             "losses": self.losses,
             "draws": self.draws,
             "score": self.score,
+            "crashes": self.crashes,
+            "timeouts": self.timeouts,
             "games": self.games,
         }
 
@@ -67,7 +99,8 @@ class Rating:
 
 
 def tables(results: Iterable[GameResult]) -> dict[str, list[Standing]]:
-    """Standings by table: per side for Thud ("dwarf", "troll"), one "tavern" table otherwise."""
+    """Standings by table: per side for Thud ("dwarf", "troll"), one "tavern" table otherwise;
+    in each, fewer crashes first, then the higher score."""
     standings: dict[str, dict[str, Standing]] = {}
     for result in results:
         difference = abs(result.scores[0] - result.scores[1])
@@ -76,6 +109,8 @@ def tables(results: Iterable[GameResult]) -> dict[str, list[Standing]]:
             bot = result.bots[seat]
             standing = standings.setdefault(table, {}).setdefault(bot, Standing(bot))
             standing.played += 1
+            standing.crashes += crashed(result.exits[seat])
+            standing.timeouts += result.timeouts(seat)
             standing.games.append(result.game_id)
             if result.winner is None:
                 standing.draws += 1
@@ -86,7 +121,7 @@ def tables(results: Iterable[GameResult]) -> dict[str, list[Standing]]:
                 standing.losses += 1
                 standing.score -= difference
     return {
-        table: sorted(rows.values(), key=lambda s: (-s.score, -s.wins, s.losses, s.bot))
+        table: sorted(rows.values(), key=lambda s: (s.crashes, -s.score, -s.wins, s.losses, s.bot))
         for table, rows in standings.items()
     }
 
@@ -125,12 +160,14 @@ def format_tables(results: Sequence[GameResult]) -> str:
     for table, rows in tables(results).items():
         lines.append(f"\n{table} table")
         lines.append(
-            f"  {'bot':<28} {'played':>6} {'wins':>5} {'losses':>6} {'draws':>5} {'score':>6}"
+            f"  {'bot':<28} {'played':>6} {'wins':>5} {'losses':>6} {'draws':>5} {'score':>6} "
+            f"{'crashes':>7} {'timeouts':>8}"
         )
         for standing in rows:
             lines.append(
                 f"  {standing.bot:<28} {standing.played:>6} {standing.wins:>5} "
-                f"{standing.losses:>6} {standing.draws:>5} {standing.score:>6}"
+                f"{standing.losses:>6} {standing.draws:>5} {standing.score:>6} "
+                f"{standing.crashes:>7} {standing.timeouts:>8}"
             )
     rated = ratings(results)
     if rated:

@@ -492,10 +492,15 @@ class Records:
         return None if row is None else _tournament(row)
 
     def results(self, tournament_id: str | None = None) -> list[GameResult]:
-        """Finished games between named bots (a tournament's, or all), in the order they ended."""
+        """Finished games between named bots (a tournament's, or all), in the order they ended,
+        with how each seat's bot process ended and how many of its turns timed out."""
         sql = (
-            "SELECT g.id, g.game, g.winner, g.score, s0.bot AS bot0, s1.bot AS bot1, "
-            "s0.seat_name AS seat0, s1.seat_name AS seat1 FROM games g "
+            "SELECT g.id, g.game, g.winner, g.score, g.reason, s0.bot AS bot0, s1.bot AS bot1, "
+            "s0.seat_name AS seat0, s1.seat_name AS seat1, s0.exit AS exit0, s1.exit AS exit1, "
+            "(SELECT COUNT(*) FROM turns t WHERE t.game_id = g.id AND t.seat = 0 "
+            "AND t.timed_out) AS late0, "
+            "(SELECT COUNT(*) FROM turns t WHERE t.game_id = g.id AND t.seat = 1 "
+            "AND t.timed_out) AS late1 FROM games g "
             "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
             "JOIN seats s1 ON s1.game_id = g.id AND s1.seat = 1 "
             "WHERE g.status = 'finished' AND s0.bot IS NOT NULL AND s1.bot IS NOT NULL"
@@ -516,6 +521,9 @@ class Records:
                     winner=None if row["winner"] is None else seats.index(row["winner"]),
                     scores=(_seat_score(row["game"], score, 0), _seat_score(row["game"], score, 1)),
                     game_id=row["id"],
+                    reason=row["reason"] or "",
+                    exits=(row["exit0"], row["exit1"]),
+                    timed_out_turns=(row["late0"], row["late1"]),
                 )
             )
         return results

@@ -32,12 +32,11 @@ import shlex
 import shutil
 import signal
 import sys
-import tempfile
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import orjson
 
@@ -45,14 +44,23 @@ from server.arena import Arena
 from server.config import ArenaConfig
 from server.games import GAMES, SEAT_NAMES
 from server.games.base import JsonObject
-from server.league import GameResult
+from server.league import GAME_OVER, GameResult
 from server.records import Recorder, Records
-from server.simulation import Simulation
+from server.sandbox import POLL_S, BotGroup, Sandbox
+from server.simulation import PLAYER_DISCONNECTED, Simulation
 
 STDERR_KEPT = 20_000  # the last characters of a bot's stderr kept with the record
+STDERR_KEPT_BYTES = 4 * STDERR_KEPT  # enough bytes for that many characters of UTF-8
+STDERR_EOF_WAIT_S = 1.0  # after its bot is killed, how long its stderr may take to close
+LEFT_GRACE_S = 1.0  # how long a bot that left its game may take to exit on its own
+PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
+KEYS = ("name", "game", "seed", "parallel", "swap_sides", "limits", "bots")
+LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms")
+BOT_KEYS = ("name", "side", "command", "file")
 THUD_CLIENT = Path(__file__).resolve().parent.parent / "bots" / "js" / "thud-client.js"
 """The adapter that plays a Thud challenge client (a JavaScript class in a file) as a seat."""
 MAX_NICK = 64
+T = TypeVar("T")
 
 
 class TournamentError(Exception):
@@ -118,6 +126,7 @@ def load_spec(path: Path) -> TournamentSpec:
 def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     if not isinstance(raw, dict):
         raise TournamentError("a tournament file holds one object")
+    _known_keys(raw, KEYS)
     name = _get(raw, "name", str)
     game = _get(raw, "game", str)
     if game not in GAMES:
@@ -135,6 +144,7 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     limits_raw = raw.get("limits", {})
     if not isinstance(limits_raw, dict):
         raise TournamentError("key 'limits': must be an object")
+    _known_keys(limits_raw, LIMIT_KEYS, "limits.")
     limits = Limits(
         cpu_seconds=_get(limits_raw, "cpu_seconds", int, DEFAULT_LIMITS.cpu_seconds, "limits."),
         memory_mb=_get(limits_raw, "memory_mb", int, DEFAULT_LIMITS.memory_mb, "limits."),
@@ -154,6 +164,15 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     )
 
 
+def _known_keys(raw: dict[str, Any], known: tuple[str, ...], prefix: str = "") -> None:
+    """A misspelled key would otherwise be ignored, and its default used without a word."""
+    for key in raw:
+        if key not in known:
+            raise TournamentError(
+                f"key '{prefix}{key}': unknown (the known keys are {', '.join(known)})"
+            )
+
+
 def _get(raw: dict[str, Any], key: str, kind: type, default: Any = ..., prefix: str = "") -> Any:
     if key not in raw:
         if default is ...:
@@ -171,6 +190,7 @@ def _entrant(
     prefix = f"bots[{index}]."
     if not isinstance(raw, dict):
         raise TournamentError(f"key 'bots[{index}]': must be an object with name and command")
+    _known_keys(raw, BOT_KEYS, prefix)
     name = _get(raw, "name", str, prefix=prefix)
     command = raw.get("command")
     if "file" in raw:
@@ -185,11 +205,61 @@ def _entrant(
         raise TournamentError(f"key '{prefix}command': must be a string or a list of strings")
     if not parts:
         raise TournamentError(f"key '{prefix}command': is empty")
+    _check_placeholders(parts, prefix)
     side = _get(raw, "side", str, "both", prefix)
     if side != "both" and side not in seat_names:
         raise TournamentError(f"key '{prefix}side': must be both or one of {', '.join(seat_names)}")
     sides = seat_names if side == "both" else (side,)
     return Entrant(name, parts, sides, base)
+
+
+def _check_placeholders(parts: Sequence[str], prefix: str) -> None:
+    blank = dict.fromkeys(PLACEHOLDERS, "")
+    for part in parts:
+        try:
+            part.format(**blank)
+        except KeyError as error:
+            raise TournamentError(
+                f"key '{prefix}command': unknown placeholder {{{error.args[0]}}} (the known ones "
+                f"are {', '.join('{' + name + '}' for name in PLACEHOLDERS)})"
+            ) from error
+        except (ValueError, IndexError) as error:
+            raise TournamentError(
+                f"key '{prefix}command': {error} in {part!r} (write {{{{ and }}}} for a brace)"
+            ) from error
+
+
+def placeholder_values(entrant: Entrant, game: str) -> dict[str, str]:
+    """What a bot's command and ``TAVERN_*`` environment are filled in with; a game fills in
+    its own port, simulation, side and seed."""
+    return {
+        "host": "127.0.0.1",
+        "port": "0",
+        "simulation": "",
+        "side": entrant.sides[0],
+        "seed": "0",
+        "python": sys.executable,
+        "game": game,
+    }
+
+
+def check_programs(entrants: Sequence[Entrant], game: str) -> None:
+    """Every bot's program must exist before the first game: a misspelled one would otherwise
+    lose every game on time, with an error from deep inside the launcher."""
+    for entrant in entrants:
+        command = [part.format(**placeholder_values(entrant, game)) for part in entrant.command]
+        program = command[0]
+        problem = None
+        if "/" in program:
+            path = entrant.cwd / program
+            if not path.is_file():
+                problem = f"there is no program {program!r} (in {entrant.cwd})"
+            elif not os.access(path, os.X_OK):
+                problem = f"the program {program!r} is not executable (in {entrant.cwd})"
+        elif shutil.which(program) is None:
+            problem = f"the program {program!r} is not on the PATH"
+        if problem is not None:
+            raise TournamentError(f"bot {entrant.name!r}: {problem}; its command: {command}")
 
 
 def _client_command(file: str, name: str, game: str, base: Path, prefix: str) -> tuple[str, ...]:
@@ -339,27 +409,56 @@ class TournamentRunner:
         self.spec = spec
         self.records = records
         self.out = out
+        self._running: set[BotProcess] = set()  # bots not yet stopped and recorded
 
     async def run(self) -> list[GameResult]:
-        """Play every game not yet finished; returns the tournament's results."""
+        """Play every game not yet finished; returns the tournament's results.
+
+        Cancelled (``tavern tournament`` cancels it on SIGINT or SIGTERM), it stops the matches
+        in progress before anything else, so that none of them gets a result: their bots'
+        connections closing would otherwise end them as forfeits. The records then keep them
+        unfinished, and the next run plays them again. Only then are the bots killed.
+        """
         spec = self.spec
+        check_programs(spec.entrants, spec.game)
         pairings = schedule(spec)
         self.records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
         finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
         todo = [pairing for pairing in pairings if pairing.key not in finished]
+        sandbox = Sandbox.create()
+        if sandbox.warning is not None and sandbox.warning not in _WARNED:
+            _WARNED.add(sandbox.warning)
+            self.out.write(f"tavern: {sandbox.warning}\n")
         progress = Progress(len(pairings), len(pairings) - len(todo), self.out)
         progress.update("resuming" if finished else "")
         arena = Arena(self.config)
         arena.listeners.append(Recorder(self.records))
-        slots = asyncio.Semaphore(spec.parallel)
-        with tempfile.TemporaryDirectory(prefix="tavern-tournament-") as scratch:
-            async with arena.serving(), asyncio.TaskGroup() as games:
-                for pairing in todo:
-                    games.create_task(self._game(arena, pairing, slots, progress, Path(scratch)))
+        try:
+            async with arena.serving():
+                games = asyncio.create_task(self._play(arena, todo, progress, sandbox))
+                try:
+                    await asyncio.wait({games})
+                except asyncio.CancelledError:
+                    games.cancel()  # the games leave their bots running, for the end
+                    await asyncio.wait({games})
+                    raise  # out of the arena, which stops every match without a result
+                games.result()
+        finally:
+            for bot in list(self._running):
+                await self._finish(bot)
+            await sandbox.close()
         if len(finished) + len(todo) == len(pairings):
             self.records.tournament_finished(spec.id)
         await self.records.flush()
         return await asyncio.to_thread(self.records.results, spec.id)
+
+    async def _play(
+        self, arena: Arena, todo: list[Pairing], progress: Progress, sandbox: Sandbox
+    ) -> None:
+        slots = asyncio.Semaphore(self.spec.parallel)
+        async with asyncio.TaskGroup() as games:
+            for pairing in todo:
+                games.create_task(self._game(arena, pairing, slots, progress, sandbox))
 
     async def _game(
         self,
@@ -367,7 +466,7 @@ class TournamentRunner:
         pairing: Pairing,
         slots: asyncio.Semaphore,
         progress: Progress,
-        scratch: Path,
+        sandbox: Sandbox,
     ) -> None:
         async with slots:
             progress.running += 1
@@ -379,19 +478,15 @@ class TournamentRunner:
             simulation.pairing = pairing.key
             simulation.seat_bots = [entrant.name for entrant in pairing.bots]
             simulation.hold_seats = True
-            bots: list[BotProcess] = []
-            try:
-                for seat, entrant in enumerate(pairing.bots):
-                    bot = BotProcess(entrant, scratch / f"{simulation.id}-{seat}.stderr")
-                    bots.append(bot)
-                    await self._seat(arena, simulation, seat, bot)
-                await simulation.done.wait()  # the match's own timeouts bound the wait
-            finally:
-                for bot in bots:
-                    await bot.stop()
-                if simulation.started_at is not None:
-                    for seat, bot in enumerate(bots):
-                        self.records.seat_stderr(simulation.id, seat, bot.stderr_tail())
+            bots = []
+            for seat, entrant in enumerate(pairing.bots):
+                bot = BotProcess(entrant, simulation, seat, self.spec.limits)
+                self._running.add(bot)
+                bots.append(bot)
+                await self._seat(arena, bot, sandbox)
+            await simulation.done.wait()  # the match's own timeouts bound the wait
+            for bot in bots:
+                await self._finish(bot)
             progress.running -= 1
             progress.done += 1
             outcome = simulation.outcome
@@ -402,20 +497,32 @@ class TournamentRunner:
             )
             progress.update(f"{pairing.key}: {winner}")
 
-    async def _seat(self, arena: Arena, simulation: Simulation, seat: int, bot: BotProcess) -> None:
+    async def _finish(self, bot: BotProcess) -> None:
+        """Stop a bot and keep its stderr and how it ended with its game's record.
+
+        A game that has no outcome was stopped with the tournament, and so was its bot.
+        """
+        interrupted = bot.simulation.outcome is None
+        await bot.stop(LEFT_GRACE_S if bot.left() else 0.0)
+        simulation = bot.simulation
+        if simulation.started_at is not None and bot in self._running:  # its seats are recorded
+            self.records.seat_stderr(simulation.id, bot.seat, bot.stderr_tail())
+            self.records.seat_exit(simulation.id, bot.seat, bot.exit_text(interrupted))
+        self._running.discard(bot)
+
+    async def _seat(self, arena: Arena, bot: BotProcess, sandbox: Sandbox) -> None:
         """Start a seat's bot and wait for it to join; seat an absent player if it does not."""
+        simulation, seat = bot.simulation, bot.seat
         seat_name = simulation.game.seat_names[seat]
         assert arena.tcp_port is not None
         values = {
-            "host": "127.0.0.1",
+            **placeholder_values(bot.entrant, simulation.game.name),
             "port": str(arena.tcp_port),
             "simulation": simulation.id,
             "side": seat_name,
             "seed": str(simulation.seed),
-            "python": sys.executable,
-            "game": simulation.game.name,
         }
-        await bot.start(values, self.spec.limits)
+        await bot.start(values, sandbox)
         joined = asyncio.create_task(simulation.wait_seated(seat))
         exited = asyncio.create_task(bot.wait())
         try:
@@ -430,65 +537,218 @@ class TournamentRunner:
         if simulation.seats[seat] is None:
             await bot.stop()
         if simulation.seats[seat] is None:
+            bot.joined = False
             nick = f"{bot.entrant.name} (did not join)"
             simulation.join(AbsentSeat(), {"nick": nick, "side": seat_name})
             if simulation.is_full():
                 arena.start_match(simulation)
 
 
+_WARNED: set[str] = set()  # what the sandbox lacks is said once per process
+
+
 class BotProcess:
-    """One bot's process: started in its own session under limits, killed with its group."""
+    """One bot's process, in its own session and cgroups, under its limits.
 
-    def __init__(self, entrant: Entrant, stderr_path: Path) -> None:
+    Its stderr comes through a pipe, of which only the last ``STDERR_KEPT_BYTES`` are kept (a
+    bot may write hundreds of megabytes). Its exit is told as ``Records.seat_exit`` keeps it:
+    a bot that played its game to the end has an exit that ends with ``GAME_OVER``; any other
+    (it died, was killed by a limit, left or never joined) is a crash for the league tables.
+    """
+
+    def __init__(self, entrant: Entrant, simulation: Simulation, seat: int, limits: Limits) -> None:
         self.entrant = entrant
-        self.stderr_path = stderr_path
+        self.simulation = simulation
+        self.seat = seat
+        self.limits = limits
         self.process: asyncio.subprocess.Process | None = None
+        self.group: BotGroup | None = None
+        self.joined = True
+        self._stderr = bytearray()
+        self._reader: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None  # also sets _exited
+        self._exited = asyncio.Event()
+        self._killed_for: str | None = None  # the limit the bot went over
+        self._ended: str | None = None  # how it ended by itself; None if it was stopped
+        self._stopping: asyncio.Task[None] | None = None
 
-    async def start(self, values: dict[str, str], limits: Limits) -> None:
+    async def start(self, values: dict[str, str], sandbox: Sandbox) -> None:
         command = [part.format(**values) for part in self.entrant.command]
         environment = {
             **os.environ,
             **{f"TAVERN_{key.upper()}": value for key, value in values.items()},
         }
-        with self.stderr_path.open("wb") as stderr:
-            try:
-                self.process = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "server.limited",
-                    str(limits.cpu_seconds),
-                    str(limits.memory_mb),
-                    "--",
-                    *command,
-                    cwd=self.entrant.cwd,
-                    env=environment,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.DEVNULL,
-                    stderr=stderr,
-                    start_new_session=True,
-                )
-            except OSError as error:
-                stderr.write(f"cannot start {command}: {error}\n".encode())
-
-    async def wait(self) -> None:
-        """Until the process has exited (at once if it never started)."""
-        if self.process is not None:
-            await self.process.wait()
-
-    async def stop(self) -> None:
-        if self.process is None:
+        self.group = sandbox.group(f"{self.simulation.id}-{self.seat}", self.limits.memory_mb)
+        cgroups = [argument for procs in self.group.procs for argument in ("--cgroup", str(procs))]
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "server.limited",
+                str(self.limits.cpu_seconds),
+                str(self.limits.memory_mb),
+                *cgroups,
+                "--",
+                *command,
+                cwd=self.entrant.cwd,
+                env=environment,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as error:
+            self._stderr += f"cannot start {command}: {error}\n".encode()
+            self._ended = f"could not start: {error.strerror}"
             return
-        if self.process.returncode is None:
+        assert self.process.stderr is not None
+        self._reader = asyncio.create_task(self._read_stderr(self.process.stderr))
+        self._watcher = asyncio.create_task(self._watch(self.process, self.group))
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65_536):
+            self._stderr += chunk
+            if len(self._stderr) > STDERR_KEPT_BYTES:
+                del self._stderr[:-STDERR_KEPT_BYTES]
+
+    async def _watch(self, process: asyncio.subprocess.Process, group: BotGroup) -> None:
+        """Kill the whole bot once its processes together pass the CPU or memory limit, or once
+        its own process has exited: what it left running (holding its connection, maybe) goes
+        with it.
+
+        It watches the exit too (``wait``): in Python 3.11, ``Process.wait()`` also waits for
+        the process's stderr to close, which a process it started may hold open for as long
+        as it lives.
+        """
+        try:
+            while process.returncode is None:
+                await asyncio.sleep(POLL_S)
+                used = group.cpu_seconds()
+                if used is not None and used > self.limits.cpu_seconds and not self._killed_for:
+                    self._kill(f"killed: CPU limit ({self.limits.cpu_seconds} s)")
+                elif group.out_of_memory() and not self._killed_for:
+                    self._kill(f"killed: memory limit ({self.limits.memory_mb} MB)")
+            self._kill()
+        finally:
+            self._exited.set()
+
+    def _kill(self, reason: str | None = None) -> None:
+        if reason is not None and self._killed_for is None:
+            self._killed_for = reason
+        if self.group is not None:
+            self.group.kill()
+        if self.process is not None and self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-        await self.process.wait()
+
+    async def wait(self) -> None:
+        """Until the bot's own process has exited (at once if it never started)."""
+        if self.process is not None:
+            await self._exited.wait()
+
+    async def stop(self, grace_s: float = 0.0) -> None:
+        """Kill every process of the bot, keep how it ended, read the rest of its stderr.
+
+        With ``grace_s``, the bot's process may first end on its own: one that left its game
+        is usually on its way out, writing what went wrong on stderr. The stop is done once,
+        to its end, even when the caller is cancelled (a tournament stopping): then whoever
+        calls next waits for the same stop.
+        """
+        if self._stopping is None:
+            self._stopping = asyncio.create_task(self._stop(grace_s))
+        await asyncio.shield(self._stopping)
+
+    async def _stop(self, grace_s: float) -> None:
+        if self.process is not None and grace_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wait(), grace_s)
+        if self.process is not None:
+            self._kill()
+            await self.wait()
+            assert self.process.returncode is not None
+            self._ended = self._ending(self.process.returncode)
+        if self._reader is not None:
+            # Every writer is dead, unless one escaped a machine without cgroups.
+            await asyncio.wait({self._reader}, timeout=STDERR_EOF_WAIT_S)
+            self._reader.cancel()
+        if self.group is not None:
+            await self.group.remove()
+
+    def _ending(self, returncode: int) -> str | None:
+        """How the process ended, if not by the runner's kill."""
+        assert self.group is not None
+        if self.group.out_of_memory():
+            return f"killed: memory limit ({self.limits.memory_mb} MB)"
+        if returncode == -signal.SIGXCPU:  # RLIMIT_CPU, the second line
+            return f"killed: CPU limit ({self.limits.cpu_seconds} s)"
+        if returncode == -signal.SIGKILL:
+            return None
+        if returncode < 0:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        return f"exited with code {returncode}"
+
+    def exit_text(self, interrupted: bool = False) -> str:
+        """How the bot ended, as the game's record keeps it (server.league.crashed reads it)."""
+        ended = self._killed_for or self._ended
+        if not self.joined:
+            if ended is None:
+                return f"did not join within {self.limits.startup_ms} ms"
+            return f"did not join ({ended})"
+        if self._killed_for is not None:
+            return self._killed_for
+        if interrupted:  # whatever it did once the arena told it that it was stopping
+            return "stopped when the tournament was interrupted"
+        if self.left():
+            return ended or "left the game before its end"
+        return f"{ended} {GAME_OVER}" if ended else f"stopped {GAME_OVER}"
+
+    def left(self) -> bool:
+        """Did the bot lose its game by leaving it (its connection closed)?"""
+        outcome = self.simulation.outcome
+        return (
+            outcome is not None
+            and outcome.reason == PLAYER_DISCONNECTED
+            and outcome.winner != self.seat
+        )
 
     def stderr_tail(self) -> str:
-        try:
-            text = self.stderr_path.read_bytes().decode(errors="replace")
-        except OSError:
-            return ""
-        return text[-STDERR_KEPT:]
+        return self._stderr.decode(errors="replace")[-STDERR_KEPT:]
+
+
+class Stopped(Exception):
+    """The command was stopped by a signal (after cleaning up); ``code`` is its exit status."""
+
+    def __init__(self, signal_number: int) -> None:
+        super().__init__(signal.Signals(signal_number).name)
+        self.code = 128 + signal_number
+
+
+async def until_signalled(work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work``; the first SIGINT or SIGTERM cancels it, and once it has cleaned up (its
+    ``finally`` blocks ran), raises ``Stopped``. A second signal is ignored, so that a
+    tournament's records are closed properly even when Ctrl-C is pressed twice."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    received: list[int] = []
+
+    def on_signal(number: int) -> None:
+        if not received:
+            received.append(number)
+            task.cancel()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, on_signal, number)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        task.uncancel()
+        raise Stopped(received[0]) from None
+    finally:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(number)
 
 
 def describe_schedule(pairings: Sequence[Pairing]) -> str:

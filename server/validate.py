@@ -3,7 +3,8 @@
 Like the challenge's validator, it answers one question: does the bot finish every game with
 only legal moves, within time? Each game runs exactly as in a tournament (a real process under
 the same limits); the bot fails a game if it sent anything the arena rejected, let a turn time
-out, or lost by leaving or by timeouts.
+out, lost by leaving or by timeouts, or its process ended before the game did (a crash, a
+limit: the verdict says which).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bots.house import HOUSE_PLAYERS
 from server.config import ArenaConfig
 from server.games import SEAT_NAMES
 from server.games.base import JsonObject
+from server.league import crashed
 from server.records import GameFilter, Records
 from server.simulation import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 from server.tournament import DEFAULT_LIMITS, Entrant, Limits, TournamentRunner, TournamentSpec
@@ -123,6 +125,8 @@ def judge(record: JsonObject) -> Verdict:
         problems.append(f"lost by forfeit: {result['reason']}")
     if result["reason"] == "unfinished":
         problems.append("the game did not finish")
+    if crashed(player["exit"]):
+        problems.append(f"its process: {player['exit']}")
     outcome = "draw" if result["winner"] is None else f"{result['winner']} won"
     summary = f"{result['reason']}, {outcome} {result['score']}"
     if problems:

@@ -15,8 +15,9 @@ import aiohttp
 import pytest
 
 from server.config import ArenaConfig
-from server.league import tables
+from server.league import GameResult, format_tables, league_to_wire, tables
 from server.records import GameFilter, Records
+from server.simulation import TOO_MANY_TIMEOUTS
 from server.tournament import (
     TournamentError,
     TournamentRunner,
@@ -58,6 +59,9 @@ def broken(kind: str, side: str) -> dict[str, Any]:
             "{side}",
         ],
     }
+
+
+TWO_BOTS = [{"name": "a", "command": "x"}, {"name": "b", "command": "y"}]
 
 
 # --- the schedule --------------------------------------------------------------------------------
@@ -130,6 +134,30 @@ def test_tavern_pairs_play_once_from_each_side() -> None:
             },
             "'parallel'",
         ),
+        # A misspelled key is an error, naming it and the known ones, at every level.
+        (
+            {"name": "x", "game": "thud", "paralel": 2, "bots": []},
+            "key 'paralel': unknown (the known keys are name, game, seed, parallel, swap_sides, "
+            "limits, bots)",
+        ),
+        (
+            {"name": "x", "game": "thud", "limits": {"cpu_secnds": 3}, "bots": TWO_BOTS},
+            "key 'limits.cpu_secnds': unknown (the known keys are cpu_seconds, memory_mb, "
+            "startup_ms, turn_timeout_ms)",
+        ),
+        (
+            {"name": "x", "game": "thud", "bots": [TWO_BOTS[0], {"name": "b", "comand": "y"}]},
+            "key 'bots[1].comand': unknown (the known keys are name, side, command, file)",
+        ),
+        (
+            {
+                "name": "x",
+                "game": "thud",
+                "bots": [TWO_BOTS[0], {"name": "b", "command": "y {prot}"}],
+            },
+            "key 'bots[1].command': unknown placeholder {prot} (the known ones are {host}, {port}, "
+            "{simulation}, {side}, {seed}, {game}, {python})",
+        ),
     ],
 )
 def test_bad_tournament_files_name_the_key(raw: dict[str, Any], message: str) -> None:
@@ -199,6 +227,16 @@ async def test_a_tournament_with_broken_bots_completes_with_the_right_table(tmp_
             "illegal": (2, 1, 1, 0, 0),
             "silent": (2, 1, 1, 0, 0),
         }
+        # The crashes and the turns that timed out (each forfeit by Turn timeout is one).
+        faults = {
+            table: {s.bot: (s.crashes, s.timeouts) for s in standings}
+            for table, standings in tables(results).items()
+        }
+        assert faults == {
+            "dwarf": {"house dwarf": (0, 0), "crash": (3, 0)},
+            "troll": {"house troll": (0, 0), "illegal": (0, 1), "silent": (0, 1)},
+        }
+        assert [s.bot for s in tables(results)["dwarf"]][-1] == "crash"
         page = await asyncio.to_thread(records.games, GameFilter(tournament="broken-cup"))
         reasons = {
             tuple(p["bot"] for p in game["players"]): game["result"]["reason"]
@@ -211,6 +249,8 @@ async def test_a_tournament_with_broken_bots_completes_with_the_right_table(tmp_
         record = await asyncio.to_thread(records.game, crashed["id"])
         assert record is not None
         assert "this bot crashes on purpose" in record["players"][0]["stderr"]
+        assert record["players"][0]["exit"] == "exited with code 1"
+        assert record["players"][1]["exit"] == "stopped at the end of the game"
         illegal = next(
             g
             for g in page["games"]
@@ -265,6 +305,80 @@ async def test_an_interrupted_tournament_resumes(tmp_path: Path) -> None:
     tournament = reopened.tournament(spec.id)
     assert tournament is not None
     assert tournament["finishedAt"] is not None
+
+
+async def test_a_bot_that_never_plays_ranks_below_every_bot_that_played(tmp_path: Path) -> None:
+    """A bot that exits at once loses every game at 32 v 32, which costs it nothing: by score
+    alone it would top the dwarf table. Its crashes rank it last."""
+    cup = {
+        "name": "quitters",
+        "game": "thud",
+        "seed": 5,
+        "parallel": 2,
+        "limits": {"turn_timeout_ms": 1000, "startup_ms": 1000},
+        "bots": [
+            broken("quit", "dwarf"),
+            house("thud", "dwarf", "dwarf"),
+            house("thud", "troll", "troll"),
+            house("thud", "random", "troll"),
+        ],
+    }
+    spec = spec_from_mapping(cup, ROOT)
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        async with asyncio.timeout(60):
+            results = await TournamentRunner(spec, ArenaConfig(), records, io.StringIO()).run()
+        page = await asyncio.to_thread(records.games, GameFilter(player="quit"))
+    finally:
+        await asyncio.to_thread(records.close)
+    dwarfs = tables(results)["dwarf"]
+    assert [(s.bot, s.played, s.crashes, s.timeouts) for s in dwarfs][-1] == ("quit", 2, 2, 2)
+    assert dwarfs[0].bot == "house dwarf"
+    assert dwarfs[0].crashes == 0
+    assert {game["players"][0]["exit"] for game in page["games"]} == {
+        "did not join (exited with code 3)"
+    }
+    text = format_tables(results)
+    assert "crashes timeouts" in text
+    assert re.search(r"\n  quit +2 +0 +2 +0 +0 +2 +2\n", text), text
+    wire = league_to_wire(results)["tables"]["dwarf"]
+    assert (wire[-1]["bot"], wire[-1]["crashes"], wire[-1]["timeouts"]) == ("quit", 2, 2)
+
+
+def test_timeouts_count_the_turns_played_for_a_late_bot_and_its_forfeit() -> None:
+    seats = ("team1", "team2")
+    late = GameResult(
+        "tavern", ("A", "B"), seats, 0, (3, 0), "g1", TOO_MANY_TIMEOUTS, timed_out_turns=(1, 4)
+    )
+    assert (late.timeouts(0), late.timeouts(1)) == (1, 5)
+    (table,) = tables([late]).values()
+    assert [(s.bot, s.timeouts, s.crashes) for s in table] == [("A", 1, 0), ("B", 5, 0)]
+
+
+async def test_a_missing_program_stops_the_tournament_before_its_first_game(tmp_path: Path) -> None:
+    dwarf = house("thud", "dwarf", "dwarf")
+    typo = {"name": "typo", "side": "troll", "command": "pyhton3 my_troll.py --port {port}"}
+    cup = {"name": "typo", "game": "thud", "bots": [dwarf, typo]}
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        runner = TournamentRunner(
+            spec_from_mapping(cup, ROOT), ArenaConfig(), records, io.StringIO()
+        )
+        with pytest.raises(
+            TournamentError, match="bot 'typo': the program 'pyhton3' is not on the PATH"
+        ):
+            await runner.run()
+        assert (await asyncio.to_thread(records.games, GameFilter()))["total"] == 0
+        missing = {**cup, "bots": [dwarf, {**typo, "command": "./nope.sh"}]}
+        runner = TournamentRunner(
+            spec_from_mapping(missing, ROOT), ArenaConfig(), records, io.StringIO()
+        )
+        with pytest.raises(TournamentError, match=r"there is no program './nope.sh' \(in "):
+            await runner.run()
+    finally:
+        await asyncio.to_thread(records.close)
 
 
 def test_the_tournament_command_prints_the_league(tmp_path: Path) -> None:
@@ -364,6 +478,9 @@ async def test_the_league_api_serves_a_tournament(served: Served) -> None:
         assert league["games"] == 2
         assert [row["bot"] for row in league["tables"]["dwarf"]] == ["house dwarf"]
         assert league["tables"]["dwarf"][0]["wins"] == 2
+        assert {
+            (row["bot"], row["crashes"], row["timeouts"]) for row in league["tables"]["troll"]
+        } == {("illegal", 0, 1), ("silent", 0, 1)}
         assert {rating["bot"] for rating in league["ratings"]} == {
             "house dwarf",
             "illegal",

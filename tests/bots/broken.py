@@ -3,7 +3,8 @@
     python tests/bots/broken.py KIND GAME --simulation ID --port N --side S
 
 KIND is ``crash`` (joins, then dies with an error), ``illegal`` (answers every turn with a move
-the rules reject) or ``silent`` (joins and never answers).
+the rules reject), ``silent`` (joins and never answers) or ``quit`` (exits with status 3 at
+once, without joining).
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ async def main(kind: str, game: str, simulation: str, port: int, side: str) -> N
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["crash", "illegal", "silent"])
+    parser.add_argument("kind", choices=["crash", "illegal", "silent", "quit"])
     parser.add_argument("game")
     parser.add_argument("--simulation", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--side", required=True)
     args = parser.parse_args()
+    if args.kind == "quit":
+        sys.exit(3)
     try:
         asyncio.run(main(args.kind, args.game, args.simulation, args.port, args.side))
     except ConnectionError:

@@ -1,5 +1,6 @@
 // /league: a tournament's league tables (one per Thud side, one for Dwarven Tavern), as the
-// challenge kept them, with each bot's openskill rating; click a bot to list its games.
+// challenge kept them, with each bot's crashes and timed-out turns (a bot that crashed ranks
+// below one that played) and its openskill rating; click a bot to list its games.
 //
 // The address keeps the choice: ?tournament=ID (default: the newest), or ?all=1 for every game
 // between named bots; &bot=NAME&table=dwarf opens that bot's games.
@@ -151,6 +152,8 @@ function tableSection(name, rows) {
     ["Losses", "num"],
     ["Draws", "num"],
     ["Score", "num"],
+    ["Crashes", "num"],
+    ["Timeouts", "num"],
   ];
   const body = rows.map((row, index) =>
     el(
@@ -167,6 +170,8 @@ function tableSection(name, rows) {
       el("td", { className: "num", text: row.losses, dataset: { col: "losses" } }),
       el("td", { className: "num", text: row.draws, dataset: { col: "draws" } }),
       el("td", { className: `num score${row.score > 0 ? " plus" : row.score < 0 ? " minus" : ""}`, text: row.score, dataset: { col: "score" } }),
+      el("td", { className: "num", text: row.crashes, dataset: { col: "crashes" } }),
+      el("td", { className: "num", text: row.timeouts, dataset: { col: "timeouts" } }),
     ),
   );
   const table = el(
@@ -244,7 +249,7 @@ async function selectBot(table, row, scroll = true) {
   const plural = (n, word) => `${n} ${word}${n === 1 ? "" : word.endsWith("s") ? "es" : "s"}`;
   setText(
     ui.botSummary,
-    `${plural(row.played, "game")}: ${plural(row.wins, "win")}, ${plural(row.losses, "loss")}, ${plural(row.draws, "draw")}, score ${row.score}.`,
+    `${plural(row.played, "game")}: ${plural(row.wins, "win")}, ${plural(row.losses, "loss")}, ${plural(row.draws, "draw")}, score ${row.score}; ${row.crashes} ${row.crashes === 1 ? "crash" : "crashes"}, ${plural(row.timeouts, "timed-out turn")}.`,
   );
   ui.botMatches.href = pageUrl("/matches", league.tournament, { bot: row.bot });
   // The ids first, as links, then what each game was once the summaries arrive.

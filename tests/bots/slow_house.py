@@ -1,0 +1,44 @@
+"""A house player that takes its time over every move, so that a test can stop a tournament
+while its games are being played; it plays exactly as the house player (same seed, same moves).
+
+    tests/bots/slow_house.py GAME PLAYER --delay-ms MS --simulation ID --side S --port N --seed N
+
+It writes its pid on stderr first, so that a test can check that it was killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from bots.house import HOUSE_PLAYERS, NAMES
+from bots.sdk import ArenaClient, JsonObject
+
+
+async def main(args: argparse.Namespace) -> None:
+    player = HOUSE_PLAYERS[args.game][args.player]
+    fields: JsonObject = {"names": NAMES} if args.game == "tavern" else {"side": args.side}
+    async with await ArenaClient.connect("127.0.0.1", args.port) as client:
+        info = await client.join(args.simulation, nick=args.player, game=args.game, **fields)
+        reply = player.start(info, args.seed)
+
+        async def slowly(message: JsonObject) -> JsonObject:
+            await asyncio.sleep(args.delay_ms / 1000)
+            return reply(message)
+
+        await client.play(slowly)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("game")
+    parser.add_argument("player")
+    parser.add_argument("--delay-ms", type=int, required=True)
+    parser.add_argument("--simulation", required=True)
+    parser.add_argument("--side", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    print(f"slow house pid {os.getpid()}", file=sys.stderr, flush=True)
+    asyncio.run(main(parser.parse_args()))

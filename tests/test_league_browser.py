@@ -1,0 +1,61 @@
+"""The /league page shows each bot's crashes and timed-out turns, in a real browser."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import expect
+
+from server.config import ArenaConfig
+from server.league import tables
+from server.tournament import TournamentRunner, spec_from_mapping
+from tests.browser import Pages, chromium_pages
+from tests.conftest import Served
+from tests.test_tournament import broken, house
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+async def pages(served: Served) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url) as opened:
+        yield opened
+
+
+async def test_the_league_page_counts_crashes_and_timeouts(served: Served, pages: Pages) -> None:
+    cup = {
+        "name": "faults",
+        "game": "thud",
+        "seed": 4,
+        "parallel": 2,
+        "limits": {"turn_timeout_ms": 500, "startup_ms": 2000},
+        "bots": [
+            house("thud", "dwarf", "dwarf"),
+            broken("crash", "dwarf"),
+            broken("silent", "troll"),
+        ],
+    }
+    spec = spec_from_mapping(cup, ROOT)
+    async with asyncio.timeout(60):
+        results = await TournamentRunner(spec, ArenaConfig(), served.records, io.StringIO()).run()
+    dwarfs = tables(results)["dwarf"]
+    assert [(s.bot, s.crashes) for s in dwarfs] == [("house dwarf", 0), ("crash", 1)]
+
+    page = await pages.open(f"/league?tournament={spec.id}", connected=False)
+    rows = page.locator('table[data-table="dwarf"] tbody tr')
+    await expect(rows).to_have_count(2)
+    await expect(rows.nth(1).locator('[data-col="bot"]')).to_have_text("crash")
+    await expect(rows.nth(1).locator('[data-col="crashes"]')).to_have_text("1")
+    silent = page.locator('table[data-table="troll"] tbody tr').first
+    await expect(silent.locator('[data-col="timeouts"]')).to_have_text("1")
+    await expect(page.locator("table.league-table").first.locator("thead")).to_contain_text(
+        "CrashesTimeouts"
+    )
+    await rows.nth(1).locator(".bot-button").click()
+    await expect(page.locator("#bot-summary")).to_have_text(
+        "1 game: 0 wins, 1 loss, 0 draws, score 0; 1 crash, 0 timed-out turns."
+    )
