@@ -17,7 +17,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from server.config import ArenaConfig, ListenError
-from server.connection import WRITE_BATCH_S, Connection, WriteBatch
+from server.connection import (
+    UNJOINED_INPUT_PER_ROUND,
+    WRITE_BATCH_S,
+    Connection,
+    RoundBudget,
+    WriteBatch,
+)
 from server.games import DEFAULT_GAME, GAMES
 from server.games.base import Game, JoinRejected, JsonObject
 from server.protocol import error_message
@@ -57,6 +63,7 @@ class Arena:
         self._per_address: Counter[str] = Counter()
         self.listeners: list[Listener] = []  # the visor and the records follow every game
         self.write_batch = WriteBatch(WRITE_BATCH_S)
+        self.unjoined_input = RoundBudget(UNJOINED_INPUT_PER_ROUND)
         self._games: dict[str, Game[Any, Any]] = {
             name: factory(config) for name, factory in GAMES.items()
         }

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 16_384  # at most this much of one peer's input is handled per loop round
+UNJOINED_INPUT_PER_ROUND = 32_768  # see RoundBudget
+UNMETERED_INPUT = 4096  # what a connection may send before the budget applies: a join fits
 CLOSE_FLUSH_TIMEOUT_S = 5.0
 WRITE_BATCH_S = 0.001  # see WriteBatch: measured with bench/load.py, 300 to 1,000 games
 
@@ -78,6 +80,51 @@ class WriteBatch:
             connection.write_unsent()
 
 
+class RoundBudget:
+    """Input bytes from connections that have not joined a game, handled per loop round.
+
+    Such connections cannot delay the games: however many of them send at once, each round of
+    the event loop handles at most about ``per_round`` of their bytes, in the order they came,
+    and the rest wait (in the kernel's buffers) for later rounds, while seated bots are served
+    at once, and so is what a connection sends first (``UNMETERED_INPUT``: a create or a join),
+    so a bot that has just connected never waits behind the flood.
+    """
+
+    def __init__(self, per_round: int) -> None:
+        self.per_round = per_round
+        self._left = per_round
+        self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._refill_due = False
+
+    async def take(self, size: int) -> None:
+        if self._left > 0 and not self._waiting:
+            self._left -= size
+            self._refill_soon()
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((size, turn))
+        self._refill_soon()
+        await turn
+
+    def _refill_soon(self) -> None:
+        if not self._refill_due:
+            self._refill_due = True
+            asyncio.get_running_loop().call_soon(self._refill)
+
+    def _refill(self) -> None:
+        """A new round: let through as many waiting as its budget allows, and no more."""
+        self._refill_due = False
+        left = self.per_round
+        while self._waiting and left > 0:
+            size, turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                left -= size
+        self._left = left
+        if self._waiting:
+            self._refill_soon()
+
+
 class Connection:
     """A TCP peer; implements ``SeatChannel`` for the simulation it joins."""
 
@@ -108,6 +155,7 @@ class Connection:
         self._closing = False
         self._last_write = 0.0
         self._last_read = 0.0
+        self._received = 0
 
     # --- SeatChannel -------------------------------------------------------------------------
     def send(self, message: JsonObject) -> None:
@@ -200,6 +248,9 @@ class Connection:
                         break
                 if not data:
                     break
+                self._received += len(data)
+                if not self.seat and self._received > UNMETERED_INPUT:
+                    await self.arena.unjoined_input.take(len(data))
                 self._last_read = time.monotonic()
                 self._handle(data)
                 if len(data) == READ_CHUNK:

@@ -7,13 +7,15 @@ scanning: parsing what is buffered either gives a message, or says where it went
 error at the very end of the buffer means the message is not complete yet; "content after
 document" means a whole message followed by the next one; anything else is garbage, dropped
 up to the broken message's first newline (or, with no newline yet, up to the next ``{``), so
-one bad message never costs the next one. Python touches each byte only through C code
-(orjson, ``bytes.find``), so a hostile peer costs little however it frames its bytes, and a
-buffer is parsed again only when a chunk could end a message (it holds a ``}``) or a line.
+one bad message never costs the next one. A message that arrives in pieces is parsed only once
+its nesting is back at the top level, which the reader follows as the pieces come, skipping
+strings with a regular expression and counting brackets with ``bytes.count``: Python does
+almost nothing per byte, however a peer frames its bytes.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +56,14 @@ class MessageTooLong:
 ReaderEvent = Message | InvalidMessage | MessageTooLong
 
 _NOT_WHITESPACE = re.compile(rb"[^ \t\r\n]")
+_STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)  # up to a closing quote
+# Complete strings and anything else but brackets and the quote of an unfinished string.
+_SKIP = re.compile(rb'(?:"[^"\\]*(?:\\.[^"\\]*)*"|[^"{}\[\]])*', re.DOTALL)
+_STEPS = bytes.maketrans(b"{[}]", b"\x01\x01\xff\xff")  # as signed bytes: +1 and -1
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"{}[]")))
 _OPEN_OBJECT = ord("{")
+_QUOTE = ord('"')
+MAX_DEPTH = 1024  # orjson's limit of nesting
 _AFTER_DOCUMENT = "unexpected content after document"
 _NOT_UTF8 = "str is not valid UTF-8"
 
@@ -66,6 +75,11 @@ class MessageReader:
         self.max_message_bytes = max_message_bytes
         self._buffer = bytearray()  # bytes received and not yet consumed
         self._closed = False
+        # How the message at the start of the buffer nests, over its first ``_tracked`` bytes.
+        self._tracked = 0
+        self._depth = 0
+        self._in_string = False
+        self._checked = 0  # the buffer's length when it was last parsed and found incomplete
 
     def feed(self, data: bytes) -> list[ReaderEvent]:
         """Consume a chunk as received; return what it completed."""
@@ -83,11 +97,78 @@ class MessageReader:
                 ):
                     return [_to_event(value)]
         self._buffer += data
-        if b"}" not in data and b"\n" not in data and len(self._buffer) <= self.max_message_bytes:
-            return []  # nothing in this chunk can end a message or a line
+        if not self._may_be_ready(b"\n" in data):
+            return []
         events: list[ReaderEvent] = []
         self._drain(events)
+        self._tracked, self._depth, self._in_string = 0, 0, False
+        if self._buffer:  # the start of the next message: follow its nesting from here on
+            self._track()
+            self._checked = len(self._buffer)
         return events
+
+    def _may_be_ready(self, newline: bool) -> bool:
+        """Whether parsing the buffer now could give anything: a message that may be whole (its
+        nesting came back to the top), garbage to report (no ``{`` first, or a line to judge),
+        or a buffer past the size limit. Lines are judged when the buffer has doubled since the
+        last parse, so a peer cannot make the reader parse its message once per chunk."""
+        buffer = self._buffer
+        first = _NOT_WHITESPACE.search(buffer)
+        if first is None:  # whitespace between messages is dropped, never kept
+            buffer.clear()
+            self._tracked = 0
+            return False
+        if buffer[first.start()] != _OPEN_OBJECT:
+            return True
+        if len(buffer) > self.max_message_bytes or self._track():
+            return True
+        return newline and len(buffer) >= 2 * self._checked
+
+    def _track(self) -> bool:
+        """Follow the nesting over the bytes not followed yet; True if it may be back at the top.
+
+        Everything here runs in C, a stretch at a time: complete strings, and what lies between
+        them but brackets, are skipped by one regular expression; a stretch of brackets and
+        plain values is reduced to +1 and -1 steps by ``bytes.translate`` and summed by
+        ``itertools.accumulate``, whose lowest point tells whether the nesting came back up.
+        """
+        buffer = self._buffer
+        position, end, depth = self._tracked, len(buffer), self._depth
+        while position < end:
+            if self._in_string:
+                stop = _string_end(buffer, position, end)
+                if stop < 0:  # the string goes on past what has come
+                    position = _unfinished_string_rest(buffer, position, end)
+                    break
+                self._in_string = False
+                position = stop + 1
+            position = _SKIP.match(buffer, position, end).end()  # type: ignore[union-attr]
+            if position >= end:
+                break
+            if buffer[position] == _QUOTE:  # a string that has not ended yet
+                self._in_string = True
+                position += 1
+                continue
+            quote = buffer.find(b'"', position, end)
+            stretch_end = end if quote < 0 else quote
+            steps = buffer[position:stretch_end].translate(_STEPS, _NOT_BRACKETS)
+            signed = memoryview(steps).cast("b")
+            # The depth after each bracket (at a message's start, before it: 0, not counted).
+            depths = (
+                itertools.accumulate(signed, initial=depth)
+                if depth
+                else itertools.accumulate(signed)
+            )
+            if steps and min(depths) <= 0:
+                self._tracked, self._depth = stretch_end, depth
+                return True  # back at the top: orjson judges whether and where it ends
+            depth += sum(signed)
+            if depth > MAX_DEPTH:  # deeper than JSON allows: orjson will call it garbage
+                self._tracked, self._depth = stretch_end, depth
+                return True
+            position = stretch_end
+        self._tracked, self._depth = position, depth
+        return False
 
     def _drain(self, events: list[ReaderEvent]) -> None:
         buffer = self._buffer
@@ -172,6 +253,26 @@ class MessageReader:
         self._closed = True
         self._buffer.clear()
         events.append(MessageTooLong(self.max_message_bytes))
+
+
+def _string_end(buffer: bytearray, start: int, end: int) -> int:
+    """Where the string that goes on at ``start`` ends (its closing quote), or -1."""
+    quote = buffer.find(b'"', start, end)
+    escape = buffer.find(b"\\", start, end if quote < 0 else quote)
+    if escape < 0:  # no escapes: the quote, if it has come, ends it
+        return quote
+    body = _STRING_BODY.match(buffer, escape, end)
+    stop = body.end() if body else escape
+    return stop if stop < end and buffer[stop] == _QUOTE else -1
+
+
+def _unfinished_string_rest(buffer: bytearray, start: int, end: int) -> int:
+    """Where to look again for the end of a string that goes on: at the end, or before a
+    trailing backslash, whose pair (the escaped character) has not come yet."""
+    if buffer.find(b"\\", start, end) < 0:
+        return end
+    body = _STRING_BODY.match(buffer, start, end)
+    return body.end() if body else start
 
 
 def _byte_offset(chunk: memoryview, position: int) -> int:
