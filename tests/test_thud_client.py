@@ -694,7 +694,9 @@ def _clients_folder(folder: Path, dwarfs: list[str], trolls: list[str]) -> Path:
     return folder
 
 
-TABLE_ROW = re.compile(r"^  (\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(-?\d+)$")
+TABLE_ROW = re.compile(
+    r"^  (\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(-?\d+)\s+(\d+)\s+(\d+)$"
+)  # bot, played, wins, losses, draws, score, crashes, timeouts
 
 
 def test_a_folder_of_clients_is_a_tournament_in_one_command(node: str, tmp_path: Path) -> None:
@@ -725,13 +727,16 @@ def test_a_folder_of_clients_is_a_tournament_in_one_command(node: str, tmp_path:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("cup: 6 games\n")
     printed: dict[str, dict[str, tuple[int, ...]]] = {}
+    faults: dict[str, tuple[int, int]] = {}  # crashes and timed-out turns, by bot
     table = ""
     for line in done.stdout.splitlines():
         if line.endswith(" table"):
             table = line.split()[0]
             printed[table] = {}
         elif table and (match := TABLE_ROW.match(line)):
-            printed[table][match[1]] = tuple(int(value) for value in match.groups()[1:])
+            *counts, crashes, timeouts = (int(value) for value in match.groups()[1:])
+            printed[table][match[1]] = tuple(counts)
+            faults[match[1]] = (crashes, timeouts)
 
     # The league by hand, from the recorded games: the winner gains the difference, the loser
     # loses it, a draw changes nothing.
@@ -767,6 +772,9 @@ def test_a_folder_of_clients_is_a_tournament_in_one_command(node: str, tmp_path:
     # they stand (32 v 32: draws), and the thrower loses every game.
     assert printed[DWARF]["idle"] == (2, 0, 0, 2, 0)
     assert printed[DWARF]["thrower"][1:4] == (0, 2, 0)
+    # The thrower's process gives up mid-game: two crashes; every other client played its games.
+    assert faults == {bot: (2 if bot == "thrower" else 0, 0) for bot in faults}
+    assert len(faults) == 5
     reasons = {
         (game["players"][0]["bot"], game["players"][1]["bot"]): game["result"]["reason"]
         for game in games
