@@ -23,7 +23,7 @@ from typing import Any
 # Run as a script, so the repository root is not on the path by itself.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.games.thud.game import moves_json
+from server.games.thud.codec import moves_json
 from server.games.thud.rules import (
     Action,
     State,

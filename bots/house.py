@@ -3,9 +3,8 @@
     python -m bots.house thud dwarf troll [--port 9000] [--games 3] [--seed 1]
     python -m bots.house tavern pusher wanderer
 
-The first player takes the first seat (Thud: the dwarfs; Dwarven Tavern: team1). Each house
-player answers turn messages exactly as a remote bot would, so the same objects also play
-in-process seats for the visor.
+The first player takes the first seat (Thud: the dwarfs; Dwarven Tavern: team1). The players
+themselves are ``server.house``'s; here they play over TCP, as remote bots do.
 """
 
 from __future__ import annotations
@@ -15,74 +14,15 @@ import asyncio
 import random
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from bots import tavern_players, thud_players
 from bots.sdk import ArenaClient, JsonObject
-from bots.thud import ThudTurn
-
-NAMES = ["Gimli", "Durin", "Thorin", "Balin", "Dwalin"]
+from server.house import HOUSE_PLAYERS, NAMES, HousePlayer
 
 
-@dataclass(frozen=True, slots=True)
-class HousePlayer:
-    """A built-in player: ``reply`` turns a turn message into the answer to send."""
-
-    game: str
-    name: str
-    description: str
-    sides: tuple[str, ...]  # the seats it knows how to play
-
-    def start(self, info: JsonObject, seed: int) -> Callable[[JsonObject], JsonObject]:
-        """A reply function for one game, given its ``game-info``; seeded for replays."""
-        rng = random.Random(seed)
-        if self.game == "thud":
-            policy = thud_players.HOUSE_POLICIES[self.name]
-            return lambda message: _thud_reply(policy, message, rng)
-        policy_tavern = TAVERN_POLICIES[self.name]
-        team, width, height = info["team"], info["width"], info["height"]
-        return lambda message: {
-            "type": "player-turn",
-            "actions": policy_tavern(message["state"], team, width, height, rng),
-        }
-
-
-def _thud_reply(policy: thud_players.Policy, message: JsonObject, rng: random.Random) -> JsonObject:
-    turn = ThudTurn(message["state"])
-    action = policy(turn.rules_state(), rng)
-    assert not isinstance(action.move, tuple)
-    reply: JsonObject = {
-        "type": "player-turn",
-        "move": {"from": list(action.move.start), "to": list(action.move.end)},
-    }
-    if action.declare is not None:
-        reply["declare"] = action.declare
-    return reply
-
-
-TAVERN_POLICIES = {"pusher": tavern_players.pusher, "wanderer": tavern_players.wanderer}
-
-HOUSE_PLAYERS: dict[str, dict[str, HousePlayer]] = {
-    "thud": {
-        "dwarf": HousePlayer(
-            "thud", "dwarf", "hurls at trolls, keeps out of reach, forms lines", ("dwarf",)
-        ),
-        "troll": HousePlayer(
-            "thud", "troll", "kills the most dwarfs, avoids hurls, stays together", ("troll",)
-        ),
-        "random": HousePlayer(
-            "thud", "random", "a uniformly random legal move", ("dwarf", "troll")
-        ),
-    },
-    "tavern": {
-        "pusher": HousePlayer(
-            "tavern", "pusher", "pushes the rival barrel home, guards its own", ("team1", "team2")
-        ),
-        "wanderer": HousePlayer(
-            "tavern", "wanderer", "every dwarf steps at random", ("team1", "team2")
-        ),
-    },
-}
+def replies(player: HousePlayer, info: JsonObject, seed: int) -> Callable[[JsonObject], JsonObject]:
+    """A house player's answers to the turns of one game, given its ``game-info``; seeded."""
+    rng = random.Random(seed)
+    return lambda message: player.reply_to_wire(message, info, rng)
 
 
 SEATS = {"thud": ("dwarf", "troll"), "tavern": ("team1", "team2")}
@@ -100,7 +40,7 @@ async def play_house(
         info = await client.join(
             simulation_id, nick=f"house {player.name}", game=player.game, **fields
         )
-        return await client.play(player.start(info, seed))
+        return await client.play(replies(player, info, seed))
 
 
 async def run_games(

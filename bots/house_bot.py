@@ -9,8 +9,9 @@ import argparse
 import asyncio
 import sys
 
-from bots.house import HOUSE_PLAYERS, NAMES
+from bots.house import replies
 from bots.sdk import ArenaClient, JsonObject
+from server.house import HOUSE_PLAYERS, NAMES
 
 
 async def play(
@@ -22,7 +23,7 @@ async def play(
         fields["side"] = side
     async with await ArenaClient.connect(host, port) as client:
         info = await client.join(simulation, nick=f"house {name}", game=game, **fields)
-        return await client.play(player.start(info, seed))
+        return await client.play(replies(player, info, seed))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, ListenError, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
-from server.records import Recorder, Records
+from server.records import Records, recording
 from server.replay import DamagedRecord, replay_text
+from server.tcp import TcpServer
 from server.tournament import (
     Stopped,
     TournamentError,
@@ -181,18 +180,6 @@ def print_replay(database: Path, game_id: str) -> int:
     return 0
 
 
-@contextlib.asynccontextmanager
-async def recording(arena: Arena, path: Path) -> AsyncIterator[Records]:
-    """Keep every game of the arena in the records file for the duration of the block."""
-    records = Records(path)
-    await asyncio.to_thread(records.open)
-    arena.listeners.append(Recorder(records))
-    try:
-        yield records
-    finally:
-        await asyncio.to_thread(records.close)
-
-
 async def serve(config: ArenaConfig) -> None:
     """Run until SIGTERM or SIGINT, then shut down gracefully: stop accepting, tell every bot
     and spectator, keep every game (those cut short as unfinished), and return."""
@@ -202,11 +189,12 @@ async def serve(config: ArenaConfig) -> None:
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signal_number, stop.set)
     async with (
-        recording(arena, Path(config.database)) as records,
-        arena.serving(),
+        recording(arena.listeners, Path(config.database)) as records,
+        arena.running(),
+        TcpServer(arena).serving() as tcp,
         visor.serving(arena, config.host, config.http_port, records) as http_port,
     ):
-        print(f"tavern: bots connect to {config.host}:{arena.tcp_port}", flush=True)
+        print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
         print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
         await stop.wait()
         print("tavern: shutting down", flush=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from openskill.models import PlackettLuce, PlackettLuceRating
 
 from server.games.base import JsonObject
-from server.simulation import TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.match import TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 
 GAME_OVER = "at the end of the game"
 """How the exit of a bot process that played its game to the end reads (tournaments write it)."""

@@ -31,18 +31,17 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from server.games.base import JsonObject, Outcome
+from server.games.base import JsonObject
 from server.league import GameResult
-from server.protocol import kept_json
+from server.match import GameFinished, GameStarted, Listener, TurnPlayed, Update
 from server.replay import DamagedRecord
-from server.simulation import GameFinished, GameStarted, Simulation, TurnPlayed, Update
 
 log = logging.getLogger(__name__)
 
@@ -709,51 +708,57 @@ class Recorder:
     def __init__(self, records: Records) -> None:
         self.records = records
 
-    def __call__(self, simulation: Simulation, update: Update) -> None:
+    def __call__(self, update: Update) -> None:
         if isinstance(update, GameStarted):
-            self.records.submit(_started(simulation, self.records.owner))
+            self.records.submit(_started(update, self.records.owner))
         elif isinstance(update, TurnPlayed):
-            record = update.record
+            result = update.result
             self.records.record_turn(
-                kept_json(
-                    [simulation.id, record.number, record.seat, record.action, record.timed_out]
+                b'["%s",%d,%d,%s,%s]'
+                % (
+                    result.match_id.encode(),
+                    result.number,
+                    result.seat,
+                    result.action_json,
+                    b"true" if result.timed_out else b"false",
                 )
             )
         elif isinstance(update, GameFinished):
-            self.records.submit(_finished(simulation, update.outcome), urgent=True)
+            self.records.submit(_finished(update), urgent=True)
 
 
-def _started(simulation: Simulation, owner: str) -> Operation:
-    game = simulation.game
+def _started(started: GameStarted, owner: str) -> Operation:
+    view = started.view
+    game = view.codec
     settings = orjson.dumps(
         {
             **game.settings(),
-            "turnTimeoutMs": round(simulation.limits.turn_timeout_s * 1000),
-            "maxConsecutiveTimeouts": simulation.limits.max_consecutive_timeouts,
+            "turnTimeoutMs": round(view.limits.turn_timeout_s * 1000),
+            "maxConsecutiveTimeouts": view.limits.max_consecutive_timeouts,
         }
     ).decode()
     game_row = (
-        simulation.id,
+        view.match_id,
         game.name,
-        simulation.seed,
+        view.seed,
         settings,
-        simulation.started_at or now(),
-        simulation.tournament_id,
-        simulation.pairing,
+        started.started_at,
+        view.tournament_id,
+        view.pairing,
         owner,
     )
     seat_rows = [
         (
-            simulation.id,
+            view.match_id,
             index,
-            game.seat_names[index],
-            seat.player.nick,
-            orjson.dumps(list(seat.player.names)).decode(),
-            seat.kind,
-            seat.bot,
+            player.seat,
+            player.nick,
+            orjson.dumps(list(player.names)).decode(),
+            player.kind,
+            player.bot,
         )
-        for index, seat in enumerate(simulation.seats)
-        if seat is not None
+        for index, player in enumerate(view.players)
+        if player is not None
     ]
 
     def write(db: sqlite3.Connection) -> None:
@@ -798,27 +803,32 @@ def _insert_turns(db: sqlite3.Connection, rows: list[TurnRow]) -> None:
     )
 
 
-def _finished(simulation: Simulation, outcome: Outcome) -> Operation:
-    game = simulation.game
-    score = game.scores(simulation.state) if simulation.state is not None else None
+def _finished(finished: GameFinished) -> Operation:
+    view, outcome = finished.view, finished.outcome
+    game = view.codec
+    score = view.scores()
     winner = None if outcome.winner is None else game.seat_names[outcome.winner]
     game_row = (
-        simulation.finished_at or now(),
+        finished.finished_at,
         outcome.reason,
         winner,
-        None if score is None else orjson.dumps(dict(score)).decode(),
-        simulation.turn_count,
-        simulation.id,
+        None if score is None else orjson.dumps(score).decode(),
+        view.turn,
+        view.match_id,
     )
-    seat_rows = []
-    for index, seat in enumerate(simulation.seats):
-        if seat is None:
-            continue
-        mean = 1000 * seat.reply_total_s / seat.replies if seat.replies else None
-        worst = 1000 * seat.reply_worst_s if seat.replies else None
-        seat_rows.append(
-            (mean, worst, seat.replies, seat.errors, seat.last_error, simulation.id, index)
+    seat_rows = [
+        (
+            stats.reply_mean_ms,
+            stats.reply_worst_ms,
+            stats.replies,
+            stats.errors,
+            stats.last_error,
+            view.match_id,
+            index,
         )
+        for index, stats in enumerate(finished.stats)
+        if stats is not None
+    ]
 
     def write(db: sqlite3.Connection) -> None:
         db.execute(
@@ -833,3 +843,15 @@ def _finished(simulation: Simulation, outcome: Outcome) -> Operation:
         )
 
     return write
+
+
+@contextlib.asynccontextmanager
+async def recording(listeners: list[Listener], path: Path) -> AsyncIterator[Records]:
+    """Keep every game in the records file for the block: ``listeners`` are the arena's."""
+    records = Records(path)
+    await asyncio.to_thread(records.open)
+    listeners.append(Recorder(records))
+    try:
+        yield records
+    finally:
+        await asyncio.to_thread(records.close)

@@ -7,12 +7,12 @@ generator from its seed, and each turn is parsed and applied exactly as the matc
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.games import GAMES_FROM_SETTINGS
-from server.games.base import Game, JsonObject, Player
+from server.games import GAMES
+from server.games.base import AnyCodec, JsonObject, Player
 
 
 class DamagedRecord(Exception):
@@ -27,12 +27,13 @@ class Frame:
     turn: int
     seat: int | None
     state: Any
-    events: list[Any]
+    events: Sequence[Any]
 
 
-def game_of(record: JsonObject) -> Game[Any, Any]:
+def game_of(record: JsonObject) -> AnyCodec:
+    """The game a record was played with, rebuilt from the settings it stored."""
     try:
-        return GAMES_FROM_SETTINGS[record["game"]](record["settings"])
+        return GAMES[record["game"]].from_settings(record["settings"])
     except Exception as error:  # whatever the stored settings hold
         raise DamagedRecord(
             f"game {record.get('id')}: its settings do not read: {error}"
@@ -47,11 +48,12 @@ def frames(record: JsonObject, rng: random.Random | None = None) -> Iterator[Fra
     ``DamagedRecord`` at the first turn the rules cannot replay.
     """
     game = game_of(record)
+    rules = game.rules
     seat_names = list(game.seat_names)
     number = 0
     try:
         players = [Player(p["nick"], tuple(p["names"])) for p in record["players"]]
-        state = game.initial_state(players)
+        state = rules.initial_state(players)
         rng = random.Random(record["seed"]) if rng is None else rng
         frame = Frame(0, None, state, [])
         turns = iter(record["turns"])
@@ -65,10 +67,11 @@ def frames(record: JsonObject, rng: random.Random | None = None) -> Iterator[Fra
             number = turn["number"]
             seat = seat_names.index(turn["seat"])
             if turn["timedOut"]:
-                action = game.timeout_action(state, seat)
+                action = rules.timeout_action(state, seat)
             else:
-                action = game.parse_action(state, seat, {"type": "player-turn", **turn["action"]})
-            state, events = game.apply(state, seat, action, rng)
+                message = {"type": "player-turn", **turn["action"]}
+                action = rules.check(state, seat, game.candidate(message))
+            state, events = rules.apply(state, seat, action, rng)
         except Exception as error:
             raise DamagedRecord(
                 f"game {record.get('id')}: turn {number} does not replay: {error}"
@@ -99,7 +102,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
                 "seat": None if frame.seat is None else game.seat_names[frame.seat],
                 "state": game.state_to_wire(frame.state),
                 "events": game.events_to_wire(frame.events),
-                "scores": dict(game.scores(frame.state)),
+                "scores": game.scores(frame.state),
             }
             for frame in frames(record)
         ],

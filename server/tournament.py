@@ -42,12 +42,21 @@ import orjson
 
 from server.arena import Arena
 from server.config import ArenaConfig
-from server.games import GAMES, SEAT_NAMES
-from server.games.base import JsonObject
+from server.games import GAMES
+from server.games.base import JsonObject, Outcome
 from server.league import GAME_OVER, GameResult
+from server.match import (
+    PLAYER_DISCONNECTED,
+    GameStarted,
+    Match,
+    MatchOptions,
+    SeatMessage,
+    SeatRequest,
+    Update,
+)
 from server.records import Recorder, Records
 from server.sandbox import POLL_S, BotGroup, Sandbox
-from server.simulation import PLAYER_DISCONNECTED, Simulation
+from server.tcp import TcpServer
 
 STDERR_KEPT = 20_000  # the last characters of a bot's stderr kept with the record
 STDERR_KEPT_BYTES = 4 * STDERR_KEPT  # enough bytes for that many characters of UTF-8
@@ -131,7 +140,7 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     game = _get(raw, "game", str)
     if game not in GAMES:
         raise TournamentError(f"key 'game': must be one of {', '.join(sorted(GAMES))}")
-    seat_names = SEAT_NAMES[game]
+    seat_names = GAMES[game].seat_names
     bots_raw = raw.get("bots")
     if not isinstance(bots_raw, list) or len(bots_raw) < 2:
         raise TournamentError("key 'bots': must be a list of at least two bots")
@@ -339,7 +348,7 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
     both play either side meets once (the earlier-listed one as the dwarfs), or twice, once each
     way, with ``swap_sides``. Dwarven Tavern: every pair plays twice, once from each side.
     """
-    seat_names = SEAT_NAMES[spec.game]
+    seat_names = GAMES[spec.game].seat_names
     both_ways = spec.swap_sides or spec.game == "tavern"
     pairings: list[tuple[Entrant, Entrant]] = []
     entrants = spec.entrants
@@ -361,7 +370,7 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
 class AbsentSeat:
     """Stands in for a bot that never joined: it never answers, so it loses on time."""
 
-    def send(self, message: JsonObject) -> None:
+    def send(self, message: SeatMessage) -> None:
         """Nobody is listening."""
 
     def close(self) -> None:
@@ -410,6 +419,11 @@ class TournamentRunner:
         self.records = records
         self.out = out
         self._running: set[BotProcess] = set()  # bots not yet stopped and recorded
+        self._started: set[str] = set()  # the games that started (their seats are recorded)
+
+    def _on_update(self, update: Update) -> None:
+        if isinstance(update, GameStarted):
+            self._started.add(update.view.match_id)
 
     async def run(self) -> list[GameResult]:
         """Play every game not yet finished; returns the tournament's results.
@@ -432,10 +446,10 @@ class TournamentRunner:
         progress = Progress(len(pairings), len(pairings) - len(todo), self.out)
         progress.update("resuming" if finished else "")
         arena = Arena(self.config)
-        arena.listeners.append(Recorder(self.records))
+        arena.listeners += [Recorder(self.records), self._on_update]
         try:
-            async with arena.serving():
-                games = asyncio.create_task(self._play(arena, todo, progress, sandbox))
+            async with arena.running(), TcpServer(arena).serving() as tcp:
+                games = asyncio.create_task(self._play(arena, tcp, todo, progress, sandbox))
                 try:
                     await asyncio.wait({games})
                 except asyncio.CancelledError:
@@ -453,16 +467,22 @@ class TournamentRunner:
         return await asyncio.to_thread(self.records.results, spec.id)
 
     async def _play(
-        self, arena: Arena, todo: list[Pairing], progress: Progress, sandbox: Sandbox
+        self,
+        arena: Arena,
+        tcp: TcpServer,
+        todo: list[Pairing],
+        progress: Progress,
+        sandbox: Sandbox,
     ) -> None:
         slots = asyncio.Semaphore(self.spec.parallel)
         async with asyncio.TaskGroup() as games:
             for pairing in todo:
-                games.create_task(self._game(arena, pairing, slots, progress, sandbox))
+                games.create_task(self._game(arena, tcp, pairing, slots, progress, sandbox))
 
     async def _game(
         self,
         arena: Arena,
+        tcp: TcpServer,
         pairing: Pairing,
         slots: asyncio.Semaphore,
         progress: Progress,
@@ -471,25 +491,27 @@ class TournamentRunner:
         async with slots:
             progress.running += 1
             progress.update(f"started {pairing.key}")
-            simulation = arena.create_simulation(
-                self.spec.game, seed=self.spec.seed * 100_003 + pairing.number
+            options = MatchOptions(
+                seed=self.spec.seed * 100_003 + pairing.number,
+                hold_seats=True,
+                tournament_id=self.spec.id,
+                pairing=pairing.key,
+                seat_bots=tuple(entrant.name for entrant in pairing.bots),
             )
-            simulation.tournament_id = self.spec.id
-            simulation.pairing = pairing.key
-            simulation.seat_bots = [entrant.name for entrant in pairing.bots]
-            simulation.hold_seats = True
+            match = arena.open(self.spec.game, options)
             bots = []
             for seat, entrant in enumerate(pairing.bots):
-                bot = BotProcess(entrant, simulation, seat, self.spec.limits)
+                bot = BotProcess(entrant, match.id, seat, self.spec.limits)
                 self._running.add(bot)
                 bots.append(bot)
-                await self._seat(arena, bot, sandbox)
-            await simulation.done.wait()  # the match's own timeouts bound the wait
+                await self._seat(match, tcp, bot, sandbox)
+            finished = await match.finished()  # the match's own timeouts bound the wait
+            outcome = None if finished is None else finished.outcome
             for bot in bots:
+                bot.outcome = outcome
                 await self._finish(bot)
             progress.running -= 1
             progress.done += 1
-            outcome = simulation.outcome
             winner = (
                 "draw"
                 if outcome is None or outcome.winner is None
@@ -502,28 +524,27 @@ class TournamentRunner:
 
         A game that has no outcome was stopped with the tournament, and so was its bot.
         """
-        interrupted = bot.simulation.outcome is None
+        interrupted = bot.outcome is None
         await bot.stop(LEFT_GRACE_S if bot.left() else 0.0)
-        simulation = bot.simulation
-        if simulation.started_at is not None and bot in self._running:  # its seats are recorded
-            self.records.seat_stderr(simulation.id, bot.seat, bot.stderr_tail())
-            self.records.seat_exit(simulation.id, bot.seat, bot.exit_text(interrupted))
+        if bot.match_id in self._started and bot in self._running:  # its seats are recorded
+            self.records.seat_stderr(bot.match_id, bot.seat, bot.stderr_tail())
+            self.records.seat_exit(bot.match_id, bot.seat, bot.exit_text(interrupted))
         self._running.discard(bot)
 
-    async def _seat(self, arena: Arena, bot: BotProcess, sandbox: Sandbox) -> None:
+    async def _seat(self, match: Match, tcp: TcpServer, bot: BotProcess, sandbox: Sandbox) -> None:
         """Start a seat's bot and wait for it to join; seat an absent player if it does not."""
-        simulation, seat = bot.simulation, bot.seat
-        seat_name = simulation.game.seat_names[seat]
-        assert arena.tcp_port is not None
+        seat = bot.seat
+        seat_name = match.codec.seat_names[seat]
+        assert tcp.port is not None
         values = {
-            **placeholder_values(bot.entrant, simulation.game.name),
-            "port": str(arena.tcp_port),
-            "simulation": simulation.id,
+            **placeholder_values(bot.entrant, match.codec.name),
+            "port": str(tcp.port),
+            "simulation": match.id,
             "side": seat_name,
-            "seed": str(simulation.seed),
+            "seed": str(match.seed),
         }
         await bot.start(values, sandbox)
-        joined = asyncio.create_task(simulation.wait_seated(seat))
+        joined = asyncio.create_task(match.wait_seated(seat))
         exited = asyncio.create_task(bot.wait())
         try:
             await asyncio.wait(
@@ -534,14 +555,12 @@ class TournamentRunner:
         finally:
             joined.cancel()
             exited.cancel()
-        if simulation.seats[seat] is None:
+        if match.seats[seat] is None:
             await bot.stop()
-        if simulation.seats[seat] is None:
+        if match.seats[seat] is None:
             bot.joined = False
             nick = f"{bot.entrant.name} (did not join)"
-            simulation.join(AbsentSeat(), {"nick": nick, "side": seat_name})
-            if simulation.is_full():
-                arena.start_match(simulation)
+            match.seat(AbsentSeat(), SeatRequest({"nick": nick, "side": seat_name}))
 
 
 _WARNED: set[str] = set()  # what the sandbox lacks is said once per process
@@ -556,9 +575,10 @@ class BotProcess:
     (it died, was killed by a limit, left or never joined) is a crash for the league tables.
     """
 
-    def __init__(self, entrant: Entrant, simulation: Simulation, seat: int, limits: Limits) -> None:
+    def __init__(self, entrant: Entrant, match_id: str, seat: int, limits: Limits) -> None:
         self.entrant = entrant
-        self.simulation = simulation
+        self.match_id = match_id
+        self.outcome: Outcome | None = None  # how its game ended, once it has
         self.seat = seat
         self.limits = limits
         self.process: asyncio.subprocess.Process | None = None
@@ -578,7 +598,7 @@ class BotProcess:
             **os.environ,
             **{f"TAVERN_{key.upper()}": value for key, value in values.items()},
         }
-        self.group = sandbox.group(f"{self.simulation.id}-{self.seat}", self.limits.memory_mb)
+        self.group = sandbox.group(f"{self.match_id}-{self.seat}", self.limits.memory_mb)
         cgroups = [argument for procs in self.group.procs for argument in ("--cgroup", str(procs))]
         try:
             self.process = await asyncio.create_subprocess_exec(
@@ -704,7 +724,7 @@ class BotProcess:
 
     def left(self) -> bool:
         """Did the bot lose its game by leaving it (its connection closed)?"""
-        outcome = self.simulation.outcome
+        outcome = self.outcome
         return (
             outcome is not None
             and outcome.reason == PLAYER_DISCONNECTED

@@ -15,13 +15,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bots.house import HOUSE_PLAYERS
 from server.config import ArenaConfig
-from server.games import SEAT_NAMES
+from server.games import GAMES
 from server.games.base import JsonObject
+from server.house import HOUSE_PLAYERS
 from server.league import crashed
+from server.match import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 from server.records import GameFilter, Records
-from server.simulation import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 from server.tournament import DEFAULT_LIMITS, Entrant, Limits, TournamentRunner, TournamentSpec
 
 CANDIDATE = "candidate"
@@ -69,7 +69,7 @@ async def validate(
     startup_ms: int = DEFAULT_LIMITS.startup_ms,
 ) -> list[Verdict]:
     """Play ``games`` games against each house player of the other side; judge each one."""
-    seat_names = SEAT_NAMES[game]
+    seat_names = GAMES[game].seat_names
     if side not in seat_names:
         raise ValueError(f"--side must be one of {', '.join(seat_names)}")
     if not command:

@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from server.arena import Arena
-from server.cli import recording
 from server.config import ArenaConfig
-from server.records import Records
-from server.simulation import Simulation, TurnPlayed, TurnRecord, Update
+from server.match import Listener, Match, TurnPlayed, TurnResult, Update
+from server.records import Records, recording
+from server.tcp import Connection, TcpServer
 from visor import app as visor_app
 
 RECEIVE_TIMEOUT_S = 10.0
@@ -38,20 +38,57 @@ test_config.__test__ = False  # type: ignore[attr-defined]  # a helper, not a te
 
 
 class TurnLog:
-    """Every turn the arena's games play, by simulation id (a simulation keeps only a count)."""
+    """Every turn the arena's games play, by simulation id (a match keeps only a count)."""
 
-    def __init__(self, arena: Arena) -> None:
-        self.turns: dict[str, list[TurnRecord]] = collections.defaultdict(list)
+    def __init__(self, arena: Arena | Running) -> None:
+        self.turns: dict[str, list[TurnResult]] = collections.defaultdict(list)
         arena.listeners.append(self)
 
-    def __call__(self, simulation: Simulation, update: Update) -> None:
+    def __call__(self, update: Update) -> None:
         if isinstance(update, TurnPlayed):
-            self.turns[simulation.id].append(update.record)
+            self.turns[update.result.match_id].append(update.result)
+
+
+@dataclasses.dataclass
+class Running:
+    """An arena playing its matches, with bots on TCP."""
+
+    arena: Arena
+    tcp: TcpServer
+
+    @property
+    def tcp_port(self) -> int:
+        assert self.tcp.port is not None
+        return self.tcp.port
+
+    @property
+    def matches(self) -> dict[str, Match]:
+        return self.arena.matches
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return self.arena.listeners
+
+    @property
+    def config(self) -> ArenaConfig:
+        return self.arena.config
+
+    @property
+    def connections(self) -> set[Connection]:
+        return self.tcp.connections
+
+
+@contextlib.asynccontextmanager
+async def serving(config: ArenaConfig) -> AsyncIterator[Running]:
+    """An arena with these settings, bots on an ephemeral TCP port, for the block."""
+    arena = Arena(config)
+    async with arena.running(), TcpServer(arena).serving() as tcp:
+        yield Running(arena, tcp)
 
 
 @pytest.fixture
-async def arena() -> AsyncIterator[Arena]:
-    async with Arena(test_config()).serving() as running:
+async def arena() -> AsyncIterator[Running]:
+    async with serving(test_config()) as running:
         yield running
 
 
@@ -60,6 +97,7 @@ class Served:
     """A running arena and its visor."""
 
     arena: Arena
+    tcp: TcpServer
     http_port: int
     records: Records
 
@@ -69,19 +107,27 @@ class Served:
 
     @property
     def tcp_port(self) -> int:
-        assert self.arena.tcp_port is not None
-        return self.arena.tcp_port
+        assert self.tcp.port is not None
+        return self.tcp.port
+
+
+@contextlib.asynccontextmanager
+async def serving_visor(config: ArenaConfig, database: Path) -> AsyncIterator[Served]:
+    """An arena and its visor with these settings and records in ``database``."""
+    arena = Arena(config)
+    async with (
+        recording(arena.listeners, database) as records,
+        arena.running(),
+        TcpServer(arena).serving() as tcp,
+        visor_app.serving(arena, "127.0.0.1", 0, records) as http_port,
+    ):
+        yield Served(arena, tcp, http_port, records)
 
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    arena = Arena(test_config())
-    async with (
-        recording(arena, tmp_path / "arena.db") as records,
-        arena.serving(),
-        visor_app.serving(arena, "127.0.0.1", 0, records) as http_port,
-    ):
-        yield Served(arena, http_port, records)
+    async with serving_visor(test_config(), tmp_path / "arena.db") as running:
+        yield running
 
 
 class RawClient:
@@ -141,7 +187,7 @@ class RawClient:
 
 
 @pytest.fixture
-async def connect(arena: Arena) -> AsyncIterator[Any]:
+async def connect(arena: Running) -> AsyncIterator[Any]:
     """Open raw clients to the arena; all are closed at the end of the test."""
     clients: list[RawClient] = []
 

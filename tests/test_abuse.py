@@ -15,7 +15,6 @@ import signal
 import socket
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,9 @@ import pytest
 from bench.common import tavern_serve
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.arena import Arena
-from server.cli import recording
+from server.match import GameFinished, TurnPlayed, Update
 from server.records import Records
-from server.simulation import GameFinished, Simulation, Update
-from tests.conftest import RawClient, Served, test_config
-from visor import app as visor_app
+from tests.conftest import RawClient, Running, Served, serving, serving_visor, test_config
 from visor.hub import SpectatorHub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,19 +35,12 @@ NAMES = ["A", "B", "C", "D", "E"]
 TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 
-@contextlib.asynccontextmanager
-async def serve(database: Path, **changes: Any) -> AsyncIterator[Served]:
+def serve(database: Path, **changes: Any) -> contextlib.AbstractAsyncContextManager[Served]:
     """An arena and its visor with records in ``database`` and the given settings."""
-    arena = Arena(test_config(**changes))
-    async with (
-        recording(arena, database) as records,
-        arena.serving(),
-        visor_app.serving(arena, "127.0.0.1", 0, records) as http_port,
-    ):
-        yield Served(arena, http_port, records)
+    return serving_visor(test_config(**changes), database)
 
 
-def hub_of(arena: Arena) -> SpectatorHub:
+def hub_of(arena: Arena | Running) -> SpectatorHub:
     for listener in arena.listeners:
         owner = getattr(listener, "__self__", None)
         if isinstance(owner, SpectatorHub):
@@ -269,7 +259,7 @@ async def test_damaged_records_give_a_clear_409_naming_the_game(
 # --- weaknesses: connections -------------------------------------------------------------------
 async def test_a_trickle_of_bytes_does_not_keep_an_unjoined_connection_open() -> None:
     """The deadline runs from the connection to the join; before, each byte reset it."""
-    async with Arena(test_config(idle_timeout_ms=600)).serving() as arena:
+    async with serving(test_config(idle_timeout_ms=600)) as arena:
         assert arena.tcp_port is not None
         client = await RawClient.connect(arena.tcp_port)
 
@@ -330,7 +320,7 @@ async def test_waiting_simulations_are_capped_per_address_across_connections(
         await ws.send_json({"type": "create", "game": "tavern"})
         assert (await receive(ws, "error"))["message"] == "Too many simulations"
         # Joining one frees a place: it is no longer waiting once full.
-        waiting = next(iter(served.arena.simulations))
+        waiting = next(iter(served.arena.matches))
         for nick in ("a", "b"):
             joiner = await RawClient.connect(served.tcp_port)
             await joiner.send({"type": "join-simulation", "nick": nick, "simulationId": waiting})
@@ -365,12 +355,16 @@ async def test_a_simulation_nobody_joins_expires_and_leaves_the_lobby(tmp_path: 
 async def test_house_games_are_capped_per_page_and_in_total_and_bots_play_on(
     tmp_path: Path,
 ) -> None:
-    finished: list[Simulation] = []
+    finished: list[GameFinished] = []
+    timed_out: set[str] = set()  # the games with a turn that timed out
 
-    def on_update(simulation: Simulation, update: Update) -> None:
-        first = simulation.seats[0]
-        if isinstance(update, GameFinished) and first is not None and first.kind == "bot":
-            finished.append(simulation)
+    def on_update(update: Update) -> None:
+        if isinstance(update, TurnPlayed) and update.result.timed_out:
+            timed_out.add(update.result.match_id)
+        if isinstance(update, GameFinished):
+            first = update.view.players[0]
+            if first is not None and first.kind == "bot":
+                finished.append(update)
 
     async with (
         serve(
@@ -408,10 +402,10 @@ async def test_house_games_are_capped_per_page_and_in_total_and_bots_play_on(
         for ws in pages:
             await ws.close()
     assert len(results) == 4
-    for simulation in finished:  # the bots' games ended by their own rules, not on time
-        assert simulation.outcome is not None
-        assert simulation.outcome.reason not in ("Too many timeouts", "Turn timeout"), simulation.id
-        assert all(seat is not None and seat.consecutive_timeouts == 0 for seat in simulation.seats)
+    assert len(finished) == 2
+    for game in finished:  # the bots' games ended by their own rules, not on time
+        assert game.outcome.reason not in ("Too many timeouts", "Turn timeout"), game.view.match_id
+        assert game.view.match_id not in timed_out
 
 
 async def test_thud_api_games_are_capped_per_address(tmp_path: Path) -> None:

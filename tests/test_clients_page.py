@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, expect
 
-from bots.house import HOUSE_PLAYERS, play_house
+from bots.house import play_house, replies
 from bots.sdk import ArenaClient, JsonObject
+from server.house import HOUSE_PLAYERS
 from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import Served
 
@@ -246,7 +247,7 @@ async def test_a_client_plays_a_seat_that_a_spectator_watches(
     await page.click("#run")
     await expect(page.locator("#wait-bot")).to_be_visible()
     simulation_id = await page.locator("#wait-id").text_content()
-    assert simulation_id is not None and simulation_id in served.arena.simulations
+    assert simulation_id is not None and simulation_id in served.arena.matches
     await expect(page.locator("#wait-snippet")).to_contain_text('"side":"troll"')
     await expect(page.locator("#watch-link")).to_have_attribute("href", f"/watch/{simulation_id}")
 
@@ -349,7 +350,7 @@ async def slow_troll(port: int, simulation_id: str, delay_s: float) -> JsonObjec
     player = HOUSE_PLAYERS["thud"]["troll"]
     async with await ArenaClient.connect("127.0.0.1", port) as client:
         info = await client.join(simulation_id, nick="Grag", game="thud", side="troll")
-        reply = player.start(info, 3)
+        reply = replies(player, info, 3)
 
         async def on_turn(message: JsonObject) -> JsonObject:
             await asyncio.sleep(delay_s)

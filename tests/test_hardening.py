@@ -13,9 +13,8 @@ import orjson
 
 from bench.common import tavern_serve
 from bots import tavern_dummy
-from server.arena import Arena
 from server.records import GameFilter, Records
-from tests.conftest import RawClient, test_config
+from tests.conftest import RawClient, serving, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ["A", "B", "C", "D", "E"]
@@ -33,7 +32,7 @@ def pass_all(state: dict[str, Any], team: str) -> dict[str, Any]:
 
 
 async def test_connections_per_address_and_in_total_are_limited() -> None:
-    async with Arena(test_config(max_connections_per_address=2)).serving() as arena:
+    async with serving(test_config(max_connections_per_address=2)) as arena:
         assert arena.tcp_port is not None
         kept = [await RawClient.connect(arena.tcp_port) for _ in range(2)]
         extra = await RawClient.connect(arena.tcp_port)
@@ -45,7 +44,7 @@ async def test_connections_per_address_and_in_total_are_limited() -> None:
             await client.expect("ready")
         for client in (*kept, extra):
             await client.close()
-    async with Arena(test_config(max_connections=1)).serving() as arena:
+    async with serving(test_config(max_connections=1)) as arena:
         assert arena.tcp_port is not None
         first = await RawClient.connect(arena.tcp_port)
         second = await RawClient.connect(arena.tcp_port)
@@ -55,7 +54,7 @@ async def test_connections_per_address_and_in_total_are_limited() -> None:
 
 
 async def test_simulations_per_connection_are_limited() -> None:
-    async with Arena(test_config(max_simulations_per_connection=2)).serving() as arena:
+    async with serving(test_config(max_simulations_per_connection=2)) as arena:
         assert arena.tcp_port is not None
         client = await RawClient.connect(arena.tcp_port)
         for _ in range(2):
@@ -64,12 +63,12 @@ async def test_simulations_per_connection_are_limited() -> None:
         await client.send({"type": "create-simulation"})
         await client.expect_error("Too many simulations")
         assert await client.is_closed()
-        assert len(arena.simulations) == 2
+        assert len(arena.matches) == 2
         await client.close()
 
 
 async def test_an_idle_connection_that_never_joins_is_closed() -> None:
-    async with Arena(test_config(idle_timeout_ms=200)).serving() as arena:
+    async with serving(test_config(idle_timeout_ms=200)) as arena:
         assert arena.tcp_port is not None
         idle, waiting = (
             await RawClient.connect(arena.tcp_port),
@@ -91,7 +90,7 @@ async def test_the_first_reply_gets_the_start_up_time() -> None:
     config = test_config(
         turn_timeout_ms=150, first_turn_timeout_ms=1500, max_consecutive_timeouts=1
     )
-    async with Arena(config).serving() as arena:
+    async with serving(config) as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
         for client in (one, two):
@@ -109,7 +108,7 @@ async def test_the_first_reply_gets_the_start_up_time() -> None:
 
 
 async def test_a_bot_that_stops_reading_is_dropped_and_forfeits() -> None:
-    async with Arena(test_config(max_send_buffer_bytes=16_384)).serving() as arena:
+    async with serving(test_config(max_send_buffer_bytes=16_384)) as arena:
         assert arena.tcp_port is not None
         opponent = await RawClient.connect(arena.tcp_port)
         await opponent.send(join())  # team1, on move while the other floods
@@ -140,7 +139,7 @@ async def test_a_bot_that_stops_reading_is_dropped_and_forfeits() -> None:
 
 
 async def test_a_bot_rejoins_its_seat_with_its_token() -> None:
-    async with Arena(test_config(reconnect_grace_ms=3000)).serving() as arena:
+    async with serving(test_config(reconnect_grace_ms=3000)) as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
         await one.send(join())
@@ -174,7 +173,7 @@ async def test_a_bot_rejoins_its_seat_with_its_token() -> None:
 
 
 async def test_a_seat_that_does_not_come_back_forfeits_after_the_grace_period() -> None:
-    async with Arena(test_config(reconnect_grace_ms=300)).serving() as arena:
+    async with serving(test_config(reconnect_grace_ms=300)) as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
         for client in (one, two):
@@ -223,7 +222,7 @@ async def test_sigterm_tells_everyone_keeps_the_games_and_exits_0(tmp_path: Path
 
 
 async def test_dummy_bots_still_finish_with_the_default_grace_period() -> None:
-    async with Arena(test_config(reconnect_grace_ms=10_000)).serving() as arena:
+    async with serving(test_config(reconnect_grace_ms=10_000)) as arena:
         assert arena.tcp_port is not None
         first = asyncio.create_task(tavern_dummy.play("127.0.0.1", arena.tcp_port, None, "a"))
         await asyncio.sleep(0.05)
@@ -236,7 +235,7 @@ async def test_dummy_bots_still_finish_with_the_default_grace_period() -> None:
 
 async def test_a_second_loss_gets_its_own_grace_period() -> None:
     """The first loss's timer must not end the grace period of a loss after a rejoin."""
-    async with Arena(test_config(reconnect_grace_ms=600)).serving() as arena:
+    async with serving(test_config(reconnect_grace_ms=600)) as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
         await one.send(join())

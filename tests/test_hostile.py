@@ -18,8 +18,7 @@ import orjson
 
 from bots import tavern_dummy
 from bots.house import run_games
-from server.arena import Arena
-from tests.conftest import RawClient, test_config
+from tests.conftest import RawClient, serving, test_config
 
 END_TYPES = {"win-game", "loss-game", "draw-game"}
 
@@ -137,7 +136,7 @@ WRONG_SHAPES: list[dict[str, Any]] = [
 
 async def test_the_arena_survives_hostile_input_while_games_finish() -> None:
     config = test_config(max_message_bytes=4096, max_simulations_per_connection=20)
-    async with Arena(config).serving() as arena:
+    async with serving(config) as arena:
         assert arena.tcp_port is not None
         port = arena.tcp_port
         rng = random.Random(2013)

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from bots import tavern_dummy
-from server.arena import Arena
+from server.house.tavern import choose_actions, view_of_wire
+from tests.conftest import Running
 
 LEGACY_DUMMY = Path(__file__).parent / "legacy" / "dummy-bot.js"
 JS_BOT = Path(__file__).parent.parent / "bots" / "js" / "tavern-bot.js"
@@ -45,8 +46,8 @@ async def per_read_bot(port: int, simulation_id: str | None, reads: list[int]) -
             if message["type"] == "game-info":
                 team, width, height = message["team"], message["width"], message["height"]
             elif message["type"] == "turn":
-                view = tavern_dummy.view_of(message["state"], team, width, height)
-                reply = {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
+                view = view_of_wire(message["state"], team, width, height)
+                reply = {"type": "player-turn", "actions": choose_actions(view)}
                 writer.write(json.dumps(reply).encode())
             elif message["type"] in ("win-game", "loss-game", "draw-game"):
                 result: dict[str, Any] = message
@@ -57,7 +58,7 @@ async def per_read_bot(port: int, simulation_id: str | None, reads: list[int]) -
         writer.close()
 
 
-async def test_per_read_bots_complete_whole_games(arena: Arena) -> None:
+async def test_per_read_bots_complete_whole_games(arena: Running) -> None:
     assert arena.tcp_port is not None
     reads = [0]
     for _ in range(3):
@@ -87,7 +88,7 @@ async def run_node(script: Path, *args: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-async def test_the_original_dummy_bot_plays_itself_unchanged(arena: Arena) -> None:
+async def test_the_original_dummy_bot_plays_itself_unchanged(arena: Running) -> None:
     assert arena.tcp_port is not None
     port = str(arena.tcp_port)
     for _ in range(3):
@@ -101,7 +102,7 @@ async def test_the_original_dummy_bot_plays_itself_unchanged(arena: Arena) -> No
         assert ends in (["loss-game", "win-game"], ["draw-game", "draw-game"])
 
 
-async def test_the_original_dummy_bot_against_the_sdk_bot(arena: Arena) -> None:
+async def test_the_original_dummy_bot_against_the_sdk_bot(arena: Running) -> None:
     assert arena.tcp_port is not None
     dummy = asyncio.create_task(run_node(LEGACY_DUMMY, "", str(arena.tcp_port)))
     await asyncio.sleep(0.1)
@@ -112,7 +113,7 @@ async def test_the_original_dummy_bot_against_the_sdk_bot(arena: Arena) -> None:
     assert json.loads(out.splitlines()[-1])["type"] in ("win-game", "loss-game", "draw-game")
 
 
-async def test_the_js_bot_plays_a_whole_game(arena: Arena) -> None:
+async def test_the_js_bot_plays_a_whole_game(arena: Running) -> None:
     assert arena.tcp_port is not None
     js = asyncio.create_task(run_node(JS_BOT, "--port", str(arena.tcp_port), "--nick", "js"))
     await asyncio.sleep(0.1)
@@ -124,7 +125,7 @@ async def test_the_js_bot_plays_a_whole_game(arena: Arena) -> None:
     assert out.strip().splitlines()[-1].split(":")[0] in ("win-game", "loss-game", "draw-game")
 
 
-async def test_back_to_back_messages_never_share_a_read(arena: Arena) -> None:
+async def test_back_to_back_messages_never_share_a_read(arena: Running) -> None:
     """game-info and the first turn go to team1 in two reads, at least the gap apart."""
     assert arena.tcp_port is not None
     one_reader, one_writer = await asyncio.open_connection("127.0.0.1", arena.tcp_port)
@@ -150,7 +151,7 @@ async def test_back_to_back_messages_never_share_a_read(arena: Arena) -> None:
         writer.close()
 
 
-async def test_a_message_waiting_out_its_gap_is_not_overtaken(arena: Arena) -> None:
+async def test_a_message_waiting_out_its_gap_is_not_overtaken(arena: Running) -> None:
     """team1's first turn waits out the gap after game-info; an answer to something team1
     sends meanwhile comes after that turn, not before it."""
     assert arena.tcp_port is not None

@@ -14,14 +14,17 @@ import pytest
 
 from bench.common import tavern_serve
 from bots import tavern_dummy
-from bots.house import HOUSE_PLAYERS, run_games
+from bots.house import replies, run_games
 from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
 from server import records as records_module
 from server.arena import Arena
 from server.cli import main as tavern_main
 from server.games.base import Player
-from server.games.thud.game import bot_state
+from server.games.thud.codec import bot_state
+from server.house import HOUSE_PLAYERS
+from server.house.tavern import choose_actions, view_of_wire
+from server.match import Seat
 from server.records import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -32,7 +35,7 @@ from server.records import (
     migrate,
 )
 from server.replay import frames, game_of
-from server.simulation import Seat
+from server.tcp import TcpServer
 from server.tournament import AbsentSeat
 from tests.conftest import RawClient, Served, test_config
 
@@ -102,10 +105,8 @@ async def tavern_game(served: Served, seed: int) -> tuple[str, list[dict[str, An
 
             def on_turn(message: dict[str, Any]) -> dict[str, Any]:
                 seen.append(message["state"])
-                view = tavern_dummy.view_of(
-                    message["state"], info["team"], info["width"], info["height"]
-                )
-                return {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
+                view = view_of_wire(message["state"], info["team"], info["width"], info["height"])
+                return {"type": "player-turn", "actions": choose_actions(view)}
 
             return await client.play(on_turn)
 
@@ -154,7 +155,7 @@ async def test_a_thud_game_replays_exactly_what_the_bots_were_sent(served: Serve
         killing = turn.killing_moves()
         return turn.reply(killing[0] if killing else turn.moves()[len(sent) % len(turn.moves())])
 
-    house_troll = HOUSE_PLAYERS["thud"]["troll"].start({}, seed=5)
+    house_troll = replies(HOUSE_PLAYERS["thud"]["troll"], {"side": "troll"}, seed=5)
 
     def troll(turn: ThudTurn) -> dict[str, Any]:
         sent.append(turn.state)
@@ -272,10 +273,8 @@ async def play_turns(clients: dict[str, RawClient], count: int) -> dict[str, Any
     for number in range(count):
         team = "team1" if number % 2 == 0 else "team2"
         state = (await clients[team].expect("turn"))["state"]
-        view = tavern_dummy.view_of(state, team, 21, 21)
-        await clients[team].send(
-            {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
-        )
+        view = view_of_wire(state, team, 21, 21)
+        await clients[team].send({"type": "player-turn", "actions": choose_actions(view)})
     return state
 
 
@@ -286,9 +285,9 @@ async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> Non
     try:
         first = Arena(test_config())
         first.listeners.append(Recorder(records))
-        async with first.serving():
-            assert first.tcp_port is not None
-            clients = {team: await RawClient.connect(first.tcp_port) for team in ("team1", "team2")}
+        async with first.running(), TcpServer(first).serving() as tcp:
+            assert tcp.port is not None
+            clients = {team: await RawClient.connect(tcp.port) for team in ("team1", "team2")}
             for client in clients.values():
                 await client.send(
                     {"type": "join-simulation", "nick": "n", "names": ["A"], "seed": 12}
@@ -303,23 +302,19 @@ async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> Non
         *_, cut = frames(record)
         second = Arena(test_config())
         second.listeners.append(Recorder(records))
-        async with second.serving():
-            assert second.tcp_port is not None
-            restored = second.restore_simulation(record)
+        async with second.running(), TcpServer(second).serving() as tcp:
+            assert tcp.port is not None
+            restored = second.restore(record)
             assert restored.id == game_id
-            clients = {
-                team: await RawClient.connect(second.tcp_port) for team in ("team1", "team2")
-            }
+            clients = {team: await RawClient.connect(tcp.port) for team in ("team1", "team2")}
             for client in clients.values():
                 await client.send({"type": "join-simulation", "nick": "n", "simulationId": game_id})
                 await client.expect("game-info")
             first_turn = await clients["team1"].expect("turn")
             game = game_of(record)
             assert first_turn["state"] == game.state_to_wire(cut.state)  # exactly where it stopped
-            view = tavern_dummy.view_of(first_turn["state"], "team1", 21, 21)
-            await clients["team1"].send(
-                {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
-            )
+            view = view_of_wire(first_turn["state"], "team1", 21, 21)
+            await clients["team1"].send({"type": "player-turn", "actions": choose_actions(view)})
             for number in range(2000):
                 team = "team2" if number % 2 == 0 else "team1"
                 message = await clients[team].receive()
@@ -328,10 +323,8 @@ async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> Non
                 if message["type"] in ("win-game", "loss-game", "draw-game"):
                     final = message
                     break
-                view = tavern_dummy.view_of(message["state"], team, 21, 21)
-                await clients[team].send(
-                    {"type": "player-turn", "actions": tavern_dummy.choose_actions(view)}
-                )
+                view = view_of_wire(message["state"], team, 21, 21)
+                await clients[team].send({"type": "player-turn", "actions": choose_actions(view)})
         await records.flush()
         full = records.game(game_id)
         assert full is not None
@@ -411,7 +404,9 @@ async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
 
 
 def test_a_seat_keeps_what_the_records_need_of_its_reply_times() -> None:
-    seat = Seat(channel=AbsentSeat(), player=Player("n"), turn_timeout_s=1.0)
+    seat = Seat(AbsentSeat(), Player("n"), turn_timeout_s=1.0, kind="bot", bot=None)
     for seconds in (0.25, 1.5, 0.75):
         seat.replied(seconds)
     assert (seat.replies, seat.reply_total_s, seat.reply_worst_s) == (3, 2.5, 1.5)
+    stats = seat.stats()
+    assert (stats.replies, stats.reply_mean_ms, stats.reply_worst_ms) == (3, 2500 / 3, 1500)

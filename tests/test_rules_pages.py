@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, expect
 
+from server.match import MatchOptions
 from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import Served
 from visor.seats import run_house_game, seat_house_player
@@ -171,16 +172,16 @@ async def test_watching_a_game_links_to_its_rules(served: Served, visor: Pages) 
 
 
 async def test_a_waiting_simulation_links_to_its_rules_too(served: Served, visor: Pages) -> None:
-    simulation = served.arena.create_simulation("thud")
+    simulation = served.arena.open("thud")
     page = await visor.open(f"/watch/{simulation.id}")
     await expect(page.locator("#join-hint")).to_be_visible()
     await expect(page.locator("#rules-link")).to_have_attribute("href", "/rules/thud")
 
 
 async def test_a_replay_links_to_its_rules(served: Served, visor: Pages) -> None:
-    simulation = served.arena.create_simulation("tavern", seed=5)
-    for player, seat in zip(["pusher", "wanderer"], simulation.game.seat_names, strict=True):
-        seat_house_player(served.arena, simulation, player, seat, 0.0)
+    simulation = served.arena.open("tavern", MatchOptions(seed=5))
+    for player, seat in zip(["pusher", "wanderer"], simulation.codec.seat_names, strict=True):
+        seat_house_player(simulation, player, seat, 0.0)
     async with asyncio.timeout(30):
         await simulation.done.wait()
     await served.records.flush()

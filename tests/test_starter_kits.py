@@ -23,11 +23,10 @@ from typing import Any
 import orjson
 import pytest
 
-from server.arena import Arena
 from server.games import GAMES
 from server.games.base import Outcome
-from server.simulation import Simulation, TurnPlayed, Update
-from tests.conftest import ROOT, test_config
+from server.match import Match, MatchOptions, SeatsChanged, TurnPlayed, Update
+from tests.conftest import ROOT, Running, serving, test_config
 
 KITS = ("go", "java")
 GAME_TIMEOUT_S = 120
@@ -91,34 +90,38 @@ def kit_command(tmp_path_factory: pytest.TempPathFactory) -> KitCommand:
 
 @dataclass
 class Watcher:
-    """Every simulation the arena plays, with its turns."""
+    """Every match the arena plays, with its turns."""
 
-    simulations: dict[str, Simulation] = field(default_factory=dict)
-    # By simulation: each turn's seat, action and whether it timed out.
+    arena: Running
+    simulations: dict[str, Match] = field(default_factory=dict)
+    # By match: each turn's seat, action and whether it timed out.
     turns: dict[str, list[tuple[int, Any, bool]]] = field(default_factory=dict)
 
-    def __call__(self, simulation: Simulation, update: Update) -> None:
-        self.simulations[simulation.id] = simulation
+    def __call__(self, update: Update) -> None:
+        if isinstance(update, SeatsChanged):
+            match = self.arena.matches.get(update.view.match_id)
+            if match is not None:
+                self.simulations[match.id] = match
         if isinstance(update, TurnPlayed):
-            record = update.record
-            self.turns.setdefault(simulation.id, []).append(
-                (record.seat, record.action, record.timed_out)
+            result = update.result
+            self.turns.setdefault(result.match_id, []).append(
+                (result.seat, result.action, result.timed_out)
             )
 
 
 @dataclass
 class Game:
-    simulation: Simulation
+    simulation: Match
     outputs: list[tuple[int, str, str]]  # each process's exit code, stdout and stderr
 
     def scores(self) -> dict[str, int]:
-        return dict(self.simulation.game.scores(self.simulation.state))
+        return dict(self.simulation.codec.scores(self.simulation.state))
 
 
 @pytest.fixture
-async def kits_arena() -> AsyncIterator[tuple[Arena, Watcher]]:
-    watcher = Watcher()
-    async with Arena(test_config(turn_limit=TAVERN_TURNS)).serving() as arena:
+async def kits_arena() -> AsyncIterator[tuple[Running, Watcher]]:
+    async with serving(test_config(turn_limit=TAVERN_TURNS)) as arena:
+        watcher = Watcher(arena)
         arena.listeners.append(watcher)
         yield arena, watcher
 
@@ -165,13 +168,13 @@ def check_finished(game: Game, watcher: Watcher, kit_seats: list[int]) -> None:
 
 
 async def kit_against_house(
-    arena: Arena, kit: list[str], game: str, kit_seat: int, house: str, seed: int
+    arena: Running, kit: list[str], game: str, kit_seat: int, house: str, seed: int
 ) -> Game:
     """One game between a kit and a house player (by id); Tavern seats go by joining order."""
     assert arena.tcp_port is not None
     port = arena.tcp_port
-    simulation = arena.create_simulation(game, seed)
-    seat_names = simulation.game.seat_names
+    simulation = arena.arena.open(game, MatchOptions(seed=seed))
+    seat_names = simulation.codec.seat_names
     extra = ["--simulation", simulation.id]
     if game == "thud":
         extra += ["--side", seat_names[kit_seat]]
@@ -189,7 +192,7 @@ async def kit_against_house(
 
 @pytest.mark.parametrize("kit", KITS)
 async def test_kit_plays_tavern_against_the_house_and_scores(
-    kit: str, kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+    kit: str, kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
     arena, watcher = kits_arena
     command = kit_command(kit)
@@ -205,7 +208,7 @@ async def test_kit_plays_tavern_against_the_house_and_scores(
 
 @pytest.mark.parametrize("kit", KITS)
 async def test_kit_plays_thud_on_both_sides_against_the_house_and_kills(
-    kit: str, kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+    kit: str, kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
     arena, watcher = kits_arena
     command = kit_command(kit)
@@ -224,7 +227,7 @@ async def test_kit_plays_thud_on_both_sides_against_the_house_and_kills(
 
 
 async def test_the_kits_play_each_other_by_random_join(
-    kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+    kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
     """Without --simulation: Go waits in a new simulation, Java joins it (Thud: the free side)."""
     arena, watcher = kits_arena
@@ -233,9 +236,9 @@ async def test_the_kits_play_each_other_by_random_join(
     for game_name, go_extra in (("tavern", []), ("thud", ["--side", "dwarf"])):
         go_task = asyncio.create_task(run(kit_args(go, arena.tcp_port, game_name, *go_extra)))
         async with asyncio.timeout(30):
-            while not any(s.game.name == game_name for s in watcher.simulations.values()):
+            while not any(s.codec.name == game_name for s in watcher.simulations.values()):
                 await asyncio.sleep(0.01)
-            (simulation,) = [s for s in watcher.simulations.values() if s.game.name == game_name]
+            (simulation,) = [s for s in watcher.simulations.values() if s.codec.name == game_name]
             await simulation.wait_seated(0)
         outputs = await asyncio.gather(go_task, run(kit_args(java, arena.tcp_port, game_name)))
         async with asyncio.timeout(10):
@@ -247,7 +250,7 @@ async def test_the_kits_play_each_other_by_random_join(
 
 
 async def test_both_kits_play_the_same_moves(
-    kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+    kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
     """The same strategy in both files: the same opponent and seed give the same game."""
     arena, watcher = kits_arena
@@ -269,7 +272,8 @@ async def test_both_kits_play_the_same_moves(
 async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
     """A one-connection server that plays a few lines by hand: an error before a turn, an
     error after the kit's move and the same turn again, then a loss. Each move must be valid."""
-    game = GAMES[game_name](test_config())
+    game = GAMES[game_name].from_config(test_config())
+    rules = game.rules
     moves: list[Any] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -284,12 +288,14 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
         join = await receive()
         assert join["type"] == "join-simulation" and join["game"] == game_name, join
         players = [game.player_from_join(join), game.player_from_join({"nick": "other"})]
-        state = game.initial_state(players)
+        state = rules.initial_state(players)
         await send(game.game_info_message("abc1234", 0, 1))
         await send({"type": "error", "message": "Turn timeout", "reason": "you passed"})
         for _ in range(2):
             await send(game.turn_message(state, 0))
-            moves.append(game.parse_action(state, 0, await receive()))  # raises if invalid
+            moves.append(
+                rules.check(state, 0, game.candidate(await receive()))
+            )  # if invalid: raises
             await send({"type": "error", "message": "Invalid turn", "reason": "scripted"})
         await send(game.end_message(state, Outcome(1, "Turn limit reached"), 0))
         writer.close()
@@ -304,7 +310,7 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("kit", KITS)
 async def test_kit_survives_error_lines_and_a_failed_join(
-    kit: str, kit_command: KitCommand, kits_arena: tuple[Arena, Watcher]
+    kit: str, kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
     command = kit_command(kit)
     for game_name in ("tavern", "thud"):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.games.base import ActionRejected, Outcome
+from server.games.base import ActionRejected, Outcome, Player
 from server.games.tavern.rules import (
     BoardReset,
     Coords,
@@ -26,14 +26,14 @@ from server.games.tavern.rules import (
     Position,
     Settings,
     State,
+    TavernRules,
     apply_turn,
+    check_orders,
     event_text,
     initial_state,
-    outcome,
     pass_orders,
     play_orders,
     scoring_teams,
-    validate_orders,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -355,7 +355,7 @@ def test_recorded_game_chained() -> None:
     for record in TURNS:
         assert state.to_move == record["by"]
         state = play_recorded_turn(state, record)
-    assert outcome(state) == Outcome(1, "Points to win reached")
+    assert state.outcome == Outcome(1, "Points to win reached")
     assert state.scores == (1, 3)
 
 
@@ -441,12 +441,12 @@ def test_both_reach_points_to_win_is_a_draw() -> None:
 def test_points_to_win_ends_on_the_scoring_position() -> None:
     before = replace(with_pieces(start(), {1: (11, 18)}, ((8, 10), (11, 19))), scores=(2, 1))
     after, events = apply_turn(before, 0, [Order(1, Direction.SOUTH)], ScriptedRandom([]))
-    assert outcome(after) == Outcome(0, "Points to win reached")
+    assert after.outcome == Outcome(0, "Points to win reached")
     assert after.scores == (3, 1)
     assert after.barrels == (Coords(8, 10), Coords(11, 20))
     assert isinstance(events[-1], PointScored)
     with pytest.raises(ActionRejected, match="Not your turn"):
-        apply_turn(after, after.to_move, pass_orders(), ScriptedRandom([]))
+        check_orders(after, after.to_move, [Order(1, Direction.NORTH)])
 
 
 @pytest.mark.parametrize(
@@ -486,28 +486,42 @@ def test_point_on_the_last_turn_counts_and_keeps_the_position() -> None:
     ],
     ids=["not-your-turn", "empty", "foreign", "unknown", "duplicate"],
 )
-def test_validate_orders_rejects(team: int, orders: list[Order], message: str, reason: str) -> None:
+def test_check_orders_rejects(team: int, orders: list[Order], message: str, reason: str) -> None:
     state = start()
     with pytest.raises(ActionRejected) as rejected:
-        validate_orders(state, team, orders)
+        check_orders(state, team, orders)
     assert (rejected.value.message, rejected.value.reason) == (message, reason)
-    if orders:  # apply_turn rejects the same; only the empty pass is its own business
-        with pytest.raises(ActionRejected):
-            apply_turn(state, team, orders, ScriptedRandom([]))
 
 
-def test_validate_orders_after_the_end() -> None:
+def test_check_orders_after_the_end() -> None:
     over = replace(start(), outcome=Outcome(0, "Points to win reached"))
     with pytest.raises(ActionRejected, match="the game is over"):
-        validate_orders(over, 0, [Order(1, Direction.NORTH)])
+        check_orders(over, 0, [Order(1, Direction.NORTH)])
 
 
-def test_pass_is_a_turn_but_only_for_the_team_on_move() -> None:
+def test_check_orders_returns_the_orders_apply_turn_plays() -> None:
+    orders = [Order(2, Direction.NORTH), Order(1, None)]
+    assert check_orders(start(), 0, orders) == tuple(orders)
+
+
+def test_pass_is_a_turn() -> None:
     state, events = apply_turn(start(), 0, pass_orders(), ScriptedRandom([]))
     assert (events, state.current_turn, state.to_move) == ([], 1, 1)
     assert state.dwarves == start().dwarves
+
+
+def test_the_rules_object_plays_the_module() -> None:
+    rules = TavernRules(ORIGINAL)
+    state = rules.initial_state([Player("a", NAMES[0]), Player("b", NAMES[1])])
+    assert state == start()
+    assert rules.to_move(state) == 0
+    assert rules.timeout_action(state, 0) == pass_orders()
+    checked = rules.check(state, 0, (Order(1, Direction.NORTH),))
+    after, _ = rules.apply(state, 0, checked, ScriptedRandom([]))
+    assert rules.scores(after) == (0, 0)
+    assert rules.outcome(after) is None
     with pytest.raises(ActionRejected, match="Not your turn"):
-        apply_turn(state, 0, pass_orders(), ScriptedRandom([]))
+        rules.check(after, 0, (Order(1, Direction.NORTH),))
 
 
 def test_pass_orders_in_a_turn_move_nothing() -> None:

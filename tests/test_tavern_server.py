@@ -12,9 +12,8 @@ import pytest
 
 from bots import tavern_dummy
 from bots.sdk import ArenaClient
-from server.arena import Arena
-from server.connection import WRITE_BATCH_S
-from tests.conftest import RawClient, test_config
+from server.tcp import WRITE_BATCH_S
+from tests.conftest import RawClient, Running, serving, test_config
 
 NAMES = ["Ann", "Bo", "Cy", "Di", "Ed"]
 ID_PATTERN = re.compile(r"^[0-8][0-9a-r]{6}$")
@@ -183,7 +182,7 @@ async def test_invalid_json_keeps_the_connection_usable(connect: Any) -> None:
 
 
 async def test_an_over_long_line_gets_an_error_and_is_closed() -> None:
-    async with Arena(test_config(max_message_bytes=1024)).serving() as arena:
+    async with serving(test_config(max_message_bytes=1024)) as arena:
         assert arena.tcp_port is not None
         client = await RawClient.connect(arena.tcp_port)
         await client.send_raw(b'{"type": "create-simulation", "pad": "' + b"x" * 5000)
@@ -253,7 +252,7 @@ async def test_a_reset_connection_affects_nothing_else(connect: Any) -> None:
 
 async def test_a_silent_bot_passes_on_timeout_then_forfeits() -> None:
     config = test_config(turn_timeout_ms=150, first_turn_timeout_ms=150, max_consecutive_timeouts=3)
-    async with Arena(config).serving() as arena:
+    async with serving(config) as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
         for client in (one, two):
@@ -275,7 +274,7 @@ async def test_a_silent_bot_passes_on_timeout_then_forfeits() -> None:
 
 
 async def test_turn_limit_ends_on_points_with_a_draw() -> None:
-    async with Arena(test_config(turn_limit=6)).serving() as arena:
+    async with serving(test_config(turn_limit=6)) as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
         for client in (one, two):
@@ -305,7 +304,7 @@ async def passive_bot(port: int, simulation_id: str | None) -> dict[str, Any]:
         return await client.play(lambda message: pass_all(message["state"][team]))
 
 
-async def test_a_full_game_between_two_sdk_bots_ends_in_win_and_loss(arena: Arena) -> None:
+async def test_a_full_game_between_two_sdk_bots_ends_in_win_and_loss(arena: Running) -> None:
     assert arena.tcp_port is not None
     winner = asyncio.create_task(
         tavern_dummy.play("127.0.0.1", arena.tcp_port, None, "dummy", seed=5)
@@ -321,7 +320,7 @@ async def test_a_full_game_between_two_sdk_bots_ends_in_win_and_loss(arena: Aren
     assert won["state"] == lost["state"]
 
 
-async def test_the_same_seed_and_moves_replay_the_same_game(arena: Arena) -> None:
+async def test_the_same_seed_and_moves_replay_the_same_game(arena: Running) -> None:
     assert arena.tcp_port is not None
     finals = []
     for seed in (99, 99, 100):
@@ -335,9 +334,9 @@ async def test_the_same_seed_and_moves_replay_the_same_game(arena: Arena) -> Non
 
 # With no wait, every write of a batch is made at once, from inside the send that adds it.
 @pytest.mark.parametrize("write_batch_s", [WRITE_BATCH_S, 0.0])
-async def test_fifty_simultaneous_games_all_finish(arena: Arena, write_batch_s: float) -> None:
+async def test_fifty_simultaneous_games_all_finish(arena: Running, write_batch_s: float) -> None:
     assert arena.tcp_port is not None
-    arena.write_batch.most_s = write_batch_s
+    arena.tcp.write_batch.most_s = write_batch_s
     port = arena.tcp_port
     tasks = []
     for game in range(50):
@@ -349,4 +348,4 @@ async def test_fifty_simultaneous_games_all_finish(arena: Arena, write_batch_s: 
     kinds = [final["type"] for final in finals]
     assert set(kinds) <= {"win-game", "loss-game", "draw-game"}
     assert kinds.count("win-game") == kinds.count("loss-game")
-    assert not arena.simulations  # every game finished and was cleaned up
+    assert not arena.matches  # every game finished and was cleaned up

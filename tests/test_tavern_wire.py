@@ -10,12 +10,13 @@ import pytest
 from server.config import ArenaConfig
 from server.games.base import ActionRejected, Outcome, Player
 from server.games.tavern import rules
-from server.games.tavern.game import TavernGame, orders_from_wire
+from server.games.tavern.codec import TavernCodec, orders_from_wire
 from server.games.tavern.rules import Direction, Order
 from server.protocol import error_message
 from tests.golden_files import check_golden
 
-GAME = TavernGame.from_config(ArenaConfig())
+GAME = TavernCodec.from_config(ArenaConfig())
+RULES = GAME.rules
 PLAYERS = [
     Player("Dummy", ("Carawebo", "Pantuflo", "Chistaburras", "Pontato", "Jhonny Tablas")),
     Player("Rival", ("Rhun", "Balgairen", "Tavio")),
@@ -32,12 +33,12 @@ def test_game_info_for_each_team() -> None:
 
 
 def test_first_turn() -> None:
-    state = GAME.initial_state(PLAYERS)
+    state = RULES.initial_state(PLAYERS)
     check_golden("tavern/turn-initial", GAME.turn_message(state, 0))
 
 
 def test_score_end_and_draw() -> None:
-    state = GAME.initial_state(PLAYERS)
+    state = RULES.initial_state(PLAYERS)
     # Move team2's barrel next to team1's home row and push it in: team1 scores.
     near_home = Coords(11, 19)
     pusher = dataclasses.replace(state.dwarves[0], coords=Coords(11, 18))
@@ -47,11 +48,11 @@ def test_score_end_and_draw() -> None:
         dwarves=(pusher, *state.dwarves[1:]),
         scores=(2, 1),
     )
-    after, events = GAME.apply(state, 0, (Order(1, Direction.SOUTH),), random.Random(1))
+    after, events = RULES.apply(state, 0, (Order(1, Direction.SOUTH),), random.Random(1))
     messages = GAME.after_turn_messages(state, after, events)
     assert [seat for seat, _ in messages] == [0, 1]
     check_golden("tavern/score", messages[0][1])
-    outcome = GAME.outcome(after)
+    outcome = RULES.outcome(after)
     assert outcome == Outcome(0, "Points to win reached")
     check_golden("tavern/win-game", GAME.end_message(after, outcome, 0))
     check_golden("tavern/loss-game", GAME.end_message(after, outcome, 1))
@@ -60,8 +61,8 @@ def test_score_end_and_draw() -> None:
 
 
 def test_visor_events_keep_the_original_texts() -> None:
-    state = GAME.initial_state(PLAYERS)
-    _, events = GAME.apply(state, 0, (Order(1, Direction.NORTH), Order(2, None)), random.Random(1))
+    state = RULES.initial_state(PLAYERS)
+    _, events = RULES.apply(state, 0, (Order(1, Direction.NORTH), Order(2, None)), random.Random(1))
     assert GAME.events_to_wire(events) == [{"type": 0, "message": "Carawebo moves toward 0"}]
 
 

@@ -16,12 +16,9 @@ import orjson
 import pytest
 
 from bench.common import tavern_serve
-from server.arena import Arena
-from server.cli import recording
 from server.games.thud import rules
 from server.games.thud.rules import Square
-from tests.conftest import Served, test_config
-from visor import app as visor_app
+from tests.conftest import Served, serving_visor, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 10.0
@@ -147,7 +144,7 @@ async def test_start_answers_three_tokens_and_the_exact_start_board(
     tokens = [started["game"], started["player_one"], started["player_two"]]
     assert len(set(tokens)) == 3
     assert all(isinstance(t, str) and len(t) >= 32 for t in tokens)
-    assert started["simulationId"] in served.arena.simulations
+    assert started["simulationId"] in served.arena.matches
     assert started["simulationId"] not in tokens
     board = started["board"]
     assert list(board) == [str(x) for x in range(15)]
@@ -189,9 +186,7 @@ async def test_start_refuses_what_it_cannot_read_with_a_400(
     assert problem in answer["error"]
 
 
-@pytest.mark.parametrize(
-    "game", [None, "begin", "end", "", 7, [], {"x": 1}], ids=repr
-)
+@pytest.mark.parametrize("game", [None, "begin", "end", "", 7, [], {"x": 1}], ids=repr)
 async def test_start_ignores_game_as_the_earlier_server_did(api: Api, game: object) -> None:
     """That server read only the two names: its clients' "game" may be anything, or missing."""
     body: dict[str, Any] = {"player_one": "A", "player_two": "B"}
@@ -413,7 +408,7 @@ async def play_on(api: Api, game: dict[str, Any]) -> None:
 
 async def test_api_seats_get_a_persons_turn_timeout(api: Api, served: Served) -> None:
     game = await api.start()
-    simulation = served.arena.simulations[game["simulationId"]]
+    simulation = served.arena.matches[game["simulationId"]]
     expected = served.arena.config.person_turn_timeout_ms / 1000
     assert [seat.turn_timeout_s for seat in simulation.seats if seat is not None] == [expected] * 2
 
@@ -613,13 +608,10 @@ def free_port() -> int:
 
 async def test_the_api_is_also_served_on_its_own_port(tmp_path: Path) -> None:
     api_port = free_port()
-    arena = Arena(test_config(thud_api_port=api_port))
     async with (
-        recording(arena, tmp_path / "arena.db") as records,
-        arena.serving(),
-        visor_app.serving(arena, "127.0.0.1", 0, records) as http_port,
+        serving_visor(test_config(thud_api_port=api_port), tmp_path / "arena.db") as served,
         api_client(f"http://127.0.0.1:{api_port}") as own,
-        api_client(f"http://127.0.0.1:{http_port}") as visor,
+        api_client(f"http://127.0.0.1:{served.http_port}") as visor,
     ):
         game = await own.start()
         assert game["board"] == expected_start_board()

@@ -23,15 +23,15 @@ from typing import Any
 import orjson
 import pytest
 
-from bots.house import HOUSE_PLAYERS, play_house
-from server.arena import Arena
+from bots.house import play_house
 from server.games.thud import rules
-from server.games.thud.game import bot_state, position_to_wire
+from server.games.thud.codec import bot_state, position_to_wire
 from server.games.thud.rules import DWARF, TROLL, Action, Square, State
+from server.house import HOUSE_PLAYERS
+from server.match import Match, MatchOptions, TurnResult
 from server.records import GameFilter, Records
-from server.simulation import Simulation, TurnRecord
 from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
-from tests.conftest import TurnLog
+from tests.conftest import Running, TurnLog
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = ROOT / "bots" / "js" / "thud-controller.js"
@@ -227,7 +227,7 @@ def test_the_controller_answers_as_the_rules_at_every_ply_of_the_traces(node: st
                 full.append(index)
             turns.append(wire)
             fx, fy, tx, ty = record["play"]
-            after, _ = rules.apply(state, Action(((fx, fy), (tx, ty))))
+            after, _ = rules.apply(state, rules.check(state, Action(((fx, fy), (tx, ty)))))
             expected.append((state, after, record["play"], index in full))
             state = after
         plays = [record["play"] for record in positions]
@@ -508,18 +508,18 @@ class ClientRun:
 
 @dataclass
 class GameRun:
-    simulation: Simulation
+    simulation: Match
     clients: dict[str, ClientRun]  # by side, for the JS seats
-    turns: list[TurnRecord]
+    turns: list[TurnResult]
 
 
 async def play(
-    arena: Arena, dwarf: str | Path, troll: str | Path, seed: int = 1, *options: str
+    arena: Running, dwarf: str | Path, troll: str | Path, seed: int = 1, *options: str
 ) -> GameRun:
     """One game; a seat is a client file (played by the adapter, with ``options``) or
     "house NAME"."""
     assert arena.tcp_port is not None
-    simulation = arena.create_simulation("thud", seed=seed)
+    simulation = arena.arena.open("thud", MatchOptions(seed=seed))
     log = TurnLog(arena)
     processes: dict[str, asyncio.subprocess.Process] = {}
     houses: list[asyncio.Task[JsonObject]] = []
@@ -570,11 +570,12 @@ def replay(run: GameRun) -> Iterator[tuple[State, JsonObject]]:
     for turn in run.turns:
         yield state, turn.action
         (fx, fy), (tx, ty) = turn.action["move"]["from"], turn.action["move"]["to"]
-        state, _ = rules.apply(state, Action(((fx, fy), (tx, ty)), turn.action.get("declare")))
+        proposed = Action(((fx, fy), (tx, ty)), turn.action.get("declare"))
+        state, _ = rules.apply(state, rules.check(state, proposed))
 
 
 async def test_the_killer_plays_the_first_killing_move_the_rules_give(
-    node: str, arena: Arena
+    node: str, arena: Running
 ) -> None:
     run = await play(arena, client("killer"), "house troll")
     outcome = run.simulation.outcome
@@ -592,7 +593,7 @@ async def test_the_killer_plays_the_first_killing_move_the_rules_give(
     assert played > 10
 
 
-async def test_a_declare_made_in_end_turn_counts_on_that_ply(node: str, arena: Arena) -> None:
+async def test_a_declare_made_in_end_turn_counts_on_that_ply(node: str, arena: Running) -> None:
     run = await play(arena, client("peacemaker"), client("peacemaker"))
     assert run.simulation.outcome is not None
     assert run.simulation.outcome.reason == "Players agreed to finish"
@@ -604,7 +605,7 @@ async def test_a_declare_made_in_end_turn_counts_on_that_ply(node: str, arena: A
 
 
 async def test_client_files_load_with_or_without_module_exports_and_without_require(
-    node: str, arena: Arena, tmp_path: Path
+    node: str, arena: Running, tmp_path: Path
 ) -> None:
     source = client("peacemaker").read_text()
     declared = tmp_path / "declared.js"  # a class declaration, no export
@@ -650,7 +651,7 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
 
 
 async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
-    node: str, arena: Arena
+    node: str, arena: Running
 ) -> None:
     thrower, idle, normal = await asyncio.gather(
         play(arena, client("thrower"), client("killer")),

@@ -24,7 +24,9 @@ from server.games.thud.rules import (
     Score,
     Square,
     State,
+    ThudEvent,
     apply,
+    check,
     danger_squares,
     in_danger,
     indexed_dwarfs,
@@ -48,6 +50,11 @@ START_DWARFS = (
 START_TROLLS = ((6, 6), (7, 6), (8, 6), (6, 7), (8, 7), (6, 8), (7, 8), (8, 8))
 
 
+def play_action(state: State, action: Action) -> tuple[State, list[ThudEvent]]:
+    """Check an action and apply it, as a match does."""
+    return apply(state, check(state, action))
+
+
 def position(
     dwarfs: Iterable[Square],
     trolls: Iterable[Square],
@@ -65,7 +72,7 @@ def ends(moves: Iterable[Move]) -> list[Square]:
 
 
 def play(state: State, start: Square, end: Square, declare: bool | None = None) -> State:
-    return apply(state, Action((start, end), declare))[0]
+    return play_action(state, Action((start, end), declare))[0]
 
 
 # --- board -------------------------------------------------------------------------------------
@@ -163,7 +170,7 @@ def test_hurl_kills_exactly_the_target_and_keeps_piece_order() -> None:
     dwarfs = [(9, 9), (2, 5), (3, 5), (4, 5), (5, 5)]
     trolls = [(7, 4), (7, 5), (8, 5), (8, 4)]
     state = position(dwarfs, trolls, dwarf_slots=[1, 4, 5, 6, 7], troll_slots=[0, 2, 3, 7])
-    after, events = apply(state, Action(((5, 5), (7, 5))))
+    after, events = play_action(state, Action(((5, 5), (7, 5))))
     move = Move((5, 5), (7, 5), "hurl", ((7, 5),))
     assert events == [PieceMoved(DWARF, move), PiecesKilled(TROLL, ((7, 5),))]
     assert after.dwarfs == ((9, 9), (2, 5), (3, 5), (4, 5), (7, 5))
@@ -229,7 +236,7 @@ def test_a_troll_landing_kills_every_adjacent_dwarf_in_direction_order() -> None
     killed = ((11, 8), (11, 9), (9, 10), (9, 8))  # NE, E, SW, NW of (10, 9)
     move = Move((10, 10), (10, 9), "walk", killed)
     assert move in moves_from(state, (10, 10))
-    after, events = apply(state, Action(move))
+    after, events = play_action(state, Action(move))
     assert events == [PieceMoved(TROLL, move), PiecesKilled(DWARF, killed)]
     assert after.dwarfs == ((5, 0), (6, 0))
     assert after.dwarf_slots == (0, 6)
@@ -240,7 +247,7 @@ def test_a_troll_landing_kills_every_adjacent_dwarf_in_direction_order() -> None
 def test_a_shove_kills_all_dwarfs_around_its_landing() -> None:
     dwarfs = [(7, 11), (6, 11), (5, 11)]
     state = position(dwarfs, [(2, 10), (3, 10), (4, 10)], ply=2)
-    after, events = apply(state, Action(((4, 10), (6, 10))))
+    after, events = play_action(state, Action(((4, 10), (6, 10))))
     assert events[0] == PieceMoved(
         TROLL, Move((4, 10), (6, 10), "shove", ((7, 11), (6, 11), (5, 11)))
     )
@@ -315,15 +322,15 @@ def test_danger_squares_agree_with_in_danger() -> None:
 
 def test_declarations_persist_and_end_the_game_only_when_both_stand() -> None:
     state = initial_state()
-    state, events = apply(state, Action(((0, 5), (1, 5)), declare=True))
+    state, events = play_action(state, Action(((0, 5), (1, 5)), declare=True))
     assert events[-1] == Declared(DWARF, True)
     assert state.declared == (True, False)
     assert state.end_reason is None
-    state, events = apply(state, Action(((6, 6), (6, 5))))
+    state, events = play_action(state, Action(((6, 6), (6, 5))))
     assert state.declared == (True, False)
     assert not any(isinstance(e, Declared) for e in events)
     state = play(state, (1, 5), (2, 5), declare=True)  # no change, no event
-    state, events = apply(state, Action(((6, 5), (6, 4)), declare=True))
+    state, events = play_action(state, Action(((6, 5), (6, 4)), declare=True))
     assert state.declared == (True, True)
     assert state.end_reason == "Players agreed to finish"
     assert events[-2:] == [Declared(TROLL, True), GameEnded("Players agreed to finish")]
@@ -344,7 +351,7 @@ def test_timeout_after_ply_500_even_when_the_last_ply_kills_the_last_dwarf() -> 
     state = position([(10, 8), (0, 5)], [(10, 10), (3, 3)], ply=499)
     state = play(state, (0, 5), (0, 6))
     assert (state.ply, state.end_reason) == (500, None)
-    after, events = apply(state, Action(((10, 10), (10, 9))))
+    after, events = play_action(state, Action(((10, 10), (10, 9))))
     assert after.end_reason == "Timeout"
     assert (after.ply, side_to_move(after)) == (501, DWARF)
     assert events[-1] == GameEnded("Timeout")
@@ -379,7 +386,7 @@ def test_score_and_winner_by_material() -> None:
 def test_a_side_without_moves_ends_the_game_on_material() -> None:
     """The engine just stops when the side to move cannot move; the arena needs an end."""
     state = position([(6, 0), (6, 1), (5, 1), (4, 3)], [(5, 0)])
-    after, events = apply(state, Action(((4, 3), (4, 1))))
+    after, events = play_action(state, Action(((4, 3), (4, 1))))
     assert legal_moves(replace(after, end_reason=None)) == []
     assert after.end_reason == "No legal moves"
     assert events[-1] == GameEnded("No legal moves")
@@ -392,13 +399,13 @@ def test_a_side_without_moves_ends_the_game_on_material() -> None:
 @pytest.mark.parametrize(
     ("move", "reason"),
     [
-        (((6, 6), (6, 5)), "no dwarf of yours"),
-        (((7, 0), (7, 1)), "no dwarf of yours"),
+        (((6, 6), (6, 5)), "there is no dwarf on"),
+        (((7, 0), (7, 1)), "there is no dwarf on"),
         (((0, 0), (1, 5)), "not a square"),
         (((7, 7), (7, 5)), "not a square"),
-        (((5, 0), (6, 2)), "not a legal destination"),
-        (((5, 0), (6, 0)), "not a legal destination"),
-        (((5, 0), (7, 7)), "not a legal destination"),
+        (((5, 0), (6, 2)), "cannot move to"),
+        (((5, 0), (6, 0)), "cannot move to"),
+        (((5, 0), (7, 7)), "cannot move to"),
         (Move((5, 0), (5, 1), "hurl", ((5, 1),)), "in this position"),
     ],
 )
@@ -408,7 +415,7 @@ def test_illegal_moves_are_rejected_with_a_reason(
     state = initial_state()
     before = replace(state)
     with pytest.raises(ActionRejected) as rejected:
-        apply(state, Action(move, declare=True))
+        play_action(state, Action(move, declare=True))
     assert rejected.value.message == "Illegal move"
     assert reason in rejected.value.reason
     assert state == before
@@ -418,14 +425,14 @@ def test_illegal_moves_are_rejected_with_a_reason(
 def test_nothing_is_accepted_once_the_game_is_over() -> None:
     ended = replace(initial_state(), end_reason="Timeout")
     with pytest.raises(ActionRejected, match="game is over"):
-        apply(ended, Action(((0, 5), (1, 5))))
+        play_action(ended, Action(((0, 5), (1, 5))))
 
 
 def test_apply_leaves_its_input_untouched_and_is_deterministic() -> None:
     state = position([(10, 8), (9, 8), (1, 5)], [(10, 10), (3, 3)], ply=2)
     before = (state.dwarfs, state.trolls, state.dwarf_slots, state.cells, state.declared)
-    first = apply(state, Action(((10, 10), (10, 9)), declare=True))
-    second = apply(state, Action(((10, 10), (10, 9)), declare=True))
+    first = play_action(state, Action(((10, 10), (10, 9)), declare=True))
+    second = play_action(state, Action(((10, 10), (10, 9)), declare=True))
     assert first == second
     assert (state.dwarfs, state.trolls, state.dwarf_slots, state.cells, state.declared) == before
     moves = legal_moves(state)
@@ -468,7 +475,7 @@ def test_random_play_keeps_the_invariants(data: st.DataObject) -> None:
             assert (m.end in other) == (m.kind == "hurl")
         move = moves[data.draw(st.integers(0, len(moves) - 1))]
         assert in_danger(state, side, move.end) == (move.end in danger)
-        after, _ = apply(state, Action(move))
+        after, _ = play_action(state, Action(move))
         assert len(after.dwarfs) + len(after.trolls) + len(move.killed) == len(own) + len(other)
         assert len(set(after.dwarfs) | set(after.trolls)) == len(after.dwarfs) + len(after.trolls)
         assert list(after.dwarf_slots) == sorted(set(after.dwarf_slots))

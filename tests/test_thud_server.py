@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bots.house import HOUSE_PLAYERS, play_house, run_games
+from bots.house import play_house, run_games
 from bots.sdk import ArenaClient
 from bots.tavern_dummy import play as play_tavern
 from bots.thud import ThudTurn, play_thud
-from server.arena import Arena
 from server.games.thud import rules
-from tests.conftest import RawClient, test_config
+from server.house import HOUSE_PLAYERS
+from tests.conftest import RawClient, Running, serving, test_config
 
 
 async def thud_pair(connect: Any) -> tuple[RawClient, RawClient, dict[str, Any]]:
@@ -175,9 +175,7 @@ async def test_side_taken_and_random_join_by_side(connect: Any) -> None:
 
 
 async def test_a_thud_bot_that_does_not_move_forfeits() -> None:
-    async with Arena(
-        test_config(turn_timeout_ms=200, first_turn_timeout_ms=200)
-    ).serving() as arena:
+    async with serving(test_config(turn_timeout_ms=200, first_turn_timeout_ms=200)) as arena:
         assert arena.tcp_port is not None
         dwarf, troll = (
             await RawClient.connect(arena.tcp_port),
@@ -196,7 +194,7 @@ async def test_a_thud_bot_that_does_not_move_forfeits() -> None:
             await client.close()
 
 
-async def test_house_players_play_whole_games_over_tcp(arena: Arena) -> None:
+async def test_house_players_play_whole_games_over_tcp(arena: Running) -> None:
     assert arena.tcp_port is not None
     finals = await run_games("thud", "dwarf", "troll", "127.0.0.1", arena.tcp_port, 2, seed=11)
     for final in finals:
@@ -210,7 +208,7 @@ async def test_house_players_play_whole_games_over_tcp(arena: Arena) -> None:
         }
 
 
-async def test_a_sdk_bot_plays_thud(arena: Arena) -> None:
+async def test_a_sdk_bot_plays_thud(arena: Running) -> None:
     assert arena.tcp_port is not None
 
     def first_killing_move(turn: ThudTurn) -> dict[str, Any]:
@@ -233,7 +231,7 @@ async def test_a_sdk_bot_plays_thud(arena: Arena) -> None:
     assert final["type"] in ("win-game", "loss-game", "draw-game")
 
 
-async def test_thud_and_tavern_side_by_side(arena: Arena) -> None:
+async def test_thud_and_tavern_side_by_side(arena: Running) -> None:
     assert arena.tcp_port is not None
     port = arena.tcp_port
     async with asyncio.timeout(120):

@@ -18,7 +18,9 @@ from server.games.thud.rules import (
     Action,
     Move,
     State,
+    ThudEvent,
     apply,
+    check,
     danger_squares,
     initial_state,
     legal_moves,
@@ -34,6 +36,11 @@ WINNER_CODES = {"d": 0, "t": 1, "?": None}
 
 Record = dict[str, Any]
 MoveRow = tuple[int, int, int, int, str, tuple[tuple[int, int], ...], int]
+
+
+def play(state: State, action: Action) -> tuple[State, list[ThudEvent]]:
+    """Check an action and apply it, as a match does."""
+    return apply(state, check(state, action))
 
 
 def _load_games() -> dict[int, list[Record]]:
@@ -85,7 +92,7 @@ def test_recorded_game_replays_identically(game: int) -> None:
         assert legal_moves(state) == legal_moves(rebuilt)
 
         fx, fy, tx, ty = record["play"]
-        state, _ = apply(state, Action(((fx, fy), (tx, ty))))
+        state, _ = play(state, Action(((fx, fy), (tx, ty))))
 
     assert state.ply - 1 == end["plies"]
     assert state.end_reason == end["reason"]
@@ -126,4 +133,4 @@ def test_moves_are_identified_by_their_squares() -> None:
         moves: list[Move] = legal_moves(state)
         assert len({(m.start, m.end) for m in moves}) == len(moves)
         fx, fy, tx, ty = record["play"]
-        state, _ = apply(state, Action(((fx, fy), (tx, ty))))
+        state, _ = play(state, Action(((fx, fy), (tx, ty))))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 import pytest
@@ -10,11 +12,26 @@ import pytest
 from bots.thud import ThudTurn
 from server.games.base import ActionRejected, Outcome, Player
 from server.games.thud import rules
-from server.games.thud.game import Stop, ThudGame
+from server.games.thud.codec import ThudCodec
+from server.games.thud.rules import Stop
 from server.protocol import encode
 from tests.golden_files import check_golden
 
-GAME = ThudGame()
+GAME = ThudCodec.from_settings({})
+RULES = GAME.rules
+
+
+def play(state: rules.State, candidate: rules.Action | Stop) -> tuple[rules.State, Sequence[Any]]:
+    """Check a candidate action and apply it, as a match does."""
+    seat = RULES.to_move(state)
+    return RULES.apply(state, seat, RULES.check(state, seat, candidate), random.Random(0))
+
+
+def parse(state: rules.State, message: dict[str, Any]) -> rules.Action | Stop:
+    """A player-turn message as the match reads and checks it."""
+    return RULES.check(state, RULES.to_move(state), GAME.candidate(message))
+
+
 PLAYERS = [Player("D"), Player("T")]
 
 
@@ -32,29 +49,31 @@ def test_ready_and_game_info() -> None:
 
 
 def test_turns() -> None:
-    state = GAME.initial_state(PLAYERS)
+    state = RULES.initial_state(PLAYERS)
     check_golden("thud/turn-initial", GAME.turn_message(state, 0))
-    after, _ = GAME.apply(opening(), 0, rules.Action(((5, 5), (6, 6))), random.Random(0))
+    after, _ = play(opening(), rules.Action(((5, 5), (6, 6))))
     check_golden("thud/turn-after-hurl", GAME.turn_message(after, 1))
 
 
 def test_end_messages() -> None:
     last_troll = rules.state_from_position([(5, 5), (0, 5)], [(6, 6)], ply=9)
-    final, _ = GAME.apply(last_troll, 0, rules.Action(((5, 5), (6, 6))), random.Random(0))
-    outcome = GAME.outcome(final)
+    final, _ = play(last_troll, rules.Action(((5, 5), (6, 6))))
+    outcome = RULES.outcome(final)
     assert outcome == Outcome(0, "No more trolls")
     check_golden("thud/win-game", GAME.end_message(final, outcome, 0))
     check_golden("thud/loss-game", GAME.end_message(final, outcome, 1))
     check_golden(
         "thud/draw-game",
-        GAME.end_message(GAME.initial_state(PLAYERS), Outcome(None, "Players agreed to finish"), 1),
+        GAME.end_message(
+            RULES.initial_state(PLAYERS), Outcome(None, "Players agreed to finish"), 1
+        ),
     )
 
 
 def test_player_turn_parses_to_an_action() -> None:
     state = opening()
-    action = GAME.parse_action(
-        state, 0, {"type": "player-turn", "move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
+    action = parse(
+        state, {"type": "player-turn", "move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
     )
     assert isinstance(action, rules.Action)
     assert action.declare is True
@@ -65,15 +84,15 @@ def test_player_turn_parses_to_an_action() -> None:
 
 def test_stop_ends_the_game_scored_as_it_stands() -> None:
     """A client that makes no move: the challenge's engine stopped and scored the position."""
-    stop = GAME.parse_action(opening(), 0, {"type": "player-turn", "stop": True})
+    stop = parse(opening(), {"type": "player-turn", "stop": True})
     assert isinstance(stop, Stop)
     assert GAME.action_to_wire(stop) == {"stop": True}
-    final, events = GAME.apply(opening(), 0, stop, random.Random(0))
-    assert GAME.outcome(final) == Outcome(1, "No move")  # 3 dwarfs against 2 trolls (8)
+    final, events = play(opening(), stop)
+    assert RULES.outcome(final) == Outcome(1, "No move")  # 3 dwarfs against 2 trolls (8)
     assert GAME.events_to_wire(events) == [{"type": "ended", "reason": "No move"}]
     assert final.dwarfs == opening().dwarfs
     with pytest.raises(ActionRejected, match="not both"):
-        GAME.parse_action(opening(), 0, {"type": "player-turn", "stop": True, "move": {}})
+        parse(opening(), {"type": "player-turn", "stop": True, "move": {}})
 
 
 @pytest.mark.parametrize(
@@ -91,13 +110,13 @@ def test_stop_ends_the_game_scored_as_it_stands() -> None:
 )
 def test_bad_turns(message: dict[str, object], error: str) -> None:
     with pytest.raises(ActionRejected) as rejected:
-        GAME.parse_action(opening(), 0, {"type": "player-turn", **message})
+        parse(opening(), {"type": "player-turn", **message})
     assert rejected.value.message == error
 
 
 def test_spectators_get_the_position_and_readable_events() -> None:
     state = opening()
-    after, events = GAME.apply(state, 0, rules.Action(((5, 5), (6, 6)), True), random.Random(0))
+    after, events = play(state, rules.Action(((5, 5), (6, 6)), True))
     assert "moves" not in GAME.state_to_wire(after)
     assert GAME.events_to_wire(events) == [
         {

@@ -16,8 +16,8 @@ import pytest
 
 from server.config import ArenaConfig
 from server.league import GameResult, format_tables, league_to_wire, tables
+from server.match import TOO_MANY_TIMEOUTS
 from server.records import GameFilter, Records
-from server.simulation import TOO_MANY_TIMEOUTS
 from server.tournament import (
     TournamentError,
     TournamentRunner,

@@ -24,10 +24,10 @@ import pytest
 from playwright.async_api import Page, expect
 
 from bots.sdk import ArenaClient, JsonObject
-from bots.tavern_dummy import choose_actions, view_of
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.thud import rules as thud_rules
-from server.simulation import Simulation
+from server.house.tavern import choose_actions, view_of_wire
+from server.match import Match
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import RawClient, Served, TurnLog
 from visor.seats import run_house_game
@@ -71,7 +71,7 @@ async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 
             await asyncio.sleep(0.05)
 
 
-async def turns_played(simulation: Simulation, count: int, timeout: float = 10) -> None:
+async def turns_played(simulation: Match, count: int, timeout: float = 10) -> None:
     async def enough() -> bool:
         return simulation.turn_count >= count
 
@@ -88,7 +88,7 @@ async def slow_tavern_bot(
 
         async def on_turn(message: JsonObject) -> JsonObject:
             await asyncio.sleep(delay_s)
-            view = view_of(message["state"], team, width, height)
+            view = view_of_wire(message["state"], team, width, height)
             return {"type": "player-turn", "actions": choose_actions(view)}
 
         return await client.play(on_turn)
@@ -123,7 +123,7 @@ async def turns_or_seated(served: Served, simulation_id: str, seated: int) -> No
     """Wait until ``seated`` players sit in the simulation (Tavern seats go by join order)."""
 
     async def enough() -> bool:
-        simulation = served.arena.simulations[simulation_id]
+        simulation = served.arena.matches[simulation_id]
         return sum(seat is not None for seat in simulation.seats) >= seated
 
     await eventually(enough, 5)
@@ -165,7 +165,7 @@ async def test_the_lobby_shows_a_new_simulation_within_a_second(
     created = page.locator("#created-id")
     await expect(created).to_have_text(SIMULATION_ID)
     new_id = await created.text_content()
-    assert new_id in served.arena.simulations
+    assert new_id in served.arena.matches
     await expect(page.locator(f'tr[data-simulation-id="{new_id}"]')).to_be_visible(timeout=1000)
     await expect(page.locator("#created-snippet")).to_contain_text(f'"simulationId":"{new_id}"')
 
@@ -181,7 +181,7 @@ async def test_run_a_game_from_the_lobby_opens_its_live_view(served: Served, vis
     await page.click("#run")
     await page.wait_for_url("**/watch/*")
     simulation_id = page.url.rsplit("/", 1)[1]
-    simulation = served.arena.simulations[simulation_id]
+    simulation = served.arena.matches[simulation_id]
     assert [seat.player.nick for seat in simulation.seats if seat] == [
         "house dwarf",
         "house random",
@@ -206,7 +206,7 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
 ) -> None:
     simulation_id, bots = await slow_tavern_game(served, delay_s=0.02)
     with background(*bots):
-        simulation = served.arena.simulations[simulation_id]
+        simulation = served.arena.matches[simulation_id]
         await turns_played(simulation, 10)
         page = await visor.open(f"/watch/{simulation_id}")
         # A late watcher sees names and scores at once.
@@ -321,7 +321,7 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
     await expect(page.locator("#players .seat-troll .nick")).to_have_text("house troll")
     simulation_id = await page.locator("#sim-id").text_content()
     assert simulation_id is not None
-    simulation = served.arena.simulations[simulation_id]
+    simulation = served.arena.matches[simulation_id]
     log = TurnLog(served.arena)
 
     # Hovering a dwarf shows its moves.
@@ -368,7 +368,7 @@ async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pa
     await page.click("#start")
     await expect(page.locator("#wait-bot")).to_be_visible()
     simulation_id = await page.locator("#wait-id").text_content()
-    assert simulation_id is not None and simulation_id in served.arena.simulations
+    assert simulation_id is not None and simulation_id in served.arena.matches
     await expect(page.locator("#wait-snippet")).to_contain_text('"side":"dwarf"')
     # A TCP bot joins by that id; the game starts and the person's side waits its turn.
     async with await ArenaClient.connect("127.0.0.1", served.tcp_port) as bot:
@@ -455,7 +455,7 @@ async def test_screenshots(served: Served, visor: Pages, tmp_path: Path) -> None
         await play.check("input[value=troll]")
         await play.click("#start")
         await expect(play.locator("#sim-id")).to_have_text(SIMULATION_ID)
-        played = arena.simulations[await play.locator("#sim-id").inner_text()]
+        played = arena.matches[await play.locator("#sim-id").inner_text()]
         for _ in range(6):
             await expect(play.locator("#turn-status")).to_have_text("Your move (trolls).")
             moves = thud_rules.legal_moves(played.state)
@@ -483,9 +483,9 @@ async def fits_the_width(page: Page) -> bool:
     return fits
 
 
-async def hover_a_dwarf(page: Page, simulation: Simulation) -> None:
+async def hover_a_dwarf(page: Page, simulation: Match) -> None:
     """Hover one of the paused view's dwarves: try where the server last saw each of them."""
-    state = simulation.game.state_to_wire(simulation.state)
+    state = simulation.codec.state_to_wire(simulation.state)
     for dwarf in state["team1"] + state["team2"]:
         await hover_square(page, dwarf["coords"]["x"], dwarf["coords"]["y"])
         if await page.locator("#tooltip").is_visible():

@@ -29,7 +29,7 @@ from playwright.async_api import Page, expect
 
 from server.config import ArenaConfig
 from server.league import ratings, tables
-from server.simulation import Simulation
+from server.match import Match, MatchOptions
 from server.tournament import TournamentRunner, spec_from_mapping
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import Served
@@ -96,11 +96,11 @@ def shots(tmp_path: Path) -> Path:
 # --- games and records ---------------------------------------------------------------------
 
 
-async def house_game(served: Served, game: str, players: list[str], seed: int) -> Simulation:
+async def house_game(served: Served, game: str, players: list[str], seed: int) -> Match:
     """Two house players, as fast as they go, with a fixed seed; returns once it is recorded."""
-    simulation = served.arena.create_simulation(game, seed=seed)
-    for name, seat_name in zip(players, simulation.game.seat_names, strict=True):
-        seat_house_player(served.arena, simulation, name, seat_name, 0.0)
+    simulation = served.arena.open(game, MatchOptions(seed=seed))
+    for name, seat_name in zip(players, simulation.codec.seat_names, strict=True):
+        seat_house_player(simulation, name, seat_name, 0.0)
     async with asyncio.timeout(GAME_TIMEOUT_S):
         await simulation.done.wait()
     await served.records.flush()

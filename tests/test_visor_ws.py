@@ -79,9 +79,9 @@ async def test_a_late_watcher_gets_names_scores_and_every_turn(
     await asyncio.sleep(0.05)
     second = asyncio.create_task(play_tavern("127.0.0.1", served.tcp_port, None, "Bo"))
     async with asyncio.timeout(5):
-        while not any(sim.turn_count for sim in served.arena.simulations.values()):
+        while not any(sim.turn_count for sim in served.arena.matches.values()):
             await asyncio.sleep(0.01)
-    (simulation_id,) = served.arena.simulations
+    (simulation_id,) = served.arena.matches
     watcher = await page_socket()
     await watcher.send({"type": "watch", "simulationId": simulation_id})
     snapshot = await watcher.receive("snapshot")

@@ -21,15 +21,14 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-from bots.house import HOUSE_PLAYERS
 from server.arena import Arena
 from server.config import ListenError
 from server.games.base import JoinRejected, JsonObject
+from server.house import HOUSE_PLAYERS
 from server.league import league_to_wire
+from server.match import Match, MatchOptions, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire
-from server.simulation import Simulation, Status
-from visor import thud_api
 from visor.hub import Page, SpectatorHub, running
 from visor.seats import (
     TOO_MANY_HOUSE_GAMES,
@@ -38,6 +37,7 @@ from visor.seats import (
     seat_house_player,
     seat_person,
 )
+from visor.thud_api import routes as thud_api
 
 log = logging.getLogger(__name__)
 
@@ -240,9 +240,9 @@ class PageConnection:
         self.hub = hub
         self.page = page
         self.address = address
-        self.seat: tuple[Simulation, int] | None = None
+        self.seat: tuple[Match, int] | None = None
         self.channel = BrowserSeat(page)
-        self.house_games: list[Simulation] = []  # the games between house players it started
+        self.house_games: list[Match] = []  # the games between house players it started
 
     def receive(self, text: str) -> None:
         try:
@@ -296,10 +296,9 @@ class PageConnection:
         return str(game)
 
     def create(self, message: JsonObject) -> None:
-        simulation = self.arena.create_simulation(self._game_name(message), creator=self.address)
-        self.page.send(
-            {"type": "created", "simulationId": simulation.id, "game": simulation.game.name}
-        )
+        game = self._game_name(message)
+        match = self.arena.open(game, MatchOptions(creator=self.address))
+        self.page.send({"type": "created", "simulationId": match.id, "game": game})
 
     def run_game(self, message: JsonObject) -> None:
         game = self._game_name(message)
@@ -313,9 +312,9 @@ class PageConnection:
         most = self.arena.config.max_house_games_per_page
         if len(self.house_games) >= most:
             raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"at most {most} at once from one page")
-        simulation = run_house_game(self.arena, game, players, delay)
-        self.house_games.append(simulation)
-        self.page.send({"type": "created", "simulationId": simulation.id, "game": game})
+        match = run_house_game(self.arena, game, players, delay)
+        self.house_games.append(match)
+        self.page.send({"type": "created", "simulationId": match.id, "game": game})
 
     def play(self, message: JsonObject) -> None:
         """A person takes a Thud seat, against a house player or whoever joins by id."""
@@ -326,7 +325,7 @@ class PageConnection:
         nick = message.get("nick") or "player"
         if not isinstance(nick, str) or len(nick) > MAX_NICK:
             raise JoinRejected("Invalid join", f"nick must be a string of at most {MAX_NICK}")
-        seat_names = self.arena.game(game).seat_names
+        seat_names = self.arena.codec(game).seat_names
         if side not in seat_names:
             raise JoinRejected("Invalid join", f"side must be one of: {', '.join(seat_names)}")
         if opponent is not None and (
@@ -335,44 +334,38 @@ class PageConnection:
             raise JoinRejected("Unknown player", f"no {game} house player {opponent!r}")
         simulation_id = message.get("simulationId")
         if simulation_id is None:
-            simulation = self.arena.create_simulation(game, creator=self.address)
+            match = self.arena.open(game, MatchOptions(creator=self.address))
         else:  # take a free seat of a waiting simulation, as a bot joining by id would
-            found = (
-                self.arena.simulations.get(simulation_id)
-                if isinstance(simulation_id, str)
-                else None
-            )
-            if found is None or found.game.name != game:
+            found = self.arena.get(simulation_id)
+            if found is None or found.codec.name != game:
                 raise JoinRejected(
                     "Wrong simulation ID", f"no waiting {game} simulation {simulation_id}"
                 )
             if opponent is not None:
                 raise JoinRejected("Invalid join", "an existing simulation brings its own opponent")
-            simulation = found
-        seat = seat_person(self.arena, simulation, self.channel, nick, side)
-        self.hub.watch(self.page, simulation.id)
-        self.seat = (simulation, seat)
-        self.page.send(
-            {"type": "seated", "simulationId": simulation.id, "game": game, "side": side}
-        )
+            match = found
+        seat = seat_person(self.arena, match, self.channel, nick, side)
+        self.hub.watch(self.page, match.id)
+        self.seat = (match, seat)
+        self.page.send({"type": "seated", "simulationId": match.id, "game": game, "side": side})
         if opponent is not None:
             other = next(name for name in seat_names if name != side)
-            seat_house_player(self.arena, simulation, opponent, other, 0.0)
+            seat_house_player(match, opponent, other, 0.0)
 
     def move(self, message: JsonObject) -> None:
         if self.seat is None:
             self.error("Not in a game", "choose a side first")
             return
-        simulation, seat = self.seat
-        simulation.submit(seat, {**message, "type": "player-turn"}, self.channel)
+        match, seat = self.seat
+        match.submit(seat, {**message, "type": "player-turn"}, self.channel)
 
     def closed(self) -> None:
         self.hub.forget(self.page)
         self.page.close()
         if self.seat is not None:
-            simulation, seat = self.seat
-            simulation.leave(seat, self.channel)
-            self.arena.drop_if_abandoned(simulation)
+            match, seat = self.seat
+            match.leave(seat, self.channel)
+            self.arena.drop_if_abandoned(match)
 
 
 @contextlib.asynccontextmanager

@@ -12,21 +12,21 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict, deque
+from dataclasses import replace
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from bots.house import HOUSE_PLAYERS
 from server.arena import Arena
-from server.games.base import JsonObject, Outcome
-from server.simulation import (
+from server.games.base import JsonObject
+from server.house import HOUSE_PLAYERS
+from server.match import (
     GameFinished,
     GameStarted,
-    Removed,
+    MatchView,
     SeatLeft,
     SeatsChanged,
-    Simulation,
     TurnPlayed,
     Update,
 )
@@ -113,131 +113,117 @@ class Page:
 
 
 class SpectatorHub:
-    """Everything the browser pages watch."""
+    """Everything the browser pages watch, kept from the arena's updates: the hub never reads
+    a live match, only the immutable views and turn results the arena sends it."""
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
         self.pages: set[Page] = set()  # every open page, for the shutdown notice
         self.lobby_pages: set[Page] = set()
         self.watchers: dict[str, set[Page]] = {}
+        self.live: dict[str, MatchView] = {}  # every match not finished, as last seen
         self.finished: OrderedDict[str, JsonObject] = OrderedDict()  # id -> lobby entry
         self._lobby_dirty = asyncio.Event()
         arena.listeners.append(self.on_update)
 
     # --- arena updates -----------------------------------------------------------------------
-    def on_update(self, simulation: Simulation, update: Update) -> None:
+    def on_update(self, update: Update) -> None:
         self._lobby_dirty.set()
-        if isinstance(update, GameFinished):
-            self.finished[simulation.id] = self.summary(simulation)
+        text: str | None = None
+        if isinstance(update, SeatsChanged | GameStarted):
+            view = self.live[update.view.match_id] = update.view
+            match_id = view.match_id
+            if self.watchers.get(match_id):
+                text = dumps(self.snapshot(view))
+        elif isinstance(update, TurnPlayed):
+            result = update.result
+            match_id = result.match_id
+            before = self.live.get(match_id)
+            if before is not None:
+                self.live[match_id] = replace(before, turn=result.number, state=result.state)
+            pages = self.watchers.get(match_id)
+            if pages:
+                text = (result.spectator_json() + b',"spectators":%d}' % len(pages)).decode()
+        elif isinstance(update, SeatLeft):
+            match_id = update.match_id
+            view_or_none = self.live.get(match_id)
+            if view_or_none is not None:
+                seat_name = view_or_none.codec.seat_names[update.seat]
+                text = dumps({"type": "left", "seat": seat_name, "nick": update.nick})
+        elif isinstance(update, GameFinished):
+            view = update.view
+            match_id = view.match_id
+            self.live.pop(match_id, None)
+            self.finished[match_id] = self.summary(view)
             while len(self.finished) > FINISHED_KEPT:
                 self.finished.popitem(last=False)
-        pages = self.watchers.get(simulation.id)
-        if not pages:
-            return
-        if isinstance(update, SeatsChanged | GameStarted):
-            message = self.snapshot(simulation)
-        elif isinstance(update, TurnPlayed):
-            message = self._turn_message(simulation, update)
-        elif isinstance(update, SeatLeft):
-            seat = simulation.seats[update.seat]
-            message = {
-                "type": "left",
-                "seat": simulation.game.seat_names[update.seat],
-                "nick": seat.player.nick if seat else None,
-            }
-        elif isinstance(update, GameFinished):
-            message = self._end_message(simulation, update.outcome)
+            text = dumps(
+                {
+                    "type": "end",
+                    "simulationId": match_id,
+                    "result": view.result(),
+                    "state": view.codec.state_to_wire(view.state),
+                }
+            )
         else:
-            assert isinstance(update, Removed)
-            message = {"type": "error", "message": "This simulation was closed before it started"}
+            match_id = update.match_id
+            self.live.pop(match_id, None)
+            text = dumps(
+                {"type": "error", "message": "This simulation was closed before it started"}
+            )
+        pages = self.watchers.get(match_id)
+        if not pages or text is None:
+            return
         # Pushed in the loop's next round, so that the players' next turn, held briefly in a
-        # server.connection.WriteBatch, is not written after hundreds of pages' copies.
-        asyncio.get_running_loop().call_soon(self._push, simulation, list(pages), dumps(message))
+        # server.tcp.WriteBatch, is not written after hundreds of pages' copies.
+        asyncio.get_running_loop().call_soon(self._push, match_id, list(pages), text)
 
-    def _push(self, simulation: Simulation, pages: list[Page], text: str) -> None:
+    def _push(self, match_id: str, pages: list[Page], text: str) -> None:
         snapshot: str | None = None
         for page in pages:
             if snapshot is None and page.backlog >= MAX_QUEUED:
-                snapshot = dumps(self.snapshot(simulation))
+                view = self.live.get(match_id)
+                snapshot = dumps(self.snapshot(view)) if view is not None else text
             page.push(text, snapshot=snapshot)
 
-    def _turn_message(self, simulation: Simulation, update: TurnPlayed) -> JsonObject:
-        game = simulation.game
-        return {
-            "type": "turn",
-            "simulationId": simulation.id,
-            "turn": update.record.number,
-            "seat": game.seat_names[update.record.seat],
-            "action": update.record.action,
-            "timedOut": update.record.timed_out,
-            "events": game.events_to_wire(update.events),
-            "state": game.state_to_wire(simulation.state),
-            "scores": dict(game.scores(simulation.state)),
-            "spectators": len(self.watchers.get(simulation.id, ())),
-        }
-
-    def _end_message(self, simulation: Simulation, outcome: Outcome) -> JsonObject:
-        return {
-            "type": "end",
-            "simulationId": simulation.id,
-            "result": result_to_wire(simulation, outcome),
-            "state": simulation.game.state_to_wire(simulation.state),
-        }
-
     # --- views -------------------------------------------------------------------------------
-    def players(self, simulation: Simulation) -> list[JsonObject | None]:
-        names = simulation.game.seat_names
-        return [
-            None
-            if seat is None
-            else {
-                "seat": names[index],
-                "nick": seat.player.nick,
-                "names": list(seat.player.names),
-                "kind": seat.kind,
-            }
-            for index, seat in enumerate(simulation.seats)
-        ]
-
-    def summary(self, simulation: Simulation) -> JsonObject:
+    def summary(self, view: MatchView) -> JsonObject:
         """One lobby row."""
-        playing = simulation.state is not None
         entry: JsonObject = {
-            "simulationId": simulation.id,
-            "game": simulation.game.name,
-            "status": simulation.status.value,
-            "players": self.players(simulation),
-            "scores": dict(simulation.game.scores(simulation.state)) if playing else None,
-            "turn": simulation.turn_count,
-            "spectators": len(self.watchers.get(simulation.id, ())),
+            "simulationId": view.match_id,
+            "game": view.game,
+            "status": view.status.value,
+            "players": [None if p is None else p.to_wire() for p in view.players],
+            "scores": view.scores(),
+            "turn": view.turn,
+            "spectators": len(self.watchers.get(view.match_id, ())),
         }
-        if simulation.outcome is not None:
-            entry["result"] = result_to_wire(simulation, simulation.outcome)
+        if view.outcome is not None:
+            entry["result"] = view.result()
         return entry
 
-    def snapshot(self, simulation: Simulation) -> JsonObject:
+    def snapshot(self, view: MatchView) -> JsonObject:
         """Everything a watcher needs at once, whenever it arrives."""
-        game = simulation.game
-        playing = simulation.state is not None
+        codec = view.codec
         message: JsonObject = {
             "type": "snapshot",
-            "simulationId": simulation.id,
-            "game": game.name,
-            "status": simulation.status.value,
-            "seats": list(game.seat_names),
-            "players": self.players(simulation),
-            "board": game.describe(),
-            "turn": simulation.turn_count,
-            "state": game.state_to_wire(simulation.state) if playing else None,
-            "scores": dict(game.scores(simulation.state)) if playing else None,
-            "spectators": len(self.watchers.get(simulation.id, ())),
+            "simulationId": view.match_id,
+            "game": codec.name,
+            "status": view.status.value,
+            "seats": list(codec.seat_names),
+            "players": [None if p is None else p.to_wire() for p in view.players],
+            "board": codec.describe(),
+            "turn": view.turn,
+            "state": None if view.state is None else codec.state_to_wire(view.state),
+            "scores": view.scores(),
+            "spectators": len(self.watchers.get(view.match_id, ())),
         }
-        if simulation.outcome is not None:
-            message["result"] = result_to_wire(simulation, simulation.outcome)
+        if view.outcome is not None:
+            message["result"] = view.result()
         return message
 
     def lobby(self) -> JsonObject:
-        live = [self.summary(simulation) for simulation in self.arena.simulations.values()]
+        live = [self.summary(view) for view in self.live.values()]
         live_ids = {entry["simulationId"] for entry in live}
         finished = [entry for key, entry in reversed(self.finished.items()) if key not in live_ids]
         return {"type": "lobby", "simulations": live + finished, "house": house_players()}
@@ -250,8 +236,8 @@ class SpectatorHub:
 
     def watch(self, page: Page, simulation_id: str) -> None:
         self.stop_watching(page)
-        simulation = self.arena.simulations.get(simulation_id)
-        if simulation is None:
+        view = self.live.get(simulation_id)
+        if view is None:
             finished = self.finished.get(simulation_id)
             if finished is not None:
                 page.send(
@@ -276,7 +262,7 @@ class SpectatorHub:
         page.watching = simulation_id
         self.watchers.setdefault(simulation_id, set()).add(page)
         self._lobby_dirty.set()
-        page.send(self.snapshot(simulation), droppable=True)
+        page.send(self.snapshot(view), droppable=True)
 
     def stop_watching(self, page: Page) -> None:
         if page.watching is None:
@@ -332,16 +318,6 @@ def house_players() -> JsonObject:
             for p in players.values()
         ]
         for game, players in HOUSE_PLAYERS.items()
-    }
-
-
-def result_to_wire(simulation: Simulation, outcome: Outcome) -> JsonObject:
-    game = simulation.game
-    scores = dict(game.scores(simulation.state)) if simulation.state is not None else None
-    return {
-        "reason": outcome.reason,
-        "winner": None if outcome.winner is None else game.seat_names[outcome.winner],
-        "score": scores,
     }
 
 

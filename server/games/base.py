@@ -1,18 +1,22 @@
-"""The contract between the arena core and a game.
+"""What a game is to the arena: pure rules, and a codec that puts them on the wire.
 
-A game is two layers. Its *rules* are pure: a state, the legal actions, ``apply`` that returns a
-new state and the events it caused, and an outcome as data; no I/O, no clock, and every random
-choice drawn from a ``RandomSource`` that the caller owns. Its *wire* layer (a ``Game``
-subclass) turns TCP messages into actions and states into messages. The match loop, seats,
-turn routing, timeouts and the protocol only ever talk to ``Game``.
+A game's *rules* are pure: the position before the first turn, whose turn it is, checking a
+candidate action against a position, applying a checked action (without checking it again),
+and the outcome as data; no I/O, no clock, and every random choice drawn from a
+``RandomSource`` that the match owns. Its *codec* turns messages into candidate actions and
+positions and results into messages; what both games say alike (``ready``, ``game-info``,
+``turn``, the end of a game) is written once, in ``Codec``. The match, seats, timeouts and the
+transports only ever talk to a codec and its rules.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from server.config import ArenaConfig
 
 JsonObject = dict[str, Any]
 
@@ -61,16 +65,67 @@ class JoinRejected(Exception):
 
 
 StateT = TypeVar("StateT")
-ActionT = TypeVar("ActionT")
+CandidateT = TypeVar("CandidateT")  # an action read from a message, not yet checked
+ActionT = TypeVar("ActionT")  # an action checked against a position
 
 
-class Game(ABC, Generic[StateT, ActionT]):
-    """One game as the arena core sees it; one instance per simulation, holding its settings."""
+class Rules(ABC, Generic[StateT, CandidateT, ActionT]):
+    """A game's pure rules, for one set of settings."""
+
+    @abstractmethod
+    def initial_state(self, players: Sequence[Player]) -> StateT:
+        """The position before the first turn, once every seat is taken."""
+
+    @abstractmethod
+    def to_move(self, state: StateT) -> int:
+        """The seat whose turn it is."""
+
+    @abstractmethod
+    def check(self, state: StateT, seat: int, candidate: CandidateT) -> ActionT:
+        """The candidate as an action ``seat`` may play now; raises ``ActionRejected``."""
+
+    @abstractmethod
+    def apply(
+        self, state: StateT, seat: int, action: ActionT, rng: RandomSource
+    ) -> tuple[StateT, Sequence[Any]]:
+        """Play a checked action (or a timeout action); the new position and the events."""
+
+    @abstractmethod
+    def outcome(self, state: StateT) -> Outcome | None:
+        """The result if the game is over by its own rules, else ``None``."""
+
+    @abstractmethod
+    def timeout_action(self, state: StateT, seat: int) -> ActionT | None:
+        """What a seat plays when its turn times out, or ``None`` if it cannot pass."""
+
+    @abstractmethod
+    def scores(self, state: StateT) -> tuple[int, ...]:
+        """The score of each seat."""
+
+
+class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
+    """One game on the wire, for one set of settings; ``rules`` are its pure rules."""
 
     name: ClassVar[str]
     seat_names: ClassVar[tuple[str, ...]]
+    seat_field: ClassVar[str]  # how ``game-info`` names the seat ("team", "side")
+    score_names: ClassVar[tuple[str, ...]]  # each seat's score's name in a scores object
+    tags_messages: ClassVar[bool]  # whether every game message carries ``"game"`` after its type
 
-    # --- seats -------------------------------------------------------------------------------
+    def __init__(self, rules: Rules[StateT, CandidateT, ActionT]) -> None:
+        self.rules = rules
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: ArenaConfig) -> Codec[StateT, CandidateT, ActionT]:
+        """The game as the arena's settings define it."""
+
+    @classmethod
+    @abstractmethod
+    def from_settings(cls, settings: JsonObject) -> Codec[StateT, CandidateT, ActionT]:
+        """The game a record was played with (the inverse of ``settings``)."""
+
+    # --- seats -----------------------------------------------------------------------------------
     @abstractmethod
     def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
         """Pick the seat a join request gets among the free ones, or raise ``JoinRejected``."""
@@ -79,49 +134,62 @@ class Game(ABC, Generic[StateT, ActionT]):
     def player_from_join(self, request: JsonObject) -> Player:
         """Validate a join request's player fields, or raise ``JoinRejected``."""
 
-    # --- rules -------------------------------------------------------------------------------
+    # --- messages in -----------------------------------------------------------------------------
     @abstractmethod
-    def initial_state(self, players: Sequence[Player]) -> StateT:
-        """The position before the first turn, once every seat is taken."""
-
-    @abstractmethod
-    def seat_to_move(self, state: StateT) -> int:
-        """The seat whose turn it is."""
-
-    @abstractmethod
-    def apply(
-        self, state: StateT, seat: int, action: ActionT, rng: RandomSource
-    ) -> tuple[StateT, list[Any]]:
-        """Play ``action`` for ``seat``; pure. Raises ``ActionRejected`` if it is not legal."""
-
-    @abstractmethod
-    def outcome(self, state: StateT) -> Outcome | None:
-        """The result if the game is over by its own rules, else ``None``."""
-
-    @abstractmethod
-    def timeout_action(self, state: StateT, seat: int) -> ActionT | None:
-        """What a seat does when its turn times out, or ``None`` if it cannot pass."""
-
-    # --- wire --------------------------------------------------------------------------------
-    @abstractmethod
-    def parse_action(self, state: StateT, seat: int, message: JsonObject) -> ActionT:
-        """Turn a ``player-turn`` message into an action, or raise ``ActionRejected``."""
+    def candidate(self, message: JsonObject) -> CandidateT:
+        """Read a ``player-turn`` message as an action to check; raises ``ActionRejected``."""
 
     @abstractmethod
     def action_to_wire(self, action: ActionT) -> JsonObject:
-        """The action as recorded and replayed (the inverse of ``parse_action``)."""
+        """A played action as records keep it: ``candidate`` reads it back."""
 
-    @abstractmethod
+    # --- messages out ----------------------------------------------------------------------------
+    def header(self, kind: str) -> JsonObject:
+        """The start of a game message: its type, and for some games the game's name."""
+        return {"type": kind, "game": self.name} if self.tags_messages else {"type": kind}
+
     def ready_message(self, simulation_id: str, seed: int) -> JsonObject:
         """The reply to ``create-simulation``."""
+        return {"type": "ready", "simulationId": simulation_id, "game": self.name, "seed": seed}
 
-    @abstractmethod
     def game_info_message(self, simulation_id: str, seat: int, seed: int) -> JsonObject:
-        """The reply to a successful ``join-simulation``."""
+        """The reply to a successful ``join-simulation``: which seat, on what board."""
+        info = self.header("game-info")
+        info["simulationId"] = simulation_id
+        info[self.seat_field] = self.seat_names[seat]
+        info["width"], info["height"] = self.board_size()
+        info.setdefault("game", self.name)
+        info["seed"] = seed
+        return info
 
-    @abstractmethod
     def turn_message(self, state: StateT, seat: int) -> JsonObject:
         """What the seat on move receives."""
+        message = self.header("turn")
+        message["state"] = self.bot_state(state)
+        return message
+
+    def end_message(self, state: StateT, outcome: Outcome, seat: int) -> JsonObject:
+        """The last message a seat receives: ``win-game``, ``loss-game`` or ``draw-game``."""
+        if outcome.winner is None:
+            kind = "draw-game"
+        else:
+            kind = "win-game" if outcome.winner == seat else "loss-game"
+        message = self.header(kind)
+        message["state"] = self.bot_state(state)
+        message["result"] = self.result_to_wire(state, outcome)
+        return message
+
+    def result_to_wire(self, state: StateT | None, outcome: Outcome) -> JsonObject:
+        """How a game ended, as bots, pages and records see it."""
+        return {
+            "reason": outcome.reason,
+            "score": None if state is None else self.scores(state),
+            "winner": None if outcome.winner is None else self.seat_names[outcome.winner],
+        }
+
+    def scores(self, state: StateT) -> JsonObject:
+        """The score by seat name, for bots, lobbies and tables."""
+        return dict(zip(self.score_names, self.rules.scores(state), strict=True))
 
     @abstractmethod
     def after_turn_messages(
@@ -130,8 +198,8 @@ class Game(ABC, Generic[StateT, ActionT]):
         """Messages (seat, message) announcing what a turn caused, sent before the next turn."""
 
     @abstractmethod
-    def end_message(self, state: StateT, outcome: Outcome, seat: int) -> JsonObject:
-        """The last message a seat receives: ``win-game``, ``loss-game`` or ``draw-game``."""
+    def bot_state(self, state: StateT) -> JsonObject:
+        """The position as a bot receives it in its turns and at the end."""
 
     @abstractmethod
     def state_to_wire(self, state: StateT) -> JsonObject:
@@ -142,8 +210,8 @@ class Game(ABC, Generic[StateT, ActionT]):
         """A turn's events, as spectators and records see them."""
 
     @abstractmethod
-    def scores(self, state: StateT) -> Mapping[str, int]:
-        """The score by seat name, for lobbies and tables."""
+    def board_size(self) -> tuple[int, int]:
+        """Width and height of the board."""
 
     @abstractmethod
     def render_text(self, state: StateT) -> str:
@@ -151,8 +219,11 @@ class Game(ABC, Generic[StateT, ActionT]):
 
     @abstractmethod
     def settings(self) -> JsonObject:
-        """Everything that, with the seed and the turns, replays a game of this instance."""
+        """Everything that, with the seed and the turns, replays a game of these settings."""
 
     @abstractmethod
     def describe(self) -> JsonObject:
         """What a viewer needs besides the position: board size, points to win, and so on."""
+
+
+AnyCodec = Codec[Any, Any, Any]

@@ -13,8 +13,9 @@ import asyncio
 import os
 import sys
 
-from bots.house import HOUSE_PLAYERS, NAMES
+from bots.house import replies
 from bots.sdk import ArenaClient, JsonObject
+from server.house import HOUSE_PLAYERS, NAMES
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -22,7 +23,7 @@ async def main(args: argparse.Namespace) -> None:
     fields: JsonObject = {"names": NAMES} if args.game == "tavern" else {"side": args.side}
     async with await ArenaClient.connect("127.0.0.1", args.port) as client:
         info = await client.join(args.simulation, nick=args.player, game=args.game, **fields)
-        reply = player.start(info, args.seed)
+        reply = replies(player, info, args.seed)
 
         async def slowly(message: JsonObject) -> JsonObject:
             await asyncio.sleep(args.delay_ms / 1000)

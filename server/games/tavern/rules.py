@@ -14,7 +14,7 @@ game on points (the original could run forever).
 Bugs of the original fixed here:
 
 * B4: a team may only order its own dwarves, each at most once per turn, and only on its turn
-  (``validate_orders``). ``play_orders`` keeps the original's permissive mechanics.
+  (``check_orders``). ``play_orders`` keeps the original's permissive mechanics.
 * B6: when both teams score in the same turn both points count; if both reach
   ``points_to_win`` the game is a draw instead of a silent win for team2.
 * B12: the number of dwarves comes from the settings (``botsPerPlayer``), not from how many
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from server.games.base import ActionRejected, Outcome, RandomSource
+from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
 
 NOT_YOUR_TURN = "Not your turn"
 INVALID_TURN = "Invalid turn"
@@ -214,19 +214,18 @@ def initial_state(settings: Settings, names: tuple[Sequence[str], Sequence[str]]
     )
 
 
-def outcome(state: State) -> Outcome | None:
-    """How the game ended, or ``None`` while it goes on."""
-    return state.outcome
-
-
 def pass_orders() -> tuple[Order, ...]:
-    """What a timed-out team plays: no orders. Only ``apply_turn`` accepts it; bots cannot."""
+    """What a timed-out team plays: no orders. Only the arena plays it; bots cannot."""
     return ()
 
 
-def validate_orders(state: State, team: int, orders: Sequence[Order]) -> None:
-    """Reject a bot's turn the original would have played although it breaks the rules (B4)."""
-    _check_turn(state, team)
+def check_orders(state: State, team: int, orders: Sequence[Order]) -> tuple[Order, ...]:
+    """A bot's turn as ``apply_turn`` may play it; rejects what the original would have played
+    although it breaks the rules (B4)."""
+    if state.outcome is not None:
+        raise ActionRejected(NOT_YOUR_TURN, "the game is over")
+    if team != state.to_move:
+        raise ActionRejected(NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
     if not orders:
         raise ActionRejected(INVALID_TURN, "a turn needs at least one action")
     own_ids = {dwarf.id for dwarf in state.dwarves if dwarf.team == team}
@@ -237,13 +236,7 @@ def validate_orders(state: State, team: int, orders: Sequence[Order]) -> None:
         if order.bot_id in seen:
             raise ActionRejected(INVALID_TURN, f"dwarf {order.bot_id} has more than one action")
         seen.add(order.bot_id)
-
-
-def _check_turn(state: State, team: int) -> None:
-    if state.outcome is not None:
-        raise ActionRejected(NOT_YOUR_TURN, "the game is over")
-    if team != state.to_move:
-        raise ActionRejected(NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
+    return tuple(orders)
 
 
 def apply_turn(
@@ -251,13 +244,9 @@ def apply_turn(
 ) -> tuple[State, list[Event]]:
     """Play one team's turn: the moves, the score check, then the end or the next team.
 
-    Empty ``orders`` is the timed-out pass (``pass_orders``): nothing moves but it counts as a
-    turn. Any other orders must pass ``validate_orders``. Raises ``ActionRejected``.
+    ``orders`` are checked (``check_orders``) and not checked again; empty ``orders`` is the
+    timed-out pass (``pass_orders``): nothing moves but it counts as a turn.
     """
-    if orders:
-        validate_orders(state, team, orders)
-    else:
-        _check_turn(state, team)
     played, events = play_orders(state, orders, rng)
     scorers = scoring_teams(played)
     scores = (
@@ -488,3 +477,33 @@ class _Board:
             to_move=state.to_move,
             outcome=state.outcome,
         )
+
+
+class TavernRules(Rules[State, tuple[Order, ...], tuple[Order, ...]]):
+    """The rules for one tavern's settings, as the arena plays them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def initial_state(self, players: Sequence[Player]) -> State:
+        return initial_state(self.settings, (players[0].names, players[1].names))
+
+    def to_move(self, state: State) -> int:
+        return state.to_move
+
+    def check(self, state: State, seat: int, candidate: tuple[Order, ...]) -> tuple[Order, ...]:
+        return check_orders(state, seat, candidate)
+
+    def apply(
+        self, state: State, seat: int, action: tuple[Order, ...], rng: RandomSource
+    ) -> tuple[State, list[Event]]:
+        return apply_turn(state, seat, action, rng)
+
+    def outcome(self, state: State) -> Outcome | None:
+        return state.outcome
+
+    def timeout_action(self, state: State, seat: int) -> tuple[Order, ...]:
+        return pass_orders()
+
+    def scores(self, state: State) -> tuple[int, int]:
+        return state.scores

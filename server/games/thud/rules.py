@@ -7,12 +7,12 @@ the engine's ``in_danger`` heuristic, piece order after moves and captures, and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Final, Literal, TypeAlias
 
-from server.games.base import ActionRejected, Outcome
+from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
 from server.games.thud.board import (
     CELL_COUNT,
     CELL_SQUARE,
@@ -52,8 +52,11 @@ __all__ = [
     "Side",
     "Square",
     "State",
+    "Stop",
     "ThudEvent",
+    "ThudRules",
     "apply",
+    "check",
     "danger_squares",
     "in_danger",
     "indexed_dwarfs",
@@ -66,7 +69,6 @@ __all__ = [
     "score",
     "side_to_move",
     "state_from_position",
-    "stop",
 ]
 
 Side: TypeAlias = Literal["dwarf", "troll"]
@@ -124,11 +126,21 @@ class Action:
     """What the side to move plays: a move, given as a ``Move`` or a ``(start, end)`` pair.
 
     ``declare`` sets the side's "game over" flag with the move (``None`` leaves it as it is); the
-    engine never lets a declaration replace a move.
+    engine never lets a declaration replace a move. ``check`` turns a proposed action into one
+    whose move is the legal ``Move`` that ``apply`` plays.
     """
 
     move: Move | tuple[Square, Square]
     declare: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The side on move makes no move: the game ends here, scored as it stands.
+
+    This is how the king-of-the-hill engine ended a game whose client made no move in its
+    turn; clients written for it rely on it (see bots/js/thud-client.js).
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -534,15 +546,26 @@ def in_danger(state: State, asking_side: Side, square: Square) -> bool:
 # --- playing a move ----------------------------------------------------------------------------
 
 
-def apply(state: State, action: Action) -> tuple[State, list[ThudEvent]]:
-    """Play ``action`` for the side to move and run the engine's end checks; pure.
+def check(state: State, proposed: Action | Stop) -> Action | Stop:
+    """The proposed action with its legal ``Move``, for the side to move.
 
-    Raises ``ActionRejected("Illegal move", reason)`` and changes nothing if it is not legal.
+    Raises ``ActionRejected("Illegal move", reason)`` if it is not legal.
     """
     if state.end_reason is not None:
         raise ActionRejected(ILLEGAL, f"the game is over ({state.end_reason})")
+    if isinstance(proposed, Stop):
+        return proposed
+    return Action(_legal_move(state, side_to_move(state), proposed.move), proposed.declare)
+
+
+def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
+    """Play a checked action (``check``) for the side to move and run the engine's end
+    checks; pure. The action is not checked again."""
+    if isinstance(action, Stop):
+        return replace(state, end_reason=NO_MOVE), [GameEnded(NO_MOVE)]
     side = side_to_move(state)
-    move = _legal_move(state, side, action.move)
+    move = action.move
+    assert isinstance(move, Move), "apply plays checked actions"
 
     dwarfs, dwarf_slots = state.dwarfs, state.dwarf_slots
     trolls, troll_slots = state.trolls, state.troll_slots
@@ -579,21 +602,14 @@ def apply(state: State, action: Action) -> tuple[State, list[ThudEvent]]:
     return after, events
 
 
-def stop(state: State) -> tuple[State, list[ThudEvent]]:
-    """The side on move makes no move: the engine stops here and the score stands."""
-    if state.end_reason is not None:
-        raise ActionRejected(ILLEGAL, f"the game is over ({state.end_reason})")
-    return replace(state, end_reason=NO_MOVE), [GameEnded(NO_MOVE)]
-
-
 def _legal_move(state: State, side: Side, wanted: Move | tuple[Square, Square]) -> Move:
     start, end = (wanted.start, wanted.end) if isinstance(wanted, Move) else wanted
     if not is_square(*start):
-        raise ActionRejected(ILLEGAL, f"{start} is not a square")
+        raise ActionRejected(ILLEGAL, f"{list(start)} is not a square of the board")
     own = DWARF_PIECE if side == DWARF else TROLL_PIECE
     cells = state.cells
     if cells[cell_of(start)] != own:
-        raise ActionRejected(ILLEGAL, f"there is no {side} of yours on {start}")
+        raise ActionRejected(ILLEGAL, f"there is no {side} on {list(start)}")
     for move in _moves_from_cell(cells, cell_of(start)):
         if move.end == end:
             if isinstance(wanted, Move) and wanted != move:
@@ -601,7 +617,7 @@ def _legal_move(state: State, side: Side, wanted: Move | tuple[Square, Square]) 
                     ILLEGAL, f"in this position {start} to {end} is {move}, not {wanted}"
                 )
             return move
-    raise ActionRejected(ILLEGAL, f"{end} is not a legal destination for the {side} on {start}")
+    raise ActionRejected(ILLEGAL, f"the {side} on {list(start)} cannot move to {list(end)}")
 
 
 def _moved(pieces: tuple[Square, ...], move: Move) -> tuple[Square, ...]:
@@ -636,3 +652,34 @@ def _end_reason(
     if all(declared):
         return AGREED
     return None
+
+
+class ThudRules(Rules[State, Action | Stop, Action | Stop]):
+    """Thud as the king-of-the-hill engine plays it; it has one board and one set of rules."""
+
+    def initial_state(self, players: Sequence[Player]) -> State:
+        return initial_state()
+
+    def to_move(self, state: State) -> int:
+        return SIDES.index(side_to_move(state))
+
+    def check(self, state: State, seat: int, candidate: Action | Stop) -> Action | Stop:
+        if seat != self.to_move(state):
+            raise ActionRejected("Not your turn", f"the {side_to_move(state)}s move now")
+        return check(state, candidate)
+
+    def apply(
+        self, state: State, seat: int, action: Action | Stop, rng: RandomSource
+    ) -> tuple[State, list[ThudEvent]]:
+        return apply(state, action)
+
+    def outcome(self, state: State) -> Outcome | None:
+        return outcome(state)
+
+    def timeout_action(self, state: State, seat: int) -> None:
+        # Thud has no pass: a side that does not move loses.
+        return None
+
+    def scores(self, state: State) -> tuple[int, int]:
+        result = score(state)
+        return result.dwarfs, result.trolls

@@ -7,47 +7,39 @@ the column and ``y`` the row from the top-left, as in the king-of-the-hill engin
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from server.games.base import (
-    ActionRejected,
-    Game,
-    JoinRejected,
-    JsonObject,
-    Outcome,
-    Player,
-    RandomSource,
-)
+from server.config import ArenaConfig
+from server.games.base import ActionRejected, Codec, JoinRejected, JsonObject, Player
 from server.games.thud import rules
-from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Square, State
+from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Square, State, Stop
 from server.protocol import kept_json
 
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """The side on move makes no move: the game ends here, scored as it stands.
-
-    This is how the king-of-the-hill engine ended a game whose client made no move in its
-    turn; clients written for it rely on it (see bots/js/thud-client.js).
-    """
-
-
-ThudAction = Action | Stop
 BOARD_SIZE = 15
 MAX_NICK_LENGTH = 64
 ILLEGAL_MOVE = "Illegal move"
 INVALID_TURN = "Invalid turn"
 
 
-class ThudGame(Game[State, ThudAction]):
+class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     """32 dwarfs against 8 trolls; see ``rules`` for the engine it reproduces."""
 
     name = "thud"
     seat_names = SIDES
+    seat_field = "side"
+    score_names = ("dwarfs", "trolls")
+    tags_messages = True
+
+    @classmethod
+    def from_config(cls, config: ArenaConfig) -> ThudCodec:
+        return cls(rules.ThudRules())
+
+    @classmethod
+    def from_settings(cls, settings: JsonObject) -> ThudCodec:
+        return cls(rules.ThudRules())
 
     # --- seats -------------------------------------------------------------------------------
     def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
@@ -69,33 +61,8 @@ class ThudGame(Game[State, ThudAction]):
             )
         return Player(nick)
 
-    # --- rules -------------------------------------------------------------------------------
-    def initial_state(self, players: Sequence[Player]) -> State:
-        return rules.initial_state()
-
-    def seat_to_move(self, state: State) -> int:
-        return SIDES.index(rules.side_to_move(state))
-
-    def apply(
-        self, state: State, seat: int, action: ThudAction, rng: RandomSource
-    ) -> tuple[State, list[Any]]:
-        if seat != self.seat_to_move(state):
-            raise ActionRejected("Not your turn", f"the {rules.side_to_move(state)}s move now")
-        if isinstance(action, Stop):
-            new_state, events = rules.stop(state)
-        else:
-            new_state, events = rules.apply(state, action)
-        return new_state, list(events)
-
-    def outcome(self, state: State) -> Outcome | None:
-        return rules.outcome(state)
-
-    def timeout_action(self, state: State, seat: int) -> None:
-        # Thud has no pass: a side that does not move loses.
-        return None
-
-    # --- wire --------------------------------------------------------------------------------
-    def parse_action(self, state: State, seat: int, message: JsonObject) -> ThudAction:
+    # --- messages ----------------------------------------------------------------------------
+    def candidate(self, message: JsonObject) -> Action | Stop:
         if message.get("stop") is True:
             if "move" in message:
                 raise ActionRejected(INVALID_TURN, 'send either "move" or "stop", not both')
@@ -107,18 +74,9 @@ class ThudGame(Game[State, ThudAction]):
         declare = message.get("declare")
         if declare is not None and not isinstance(declare, bool):
             raise ActionRejected(INVALID_TURN, '"declare" must be true or false')
-        side = rules.side_to_move(state)
-        own = state.dwarfs if side == DWARF else state.trolls
-        if start not in own:
-            raise ActionRejected(ILLEGAL_MOVE, f"there is no {side} on {list(start)}")
-        for legal in rules.moves_from(state, start):
-            if legal.end == end:
-                return Action(legal, declare)
-        raise ActionRejected(
-            ILLEGAL_MOVE, f"the {side} on {list(start)} cannot move to {list(end)}"
-        )
+        return Action((start, end), declare)
 
-    def action_to_wire(self, action: ThudAction) -> JsonObject:
+    def action_to_wire(self, action: Action | Stop) -> JsonObject:
         if isinstance(action, Stop):
             return {"stop": True}
         start, end = (
@@ -129,44 +87,14 @@ class ThudGame(Game[State, ThudAction]):
             wire["declare"] = action.declare
         return wire
 
-    def ready_message(self, simulation_id: str, seed: int) -> JsonObject:
-        return {"type": "ready", "simulationId": simulation_id, "game": self.name, "seed": seed}
-
-    def game_info_message(self, simulation_id: str, seat: int, seed: int) -> JsonObject:
-        return {
-            "type": "game-info",
-            "game": self.name,
-            "simulationId": simulation_id,
-            "side": SIDES[seat],
-            "width": BOARD_SIZE,
-            "height": BOARD_SIZE,
-            "seed": seed,
-        }
-
-    def turn_message(self, state: State, seat: int) -> JsonObject:
-        return {"type": "turn", "game": self.name, "state": bot_state(state)}
-
     def after_turn_messages(
         self, before: State, after: State, events: Sequence[Any]
     ) -> list[tuple[int, JsonObject]]:
         # Each turn message already carries the previous move and the score.
         return []
 
-    def end_message(self, state: State, outcome: Outcome, seat: int) -> JsonObject:
-        if outcome.winner is None:
-            kind = "draw-game"
-        else:
-            kind = "win-game" if outcome.winner == seat else "loss-game"
-        return {
-            "type": kind,
-            "game": self.name,
-            "state": bot_state(state),
-            "result": {
-                "reason": outcome.reason,
-                "score": dict(self.scores(state)),
-                "winner": None if outcome.winner is None else SIDES[outcome.winner],
-            },
-        }
+    def bot_state(self, state: State) -> JsonObject:
+        return bot_state(state)
 
     def state_to_wire(self, state: State) -> JsonObject:
         return position_to_wire(state)
@@ -185,9 +113,8 @@ class ThudGame(Game[State, ThudAction]):
                 wire.append({"type": "ended", "reason": event.reason})
         return wire
 
-    def scores(self, state: State) -> Mapping[str, int]:
-        score = rules.score(state)
-        return {"dwarfs": score.dwarfs, "trolls": score.trolls}
+    def board_size(self) -> tuple[int, int]:
+        return BOARD_SIZE, BOARD_SIZE
 
     def render_text(self, state: State) -> str:
         """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""

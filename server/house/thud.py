@@ -1,6 +1,6 @@
 """House players for Thud: a dwarf and a troll that play real strategy, and a random player.
 
-A player is a policy: a pure rules ``State`` in, an ``Action`` out, with a seeded
+A player is a policy: a pure rules ``State`` in, a legal ``Action`` out, with a seeded
 ``random.Random`` for tie-breaks, so every game between house players replays from its seeds.
 
 Both strategic players look one ply ahead with the arena's own rules. They rank every legal
@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from server.games.base import JsonObject
 from server.games.thud import rules
 from server.games.thud.board import NEAR, NEIGHBOURS, cell_of
 from server.games.thud.rules import DWARF, DWARF_PIECE, TROLL, TROLL_PIECE, Action, Move, State
@@ -82,7 +83,7 @@ def troll_player(state: State, rng: random.Random) -> Action:
     return Action(_best(moves, rough, exact), _peace(state, TROLL))
 
 
-HOUSE_POLICIES: dict[str, Policy] = {
+POLICIES: dict[str, Policy] = {
     "dwarf": dwarf_player,
     "troll": troll_player,
     "random": random_player,
@@ -139,3 +140,16 @@ def play_game(dwarf: Policy, troll: Policy, seed: int, max_plies: int = rules.MA
         policy = dwarf if rules.side_to_move(state) == DWARF else troll
         state, _ = rules.apply(state, policy(state, rng))
     return state
+
+
+def state_from_wire(state: JsonObject) -> State:
+    """The position of a turn message's ``state``, as the rules keep it (for players that get
+    their turns over the network)."""
+    return rules.state_from_position(
+        state["dwarfs"],
+        state["trolls"],
+        ply=state["ply"],
+        dwarf_slots=state.get("dwarfSlots"),
+        troll_slots=state.get("trollSlots"),
+        declared=(state["declared"][DWARF], state["declared"][TROLL]),
+    )

@@ -7,19 +7,11 @@ follow the original (``type`` first, then its fields), and the arena's additions
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from server.config import ArenaConfig
-from server.games.base import (
-    ActionRejected,
-    Game,
-    JoinRejected,
-    JsonObject,
-    Outcome,
-    Player,
-    RandomSource,
-)
+from server.games.base import ActionRejected, Codec, JoinRejected, JsonObject, Player
 from server.games.tavern import rules
 from server.games.tavern.rules import Coords, Direction, Order, State
 
@@ -28,17 +20,18 @@ MAX_NAME_LENGTH = 64
 INVALID_TURN = "Invalid turn"
 
 
-class TavernGame(Game[State, tuple[Order, ...]]):
+class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
     """Two clans push each other's barrel home; see ``rules`` for the mechanics."""
 
     name = "tavern"
     seat_names = TEAM_NAMES
-
-    def __init__(self, settings: rules.Settings) -> None:
-        self.rules_settings = settings
+    seat_field = "team"
+    score_names = TEAM_NAMES
+    tags_messages = False
+    rules: rules.TavernRules
 
     @classmethod
-    def from_config(cls, config: ArenaConfig) -> TavernGame:
+    def from_config(cls, config: ArenaConfig) -> TavernCodec:
         return cls.from_settings(
             {
                 "width": config.width,
@@ -56,7 +49,7 @@ class TavernGame(Game[State, tuple[Order, ...]]):
         )
 
     @classmethod
-    def from_settings(cls, settings: JsonObject) -> TavernGame:
+    def from_settings(cls, settings: JsonObject) -> TavernCodec:
         """The game a record was played with (the inverse of ``settings``)."""
 
         def coords(point: JsonObject) -> Coords:
@@ -64,19 +57,21 @@ class TavernGame(Game[State, tuple[Order, ...]]):
 
         positions = settings["positions"]
         return cls(
-            rules.Settings(
-                width=settings["width"],
-                height=settings["height"],
-                points_to_win=settings["pointsToWin"],
-                turn_limit=settings["turnLimit"],
-                barrel_starts=(
-                    coords(positions["team1"]["barrel"]),
-                    coords(positions["team2"]["barrel"]),
-                ),
-                dwarf_starts=(
-                    tuple(coords(p) for p in positions["team1"]["bots"]),
-                    tuple(coords(p) for p in positions["team2"]["bots"]),
-                ),
+            rules.TavernRules(
+                rules.Settings(
+                    width=settings["width"],
+                    height=settings["height"],
+                    points_to_win=settings["pointsToWin"],
+                    turn_limit=settings["turnLimit"],
+                    barrel_starts=(
+                        coords(positions["team1"]["barrel"]),
+                        coords(positions["team2"]["barrel"]),
+                    ),
+                    dwarf_starts=(
+                        tuple(coords(p) for p in positions["team1"]["bots"]),
+                        tuple(coords(p) for p in positions["team2"]["bots"]),
+                    ),
+                )
             )
         )
 
@@ -101,50 +96,12 @@ class TavernGame(Game[State, tuple[Order, ...]]):
             )
         return Player(nick, tuple(names))
 
-    # --- rules -------------------------------------------------------------------------------
-    def initial_state(self, players: Sequence[Player]) -> State:
-        return rules.initial_state(self.rules_settings, (players[0].names, players[1].names))
-
-    def seat_to_move(self, state: State) -> int:
-        return state.to_move
-
-    def apply(
-        self, state: State, seat: int, action: tuple[Order, ...], rng: RandomSource
-    ) -> tuple[State, list[Any]]:
-        new_state, events = rules.apply_turn(state, seat, action, rng)
-        return new_state, list(events)
-
-    def outcome(self, state: State) -> Outcome | None:
-        return rules.outcome(state)
-
-    def timeout_action(self, state: State, seat: int) -> tuple[Order, ...]:
-        return rules.pass_orders()
-
-    # --- wire --------------------------------------------------------------------------------
-    def parse_action(self, state: State, seat: int, message: JsonObject) -> tuple[Order, ...]:
-        orders = orders_from_wire(message.get("actions"))
-        rules.validate_orders(state, seat, orders)
-        return orders
+    # --- messages ----------------------------------------------------------------------------
+    def candidate(self, message: JsonObject) -> tuple[Order, ...]:
+        return orders_from_wire(message.get("actions"))
 
     def action_to_wire(self, action: tuple[Order, ...]) -> JsonObject:
         return {"actions": [order_to_wire(order) for order in action]}
-
-    def ready_message(self, simulation_id: str, seed: int) -> JsonObject:
-        return {"type": "ready", "simulationId": simulation_id, "game": self.name, "seed": seed}
-
-    def game_info_message(self, simulation_id: str, seat: int, seed: int) -> JsonObject:
-        return {
-            "type": "game-info",
-            "simulationId": simulation_id,
-            "team": TEAM_NAMES[seat],
-            "width": self.rules_settings.width,
-            "height": self.rules_settings.height,
-            "game": self.name,
-            "seed": seed,
-        }
-
-    def turn_message(self, state: State, seat: int) -> JsonObject:
-        return {"type": "turn", "state": self.state_to_wire(state)}
 
     def after_turn_messages(
         self, before: State, after: State, events: Sequence[Any]
@@ -158,20 +115,8 @@ class TavernGame(Game[State, tuple[Order, ...]]):
                 messages += [(0, score), (1, score)]
         return messages
 
-    def end_message(self, state: State, outcome: Outcome, seat: int) -> JsonObject:
-        if outcome.winner is None:
-            kind = "draw-game"
-        else:
-            kind = "win-game" if outcome.winner == seat else "loss-game"
-        return {
-            "type": kind,
-            "state": self.state_to_wire(state),
-            "result": {
-                "reason": outcome.reason,
-                "score": dict(self.scores(state)),
-                "winner": None if outcome.winner is None else TEAM_NAMES[outcome.winner],
-            },
-        }
+    def bot_state(self, state: State) -> JsonObject:
+        return self.state_to_wire(state)
 
     def state_to_wire(self, state: State) -> JsonObject:
         return state_to_wire(state.dwarves, state.barrels)
@@ -183,12 +128,12 @@ class TavernGame(Game[State, tuple[Order, ...]]):
             wire.append({"type": kind, "message": text})
         return wire
 
-    def scores(self, state: State) -> Mapping[str, int]:
-        return {TEAM_NAMES[0]: state.scores[0], TEAM_NAMES[1]: state.scores[1]}
+    def board_size(self) -> tuple[int, int]:
+        return self.rules.settings.width, self.rules.settings.height
 
     def render_text(self, state: State) -> str:
         """Team1's dwarves a, b, c..., team2's A, B, C..., barrels 1 and 2, home rows ~."""
-        width, height = self.rules_settings.width, self.rules_settings.height
+        width, height = self.board_size()
         rows = [["~" if y in (0, height - 1) else "." for _ in range(width)] for y in range(height)]
         counts = [0, 0]
         for dwarf in state.dwarves:
@@ -200,20 +145,20 @@ class TavernGame(Game[State, tuple[Order, ...]]):
         return "\n".join("".join(row) for row in rows)
 
     def settings(self) -> JsonObject:
-        rules_settings = self.rules_settings
+        settings = self.rules.settings
 
         def point(coords: Coords) -> JsonObject:
             return {"x": coords.x, "y": coords.y}
 
         return {
-            "width": rules_settings.width,
-            "height": rules_settings.height,
-            "pointsToWin": rules_settings.points_to_win,
-            "turnLimit": rules_settings.turn_limit,
+            "width": settings.width,
+            "height": settings.height,
+            "pointsToWin": settings.points_to_win,
+            "turnLimit": settings.turn_limit,
             "positions": {
                 team: {
-                    "barrel": point(rules_settings.barrel_starts[index]),
-                    "bots": [point(c) for c in rules_settings.dwarf_starts[index]],
+                    "barrel": point(settings.barrel_starts[index]),
+                    "bots": [point(c) for c in settings.dwarf_starts[index]],
                 }
                 for index, team in enumerate(TEAM_NAMES)
             },

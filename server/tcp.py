@@ -1,4 +1,9 @@
-"""One bot's TCP connection: bytes in through the protocol reader, messages out through a queue.
+"""Bots over TCP: the listener, and one ``Connection`` per bot that relays its bytes.
+
+A connection reads bytes through the sans-I/O ``MessageReader``, asks the arena for what each
+message asks (create, join, move, rejoin) through the same match API as every front end, and
+writes what its seat is sent. It owns its tasks and its socket, and closes the socket whatever
+happens.
 
 Some bots written for the original server parse each TCP read as exactly one message. The
 original kept them alive by accident (Nagle's algorithm held back a second message for about
@@ -15,10 +20,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
-from typing import TYPE_CHECKING
+from collections import Counter, deque
+from collections.abc import AsyncIterator
+from typing import Any
 
-from server.games.base import JsonObject
+from server.arena import MAX_SEED, TOO_MANY_SIMULATIONS, Arena
+from server.config import ListenError
+from server.games import DEFAULT_GAME
+from server.games.base import JoinRejected, JsonObject
+from server.match import SERVER_ERROR, Match, MatchOptions, SeatMessage, SeatRequest
 from server.protocol import (
     INVALID_JSON,
     MESSAGE_TOO_LONG,
@@ -30,10 +40,6 @@ from server.protocol import (
     error_message,
 )
 
-if TYPE_CHECKING:
-    from server.arena import Arena
-    from server.simulation import Simulation
-
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 16_384  # at most this much of one peer's input is handled per loop round
@@ -41,6 +47,10 @@ UNJOINED_INPUT_PER_ROUND = 32_768  # see RoundBudget
 UNMETERED_INPUT = 4096  # what a connection may send before the budget applies: a join fits
 CLOSE_FLUSH_TIMEOUT_S = 5.0
 WRITE_BATCH_S = 0.001  # see WriteBatch: measured with bench/load.py, 300 to 1,000 games
+CLOSE_WAIT_S = 2.0
+LISTEN_BACKLOG = 4096  # bursts of connections (a load test, a tournament) must not be refused
+SHUTTING_DOWN = "Server shutting down"
+WRONG_SIMULATION_ID = "Wrong simulation ID"
 
 
 class WriteBatch:
@@ -125,27 +135,109 @@ class RoundBudget:
             self._refill_soon()
 
 
+class TcpServer:
+    """The TCP listener: one ``Connection`` per bot, each owning its tasks."""
+
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+        self.port: int | None = None
+        self.connections: set[Connection] = set()
+        self.write_batch = WriteBatch(WRITE_BATCH_S)
+        self.unjoined_input = RoundBudget(UNJOINED_INPUT_PER_ROUND)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._per_address: Counter[str] = Counter()
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        connection = Connection(reader, writer, self)
+        config = self.arena.config
+        if len(self.connections) >= config.max_connections:
+            connection.refuse("Too many connections", f"the arena takes {config.max_connections}")
+        elif self._per_address[connection.address] >= config.max_connections_per_address:
+            connection.refuse(
+                "Too many connections",
+                f"at most {config.max_connections_per_address} from one address",
+            )
+        self.connections.add(connection)
+        self._per_address[connection.address] += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            await connection.serve()
+        finally:
+            self._tasks.discard(task)
+
+    def disconnected(self, connection: Connection) -> None:
+        if connection in self.connections:
+            self.connections.discard(connection)
+            self._per_address[connection.address] -= 1
+            if not self._per_address[connection.address]:
+                del self._per_address[connection.address]
+        connection.left()
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[TcpServer]:
+        """Listen for bots until the block exits; then tell each why it is closed, and close."""
+        config = self.arena.config
+        try:
+            server = await asyncio.start_server(
+                self._on_connection,
+                config.host,
+                config.port,
+                reuse_address=True,
+                backlog=LISTEN_BACKLOG,
+            )
+        except OSError as error:
+            change = '--port N (or "port" in config.json)'
+            raise ListenError("bots", config.host, config.port, error, change) from error
+        self.port = server.sockets[0].getsockname()[1]
+        log.info("bots connect to %s:%s", config.host, self.port)
+        try:
+            async with server:
+                try:
+                    yield self
+                finally:
+                    server.close()  # stop accepting before anything else
+                    # Tell every bot why its connection is about to close; the arena stops
+                    # the games (kept as unfinished).
+                    for connection in list(self.connections):
+                        connection.refuse(SHUTTING_DOWN, "the arena is stopping")
+                    self.arena.stop_matches()
+        finally:
+            # Connections flush what they were told and close on their own; give them a moment.
+            if self._tasks:
+                await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_S)
+            for connection in list(self.connections):
+                connection.writer.transport.abort()
+            if self._tasks:
+                await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_S)
+
+
 class Connection:
-    """A TCP peer; implements ``SeatChannel`` for the simulation it joins."""
+    """A TCP peer and what it asks of the arena; implements ``SeatChannel`` for its seat."""
 
     def __init__(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        arena: Arena,
+        server: TcpServer,
     ) -> None:
         self.reader = reader
         self.writer = writer
-        self.arena = arena
+        self.server = server
+        self.arena = server.arena
         peer = writer.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.simulations_created = 0
-        self.protocol = MessageReader(arena.config.max_message_bytes)
-        self.seat: tuple[Simulation, int] | None = None
-        self._gap_s = arena.config.message_gap_ms / 1000
-        self._idle_s = arena.config.idle_timeout_ms / 1000
-        self._max_buffered = arena.config.max_send_buffer_bytes
+        config = server.arena.config
+        self.protocol = MessageReader(config.max_message_bytes)
+        self.seat: tuple[Match, int] | None = None
+        self._gap_s = config.message_gap_ms / 1000
+        self._idle_s = config.idle_timeout_ms / 1000
+        self._max_buffered = config.max_send_buffer_bytes
         self._outbox: deque[tuple[bytes, bool]] = deque()  # (data, answers a request)
         self._outbox_bytes = 0
         self._unsent: list[bytes] = []  # due now, written at the end of this round (WriteBatch)
@@ -158,7 +250,11 @@ class Connection:
         self._received = 0
 
     # --- SeatChannel -------------------------------------------------------------------------
-    def send(self, message: JsonObject) -> None:
+    def send(self, message: SeatMessage) -> None:
+        self.send_body(message.body)
+
+    def send_body(self, message: JsonObject) -> None:
+        """Queue one message for the bot."""
         if self._closing:
             return
         data = encode(message)
@@ -185,7 +281,7 @@ class Connection:
             self._unsent_bytes += len(data)
             self._last_write = time.monotonic()
             if len(self._unsent) == 1:
-                self.arena.write_batch.add(self)  # may write at once
+                self.server.write_batch.add(self)  # may write at once
             return
         self._outbox.append((data, self._handling))
         self._outbox_bytes += len(data)
@@ -208,8 +304,11 @@ class Connection:
 
     def refuse(self, message: str, reason: str) -> None:
         """A limit was reached: say which, then close."""
-        self.send(error_message(message, reason))
+        self.send_body(error_message(message, reason))
         self.close()
+
+    def error(self, message: str, reason: str | None = None) -> None:
+        self.send_body(error_message(message, reason))
 
     def close(self) -> None:
         self._closing = True
@@ -250,7 +349,7 @@ class Connection:
                     break
                 self._received += len(data)
                 if not self.seat and self._received > UNMETERED_INPUT:
-                    await self.arena.unjoined_input.take(len(data))
+                    await self.server.unjoined_input.take(len(data))
                 self._last_read = time.monotonic()
                 self._handle(data)
                 if len(data) == READ_CHUNK:
@@ -260,7 +359,7 @@ class Connection:
         except OSError as error:  # a reset or broken pipe concerns this connection only
             log.info("connection %s: %s", self.peer, error)
         finally:
-            self.arena.disconnected(self)
+            self.server.disconnected(self)
 
     def _handle(self, data: bytes) -> None:
         """Act on what a chunk completed. The answers, errors included, are replies: they go
@@ -270,18 +369,136 @@ class Connection:
             for event in self.protocol.feed(data):
                 if isinstance(event, Message):
                     try:
-                        self.arena.handle(self, event.payload)
+                        self.handle(event.payload)
                     except Exception:  # a bug must cost this request, not the connection
                         log.exception("connection %s: handling %r failed", self.peer, event.type)
-                        self.send(
-                            error_message("Server error", "the request failed; it was logged")
-                        )
+                        self.error(SERVER_ERROR, "the request failed; it was logged")
                 elif isinstance(event, InvalidMessage):
-                    self.send(error_message(INVALID_JSON, event.reason))
+                    self.error(INVALID_JSON, event.reason)
                 elif isinstance(event, MessageTooLong):
                     self.refuse(MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes")
         finally:
             self._handling = False
+
+    # --- requests ------------------------------------------------------------------------------
+    def handle(self, message: JsonObject) -> None:
+        """Act on one message from the bot."""
+        kind = message["type"]
+        if kind == "create-simulation":
+            self._create(message)
+        elif kind == "join-simulation":
+            self._join(message)
+        elif kind == "player-turn":
+            if self.seat is None:
+                self.error("Not in a game", "join a simulation first")
+                return
+            match, seat = self.seat
+            # What a move causes (a point, the other side's turn, the end) is the game's news,
+            # not an answer: it is paced like any message the bot did not ask for.
+            self._handling = False
+            try:
+                match.submit(seat, message, self)
+            finally:
+                self._handling = True
+        elif kind == "rejoin":
+            self._rejoin(message)
+        else:
+            self.error("Unknown message type", f"unknown type {kind!r}")
+
+    def _game_name(self, message: JsonObject) -> str | None:
+        name = message.get("game", DEFAULT_GAME)
+        if name is None:
+            name = DEFAULT_GAME
+        if not isinstance(name, str) or name not in self.arena.games:
+            self.error("Unknown game", f"game must be one of: {', '.join(self.arena.games)}")
+            return None
+        return name
+
+    def _seed(self, message: JsonObject) -> tuple[bool, int | None]:
+        seed = message.get("seed")
+        if seed is None:
+            return True, None
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            self.error("Invalid seed", f"seed must be an integer from 0 to {MAX_SEED}")
+            return False, None
+        return True, seed
+
+    def _create(self, message: JsonObject) -> None:
+        game = self._game_name(message)
+        valid, seed = self._seed(message)
+        if game is None or not valid:
+            return
+        limit = self.arena.config.max_simulations_per_connection
+        if self.simulations_created >= limit:
+            self.refuse(TOO_MANY_SIMULATIONS, f"at most {limit} per connection")
+            return
+        try:
+            match = self.arena.open(game, MatchOptions(seed=seed, creator=self.address))
+        except JoinRejected as rejected:
+            self.error(rejected.message, rejected.reason)
+            return
+        self.simulations_created += 1
+        self.send_body(match.codec.ready_message(match.id, match.seed))
+
+    def _join(self, message: JsonObject) -> None:
+        if self.seat is not None:
+            self.error("Already in a game", "one game per connection")
+            return
+        simulation_id = message.get("simulationId")
+        if simulation_id:
+            found = self.arena.get(simulation_id)
+            if found is None:
+                self.error(WRONG_SIMULATION_ID)
+                return
+            named_game = message.get("game")
+            if named_game is not None and named_game != found.codec.name:
+                self.error("Wrong game", f"simulation {found.id} is a {found.codec.name} game")
+                return
+            match = found
+        else:
+            game = self._game_name(message)
+            valid, seed = self._seed(message)
+            if game is None or not valid:
+                return
+            options = MatchOptions(seed=seed, creator=self.address, by_join=True)
+            try:
+                match = self.arena.waiting(game, message) or self.arena.open(game, options)
+            except JoinRejected as rejected:
+                self.error(rejected.message, rejected.reason)
+                return
+        try:
+            seat = match.seat(self, SeatRequest(message))
+        except JoinRejected as rejected:
+            self.error(rejected.message, rejected.reason)
+            if match.options.by_join:
+                self.arena.drop_if_abandoned(match)
+            return
+        self.seat = (match, seat)
+
+    def _rejoin(self, message: JsonObject) -> None:
+        """A bot that lost its connection takes its seat back with the seat's token."""
+        if self.seat is not None:
+            self.error("Already in a game", "one game per connection")
+            return
+        match = self.arena.get(message.get("simulationId"))
+        if match is None:
+            self.error(WRONG_SIMULATION_ID)
+            return
+        try:
+            seat = match.rejoin(self, message.get("token"))
+        except JoinRejected as rejected:
+            self.error(rejected.message, rejected.reason)
+            return
+        self.seat = (match, seat)
+
+    def left(self) -> None:
+        """The connection ended: its seat is freed or forfeited."""
+        if self.seat is None:
+            return
+        match, seat = self.seat
+        match.leave(seat, self)
+        if match.options.by_join:
+            self.arena.drop_if_abandoned(match)
 
     async def _write_loop(self) -> None:
         writer = self.writer

@@ -1,0 +1,716 @@
+"""One match: its seats, its seeded random generator, its clock and its turns. No transport.
+
+A match is opened by the arena with all its options, and every player, whatever it plays
+through (a TCP bot, a page, a house player, the Thud HTTP API, a tournament's process), takes
+a seat the same way: ``match.seat(channel, request)``. The match starts itself once its seats
+are full. A channel is anything that can be sent a ``SeatMessage`` and closed.
+
+Turns are played as they arrive: ``submit`` reads the message with the game's codec, checks it
+with the rules and, if it is legal, applies it at once and returns the ``TurnResult``, an
+immutable record of the turn that every listener (records, spectators, the Thud API, the
+tournaments) receives too; none of them ever reads a live match. The clock is a timer per turn:
+a seat that does not answer in time plays the game's timeout action, or forfeits if it has none
+or timed out too often. The match's task only waits for the end and owns the helper tasks
+(house players thinking, grace periods), so nothing outlives the game.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import random
+import secrets
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+import orjson
+
+from server.games.base import ActionRejected, AnyCodec, JoinRejected, JsonObject, Outcome, Player
+from server.protocol import error_message
+
+log = logging.getLogger(__name__)
+
+PLAYER_DISCONNECTED = "Player disconnected"
+TOO_MANY_TIMEOUTS = "Too many timeouts"
+TURN_TIMEOUT = "Turn timeout"
+SERVER_ERROR = "Server error"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatMessage:
+    """A message for one seat. ``state`` is, for a turn, the position to move in: in-process
+    players think on it directly instead of reading the message."""
+
+    body: JsonObject
+    state: Any = None
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["type"])
+
+
+class SeatChannel(Protocol):
+    """Where a seat's messages go: a TCP connection, a page, an HTTP client, a house player."""
+
+    def send(self, message: SeatMessage) -> None:
+        """Queue a message; never blocks the match."""
+
+    def close(self) -> None:
+        """Close once everything queued has been sent."""
+
+
+class Status(StrEnum):
+    WAITING = "waiting"
+    PLAYING = "playing"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchLimits:
+    """The clock's rules for one match."""
+
+    turn_timeout_s: float
+    max_consecutive_timeouts: int
+    first_turn_timeout_s: float = 0.0  # a seat's first reply may take this long (start-up)
+    reconnect_grace_s: float = 0.0  # how long a seat that lost its connection can rejoin
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where a recorded, unfinished game stopped: it plays on from there."""
+
+    state: Any
+    turn_count: int
+    rng: random.Random
+
+
+@dataclass(frozen=True, slots=True)
+class MatchOptions:
+    """Everything about a match that is decided when it is opened, never later."""
+
+    seed: int | None = None  # None: a random one
+    limits: MatchLimits | None = None  # None: the arena's
+    # A tournament's seats belong to their bots: one that leaves before the start forfeits
+    # instead of freeing its seat for someone else.
+    hold_seats: bool = False
+    tournament_id: str | None = None
+    pairing: str | None = None  # the tournament's name for this game
+    seat_bots: tuple[str | None, ...] = ()  # the entrant playing each seat
+    creator: str | None = None  # the address that asked for it, for the per-address cap
+    by_join: bool = False  # opened by a random join: dropped when its last player leaves
+    resume: Resume | None = None
+    match_id: str | None = None  # a restored game keeps its id
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRequest:
+    """A player asking for a seat: the join message's fields, and what kind of player it is."""
+
+    fields: JsonObject = field(default_factory=dict)
+    kind: str = "bot"  # "bot" (TCP), "house", "person", "http": for lobbies and records
+    turn_timeout_s: float | None = None  # None: the match's
+
+
+@dataclass(frozen=True, slots=True)
+class SeatView:
+    """Who sits in a seat, as lobbies and records show it."""
+
+    seat: str
+    nick: str
+    names: tuple[str, ...]
+    kind: str
+    bot: str | None
+
+    def to_wire(self) -> JsonObject:
+        return {"seat": self.seat, "nick": self.nick, "names": list(self.names), "kind": self.kind}
+
+
+@dataclass(frozen=True, slots=True)
+class SeatStats:
+    """How a seat played: its replies' times and the errors it was sent."""
+
+    replies: int
+    reply_mean_ms: float | None
+    reply_worst_ms: float | None
+    errors: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchView:
+    """A match at one moment, as lobbies, pages and records see it."""
+
+    match_id: str
+    codec: AnyCodec
+    seed: int
+    status: Status
+    players: tuple[SeatView | None, ...]
+    turn: int
+    state: Any  # None before the start
+    outcome: Outcome | None
+    tournament_id: str | None
+    pairing: str | None
+    limits: MatchLimits
+
+    @property
+    def game(self) -> str:
+        return self.codec.name
+
+    def scores(self) -> JsonObject | None:
+        return None if self.state is None else self.codec.scores(self.state)
+
+    def result(self) -> JsonObject | None:
+        if self.outcome is None:
+            return None
+        return self.codec.result_to_wire(self.state, self.outcome)
+
+
+class TurnResult:
+    """One turn as played, immutable: the position after it and everything it caused, with its
+    wire forms built once, when first asked for, for every listener."""
+
+    __slots__ = (
+        "_action_json",
+        "_scores",
+        "_spectator_json",
+        "action",
+        "codec",
+        "events",
+        "match_id",
+        "number",
+        "outcome",
+        "seat",
+        "state",
+        "timed_out",
+    )
+
+    def __init__(
+        self,
+        match_id: str,
+        codec: AnyCodec,
+        number: int,
+        seat: int,
+        action: JsonObject,
+        timed_out: bool,
+        events: Sequence[Any],
+        state: Any,
+        outcome: Outcome | None,
+    ) -> None:
+        self.match_id = match_id
+        self.codec = codec
+        self.number = number
+        self.seat = seat
+        self.action = action  # as the records keep it
+        self.timed_out = timed_out
+        self.events = tuple(events)
+        self.state = state  # the position after the turn
+        self.outcome = outcome  # set if the turn ended the game
+        self._scores: JsonObject | None = None
+        self._action_json: bytes | None = None
+        self._spectator_json: bytes | None = None
+
+    @property
+    def scores(self) -> JsonObject:
+        if self._scores is None:
+            self._scores = self.codec.scores(self.state)
+        return self._scores
+
+    @property
+    def action_json(self) -> bytes:
+        """The action as JSON, for the records."""
+        if self._action_json is None:
+            self._action_json = bytes(memoryview(orjson.dumps(self.action)))
+        return self._action_json
+
+    def spectator_json(self) -> bytes:
+        """The turn as pages watching it receive it, without its closing brace, so that the
+        spectator count (which only the visor knows) can follow."""
+        if self._spectator_json is None:
+            codec = self.codec
+            message = {
+                "type": "turn",
+                "simulationId": self.match_id,
+                "turn": self.number,
+                "seat": codec.seat_names[self.seat],
+                "action": self.action,
+                "timedOut": self.timed_out,
+                "events": codec.events_to_wire(self.events),
+                "state": codec.state_to_wire(self.state),
+                "scores": self.scores,
+            }
+            self._spectator_json = orjson.dumps(message)[:-1]
+        return self._spectator_json
+
+
+@dataclass(frozen=True, slots=True)
+class SeatsChanged:
+    """Someone took or gave up a seat before the game started."""
+
+    view: MatchView
+
+
+@dataclass(frozen=True, slots=True)
+class GameStarted:
+    """Every seat is taken; ``view.state`` is the first position (or the resumed one)."""
+
+    view: MatchView
+    started_at: float  # wall-clock seconds
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPlayed:
+    result: TurnResult
+
+
+@dataclass(frozen=True, slots=True)
+class SeatLeft:
+    """A seat's player went away during the game (it forfeits)."""
+
+    match_id: str
+    seat: int
+    nick: str
+
+
+@dataclass(frozen=True, slots=True)
+class GameFinished:
+    view: MatchView
+    outcome: Outcome
+    stats: tuple[SeatStats | None, ...]
+    finished_at: float  # wall-clock seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """The arena dropped a match that nobody played (left, or nobody joined it in time)."""
+
+    match_id: str
+
+
+Update = SeatsChanged | GameStarted | TurnPlayed | SeatLeft | GameFinished | Removed
+Listener = Callable[[Update], None]
+
+
+class _Detached:
+    """The channel of a seat whose player lost its connection and may rejoin."""
+
+    def send(self, message: SeatMessage) -> None:
+        """Dropped: a rejoining player gets the current turn again."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+@dataclass(slots=True)
+class Seat:
+    channel: SeatChannel
+    player: Player
+    turn_timeout_s: float
+    kind: str
+    bot: str | None
+    # Proves a rejoining connection is this seat's player; sent only in its game-info.
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
+    consecutive_timeouts: int = 0
+    errors: int = 0
+    last_error: str | None = None  # the last error it was sent, with its reason
+    gone: bool = False  # left before the start of a game whose seats are held
+    replies: int = 0
+    reply_total_s: float = 0.0
+    reply_worst_s: float = 0.0
+
+    def replied(self, seconds: float) -> None:
+        self.replies += 1
+        self.reply_total_s += seconds
+        self.reply_worst_s = max(self.reply_worst_s, seconds)
+
+    def stats(self) -> SeatStats:
+        return SeatStats(
+            replies=self.replies,
+            reply_mean_ms=1000 * self.reply_total_s / self.replies if self.replies else None,
+            reply_worst_ms=1000 * self.reply_worst_s if self.replies else None,
+            errors=self.errors,
+            last_error=self.last_error,
+        )
+
+
+Starter = Callable[["Match"], None]
+
+
+class Match:
+    """A game between seats, from the first seat taken to the result."""
+
+    def __init__(
+        self,
+        match_id: str,
+        codec: AnyCodec,
+        seed: int,
+        limits: MatchLimits,
+        options: MatchOptions,
+        notify: Listener,
+        start: Starter,
+    ) -> None:
+        self.id = match_id
+        self.codec = codec
+        self.rules = codec.rules
+        self.seed = seed
+        self.limits = limits
+        self.options = options
+        self._notify = notify
+        self._start = start
+        seat_count = len(codec.seat_names)
+        self.seat_bots = options.seat_bots or (None,) * seat_count
+        self.seats: list[Seat | None] = [None] * seat_count
+        self.status = Status.WAITING
+        self.state: Any = None
+        self.outcome: Outcome | None = None
+        resume = options.resume
+        self.rng = resume.rng if resume is not None else random.Random(seed)
+        self.turn_count = resume.turn_count if resume is not None else 0
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self.done = asyncio.Event()  # set once the game is over and its end announced
+        self._seated = asyncio.Event()
+        self._over = asyncio.Event()
+        self._awaited: int | None = None  # the seat on move, while its turn is open
+        self._turn_started = 0.0
+        self._clock: asyncio.TimerHandle | None = None
+        self._tasks: asyncio.TaskGroup | None = None
+        self._helpers: set[asyncio.Task[None]] = set()
+        self._ending: Outcome | None = None  # set by a forfeit, until the match ends
+
+    # --- views ---------------------------------------------------------------------------------
+    def view(self) -> MatchView:
+        names = self.codec.seat_names
+        return MatchView(
+            match_id=self.id,
+            codec=self.codec,
+            seed=self.seed,
+            status=self.status,
+            players=tuple(
+                None
+                if seat is None
+                else SeatView(
+                    names[index], seat.player.nick, seat.player.names, seat.kind, seat.bot
+                )
+                for index, seat in enumerate(self.seats)
+            ),
+            turn=self.turn_count,
+            state=self.state,
+            outcome=self.outcome,
+            tournament_id=self.options.tournament_id,
+            pairing=self.options.pairing,
+            limits=self.limits,
+        )
+
+    def free_seats(self) -> list[int]:
+        return [index for index, seat in enumerate(self.seats) if seat is None]
+
+    def is_full(self) -> bool:
+        return None not in self.seats
+
+    def is_empty(self) -> bool:
+        return all(seat is None for seat in self.seats)
+
+    def can_seat(self, fields: JsonObject) -> bool:
+        """Whether a join request would find a seat here now."""
+        if self.status is not Status.WAITING or self.is_full():
+            return False
+        try:
+            self.codec.choose_seat(self.free_seats(), fields)
+        except JoinRejected:
+            return False
+        return True
+
+    # --- seats ---------------------------------------------------------------------------------
+    def seat(self, channel: SeatChannel, request: SeatRequest) -> int:
+        """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
+        if self.status is not Status.WAITING or self.is_full():
+            raise JoinRejected("Simulation full", f"simulation {self.id} has no free seat")
+        seat = self.codec.choose_seat(self.free_seats(), request.fields)
+        player = self.codec.player_from_join(request.fields)
+        timeout = (
+            self.limits.turn_timeout_s
+            if request.turn_timeout_s is None
+            else (request.turn_timeout_s)
+        )
+        occupant = Seat(channel, player, timeout, request.kind, self.seat_bots[seat])
+        self.seats[seat] = occupant
+        self._seated.set()
+        channel.send(self._game_info(seat, occupant))
+        self._notify(SeatsChanged(self.view()))
+        if self.is_full():
+            self._start(self)
+        return seat
+
+    def _game_info(self, seat: int, occupant: Seat) -> SeatMessage:
+        info = self.codec.game_info_message(self.id, seat, self.seed)
+        info["token"] = occupant.token
+        return SeatMessage(info)
+
+    async def wait_seated(self, seat: int) -> None:
+        """Until someone takes ``seat``."""
+        while self.seats[seat] is None:
+            self._seated.clear()
+            await self._seated.wait()
+
+    def leave(self, seat: int, channel: SeatChannel) -> None:
+        """The seat's channel is gone: free it before the game; during it, forfeit once the
+        grace period for rejoining has passed. A channel the seat no longer uses is ignored."""
+        occupant = self.seats[seat]
+        if occupant is None or occupant.channel is not channel:
+            return
+        if self.status is Status.WAITING:
+            if self.options.hold_seats:
+                occupant.gone = True
+            else:
+                self.seats[seat] = None
+            self._notify(SeatsChanged(self.view()))
+        elif self.status is Status.PLAYING and not self._over.is_set():
+            # Only a TCP bot holds a token it can rejoin with; a closed page cannot come back.
+            if self.limits.reconnect_grace_s > 0 and occupant.kind == "bot":
+                detached = _Detached()
+                occupant.channel = detached
+                self.spawn(self._forfeit_unless_back(seat, occupant, detached))
+            else:
+                self._forfeit_left(seat)
+
+    async def _forfeit_unless_back(self, seat: int, occupant: Seat, detached: _Detached) -> None:
+        """Forfeit if the seat is still on the channel it got when it left: a rejoin, even one
+        followed by another loss (with its own grace period), replaced it."""
+        await asyncio.sleep(self.limits.reconnect_grace_s)
+        if occupant.channel is detached and not self._over.is_set():
+            self._forfeit_left(seat)
+
+    def _forfeit_left(self, seat: int) -> None:
+        occupant = self.seats[seat]
+        for index, other in enumerate(self.seats):
+            if other is not None and index != seat:
+                other.channel.send(SeatMessage(error_message(PLAYER_DISCONNECTED)))
+        self._notify(SeatLeft(self.id, seat, occupant.player.nick if occupant else ""))
+        self._end(Outcome(self._opponent(seat), PLAYER_DISCONNECTED))
+
+    def rejoin(self, channel: SeatChannel, token: object) -> int:
+        """Give a seat back to the player holding its token; returns the seat.
+
+        The new channel replaces the old one (which is closed if still open), gets the seat's
+        ``game-info`` again and, if the seat is on move, the current turn.
+        """
+        if self.status is Status.FINISHED or self._over.is_set():
+            raise JoinRejected("Game over", f"simulation {self.id} has ended")
+        for seat, occupant in enumerate(self.seats):
+            if (
+                occupant is not None
+                and isinstance(token, str)
+                and hmac.compare_digest(occupant.token.encode(), token.encode())
+            ):
+                old = occupant.channel
+                occupant.channel, occupant.gone = channel, False
+                if old is not channel:
+                    old.close()
+                channel.send(self._game_info(seat, occupant))
+                if seat == self._awaited:
+                    channel.send(self._turn_message(seat))
+                return seat
+        raise JoinRejected("Invalid token", "no seat of this simulation has that token")
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a helper task (an in-process player's thinking) owned by this match.
+
+        Once the game is over there is nothing left to help with: the work is dropped.
+        """
+        if self._tasks is None or self._over.is_set():
+            work.close()
+            return
+        try:
+            helper = self._tasks.create_task(work)
+        except RuntimeError:  # the match's TaskGroup is already shutting down
+            work.close()
+            return
+        self._helpers.add(helper)
+        helper.add_done_callback(self._helpers.discard)
+
+    def _opponent(self, seat: int) -> int | None:
+        others = [index for index in range(len(self.seats)) if index != seat]
+        return others[0] if len(others) == 1 else None
+
+    # --- turns ---------------------------------------------------------------------------------
+    def submit(self, seat: int, message: JsonObject, channel: SeatChannel) -> TurnResult | None:
+        """A seat's ``player-turn``: the turn it played, or ``None`` if it was refused (the
+        seat was told why, and nothing changed).
+
+        Only the seat's current channel acts for it: after a rejoin, the old one cannot.
+        """
+        occupant = self.seats[seat]
+        if occupant is None or occupant.channel is not channel:
+            channel.send(SeatMessage(error_message("Not your seat", "this seat was rejoined")))
+            return None
+        if self.status is Status.WAITING:
+            channel.send(SeatMessage(error_message("Game not started", "waiting for the other")))
+            return None
+        if self.status is Status.FINISHED or self._over.is_set():
+            channel.send(SeatMessage(error_message("Game over", "this game has ended")))
+            return None
+        if seat != self._awaited:
+            self._reject(occupant, ActionRejected("Not your turn", "wait for a turn message"))
+            return None
+        try:
+            action = self.rules.check(self.state, seat, self.codec.candidate(message))
+        except ActionRejected as rejected:
+            self._reject(occupant, rejected)
+            return None
+        occupant.consecutive_timeouts = 0
+        occupant.replied(time.monotonic() - self._turn_started)
+        return self._play(seat, action, timed_out=False)
+
+    def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
+        occupant.errors += 1
+        occupant.last_error = f"{rejected.message}: {rejected.reason}"
+        occupant.channel.send(SeatMessage(error_message(rejected.message, rejected.reason)))
+
+    def _ask(self) -> None:
+        """Send the seat on move its turn and start its clock."""
+        seat = self.rules.to_move(self.state)
+        occupant = self.seats[seat]
+        assert occupant is not None
+        self._awaited = seat
+        self._turn_started = time.monotonic()
+        occupant.channel.send(self._turn_message(seat))
+        timeout = occupant.turn_timeout_s
+        if not occupant.replies and not occupant.consecutive_timeouts:
+            # Its very first turn: the bot may still be starting up.
+            timeout = max(timeout, self.limits.first_turn_timeout_s)
+        self._clock = asyncio.get_running_loop().call_later(timeout, self._timed_out, seat)
+
+    def _turn_message(self, seat: int) -> SeatMessage:
+        return SeatMessage(self.codec.turn_message(self.state, seat), self.state)
+
+    def _timed_out(self, seat: int) -> None:
+        """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""
+        occupant = self.seats[seat]
+        if occupant is None or seat != self._awaited or self._over.is_set():
+            return
+        occupant.consecutive_timeouts += 1
+        action = self.rules.timeout_action(self.state, seat)
+        if action is None:
+            self._end(Outcome(self._opponent(seat), TURN_TIMEOUT))
+            return
+        if occupant.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
+            self._end(Outcome(self._opponent(seat), TOO_MANY_TIMEOUTS))
+            return
+        reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
+        occupant.channel.send(SeatMessage(error_message(TURN_TIMEOUT, reason)))
+        self._play(seat, action, timed_out=True)
+
+    def _play(self, seat: int, action: Any, timed_out: bool) -> TurnResult | None:
+        """Apply a checked action, tell everyone, and ask for the next turn or end the game."""
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self._awaited = None
+        before = self.state
+        try:
+            self.state, events = self.rules.apply(before, seat, action, self.rng)
+            self.turn_count += 1
+            outcome = self.rules.outcome(self.state)
+            result = TurnResult(
+                self.id,
+                self.codec,
+                self.turn_count,
+                seat,
+                self.codec.action_to_wire(action),
+                timed_out,
+                events,
+                self.state,
+                outcome,
+            )
+            for target, message in self.codec.after_turn_messages(before, self.state, events):
+                occupant = self.seats[target]
+                if occupant is not None:
+                    occupant.channel.send(SeatMessage(message))
+            self._notify(TurnPlayed(result))
+            if outcome is not None:
+                self._end(outcome)
+            else:
+                self._ask()
+        except Exception:  # a bug in a game must end that game, not the arena
+            log.exception("simulation %s failed on turn %d", self.id, self.turn_count)
+            self._end(Outcome(None, SERVER_ERROR))
+            return None
+        return result
+
+    def _end(self, outcome: Outcome) -> None:
+        """The game is over: each seat gets its last message, and the match's task finishes."""
+        if self._over.is_set():
+            return
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self._awaited = None
+        self.outcome = outcome
+        self._over.set()
+        if self.state is None:
+            return
+        for index, occupant in enumerate(self.seats):
+            if occupant is not None:
+                message = self.codec.end_message(self.state, outcome, index)
+                occupant.channel.send(SeatMessage(message))
+
+    # --- the match's life ---------------------------------------------------------------------
+    async def run(self, on_finished: Callable[[Match], None]) -> None:
+        """Play the game to its end; never raises, so one broken game cannot stop the others.
+
+        Cancelled (the arena stops), the game ends with no result: it is kept as unfinished.
+        """
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                self._begin()
+                await self._over.wait()
+                for helper in self._helpers:
+                    helper.cancel()  # a player still thinking about a game that is over
+        except Exception:
+            log.exception("simulation %s failed", self.id)
+            if self.outcome is None:
+                self.outcome = Outcome(None, SERVER_ERROR)
+        finally:
+            self._tasks = None
+            if self._clock is not None:
+                self._clock.cancel()
+            self._over.set()
+            self.status = Status.FINISHED
+            self.finished_at = time.time()
+            for seat in self.seats:
+                if seat is not None:
+                    seat.channel.close()
+            if self.outcome is not None:
+                stats = tuple(None if s is None else s.stats() for s in self.seats)
+                self._notify(GameFinished(self.view(), self.outcome, stats, self.finished_at))
+            self.done.set()
+            on_finished(self)
+
+    def _begin(self) -> None:
+        resume = self.options.resume
+        players = [seat.player for seat in self.seats if seat is not None]
+        self.state = resume.state if resume is not None else self.rules.initial_state(players)
+        self.status = Status.PLAYING
+        self.started_at = time.time()
+        self._notify(GameStarted(self.view(), self.started_at))
+        gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
+        if gone:
+            winner = self._opponent(gone[0]) if len(gone) == 1 else None
+            self._end(Outcome(winner, PLAYER_DISCONNECTED))
+        elif (outcome := self.rules.outcome(self.state)) is not None:
+            self._end(outcome)
+        else:
+            self._ask()
+
+    async def finished(self) -> GameFinished | None:
+        """Wait for the end; the game as it finished (``None`` if it was cut short)."""
+        await self.done.wait()
+        if self.outcome is None:
+            return None
+        stats = tuple(None if s is None else s.stats() for s in self.seats)
+        return GameFinished(self.view(), self.outcome, stats, self.finished_at or time.time())

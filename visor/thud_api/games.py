@@ -1,0 +1,341 @@
+"""The Thud HTTP API's games: each one an arena match whose two seats are ``HttpSeat``s.
+
+A game is opened and seated through the same match API as every front end, so it follows the
+arena's rules and clock, shows in the lobby, can be watched and is recorded. ``/move`` submits
+the move to the match and answers from the turn the match played (no second check here); the
+API keeps each game's position from what its seats are sent and from those turns, and learns of
+the other player's moves and of the end from the arena's updates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import secrets
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from server.arena import Arena
+from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
+from server.games.thud import rules
+from server.games.thud.rules import Action, State
+from server.match import (
+    GameFinished,
+    Match,
+    MatchLimits,
+    MatchOptions,
+    SeatMessage,
+    SeatRequest,
+    TurnPlayed,
+    Update,
+)
+from server.records import Records
+from server.replay import DamagedRecord, frames
+from visor.thud_api.codec import (
+    START,
+    Answer,
+    Damaged,
+    MoveRequest,
+    TooMany,
+    Unavailable,
+    answer_of,
+    board_to_wire,
+    digest,
+)
+
+log = logging.getLogger(__name__)
+
+GAME = "thud"
+MAX_LIVE_GAMES = 1000  # live HTTP API games at once; /start answers 503 beyond
+READY_TIMEOUT_S = 10.0  # until a new or loaded game's match asks for its first move
+
+OpponentMoved = Callable[["HttpGame", int, JsonObject, Answer], None]
+GameEnded = Callable[["HttpGame", Outcome], None]
+
+
+class HttpSeat:
+    """A seat played through the API: the match's messages to it are noted, not sent anywhere.
+
+    The player asks for the position (``/game``) and moves (``/move``) when it likes; the seat
+    keeps the position of each turn it is asked for, and tells its game when the match first
+    asks for a move.
+    """
+
+    def __init__(self, game: HttpGame) -> None:
+        self.game = game
+
+    def send(self, message: SeatMessage) -> None:
+        if message.kind == "turn":
+            self.game.state = message.state
+            self.game.ready.set()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class HttpGame:
+    """One API game: its tokens, its match, and where it stands."""
+
+    def __init__(
+        self,
+        token: str,
+        match: Match,
+        player_digests: tuple[str, str],
+        names: tuple[str, str],
+        address: str,
+    ) -> None:
+        self.token = token
+        self.match = match
+        self.player_digests = player_digests
+        self.names = names
+        self.address = address  # of the client that started it, for the per-address cap
+        self.channels = (HttpSeat(self), HttpSeat(self))
+        self.state: State = START
+        self.outcome: Outcome | None = None
+        self.ready = asyncio.Event()  # the match has asked for a move (or the game ended)
+        self.lock = asyncio.Lock()  # one move at a time
+
+    def seat_of(self, player_token: str) -> int | None:
+        wanted = digest(player_token)
+        found = None
+        for seat, expected in enumerate(self.player_digests):
+            if hmac.compare_digest(wanted, expected):
+                found = seat
+        return found
+
+    def over(self) -> bool:
+        return self.outcome is not None
+
+    def kills(self, seat: int, request: MoveRequest) -> Answer:
+        """What the move would capture, if the seat may play it now (``/move/validate``)."""
+        state = self.state
+        if self.over() or rules.SIDES.index(rules.side_to_move(state)) != seat:
+            return False
+        try:
+            checked = rules.check(state, Action((request.start, request.end)))
+        except ActionRejected:
+            return False
+        assert isinstance(checked, Action) and isinstance(checked.move, rules.Move)
+        return [list(square) for square in checked.move.killed] or True
+
+
+class ThudGames:
+    """The live API games by game token, and the games of the records."""
+
+    def __init__(
+        self,
+        arena: Arena,
+        records: Records,
+        opponent_moved: OpponentMoved,
+        ended: GameEnded,
+    ) -> None:
+        self.arena = arena
+        self.records = records
+        self._opponent_moved = opponent_moved
+        self._ended = ended
+        self.live: dict[str, HttpGame] = {}  # playable games by game token
+        self._by_match: dict[str, HttpGame] = {}
+        self._per_address: Counter[str] = Counter()  # live games by the address that began them
+        self._loading = asyncio.Lock()
+        arena.listeners.append(self.on_update)
+
+    @property
+    def turn_timeout_s(self) -> float:
+        """People and programs alike call the API: each move may take a person's time."""
+        return self.arena.config.person_turn_timeout_ms / 1000
+
+    def _options(self, **changes: Any) -> MatchOptions:
+        """The seats are held: a matched player who leaves before the start forfeits. An HTTP
+        seat cannot reconnect, so a matched player's closed socket forfeits at once."""
+        limits = self.arena.limits()
+        held = MatchLimits(
+            limits.turn_timeout_s, limits.max_consecutive_timeouts, limits.first_turn_timeout_s
+        )
+        return MatchOptions(hold_seats=True, limits=held, **changes)
+
+    def _seat(
+        self,
+        match: Match,
+        token: str,
+        player_digests: tuple[str, str],
+        names: tuple[str, str],
+        address: str,
+    ) -> HttpGame:
+        """Seat two HTTP seats in a waiting match, which starts it."""
+        game = HttpGame(token, match, player_digests, names, address)
+        self._by_match[match.id] = game
+        self._per_address[address] += 1
+        for seat, name in enumerate(names):
+            request = SeatRequest(
+                {"nick": name, "side": rules.SIDES[seat]},
+                kind="http",
+                turn_timeout_s=self.turn_timeout_s,
+            )
+            match.seat(game.channels[seat], request)
+        return game
+
+    def _check_share(self, address: str) -> None:
+        most = self.arena.config.max_thud_api_games_per_address
+        if self._per_address[address] >= most:
+            raise TooMany(f"at most {most} live games from one address: finish one first")
+
+    def create(self, names: tuple[str, str], address: str) -> tuple[HttpGame, tuple[str, str]]:
+        """A new game between two names; returns it and the two player tokens."""
+        if len(self._by_match) >= MAX_LIVE_GAMES:
+            raise Unavailable(f"the server plays {MAX_LIVE_GAMES} API games already: try later")
+        self._check_share(address)
+        token = secrets.token_urlsafe(24)
+        player_tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
+        player_digests = (digest(player_tokens[0]), digest(player_tokens[1]))
+        match = self.arena.open(GAME, self._options())
+        game = self._seat(match, token, player_digests, names, address)
+        self.records.thud_api_game_created(digest(token), match.id, player_digests, names)
+        return game, player_tokens
+
+    async def go_live(self, game: HttpGame) -> None:
+        """Once the match asks for the first move, the game's token plays it.
+
+        Until then its position is not known to the API (a loaded game is still being rebuilt).
+        """
+        waiting = asyncio.ensure_future(game.ready.wait())
+        ended = asyncio.ensure_future(game.match.done.wait())
+        try:
+            await asyncio.wait(
+                {waiting, ended}, timeout=READY_TIMEOUT_S, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            waiting.cancel()
+            ended.cancel()
+        if game.over():
+            return
+        if not game.ready.is_set():
+            raise Unavailable("the game did not start in time: try again")
+        self.live[game.token] = game
+
+    def on_update(self, update: Update) -> None:
+        """The arena's news of API games: the other player's moves, and the end."""
+        if isinstance(update, TurnPlayed):
+            game = self._by_match.get(update.result.match_id)
+            if game is not None:
+                result = update.result
+                game.state = result.state
+                self._opponent_moved(game, result.seat, result.action, answer_of(result.events))
+        elif isinstance(update, GameFinished):
+            game = self._by_match.get(update.view.match_id)
+            if game is not None:
+                game.outcome = update.outcome
+                if update.view.state is not None:
+                    game.state = update.view.state
+                self._forget(game)
+                game.ready.set()
+                self._ended(game, update.outcome)
+
+    def _forget(self, game: HttpGame) -> None:
+        if self.live.get(game.token) is game:
+            del self.live[game.token]
+        if self._by_match.get(game.match.id) is game:
+            del self._by_match[game.match.id]
+            self._per_address[game.address] -= 1
+            if not self._per_address[game.address]:
+                del self._per_address[game.address]
+
+    # --- the requests --------------------------------------------------------------------------
+    async def move(self, request: MoveRequest, *, play: bool) -> Answer:
+        """``/move`` (``play``) or ``/move/validate``: true, the captured squares, or false."""
+        game = self.live.get(request.game)
+        if game is None:
+            return False
+        seat = game.seat_of(request.player)
+        if seat is None:
+            return False
+        if not play:
+            return game.kills(seat, request)
+        async with game.lock:
+            wire = {"from": list(request.start), "to": list(request.end)}
+            played = game.match.submit(
+                seat, {"type": "player-turn", "move": wire}, game.channels[seat]
+            )
+            if played is None:
+                return False
+            await self.records.flush()  # an acknowledged move is on disk
+            return answer_of(played.events)
+
+    async def board(self, token: str) -> JsonObject | None:
+        """The board of a live game, else of the stored game with this token."""
+        game = self.live.get(token)
+        if game is not None:
+            return board_to_wire(game.state)
+        stored = await asyncio.to_thread(self.records.thud_api_game, digest(token))
+        if stored is None:
+            return None
+        await self.records.flush()
+        record = await self._stored_game(stored["gameId"])
+        if record is None:
+            return None
+        return board_to_wire(await asyncio.to_thread(_last_state, record))
+
+    async def _stored_game(self, game_id: str) -> JsonObject | None:
+        """The record a token's game was kept in, which must be a Thud game that reads back."""
+        try:
+            record = await asyncio.to_thread(self.records.game, game_id)
+        except DamagedRecord as error:
+            log.warning("thud api: %s", error)
+            raise Damaged(f"the stored game cannot be read back: {error}") from error
+        if record is not None and record["game"] != GAME:
+            log.warning("thud api: a token points at game %s, a %s game", game_id, record["game"])
+            raise Damaged(f"the stored game {game_id} is not a Thud game")
+        return record
+
+    async def save(self, token: str) -> bool:
+        """Every move played so far is on disk: true once it is."""
+        token_digest = digest(token)
+        if token not in self.live:
+            stored = await asyncio.to_thread(self.records.thud_api_game, token_digest)
+            if stored is None:
+                return False
+        self.records.thud_api_game_saved(token_digest)
+        await self.records.flush()
+        return True
+
+    async def load(self, token: str, address: str) -> bool:
+        """Make a stored, unfinished game live again (after a restart); true once it is."""
+        if token in self.live:
+            return True
+        stored = await asyncio.to_thread(self.records.thud_api_game, digest(token))
+        if stored is None:
+            return False
+        async with self._loading:
+            if token in self.live:
+                return True
+            await self.records.flush()
+            record = await self._stored_game(stored["gameId"])
+            if (
+                record is None
+                or record["status"] != "unfinished"
+                or self.arena.get(record["id"]) is not None
+            ):
+                return False
+            self._check_share(address)
+            try:
+                match = self.arena.restore(record, self._options())
+            except DamagedRecord as error:
+                log.warning("thud api: %s", error)
+                raise Damaged(f"the stored game cannot be replayed: {error}") from error
+            except JoinRejected as error:  # it went live meanwhile
+                log.info("thud api: game %s does not restore: %s", record["id"], error)
+                return False
+            game = self._seat(match, token, stored["playerDigests"], stored["players"], address)
+            await self.go_live(game)
+        return not game.over()
+
+
+def _last_state(record: JsonObject) -> State:
+    try:
+        *_, last = frames(record)
+    except DamagedRecord as error:
+        log.warning("thud api: %s", error)
+        raise Damaged(f"the stored game cannot be replayed: {error}") from error
+    state: State = last.state
+    return state
