@@ -3,12 +3,15 @@
     python bench/load.py [--games 10 100 1000] [--seconds 10] [--loop asyncio|uvloop]
                          [--mix tavern|thud|both] [--think-ms 0]
 
-For each N, prints the turns played per second, the reply latency (from a bot sending its
-move to the other bot receiving the next turn: the server's work plus loopback), the server's
-CPU and memory, and the turns per second as a ratio to the bare asyncio relay of
-``bench/baseline.py`` measured in the same run under the same load. Then the memory each idle
-simulation costs. The bots answer instantly (Tavern: a pass; Thud: the first legal move), and
-each pair starts a new game when one ends, so N games are always in play.
+For each N, prints the turns played per second, the server's CPU time per turn (process CPU
+seconds, its records thread included, over the turns played: the figure this shared machine's
+noise barely moves), the reply latency (from a bot sending its move to the other bot receiving
+the next turn: the server's work plus loopback), the server's memory, and the turns per second
+as a ratio to the bare asyncio relay of ``bench/baseline.py`` measured in the same run under the
+same load. Then the memory each idle simulation costs. The bots play real moves (Tavern: every
+dwarf of the team steps in a random direction, so pushes, throws and points happen; Thud: a
+random legal move), and each pair starts a new game when one ends, so N games are always in
+play.
 
 With ``--think-ms T`` each bot waits before answering, as a real bot thinks, a time drawn
 between T/2 and 3T/2 ms (bots that all took exactly T would answer in lockstep): the server
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import re
 import sys
@@ -48,7 +52,7 @@ class Pair:
     ) -> None:
         self.port, self.game, self.deadline, self.latencies = port, game, deadline, latencies
         self.think_s = think_s
-        self.chance = random.Random(port)
+        self.chance = random.Random(next(SEEDS))
         self.turns = 0
         self.sent_at = 0.0
 
@@ -81,13 +85,13 @@ class Pair:
             writer.close()
 
     async def bot(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Answer every turn at once, reading as little of it as possible.
+        """Answer every turn with a real move, reading as little of it as possible.
 
         The bots share two cores with the server: parsing every Thud turn in full (hundreds of
         moves) would make this process, not the server, the bottleneck. Turns are recognised by
-        their first bytes and the reply is built from a regular expression's match.
+        their first bytes and a Thud move is picked among a regular expression's matches.
         """
-        pass_turn = b""
+        dwarves: list[int] = []
         while time.perf_counter() < self.deadline:
             line = await reader.readline()
             if not line:
@@ -99,29 +103,39 @@ class Pair:
                 self.turns += 1
                 if self.think_s:
                     await asyncio.sleep(self.think_s * self.chance.uniform(0.5, 1.5))
-                writer.write(pass_turn or first_thud_move(line))
+                if dwarves:
+                    writer.write(tavern_moves(dwarves, self.chance))
+                else:
+                    writer.write(random_thud_move(line, self.chance))
                 self.sent_at = time.perf_counter()
             elif line.startswith(GAME_INFO) and self.game == "tavern":
                 team = orjson.loads(line)["team"]
-                first_dwarf = 1 if team == "team1" else 6  # botsPerPlayer 5: ids 1-5 and 6-10
-                pass_turn = (
-                    orjson.dumps(
-                        {"type": "player-turn", "actions": [{"botId": first_dwarf, "type": "PASS"}]}
-                    )
-                    + b"\n"
-                )
+                first = 1 if team == "team1" else 6  # botsPerPlayer 5: ids 1-5 and 6-10
+                dwarves = list(range(first, first + 5))
             elif any(line.startswith(end) for end in ENDS):
                 return
 
 
-FIRST_MOVE = re.compile(rb'"moves":\[\{"from":\[(\d+),(\d+)\],"to":\[(\d+),(\d+)\]')
+SEEDS = itertools.count(1)  # each pair's bots draw their own moves
+MOVE = re.compile(rb'\{"from":\[(\d+),(\d+)\],"to":\[(\d+),(\d+)\]')
+DIRECTIONS = (b"NORTH", b"EAST", b"SOUTH", b"WEST")
 
 
-def first_thud_move(line: bytes) -> bytes:
-    found = FIRST_MOVE.search(line)
-    assert found, "a Thud turn always lists its legal moves"
-    fx, fy, tx, ty = found.groups()
+def random_thud_move(line: bytes, chance: random.Random) -> bytes:
+    """One of the turn's legal moves, at random."""
+    moves = MOVE.findall(line, line.index(b'"moves":'))
+    assert moves, "a Thud turn always lists its legal moves"
+    fx, fy, tx, ty = chance.choice(moves)
     return b'{"type":"player-turn","move":{"from":[%s,%s],"to":[%s,%s]}}\n' % (fx, fy, tx, ty)
+
+
+def tavern_moves(dwarves: list[int], chance: random.Random) -> bytes:
+    """Every dwarf of the team one step in a random direction."""
+    actions = b",".join(
+        b'{"botId":%d,"type":"MOVE","direction":"%s"}' % (dwarf, chance.choice(DIRECTIONS))
+        for dwarf in dwarves
+    )
+    return b'{"type":"player-turn","actions":[%s]}\n' % actions
 
 
 @dataclass
@@ -129,6 +143,7 @@ class Figures:
     turns_per_s: float
     latencies: list[float]
     cpu: float  # server CPU time per second of wall time
+    cpu_per_turn: float  # server CPU seconds per turn played
     rss: int  # server resident memory at the end, bytes
 
 
@@ -146,11 +161,9 @@ async def measure(
     await asyncio.gather(*(pair.run() for pair in pairs))
     elapsed = time.perf_counter() - started
     turns = sum(pair.turns for pair in pairs)
+    cpu = server.cpu_seconds() - cpu_before
     return Figures(
-        turns / elapsed,
-        latencies,
-        (server.cpu_seconds() - cpu_before) / elapsed,
-        server.rss_bytes(),
+        turns / elapsed, latencies, cpu / elapsed, cpu / max(turns, 1), server.rss_bytes()
     )
 
 
@@ -208,8 +221,9 @@ def main() -> None:
                 f"whose own p99 is {percentile(relayed, 0.99) * 1000:.1f} ms)"
             )
         print(
-            f"{games:>6} games: {result.turns_per_s:>8,.0f} turns/s{compared}; "
-            f"reply {describe_ms(result.latencies)}; server CPU {result.cpu:.0%}, "
+            f"{games:>6} games: {result.turns_per_s:>8,.0f} turns/s, server CPU "
+            f"{result.cpu_per_turn * 1e6:.0f} us/turn{compared}; reply "
+            f"{describe_ms(result.latencies)}; server CPU {result.cpu:.0%}, "
             f"RSS {result.rss / 2**20:.0f} MiB"
         )
     print(

@@ -228,6 +228,10 @@ class Arena:
             self._tasks = None
 
     def stop_matches(self) -> None:
-        """Cancel every match still playing: they end with no result."""
+        """End every match still playing with no result, at once (so that no player leaving
+        afterwards can give it one), and cancel their tasks."""
+        for match in list(self.matches.values()):
+            if match.status is Status.PLAYING:
+                match.stop()
         for task in list(self._match_tasks):
             task.cancel()

@@ -707,6 +707,15 @@ class Match:
         else:
             self._ask()
 
+    def stop(self) -> None:
+        """The arena is stopping: the game ends here with no result (it is kept as unfinished),
+        whatever its players do meanwhile."""
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self._awaited = None
+        self._over.set()
+
     async def finished(self) -> GameFinished | None:
         """Wait for the end; the game as it finished (``None`` if it was cut short)."""
         await self.done.wait()

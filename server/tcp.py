@@ -1,9 +1,10 @@
 """Bots over TCP: the listener, and one ``Connection`` per bot that relays its bytes.
 
-A connection reads bytes through the sans-I/O ``MessageReader``, asks the arena for what each
-message asks (create, join, move, rejoin) through the same match API as every front end, and
-writes what its seat is sent. It owns its tasks and its socket, and closes the socket whatever
-happens.
+A connection is an asyncio ``Protocol``: bytes arrive in ``data_received`` and go through the
+sans-I/O ``MessageReader``; each message asks the arena for something (create, join, move,
+rejoin) through the same match API as every front end; what the seat is sent goes to the
+transport. There is no task per connection, only callbacks and timers, so a turn costs no task
+switch; the connection closes its transport whatever happens.
 
 Some bots written for the original server parse each TCP read as exactly one message. The
 original kept them alive by accident (Nagle's algorithm held back a second message for about
@@ -21,8 +22,7 @@ import contextlib
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 from server.arena import MAX_SEED, TOO_MANY_SIMULATIONS, Arena
 from server.config import ListenError
@@ -94,27 +94,28 @@ class RoundBudget:
     """Input bytes from connections that have not joined a game, handled per loop round.
 
     Such connections cannot delay the games: however many of them send at once, each round of
-    the event loop handles at most about ``per_round`` of their bytes, in the order they came,
-    and the rest wait (in the kernel's buffers) for later rounds, while seated bots are served
-    at once, and so is what a connection sends first (``UNMETERED_INPUT``: a create or a join),
-    so a bot that has just connected never waits behind the flood.
+    the event loop handles at most about ``per_round`` of their bytes, in the order they came;
+    the others stop reading (their bytes wait in the kernel's buffers) until their turn, while
+    seated bots are served at once, and so is what a connection sends first
+    (``UNMETERED_INPUT``: a create or a join), so a bot that has just connected never waits
+    behind the flood.
     """
 
     def __init__(self, per_round: int) -> None:
         self.per_round = per_round
         self._left = per_round
-        self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._waiting: deque[tuple[int, Callable[[], None]]] = deque()
         self._refill_due = False
 
-    async def take(self, size: int) -> None:
+    def take(self, size: int, then: Callable[[], None]) -> bool:
+        """True if ``size`` bytes may be handled now; else ``then`` is called when they may."""
         if self._left > 0 and not self._waiting:
             self._left -= size
             self._refill_soon()
-            return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((size, turn))
+            return True
+        self._waiting.append((size, then))
         self._refill_soon()
-        await turn
+        return False
 
     def _refill_soon(self) -> None:
         if not self._refill_due:
@@ -125,18 +126,18 @@ class RoundBudget:
         """A new round: let through as many waiting as its budget allows, and no more."""
         self._refill_due = False
         left = self.per_round
+        loop = asyncio.get_running_loop()
         while self._waiting and left > 0:
-            size, turn = self._waiting.popleft()
-            if not turn.done():
-                turn.set_result(None)
-                left -= size
+            size, then = self._waiting.popleft()
+            loop.call_soon(then)
+            left -= size
         self._left = left
         if self._waiting:
             self._refill_soon()
 
 
 class TcpServer:
-    """The TCP listener: one ``Connection`` per bot, each owning its tasks."""
+    """The TCP listener and its connections."""
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
@@ -144,13 +145,11 @@ class TcpServer:
         self.connections: set[Connection] = set()
         self.write_batch = WriteBatch(WRITE_BATCH_S)
         self.unjoined_input = RoundBudget(UNJOINED_INPUT_PER_ROUND)
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._per_address: Counter[str] = Counter()
+        self._all_closed = asyncio.Event()
 
-    async def _on_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        connection = Connection(reader, writer, self)
+    def accepted(self, connection: Connection) -> None:
+        """A new connection: counted, or refused past the limits."""
         config = self.arena.config
         if len(self.connections) >= config.max_connections:
             connection.refuse("Too many connections", f"the arena takes {config.max_connections}")
@@ -160,14 +159,8 @@ class TcpServer:
                 f"at most {config.max_connections_per_address} from one address",
             )
         self.connections.add(connection)
+        self._all_closed.clear()
         self._per_address[connection.address] += 1
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            await connection.serve()
-        finally:
-            self._tasks.discard(task)
 
     def disconnected(self, connection: Connection) -> None:
         if connection in self.connections:
@@ -175,15 +168,18 @@ class TcpServer:
             self._per_address[connection.address] -= 1
             if not self._per_address[connection.address]:
                 del self._per_address[connection.address]
+            if not self.connections:
+                self._all_closed.set()
         connection.left()
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[TcpServer]:
         """Listen for bots until the block exits; then tell each why it is closed, and close."""
         config = self.arena.config
+        loop = asyncio.get_running_loop()
         try:
-            server = await asyncio.start_server(
-                self._on_connection,
+            server = await loop.create_server(
+                lambda: Connection(self),
                 config.host,
                 config.port,
                 reuse_address=True,
@@ -200,41 +196,33 @@ class TcpServer:
                     yield self
                 finally:
                     server.close()  # stop accepting before anything else
-                    # Tell every bot why its connection is about to close; the arena stops
-                    # the games (kept as unfinished).
+                    # Stop the games first (kept as unfinished: a bot whose connection then
+                    # closes cannot win one by forfeit), then tell every bot why it is closed.
+                    self.arena.stop_matches()
                     for connection in list(self.connections):
                         connection.refuse(SHUTTING_DOWN, "the arena is stopping")
-                    self.arena.stop_matches()
         finally:
             # Connections flush what they were told and close on their own; give them a moment.
-            if self._tasks:
-                await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_S)
+            if self.connections:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(CLOSE_WAIT_S):
+                        await self._all_closed.wait()
             for connection in list(self.connections):
-                connection.writer.transport.abort()
-            if self._tasks:
-                await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_S)
+                connection.abort()
 
 
-class Connection:
+class Connection(asyncio.Protocol):
     """A TCP peer and what it asks of the arena; implements ``SeatChannel`` for its seat."""
 
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        server: TcpServer,
-    ) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self, server: TcpServer) -> None:
         self.server = server
         self.arena = server.arena
-        peer = writer.get_extra_info("peername")
-        self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.simulations_created = 0
-        config = server.arena.config
+        config = self.arena.config
         self.protocol = MessageReader(config.max_message_bytes)
         self.seat: tuple[Match, int] | None = None
+        self.simulations_created = 0
+        self.address = self.peer = "?"
+        self.transport: asyncio.Transport | None = None
         self._gap_s = config.message_gap_ms / 1000
         self._idle_s = config.idle_timeout_ms / 1000
         self._max_buffered = config.max_send_buffer_bytes
@@ -243,11 +231,111 @@ class Connection:
         self._unsent: list[bytes] = []  # due now, written at the end of this round (WriteBatch)
         self._unsent_bytes = 0
         self._handling = False  # while one of the bot's messages is being handled
-        self._has_output = asyncio.Event()
-        self._closing = False
+        self._closing = False  # no more input is handled, and the socket closes once flushed
         self._last_write = 0.0
         self._last_read = 0.0
         self._received = 0
+        self._pending = b""  # input waiting for its turn (the round budget, or a later round)
+        self._join_deadline: asyncio.TimerHandle | None = None
+        self._paced_write: asyncio.TimerHandle | None = None
+        self._close_deadline: asyncio.TimerHandle | None = None
+
+    # --- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        # Counted from the connection, not reset by each byte: a peer that trickles bytes
+        # without joining is closed as surely as a silent one.
+        loop = asyncio.get_running_loop()
+        self._join_deadline = loop.call_later(self._idle_s, self._idle)
+        self.server.accepted(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self._pending += data
+        self._read_more()
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.info("connection %s: %s", self.peer, exc)
+        self._closing = True
+        for timer in (self._join_deadline, self._paced_write, self._close_deadline):
+            if timer is not None:
+                timer.cancel()
+        self._outbox.clear()
+        self._unsent.clear()
+        self.server.disconnected(self)
+
+    def _read_more(self) -> None:
+        """Handle pending input, ``READ_CHUNK`` bytes a round: more waits for a later round, so
+        that a flooding peer gets its share and no more."""
+        assert self.transport is not None
+        if self._closing or not self._pending:
+            return
+        chunk, self._pending = self._pending[:READ_CHUNK], self._pending[READ_CHUNK:]
+        self._received += len(chunk)
+        if (
+            not self.seat
+            and self._received > UNMETERED_INPUT
+            and not self.server.unjoined_input.take(len(chunk), lambda: self._resume(chunk))
+        ):
+            self.transport.pause_reading()
+            return
+        self._handle(chunk)
+        if self._pending and not self._closing:
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_soon(self._resume, b"")
+
+    def _resume(self, chunk: bytes) -> None:
+        """The chunk's turn has come (if any): handle it, then what is still pending."""
+        if self._closing or self.transport is None:
+            return
+        if chunk:
+            self._handle(chunk)
+        if self._pending:
+            self._read_more()
+        if not self._pending and not self._closing:
+            self.transport.resume_reading()
+
+    def _handle(self, data: bytes) -> None:
+        """Act on what a chunk completed. The answers, errors included, are replies: they go
+        out at once, never paced like the messages a bot did not ask for."""
+        self._last_read = time.monotonic()
+        self._handling = True
+        try:
+            for event in self.protocol.feed(data):
+                if self._closing:
+                    break
+                if isinstance(event, Message):
+                    try:
+                        self.handle(event.payload)
+                    except Exception:  # a bug must cost this request, not the connection
+                        log.exception("connection %s: handling %r failed", self.peer, event.type)
+                        self.error(SERVER_ERROR, "the request failed; it was logged")
+                elif isinstance(event, InvalidMessage):
+                    self.error(INVALID_JSON, event.reason)
+                elif isinstance(event, MessageTooLong):
+                    self.refuse(MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes")
+        finally:
+            self._handling = False
+
+    def _idle(self) -> None:
+        self._join_deadline = None
+        if self.seat is None:
+            self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
+
+    def _seated(self, match: Match, seat: int) -> None:
+        self.seat = (match, seat)
+        if self._join_deadline is not None:
+            self._join_deadline.cancel()
+            self._join_deadline = None
 
     # --- SeatChannel -------------------------------------------------------------------------
     def send(self, message: SeatMessage) -> None:
@@ -255,28 +343,20 @@ class Connection:
 
     def send_body(self, message: JsonObject) -> None:
         """Queue one message for the bot."""
-        if self._closing:
+        transport = self.transport
+        if self._closing or transport is None or transport.is_closing():
             return
         data = encode(message)
-        buffered = (
-            self._outbox_bytes + self._unsent_bytes + self.writer.transport.get_write_buffer_size()
-        )
+        buffered = self._outbox_bytes + self._unsent_bytes + transport.get_write_buffer_size()
         if buffered + len(data) > self._max_buffered:
             # The bot stopped reading: past the high-water mark it is dropped (and forfeits),
             # so its backlog can never eat the server's memory.
             log.info("connection %s: send buffer full (%d bytes), dropped", self.peer, buffered)
-            self._closing = True
-            self._outbox.clear()
-            self._unsent.clear()
-            self.writer.transport.abort()
+            self.abort()
             return
-        if (
-            not self._outbox
-            and not self.writer.is_closing()
-            and not self._needs_gap(self._handling)
-        ):
-            # Nothing is waiting and no pause is due: write in this round rather than wake the
-            # writer. The transport buffers what the socket cannot take yet (bounded above).
+        if not self._outbox and not self._needs_gap(self._handling):
+            # Nothing is waiting and no pause is due: written at the end of this round. The
+            # transport buffers what the socket cannot take yet (bounded above).
             self._unsent.append(data)
             self._unsent_bytes += len(data)
             self._last_write = time.monotonic()
@@ -285,14 +365,34 @@ class Connection:
             return
         self._outbox.append((data, self._handling))
         self._outbox_bytes += len(data)
-        self._has_output.set()
+        if len(self._outbox) == 1:
+            self._write_paced()
 
     def write_unsent(self) -> None:
         """Hand what ``send`` left for this round to the transport, in order."""
         unsent, self._unsent, self._unsent_bytes = self._unsent, [], 0
-        if not self.writer.is_closing():
-            for data in unsent:
-                self.writer.write(data)
+        transport = self.transport
+        if transport is not None and not transport.is_closing() and unsent:
+            transport.writelines(unsent)
+
+    def _write_paced(self) -> None:
+        """Write the outbox, waiting out each message's pause; a message stays queued through
+        its pause, so nothing sent meanwhile can overtake it."""
+        self._paced_write = None
+        while self._outbox:
+            data, is_reply = self._outbox[0]
+            if self._needs_gap(is_reply):
+                wait = self._gap_s - (time.monotonic() - self._last_write)
+                self._paced_write = asyncio.get_running_loop().call_later(wait, self._write_paced)
+                return
+            self._outbox.popleft()
+            self._outbox_bytes -= len(data)
+            self.write_unsent()  # what send left for this round came before this
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.write(data)
+            self._last_write = time.monotonic()
+        if self._closing:
+            self._close_when_written()
 
     def _needs_gap(self, is_reply: bool) -> bool:
         """A message the bot did not ask for, right after another with no word from the bot."""
@@ -311,74 +411,31 @@ class Connection:
         self.send_body(error_message(message, reason))
 
     def close(self) -> None:
+        """Stop handling input; close the socket once what is queued has been written."""
+        if self._closing:
+            return
         self._closing = True
-        self._has_output.set()
+        self._pending = b""
+        if not self._outbox:
+            self._close_when_written()
 
-    # --- the two loops -----------------------------------------------------------------------
-    async def serve(self) -> None:
-        """Run until the peer goes or the arena closes us; the writer is closed in any case."""
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._write_loop())
-                await self._read_loop()
-                self.close()
-        finally:
-            self.write_unsent()
-            self.writer.close()
-            with contextlib.suppress(OSError):
-                await self.writer.wait_closed()
+    def _close_when_written(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        self.write_unsent()
+        transport.close()  # after the buffered bytes; a peer that reads nothing is aborted
+        self._close_deadline = asyncio.get_running_loop().call_later(
+            CLOSE_FLUSH_TIMEOUT_S, self.abort
+        )
 
-    async def _read_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        # Counted from the connection, not reset by each byte: a peer that trickles bytes
-        # without joining is closed as surely as a silent one.
-        join_deadline = loop.time() + self._idle_s
-        try:
-            while not self._closing:
-                if self.seat:
-                    # A seated bot waits for its opponent or its turn: the match's clocks bound it.
-                    data = await self.reader.read(READ_CHUNK)
-                else:
-                    try:
-                        async with asyncio.timeout_at(join_deadline):
-                            data = await self.reader.read(READ_CHUNK)
-                    except TimeoutError:
-                        self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
-                        break
-                if not data:
-                    break
-                self._received += len(data)
-                if not self.seat and self._received > UNMETERED_INPUT:
-                    await self.server.unjoined_input.take(len(data))
-                self._last_read = time.monotonic()
-                self._handle(data)
-                if len(data) == READ_CHUNK:
-                    # More may be waiting: let the other connections and the matches have
-                    # this round first, so a flooding peer gets its share and no more.
-                    await asyncio.sleep(0)
-        except OSError as error:  # a reset or broken pipe concerns this connection only
-            log.info("connection %s: %s", self.peer, error)
-        finally:
-            self.server.disconnected(self)
-
-    def _handle(self, data: bytes) -> None:
-        """Act on what a chunk completed. The answers, errors included, are replies: they go
-        out at once, never paced like the messages a bot did not ask for."""
-        self._handling = True
-        try:
-            for event in self.protocol.feed(data):
-                if isinstance(event, Message):
-                    try:
-                        self.handle(event.payload)
-                    except Exception:  # a bug must cost this request, not the connection
-                        log.exception("connection %s: handling %r failed", self.peer, event.type)
-                        self.error(SERVER_ERROR, "the request failed; it was logged")
-                elif isinstance(event, InvalidMessage):
-                    self.error(INVALID_JSON, event.reason)
-                elif isinstance(event, MessageTooLong):
-                    self.refuse(MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes")
-        finally:
-            self._handling = False
+    def abort(self) -> None:
+        """Drop the connection now, with whatever is queued."""
+        self._closing = True
+        self._outbox.clear()
+        self._unsent.clear()
+        if self.transport is not None:
+            self.transport.abort()
 
     # --- requests ------------------------------------------------------------------------------
     def handle(self, message: JsonObject) -> None:
@@ -473,7 +530,7 @@ class Connection:
             if match.options.by_join:
                 self.arena.drop_if_abandoned(match)
             return
-        self.seat = (match, seat)
+        self._seated(match, seat)
 
     def _rejoin(self, message: JsonObject) -> None:
         """A bot that lost its connection takes its seat back with the seat's token."""
@@ -489,7 +546,7 @@ class Connection:
         except JoinRejected as rejected:
             self.error(rejected.message, rejected.reason)
             return
-        self.seat = (match, seat)
+        self._seated(match, seat)
 
     def left(self) -> None:
         """The connection ended: its seat is freed or forfeited."""
@@ -499,37 +556,3 @@ class Connection:
         match.leave(seat, self)
         if match.options.by_join:
             self.arena.drop_if_abandoned(match)
-
-    async def _write_loop(self) -> None:
-        writer = self.writer
-        try:
-            while True:
-                while not self._outbox:
-                    if self._closing:
-                        return
-                    self._has_output.clear()
-                    await self._has_output.wait()
-                # The message stays queued through its pause, so nothing sent meanwhile can
-                # overtake it.
-                data, is_reply = self._outbox[0]
-                if self._needs_gap(is_reply):
-                    await asyncio.sleep(self._gap_s - (time.monotonic() - self._last_write))
-                if writer.is_closing() or not self._outbox:
-                    return
-                self._outbox.popleft()
-                self._outbox_bytes -= len(data)
-                self.write_unsent()  # what send left for this round came before this
-                writer.write(data)
-                self._last_write = time.monotonic()
-                if self._closing:
-                    async with asyncio.timeout(CLOSE_FLUSH_TIMEOUT_S):
-                        await writer.drain()
-                else:
-                    await writer.drain()
-        except (OSError, TimeoutError) as error:
-            log.info("connection %s: write failed: %s", self.peer, error)
-        finally:
-            self._closing = True
-            # Closing the transport ends the read loop too.
-            self.write_unsent()
-            writer.close()
