@@ -42,6 +42,7 @@ TURN = b'{"type":"turn"'
 GAME_INFO = b'{"type":"game-info"'
 ENDS = (b'{"type":"win-game"', b'{"type":"loss-game"', b'{"type":"draw-game"')
 IDLE_SIMULATIONS = 5000
+UNCAPPED = {"maxSimulationsPerConnection": 100_000, "maxWaitingSimulationsPerAddress": 100_000}
 
 
 class Pair:
@@ -144,6 +145,7 @@ class Figures:
     latencies: list[float]
     cpu: float  # server CPU time per second of wall time
     cpu_per_turn: float  # server CPU seconds per turn played
+    client_cpu: float  # this process's (the bots') CPU time per second of wall time
     rss: int  # server resident memory at the end, bytes
 
 
@@ -158,12 +160,14 @@ async def measure(
         for i in range(games)
     ]
     cpu_before, started = server.cpu_seconds(), time.perf_counter()
+    client_before = time.process_time()
     await asyncio.gather(*(pair.run() for pair in pairs))
     elapsed = time.perf_counter() - started
     turns = sum(pair.turns for pair in pairs)
     cpu = server.cpu_seconds() - cpu_before
+    client = (time.process_time() - client_before) / elapsed
     return Figures(
-        turns / elapsed, latencies, cpu / elapsed, cpu / max(turns, 1), server.rss_bytes()
+        turns / elapsed, latencies, cpu / elapsed, cpu / max(turns, 1), client, server.rss_bytes()
     )
 
 
@@ -187,10 +191,10 @@ async def run_arena(
     """A fresh server for each figure, so one load does not tax the next."""
     figures = []
     for games in counts:
-        async with arena_process(loop, maxSimulationsPerConnection=100_000) as server:
+        async with arena_process(loop, **UNCAPPED) as server:
             await asyncio.sleep(1.0)
             figures.append(await measure(server, games, seconds, mix, think_s))
-    async with arena_process(loop, maxSimulationsPerConnection=100_000) as server:
+    async with arena_process(loop, **UNCAPPED) as server:
         await asyncio.sleep(1.0)
         idle = await idle_memory(server, IDLE_SIMULATIONS)
     return figures, idle
@@ -223,8 +227,8 @@ def main() -> None:
         print(
             f"{games:>6} games: {result.turns_per_s:>8,.0f} turns/s, server CPU "
             f"{result.cpu_per_turn * 1e6:.0f} us/turn{compared}; reply "
-            f"{describe_ms(result.latencies)}; server CPU {result.cpu:.0%}, "
-            f"RSS {result.rss / 2**20:.0f} MiB"
+            f"{describe_ms(result.latencies)}; server CPU {result.cpu:.0%} (the bots' "
+            f"{result.client_cpu:.0%}), RSS {result.rss / 2**20:.0f} MiB"
         )
     print(
         f"idle simulations: {idle / 1024:.1f} KiB each "
