@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, replace
+from dataclasses import FrozenInstanceError, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 
 from server.games.base import ActionRejected, Outcome, Player
 from server.games.tavern.rules import (
+    BarrelMoved,
     BoardReset,
     Coords,
     Direction,
     Dwarf,
     DwarfHit,
+    DwarfMoved,
     Event,
     MoveEvent,
     Order,
@@ -27,6 +29,9 @@ from server.games.tavern.rules import (
     Settings,
     State,
     TavernRules,
+    _geometry,
+    _moved_dwarf,
+    _new_state,
     apply_turn,
     check_orders,
     event_text,
@@ -619,3 +624,101 @@ def test_no_two_pieces_ever_share_a_cell(seed: int, crowd: bool) -> None:
         team1_barrel, team2_barrel = state.barrels
         assert 1 <= team1_barrel.x <= 19 and 0 <= team1_barrel.y <= 19
         assert 1 <= team2_barrel.x <= 19 and 1 <= team2_barrel.y <= 20
+
+
+# --- 4. what the speed-ups must not change ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("width", "height"), [(3, 3), (4, 7), (21, 21)])
+def test_move_tables_clamp_as_the_original(width: int, height: int) -> None:
+    """The tables a turn looks its moves up in hold the original's clamps, on every cell."""
+    geometry = _geometry(width, height)
+    steps = ((0, -1), (1, 0), (0, 1), (-1, 0))
+    throws = (
+        ((-1, -1), (0, -2), (1, -1)),
+        ((1, -1), (2, 0), (1, 1)),
+        ((-1, 1), (0, 2), (1, 1)),
+        ((-1, -1), (-2, 0), (-1, 1)),
+    )
+    for y in range(height):
+        for x in range(width):
+            cell = y * width + x
+            assert geometry.coords[cell] == Coords(x, y)
+            for direction, (dx, dy) in zip(Direction, steps, strict=True):
+                to_x, to_y = min(max(x + dx, 0), width - 1), min(max(y + dy, 0), height - 1)
+                assert geometry.steps[direction][cell] == to_y * width + to_x
+                for kind, (tx, ty) in enumerate(throws[direction]):
+                    to_y = min(max(y + ty, 0), height - 2)
+                    to_x = max(min(x + tx, width - 2), 1)
+                    landing = (
+                        geometry.throw_rows[direction][kind][y]
+                        + geometry.throw_columns[direction][kind][x]
+                    )
+                    assert landing == to_y * width + to_x
+                for team in (0, 1):
+                    to_x, to_y = x + dx, y + dy
+                    if direction == Direction.NORTH:
+                        to_y = max(to_y, 1 if team == 1 else 0)
+                    elif direction == Direction.SOUTH:
+                        to_y = min(to_y, height - 2 if team == 0 else height - 1)
+                    elif direction == Direction.EAST:
+                        to_x = min(to_x, width - 2)
+                    else:
+                        to_x = max(to_x, 1)
+                    push = (
+                        geometry.barrel_rows[team][direction][y]
+                        + geometry.barrel_columns[direction][x]
+                    )
+                    assert push == to_y * width + to_x
+
+
+def test_orders_find_dwarves_by_id_in_any_numbering() -> None:
+    """Dwarves numbered 1.. in order are found by position; any other numbering by id."""
+    state = with_pieces(start(), {1: (8, 11), 6: (8, 9), 2: (3, 3)})
+    renumbered = replace(
+        state, dwarves=tuple(replace(dwarf, id=100 - dwarf.id) for dwarf in state.dwarves)
+    )
+    orders = [Order(1, Direction.NORTH), Order(2, Direction.EAST), Order(42, Direction.WEST)]
+    after, events = play_orders(state, orders, random.Random(3))
+    orders = [Order(100 - order.bot_id, order.direction) for order in orders]
+    renumbered_after, renumbered_events = play_orders(renumbered, orders, random.Random(3))
+    assert [d.coords for d in renumbered_after.dwarves] == [d.coords for d in after.dwarves]
+    assert texts(renumbered_events) == texts(events)
+    assert any(isinstance(event, DwarfHit) for event in events)
+
+
+def test_results_are_ordinary_frozen_objects() -> None:
+    """The moved dwarves and the new state, built without ``__init__``, are what it builds."""
+    dwarf = Dwarf(7, 1, "Rhun", Coords(1, 2))
+    assert _moved_dwarf(dwarf, Coords(3, 4)) == replace(dwarf, coords=Coords(3, 4))
+    fields = (ORIGINAL, start().dwarves, ORIGINAL.barrel_starts, (1, 2), 3, 1, Outcome(0, "why"))
+    assert _new_state(*fields) == State(*fields)
+    before = with_pieces(start(), {1: (8, 11), 6: (8, 9)})
+    after, _ = apply_turn(before, 0, [Order(1, Direction.NORTH)], random.Random(1))
+    rebuilt = State(
+        after.settings,
+        tuple(Dwarf(d.id, d.team, d.name, d.coords) for d in after.dwarves),
+        after.barrels,
+        after.scores,
+        after.current_turn,
+        after.to_move,
+        after.outcome,
+    )
+    assert after == rebuilt
+    assert hash(after.dwarves) == hash(rebuilt.dwarves)
+    assert repr(after) == repr(rebuilt)
+    assert after.dwarves[6] is before.dwarves[6]  # a dwarf that did not move is kept
+    with pytest.raises(FrozenInstanceError):
+        after.dwarves[0].coords = Coords(0, 0)  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        after.to_move = 0  # type: ignore[misc]
+
+
+def test_move_events_equal_only_events_of_their_kind() -> None:
+    """Move events are NamedTuples (a turn makes several); their lengths differ by kind."""
+    start_cell, end_cell = Coords(1, 1), Coords(1, 0)
+    moved = DwarfMoved(1, "x", Direction.NORTH, start_cell, end_cell)
+    hit = DwarfHit(1, "x", Direction.NORTH, 0, start_cell, end_cell)
+    barrel = BarrelMoved(1, Direction.NORTH, start_cell, end_cell)
+    assert moved == DwarfMoved(1, "x", Direction.NORTH, start_cell, end_cell)
+    assert len({moved, hit, barrel}) == 3
