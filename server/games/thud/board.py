@@ -30,14 +30,21 @@ def opposite(direction: int) -> int:
     return (direction + 4) % 8
 
 
+def _on_board(x: int, y: int) -> bool:
+    return min(x, SIZE - 1 - x) + min(y, SIZE - 1 - y) >= 5 and (x, y) != THUDSTONE
+
+
+_IS_SQUARE: tuple[tuple[bool, ...], ...] = tuple(
+    tuple(_on_board(x, y) for y in range(SIZE)) for x in range(SIZE)
+)
+
+
 def is_square(x: int, y: int) -> bool:
-    """True if (x, y) is one of the 164 squares: inside the octagon and not the Thudstone."""
-    return (
-        0 <= x < SIZE
-        and 0 <= y < SIZE
-        and min(x, SIZE - 1 - x) + min(y, SIZE - 1 - y) >= 5
-        and (x, y) != THUDSTONE
-    )
+    """True if (x, y) is one of the 164 squares: inside the octagon and not the Thudstone.
+
+    A table lookup: every turn asks it of the squares a bot sent.
+    """
+    return 0 <= x < SIZE and 0 <= y < SIZE and _IS_SQUARE[x][y]
 
 
 def cell_of(square: Square) -> int:
@@ -88,3 +95,18 @@ NEAR: tuple[tuple[int, ...], ...] = tuple(
     for x, y in CELL_SQUARE
 )
 """The squares at Chebyshev distance 1 or 2 of each square, looking across the Thudstone."""
+
+
+def _ray_slice(cell: int, ray: tuple[int, ...]) -> slice:
+    if not ray:
+        return slice(0, 0)
+    step = ray[0] - cell
+    stop = ray[-1] + step
+    return slice(ray[0], stop if stop >= 0 else None, step)
+
+
+RAY_SLICES: tuple[tuple[slice, ...], ...] = tuple(
+    tuple(_ray_slice(cell, ray) for ray in rays) for cell, rays in enumerate(RAYS)
+)
+"""``cells[RAY_SLICES[cell][direction]]``: what stands along ``RAYS[cell][direction]``, in ray
+order, read by one slice of a board indexed by cell instead of a Python loop over the ray."""

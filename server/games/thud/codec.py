@@ -15,7 +15,7 @@ import orjson
 from server.config import ArenaConfig
 from server.games.base import ActionRejected, Codec, JoinRejected, JsonObject, Player
 from server.games.thud import rules
-from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Square, State, Stop
+from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Run, Square, State, Stop
 from server.protocol import kept_json
 
 BOARD_SIZE = 15
@@ -145,13 +145,17 @@ def _square(value: object, field: str) -> Square:
     if (
         not isinstance(value, list)
         or len(value) != 2
-        or not all(isinstance(c, int) and not isinstance(c, bool) for c in value)
+        or not (_is_int(value[0]) and _is_int(value[1]))
     ):
         raise ActionRejected(INVALID_TURN, f'"{field}" must be a square [x, y]')
     x, y = value
     if not rules.is_square(x, y):
         raise ActionRejected(ILLEGAL_MOVE, f"{value} is not a square of the board")
     return x, y
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def move_to_wire(move: Move) -> JsonObject:
@@ -169,8 +173,8 @@ def position_to_wire(state: State) -> JsonObject:
     return {
         "ply": state.ply,
         "side": rules.side_to_move(state),
-        "dwarfs": [list(square) for square in state.dwarfs],
-        "trolls": [list(square) for square in state.trolls],
+        "dwarfs": list(map(list, state.dwarfs)),
+        "trolls": list(map(list, state.trolls)),
         "score": {"dwarfs": score.dwarfs, "trolls": score.trolls},
         "declared": {DWARF: state.declared[0], TROLL: state.declared[1]},
         "previousMove": None if state.previous_move is None else move_to_wire(state.previous_move),
@@ -184,7 +188,7 @@ def bot_state(state: State) -> JsonObject:
     encoded message, as a bot would.
     """
     wire = position_to_wire(state)
-    wire["moves"] = orjson.Fragment(moves_json(rules.legal_moves(state)))
+    wire["moves"] = orjson.Fragment(moves_json(rules.legal_move_runs(state)))
     # Each piece's index in the start position, for clients that keep fixed-length piece lists
     # (the challenge's indexed_dwarfs and indexed_trolls).
     wire["dwarfSlots"] = list(state.dwarf_slots)
@@ -192,30 +196,41 @@ def bot_state(state: State) -> JsonObject:
     return wire
 
 
-def _move_json(start: Square, end: Square, kind: str, kills: int) -> bytes:
-    return kept_json({"from": start, "to": end, "kind": kind, "kills": kills})
+def _move_json(move: Move) -> bytes:
+    wire = {"from": move.start, "to": move.end, "kind": move.kind, "kills": len(move.killed)}
+    return kept_json(wire)
 
 
-_PREBUILT_MOVE_JSON: dict[int, bytes] = {
-    id(move): _move_json(move.start, move.end, move.kind, len(move.killed))
-    for move in rules.PREBUILT_MOVES
-}
-"""The JSON of the moves built once by the rules, by identity: most moves of a turn."""
-_MOVE_JSON: dict[tuple[Square, Square, str, int], bytes] = {}
+def _prebuilt_run_json() -> dict[int, bytes]:
+    moves = {id(move): _move_json(move) for run in rules.PREBUILT_RUNS for move in run}
+    return {id(run): b",".join([moves[id(move)] for move in run]) for run in rules.PREBUILT_RUNS}
+
+
+_PREBUILT_RUN_JSON = _prebuilt_run_json()
+"""The JSON of the runs of moves built once by the rules, by identity: every run of a dwarfs'
+turn, most of a trolls' turn."""
+_KILL_JSON: dict[tuple[Square, Square, str, int], bytes] = {}
 """The JSON of moves built on the fly (troll moves that kill), made once each: bounded by the
 board's geometry."""
 
 
-def moves_json(moves: Sequence[Move]) -> bytes:
-    """The JSON array of a turn's moves; a turn lists hundreds, so each is encoded only once."""
-    prebuilt = _PREBUILT_MOVE_JSON.get
-    parts = []
-    for move in moves:
-        encoded = prebuilt(id(move))
-        if encoded is None:
-            key = (move.start, move.end, move.kind, len(move.killed))
-            encoded = _MOVE_JSON.get(key)
-            if encoded is None:
-                encoded = _MOVE_JSON[key] = _move_json(*key)
-        parts.append(encoded)
-    return b"[" + b",".join(parts) + b"]"
+def _kill_json(move: Move) -> bytes:
+    key = (move.start, move.end, move.kind, len(move.killed))
+    encoded = _KILL_JSON.get(key)
+    if encoded is None:
+        encoded = _KILL_JSON[key] = _move_json(move)
+    return encoded
+
+
+def moves_json(runs: Sequence[Run]) -> bytes:
+    """The JSON array of a turn's moves, given in runs; a turn lists hundreds of moves, so each
+    prebuilt run is encoded only once."""
+    parts = list(map(_PREBUILT_RUN_JSON.get, map(id, runs)))
+    try:
+        listed = b",".join(parts)  # type: ignore[arg-type]
+    except TypeError:  # a None: a run built for this position (a troll move that kills)
+        for index, part in enumerate(parts):
+            if part is None:
+                parts[index] = b",".join(map(_kill_json, runs[index]))
+        listed = b",".join(parts)  # type: ignore[arg-type]
+    return b"[" + listed + b"]"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
-from typing import Final, Literal, TypeAlias
+from itertools import chain, pairwise
+from typing import Final, Literal, NamedTuple, TypeAlias
 
 from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
 from server.games.thud.board import (
@@ -19,6 +19,7 @@ from server.games.thud.board import (
     DIRECTIONS,
     NEAR,
     NEIGHBOURS,
+    RAY_SLICES,
     RAYS,
     SIZE,
     SQUARES,
@@ -35,7 +36,7 @@ __all__ = [
     "END_REASONS",
     "MAX_PLIES",
     "NO_MOVE",
-    "PREBUILT_MOVES",
+    "PREBUILT_RUNS",
     "SIDES",
     "SQUARES",
     "THUDSTONE",
@@ -48,6 +49,7 @@ __all__ = [
     "MoveKind",
     "PieceMoved",
     "PiecesKilled",
+    "Run",
     "Score",
     "Side",
     "Square",
@@ -63,6 +65,7 @@ __all__ = [
     "indexed_trolls",
     "initial_state",
     "is_square",
+    "legal_move_runs",
     "legal_moves",
     "moves_from",
     "outcome",
@@ -347,6 +350,19 @@ def _indexed(
 # --- move generation ---------------------------------------------------------------------------
 # Walks and hurls depend only on their two squares, so every possible one is built once here and
 # move generation hands out the shared objects; only troll moves that kill are built on the fly.
+# Moves come out in runs, tuples of consecutive moves: a dwarf's walks in one direction are one
+# prebuilt run, so generating them is one slice of the board and one append, and a reader that
+# encodes moves can encode a prebuilt run once for good.
+
+Run: TypeAlias = tuple[Move, ...]
+"""Consecutive legal moves; ``legal_move_runs`` hands out runs whose concatenation is
+``legal_moves``."""
+
+_EMPTY_BYTE: Final = bytes([EMPTY])
+_DWARF_BYTE: Final = bytes([DWARF_PIECE])
+_TROLL_BYTE: Final = bytes([TROLL_PIECE])
+_DWARF_LINES: Final = tuple(_DWARF_BYTE * length for length in range(SIZE))
+"""``_DWARF_LINES[n]``: n dwarfs in a row, as the board's bytes show them."""
 
 
 def _moves_along_rays(kind: MoveKind) -> tuple[tuple[tuple[Move, ...], ...], ...]:
@@ -363,121 +379,209 @@ def _moves_along_rays(kind: MoveKind) -> tuple[tuple[tuple[Move, ...], ...], ...
 _WALKS: Final = _moves_along_rays("walk")
 """``_WALKS[cell][direction][k]``: the walk to ``RAYS[cell][direction][k]``, killing nothing."""
 _HURLS: Final = _moves_along_rays("hurl")
-PREBUILT_MOVES: Final = tuple(
-    move for table in (_WALKS, _HURLS) for rays in table for ray in rays for move in ray
+
+_WALK_RUNS: Final = tuple(
+    tuple(tuple(walks[:length] for length in range(1, len(walks) + 1)) for walks in rays)
+    for rays in _WALKS
 )
-"""Every walk that kills nothing and every hurl: ``legal_moves`` hands out these very objects,
-which live as long as the program, so a reader may key on their identity."""
+"""``_WALK_RUNS[cell][direction][k]``: the first k + 1 walks along the ray, as one run."""
+_HURL_RUNS: Final = tuple(
+    tuple(tuple((hurl,) for hurl in hurls) for hurls in rays) for rays in _HURLS
+)
+PREBUILT_RUNS: Final = tuple(
+    run for table in (_WALK_RUNS, _HURL_RUNS) for rays in table for ray in rays for run in ray
+)
+"""Every run of walks that kill nothing and every hurl: ``legal_move_runs`` hands out these
+very tuples, which live as long as the program, so a reader may key on their identity."""
 
 
-def _line_length(cells: bytes, cell: int, direction: int, piece: int) -> int:
-    """How many ``piece``s stand in a row from ``cell`` (included) going ``direction``."""
-    length = 1
-    for other in RAYS[cell][direction]:
-        if cells[other] != piece:
-            break
-        length += 1
-    return length
+_Hurl: TypeAlias = tuple[int, tuple[Run, ...], slice]
 
 
-def _dwarf_moves(cells: bytes, cell: int, out: list[Move]) -> None:
-    """Per direction: the walks by distance, then the hurl onto the first troll if in reach."""
-    walks = _WALKS[cell]
-    for direction, ray in enumerate(RAYS[cell]):
-        distance = 0
-        for end in ray:
-            if cells[end]:
-                break
-            distance += 1
-        out.extend(walks[direction][:distance])
-        if (
-            distance < len(ray)
-            and cells[ray[distance]] == TROLL_PIECE
-            and distance < _line_length(cells, cell, _OPPOSITE[direction], DWARF_PIECE)
-        ):
-            out.append(_HURLS[cell][direction][distance])
+def _dwarf_ray(cell: int, direction: int) -> tuple[slice, tuple[Run, ...], _Hurl]:
+    ray = RAYS[cell][direction]
+    walks_by_rest = (*reversed(_WALK_RUNS[cell][direction]), ())
+    hurl = (len(ray), _HURL_RUNS[cell][direction], RAY_SLICES[cell][_OPPOSITE[direction]])
+    return RAY_SLICES[cell][direction], walks_by_rest, hurl
+
+
+_DWARF_RAYS: Final = tuple(
+    tuple(_dwarf_ray(cell, direction) for direction, ray in enumerate(rays) if ray)
+    for cell, rays in enumerate(RAYS)
+)
+"""``_DWARF_RAYS[cell]``: for each direction with a square, the ray's slice of the board, its
+walk runs by the number of squares left from the first piece on (``len(ray)`` when it is next to
+the dwarf, 0 when the ray is clear), and for a hurl: the ray's length, its hurls (one run each,
+by distance) and the slice of the ray behind the dwarf."""
+
+
+def _mask(cells: Iterable[int], piece: int) -> int:
+    """The bits that are set in ``int.from_bytes(board, "little")`` where ``piece`` stands on
+    one of ``cells``: ``board & mask`` asks about many squares at once, in C."""
+    return sum(piece << 8 * cell for cell in cells)
+
+
+class _TrollSquare(NamedTuple):
+    """What a troll's move generation looks up for the square it stands on."""
+
+    dwarfs_near: int
+    """The mask of a dwarf within two squares: with none, no walk of this troll kills."""
+    trolls_around: int
+    """The mask of a troll next to it: with none, it has no shove."""
+    steps: tuple[tuple[int, int, Run], ...]
+    """Per direction with a square: the neighbour, the mask of a dwarf next to that one, and
+    the walk there (as a run) for when it kills nothing."""
+    shoves: tuple[tuple[int, int, slice, tuple[tuple[int, int], ...]], ...]
+    """Per direction a shove could go (two squares ahead, one behind): the first square ahead,
+    the first behind, the slice of the ray behind, and each landing from distance 2 on with the
+    mask of a dwarf next to it."""
+
+
+_DWARFS_AROUND: Final = tuple(_mask(neighbours, DWARF_PIECE) for neighbours in NEIGHBOURS)
+"""``_DWARFS_AROUND[cell]``: the mask of a dwarf next to ``cell`` (shared by the tables below)."""
+
+
+def _troll_square(cell: int) -> _TrollSquare:
+    rays = RAYS[cell]
+    return _TrollSquare(
+        _mask(NEAR[cell], DWARF_PIECE),
+        _mask(NEIGHBOURS[cell], TROLL_PIECE),
+        tuple(
+            (ray[0], _DWARFS_AROUND[ray[0]], _WALK_RUNS[cell][direction][0])
+            for direction, ray in enumerate(rays)
+            if ray
+        ),
+        tuple(
+            (
+                ray[0],
+                rays[_OPPOSITE[direction]][0],
+                RAY_SLICES[cell][_OPPOSITE[direction]],
+                tuple((end, _DWARFS_AROUND[end]) for end in ray[1:]),
+            )
+            for direction, ray in enumerate(rays)
+            if len(ray) > 1 and rays[_OPPOSITE[direction]]
+        ),
+    )
+
+
+_TROLL_SQUARES: Final = {cell_of(square): _troll_square(cell_of(square)) for square in SQUARES}
+
+
+def _in_a_row(cells: bytes, ray: slice, piece: bytes) -> int:
+    """How many ``piece``s stand in a row along ``ray`` from its first square."""
+    along = cells[ray]
+    return len(along) - len(along.lstrip(piece))
+
+
+def _dwarf_runs(cells: bytes, dwarfs: Iterable[Square]) -> list[Run]:
+    """Dwarf by dwarf, per direction: the walks by distance, then the hurl onto the first troll
+    if in reach. (One call for all the dwarfs: this loop is most of a dwarfs' turn.)"""
+    runs: list[Run] = []
+    for x, y in dwarfs:
+        for ray, walks_by_rest, hurl in _DWARF_RAYS[x + SIZE * y]:
+            rest = cells[ray].lstrip(_EMPTY_BYTE)  # from the first piece on the ray
+            walks = walks_by_rest[len(rest)]
+            if walks:
+                runs.append(walks)
+            if rest and rest[0] == TROLL_PIECE:
+                length, hurls, behind = hurl
+                distance = length - len(rest)
+                # distance + 1 dwarfs in a line, this one at its front, reach the troll.
+                if cells[behind].startswith(_DWARF_LINES[distance]):
+                    runs.append(hurls[distance])
+    return runs
 
 
 def _adjacent_dwarfs(cells: bytes, cell: int) -> tuple[Square, ...]:
     return tuple([CELL_SQUARE[n] for n in NEIGHBOURS[cell] if cells[n] == DWARF_PIECE])
 
 
-def _shove_landings(cells: bytes, cell: int) -> Iterator[int]:
-    """Empty cells at distance 2..(trolls in line) with a clear path, by direction then distance.
+def _shove_landings(cells: bytes, cell: int) -> Iterator[tuple[int, int]]:
+    """Empty cells at distance 2..(trolls in line) with a clear path, by direction then distance,
+    each with the mask of a dwarf next to it.
 
     These are the troll's shoves before the engine's "a dwarf must be adjacent" condition.
     """
-    rays = RAYS[cell]
-    for direction, ray in enumerate(rays):
-        behind = rays[_OPPOSITE[direction]]
-        if len(ray) < 2 or cells[ray[0]] or not behind or cells[behind[0]] != TROLL_PIECE:
-            continue
-        reach = min(_line_length(cells, cell, _OPPOSITE[direction], TROLL_PIECE), len(ray))
-        for end in ray[1:reach]:
-            if cells[end]:
-                break
-            yield end
+    for first, back, behind, landings in _TROLL_SQUARES[cell].shoves:
+        if cells[back] == TROLL_PIECE and not cells[first]:
+            for end, dwarfs_around in landings[: _in_a_row(cells, behind, _TROLL_BYTE)]:
+                if cells[end]:
+                    break
+                yield end, dwarfs_around
 
 
-def _troll_moves(cells: bytes, cell: int, out: list[Move]) -> None:
-    """First every walk in direction order, then the shoves by direction and distance."""
-    start = CELL_SQUARE[cell]
-    walks = _WALKS[cell]
-    for direction, ray in enumerate(RAYS[cell]):
-        if ray and not cells[ray[0]]:
-            killed = _adjacent_dwarfs(cells, ray[0])
-            out.append(
-                Move(start, CELL_SQUARE[ray[0]], "walk", killed) if killed else walks[direction][0]
-            )
-    for end in _shove_landings(cells, cell):
-        killed = _adjacent_dwarfs(cells, end)
-        if killed:
-            out.append(Move(start, CELL_SQUARE[end], "shove", killed))
+def _troll_runs(cells: bytes, trolls: Iterable[Square]) -> list[Run]:
+    """Troll by troll: first every walk in direction order, then the shoves by direction and
+    distance."""
+    runs: list[Run] = []
+    board = int.from_bytes(cells, "little")  # for the masks of ``_TROLL_SQUARES``
+    for x, y in trolls:
+        cell = x + SIZE * y
+        start = CELL_SQUARE[cell]
+        dwarfs_near, trolls_around, steps, _ = _TROLL_SQUARES[cell]
+        if board & dwarfs_near:
+            for end, dwarfs_around, walk in steps:
+                if not cells[end]:
+                    if board & dwarfs_around:
+                        killed = _adjacent_dwarfs(cells, end)
+                        runs.append((Move(start, CELL_SQUARE[end], "walk", killed),))
+                    else:
+                        runs.append(walk)
+        else:
+            for end, _, walk in steps:
+                if not cells[end]:
+                    runs.append(walk)
+        if board & trolls_around:
+            for end, dwarfs_around in _shove_landings(cells, cell):
+                if board & dwarfs_around:
+                    killed = _adjacent_dwarfs(cells, end)
+                    runs.append((Move(start, CELL_SQUARE[end], "shove", killed),))
+    return runs
 
 
-def _moves_from_cell(cells: bytes, cell: int) -> list[Move]:
-    moves: list[Move] = []
-    if cells[cell] == DWARF_PIECE:
-        _dwarf_moves(cells, cell, moves)
-    elif cells[cell] == TROLL_PIECE:
-        _troll_moves(cells, cell, moves)
-    return moves
+def _runs_from(cells: bytes, square: Square) -> list[Run]:
+    """The runs of whichever piece stands on ``square``, a square of the board."""
+    piece = cells[cell_of(square)]
+    if piece == DWARF_PIECE:
+        return _dwarf_runs(cells, (square,))
+    if piece == TROLL_PIECE:
+        return _troll_runs(cells, (square,))
+    return []
+
+
+def legal_move_runs(state: State) -> list[Run]:
+    """``legal_moves`` in runs (see ``PREBUILT_RUNS``), for readers that encode every move."""
+    if state.end_reason is not None:
+        return []
+    if state.ply % 2:
+        return _dwarf_runs(state.cells, state.dwarfs)
+    return _troll_runs(state.cells, state.trolls)
 
 
 def legal_moves(state: State) -> list[Move]:
     """Every move of the side to move, in engine order; none once the game is over."""
-    if state.end_reason is not None:
-        return []
-    cells = state.cells
-    moves: list[Move] = []
-    if state.ply % 2:
-        for x, y in state.dwarfs:
-            _dwarf_moves(cells, x + SIZE * y, moves)
-    else:
-        for x, y in state.trolls:
-            _troll_moves(cells, x + SIZE * y, moves)
-    return moves
+    return list(chain.from_iterable(legal_move_runs(state)))
 
 
 def moves_from(state: State, square: Square) -> list[Move]:
     """The moves of whichever piece stands on ``square`` (like ``space_info().moves``), else []."""
     if not is_square(*square):
         return []
-    return _moves_from_cell(state.cells, cell_of(square))
+    return list(chain.from_iterable(_runs_from(state.cells, square)))
 
 
-def _has_legal_move(state: State) -> bool:
-    """Cheaply, whether ``legal_moves`` is non-empty for a game still in play.
+def _has_legal_move(cells: bytes, side: Side, pieces: tuple[Square, ...]) -> bool:
+    """Cheaply, whether ``side``, owning ``pieces``, has a legal move on this board.
 
     A dwarf can always walk onto an empty neighbour or hurl itself one square onto a troll; a
     troll needs an empty neighbour, since shoves also start with one.
     """
-    cells = state.cells
-    if state.ply % 2:
-        return any(
-            cells[n] != DWARF_PIECE for x, y in state.dwarfs for n in NEIGHBOURS[x + SIZE * y]
-        )
-    return any(cells[n] == EMPTY for x, y in state.trolls for n in NEIGHBOURS[x + SIZE * y])
+    blocking = (DWARF_PIECE,) if side == DWARF else (DWARF_PIECE, TROLL_PIECE)
+    for x, y in pieces:
+        for neighbour in NEIGHBOURS[x + SIZE * y]:
+            if cells[neighbour] not in blocking:
+                return True
+    return False
 
 
 # --- in_danger ---------------------------------------------------------------------------------
@@ -490,7 +594,7 @@ def _dwarf_danger(state: State) -> set[int]:
     for x, y in state.trolls:
         cell = x + SIZE * y
         danger.update(NEAR[cell])
-        for landing in _shove_landings(cells, cell):
+        for landing, _ in _shove_landings(cells, cell):
             danger.update(NEIGHBOURS[landing])
     return danger
 
@@ -510,11 +614,10 @@ def _troll_danger(state: State) -> set[int]:
                 if cells[ray[0]] == TROLL_PIECE:
                     danger.add(ray[0])
                 continue
-            behind = rays[_OPPOSITE[direction]]
-            if not behind or cells[behind[0]] != DWARF_PIECE:
+            behind = _in_a_row(cells, RAY_SLICES[cell][_OPPOSITE[direction]], _DWARF_BYTE)
+            if not behind:
                 continue  # a lone dwarf reaches one square, which only counts with a troll on it
-            reach = min(_line_length(cells, cell, _OPPOSITE[direction], DWARF_PIECE), len(ray))
-            for end in ray[1:reach]:
+            for end in ray[1 : behind + 1]:
                 danger.add(end)
                 if cells[end]:
                     break
@@ -563,10 +666,10 @@ def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
     checks; pure. The action is not checked again."""
     if isinstance(action, Stop):
         return replace(state, end_reason=NO_MOVE), [GameEnded(NO_MOVE)]
-    side = side_to_move(state)
     move = action.move
     assert isinstance(move, Move), "apply plays checked actions"
 
+    side = side_to_move(state)
     dwarfs, dwarf_slots = state.dwarfs, state.dwarf_slots
     trolls, troll_slots = state.trolls, state.troll_slots
     if side == DWARF:
@@ -585,21 +688,62 @@ def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
         declared = (action.declare, declared[1]) if seat == 0 else (declared[0], action.declare)
         events.append(Declared(side, action.declare))
 
-    after = State(
-        dwarfs=dwarfs,
-        trolls=trolls,
-        dwarf_slots=dwarf_slots,
-        troll_slots=troll_slots,
-        ply=state.ply + 1,
-        declared=declared,
-        previous_move=move,
-        end_reason=_end_reason(state.ply, dwarfs, trolls, declared),
+    cells = _board_after(state.cells, move, DWARF_PIECE if side == DWARF else TROLL_PIECE)
+    end_reason = _end_reason(state.ply, dwarfs, trolls, declared)
+    if end_reason is None and not (
+        _has_legal_move(cells, TROLL, trolls)
+        if side == DWARF
+        else _has_legal_move(cells, DWARF, dwarfs)
+    ):
+        end_reason = NO_LEGAL_MOVES
+    if end_reason is not None:
+        events.append(GameEnded(end_reason))
+    after = _state_with_board(
+        cells, dwarfs, trolls, dwarf_slots, troll_slots, state.ply + 1, declared, move, end_reason
     )
-    if after.end_reason is None and not _has_legal_move(after):
-        after = replace(after, end_reason=NO_LEGAL_MOVES)
-    if after.end_reason is not None:
-        events.append(GameEnded(after.end_reason))
     return after, events
+
+
+def _board_after(cells: bytes, move: Move, piece: int) -> bytes:
+    """``cells`` with ``move`` played by a ``piece``: its start and the killed squares emptied."""
+    board = bytearray(cells)
+    x, y = move.start
+    board[x + SIZE * y] = EMPTY
+    for x, y in move.killed:
+        board[x + SIZE * y] = EMPTY
+    x, y = move.end  # a hurl kills the troll on its landing square, so this comes last
+    board[x + SIZE * y] = piece
+    return bytes(board)
+
+
+_set: Final = object.__setattr__
+
+
+def _state_with_board(
+    cells: bytes,
+    dwarfs: tuple[Square, ...],
+    trolls: tuple[Square, ...],
+    dwarf_slots: tuple[int, ...],
+    troll_slots: tuple[int, ...],
+    ply: int,
+    declared: tuple[bool, bool],
+    previous_move: Move,
+    end_reason: str | None,
+) -> State:
+    """``State(...)`` given its board: ``State.__post_init__`` would build it again from every
+    piece, a third of ``apply``'s time, where ``apply`` changes only the squares of one move.
+    Sets every field, as the dataclass's ``__init__`` does."""
+    state = object.__new__(State)
+    _set(state, "dwarfs", dwarfs)
+    _set(state, "trolls", trolls)
+    _set(state, "dwarf_slots", dwarf_slots)
+    _set(state, "troll_slots", troll_slots)
+    _set(state, "ply", ply)
+    _set(state, "declared", declared)
+    _set(state, "previous_move", previous_move)
+    _set(state, "end_reason", end_reason)
+    _set(state, "cells", cells)
+    return state
 
 
 def _legal_move(state: State, side: Side, wanted: Move | tuple[Square, Square]) -> Move:
@@ -610,7 +754,7 @@ def _legal_move(state: State, side: Side, wanted: Move | tuple[Square, Square]) 
     cells = state.cells
     if cells[cell_of(start)] != own:
         raise ActionRejected(ILLEGAL, f"there is no {side} on {list(start)}")
-    for move in _moves_from_cell(cells, cell_of(start)):
+    for move in chain.from_iterable(_runs_from(cells, start)):
         if move.end == end:
             if isinstance(wanted, Move) and wanted != move:
                 raise ActionRejected(
@@ -661,7 +805,7 @@ class ThudRules(Rules[State, Action | Stop, Action | Stop]):
         return initial_state()
 
     def to_move(self, state: State) -> int:
-        return SIDES.index(side_to_move(state))
+        return 1 - state.ply % 2  # the dwarfs (seat 0) move on odd plies
 
     def check(self, state: State, seat: int, candidate: Action | Stop) -> Action | Stop:
         if seat != self.to_move(state):
