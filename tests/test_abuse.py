@@ -197,6 +197,22 @@ async def start_thud_api_game(session: aiohttp.ClientSession, url: str) -> dict[
     return game
 
 
+SEAT, ACTION = 0, 1  # a recorded turn is [seat, action, timed out] in its chunk
+TURN_CHUNK = (
+    "FROM turn_chunks WHERE game_id = ? AND ? BETWEEN first_number AND first_number + count - 1"
+)
+
+
+def set_turn(db: sqlite3.Connection, game_id: str, number: int, field: int, value: str) -> None:
+    """Overwrite one field of a recorded turn with a JSON value, as a damaged file might."""
+    db.execute(
+        "UPDATE turn_chunks SET turns = "
+        f"json_replace(turns, printf('$[%d][{field}]', ? - first_number), json(?)) "
+        f"WHERE rowid = (SELECT rowid {TURN_CHUNK})",
+        (number, value, game_id, number),
+    )
+
+
 async def test_damaged_records_give_a_clear_409_naming_the_game(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -211,18 +227,13 @@ async def test_damaged_records_give_a_clear_409_naming_the_game(
     db = sqlite3.connect(database)
     with contextlib.closing(db), db:
         (tavern_id,) = db.execute("SELECT id FROM games WHERE game = 'tavern'").fetchone()
-        db.execute(
-            "UPDATE turns SET action = '\"x\"' WHERE game_id = ? AND number = 1",
-            (thud["simulationId"],),
-        )
-        db.execute(
-            "UPDATE turns SET action = 'null' WHERE game_id = ? AND number = 2",
-            (other["simulationId"],),
-        )
+        set_turn(db, thud["simulationId"], 1, ACTION, '"x"')
+        set_turn(db, other["simulationId"], 2, ACTION, "null")
         (seat,) = db.execute(
-            "SELECT seat FROM turns WHERE game_id = ? AND number = 3", (tavern_id,)
+            f"SELECT json_extract(turns, printf('$[%d][{SEAT}]', ? - first_number)) {TURN_CHUNK}",
+            (3, tavern_id, 3),
         ).fetchone()
-        db.execute("UPDATE turns SET seat = 7 WHERE game_id = ? AND number = 3", (tavern_id,))
+        set_turn(db, tavern_id, 3, SEAT, "7")
     caplog.set_level(logging.WARNING)
     async with serve(database) as served, aiohttp.ClientSession(timeout=TIMEOUT) as session:
         url = served.url
@@ -243,9 +254,7 @@ async def test_damaged_records_give_a_clear_409_naming_the_game(
         # A Thud API token whose game is a (sound) Tavern game.
         db = sqlite3.connect(database)
         with contextlib.closing(db), db:
-            db.execute(
-                "UPDATE turns SET seat = ? WHERE game_id = ? AND number = 3", (seat, tavern_id)
-            )
+            set_turn(db, tavern_id, 3, SEAT, str(seat))
             db.execute("UPDATE thud_api_games SET game_id = ?", (tavern_id,))
         for path in ("/game", "/load"):
             async with session.post(url + path, json={"game": other["game"]}) as response:
@@ -450,12 +459,11 @@ async def test_an_acknowledged_thud_api_move_survives_kill_9(tmp_path: Path) -> 
         await asyncio.wait_for(server.process.wait(), 10)
     db = sqlite3.connect(database)
     with contextlib.closing(db):
-        turns = db.execute(
-            "SELECT number, action FROM turns WHERE game_id = ?", (game["simulationId"],)
-        ).fetchall()
         tokens = db.execute("SELECT COUNT(*) FROM thud_api_games").fetchone()[0]
     assert tokens == 1
-    assert [(number, orjson.loads(action)) for number, action in turns] == [
+    record = Records(database).game(game["simulationId"])
+    assert record is not None
+    assert [(turn["number"], turn["action"]) for turn in record["turns"]] == [
         (1, {"move": {"from": [6, 0], "to": [6, 4]}})
     ]
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ from server.records import (
     connect,
     migrate,
 )
-from server.replay import frames, game_of
+from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
 from server.tournament import AbsentSeat
 from tests.conftest import RawClient, Served, test_config
@@ -264,7 +266,7 @@ async def test_a_killed_server_keeps_every_finished_game(tmp_path: Path) -> None
     assert full["result"] is not None
     hanging = records.game(next(g["id"] for g in page["games"] if g["game"] == "tavern"))
     assert hanging is not None
-    assert hanging["turns"]
+    assert len(hanging["turns"]) == hanging["turnCount"] > 0
 
 
 async def play_turns(clients: dict[str, RawClient], count: int) -> dict[str, Any]:
@@ -298,7 +300,7 @@ async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> Non
         await records.flush()
         record = records.game(game_id)
         assert record is not None
-        assert (record["status"], len(record["turns"])) == ("playing", 30)
+        assert (record["status"], len(record["turns"]), record["turnCount"]) == ("playing", 30, 30)
         *_, cut = frames(record)
         second = Arena(test_config())
         second.listeners.append(Recorder(records))
@@ -341,11 +343,19 @@ async def test_one_failing_write_does_not_lose_the_others_of_its_batch(tmp_path:
     records = Records(tmp_path / "arena.db")
     await asyncio.to_thread(records.open)
     try:
+        records.submit(one_game("a"))
+        await records.flush()
         records.tournament_started("cup", "Cup", "thud", {})
-        records.record_turn(b'["no-such-game", 1, 0, {}, false]')  # breaks a foreign key
+        records.record_turn("no-such-game", 1, 0, b"{}", False)  # breaks a foreign key
+        records.record_turn("a", 1, 0, b'{"stop":true}', False)
         records.tournament_started("other", "Other", "tavern", {})
         await records.flush()
         assert {t["id"] for t in records.tournaments()} == {"cup", "other"}
+        game = records.game("a")
+        assert game is not None
+        assert game["turns"] == [
+            {"number": 1, "seat": "dwarf", "action": {"stop": True}, "timedOut": False}
+        ]
     finally:
         await asyncio.to_thread(records.close)
 
@@ -359,35 +369,43 @@ def test_an_sqlite_too_old_for_the_records_is_named(
         connect(tmp_path / "arena.db")
 
 
+def one_game(game_id: str, owner: str | None = None) -> Callable[[sqlite3.Connection], None]:
+    """A write of a playing Thud game and its seats, as the records keep them."""
+
+    def write(db: sqlite3.Connection) -> None:
+        db.execute(
+            "INSERT INTO games (id, game, seed, settings, status, started_at, owner) "
+            "VALUES (?, 'thud', 1, '{}', 'playing', 0, ?)",
+            (game_id, owner),
+        )
+        db.executemany(
+            "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind) "
+            "VALUES (?, ?, ?, 'n', '[]', 'bot')",
+            [(game_id, 0, "dwarf"), (game_id, 1, "troll")],
+        )
+
+    return write
+
+
 async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
-    """Turns go to SQLite as one JSON array per batch: every field must come back as it was."""
+    """A batch's turns go to SQLite as one chunk per game in one JSON array: every field must
+    come back as it was, and each game's turn count, timed-out turns included."""
     records = Records(tmp_path / "arena.db")
     await asyncio.to_thread(records.open)
     try:
-
-        def two_games(db: sqlite3.Connection) -> None:
-            for game_id in ("a", "b"):
-                db.execute(
-                    "INSERT INTO games (id, game, seed, settings, status, started_at) "
-                    "VALUES (?, 'thud', 1, '{}', 'playing', 0)",
-                    (game_id,),
-                )
-                db.executemany(
-                    "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind) "
-                    "VALUES (?, ?, ?, 'n', '[]', 'bot')",
-                    [(game_id, 0, "dwarf"), (game_id, 1, "troll")],
-                )
-
-        records.submit(two_games)
+        records.submit(one_game("a"))
+        records.submit(one_game("b"))
         actions = [
             {"move": {"from": [6, 0], "to": [6, 1]}, "declare": True},
             {"stop": True},
             {"note": 'dwarf \u00e9\u2603 "quoted" \\ back', "n": -3},
         ]
         for number, action in enumerate(actions, start=1):
-            row = ["a", number, (number - 1) % 2, action, number == 2]
-            records.record_turn(orjson.dumps(row))
-        records.record_turn(orjson.dumps(["b", 1, 0, {"stop": True}, False]))
+            records.record_turn("a", number, (number - 1) % 2, orjson.dumps(action), number == 2)
+            records.record_turn("b", number, (number - 1) % 2, b"{}", False)
+        records.record_turn("b", 7, 0, b"{}", False)  # numbers that jump start a chunk of their own
+        await records.flush()
+        records.record_turn("a", 4, 1, orjson.dumps({"stop": True}), True)  # the next batch
         await records.flush()
         game = records.game("a")
         assert game is not None
@@ -395,12 +413,108 @@ async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
             {"number": 1, "seat": "dwarf", "action": actions[0], "timedOut": False},
             {"number": 2, "seat": "troll", "action": actions[1], "timedOut": True},
             {"number": 3, "seat": "dwarf", "action": actions[2], "timedOut": False},
+            {"number": 4, "seat": "troll", "action": {"stop": True}, "timedOut": True},
         ]
-        assert game["turnCount"] == 3
+        assert game["turnCount"] == 4
         other = records.game("b")
-        assert other is not None and other["turnCount"] == 1
+        assert other is not None and other["turnCount"] == 7
+        assert [turn["number"] for turn in other["turns"]] == [1, 2, 3, 7]
+        with contextlib.closing(sqlite3.connect(records.path)) as db:
+            chunks = db.execute(
+                "SELECT game_id, first_number, count FROM turn_chunks ORDER BY 1, 2"
+            ).fetchall()
+            late = db.execute("SELECT game_id, seat, timed_out_turns FROM seats").fetchall()
+        assert chunks == [("a", 1, 3), ("a", 4, 1), ("b", 1, 3), ("b", 7, 1)]
+        assert sorted(late) == [("a", 0, 0), ("a", 1, 2), ("b", 0, 0), ("b", 1, 0)]
     finally:
         await asyncio.to_thread(records.close)
+
+
+async def test_games_cut_short_keep_their_turn_count(tmp_path: Path) -> None:
+    """A game's row is not written per turn: its count comes from its turns while it is played,
+    and is written when it is marked unfinished, by its own process or by the next one."""
+    path = tmp_path / "arena.db"
+    records = Records(path)
+    await asyncio.to_thread(records.open)
+    records.submit(one_game("mine", records.owner))
+    records.submit(one_game("gone"))  # a game of a process that was killed
+    for number in range(1, 4):
+        records.record_turn("mine", number, (number - 1) % 2, b"{}", False)
+        records.record_turn("gone", number, (number - 1) % 2, b"{}", False)
+    await records.flush()
+    playing = records.game("mine")
+    assert playing is not None and (playing["status"], playing["turnCount"]) == ("playing", 3)
+    records.record_turn("mine", 4, 1, b"{}", False)
+    await asyncio.to_thread(records.close)  # the last turn is written before the game is closed
+    after = Records(path)
+    await asyncio.to_thread(after.open)
+    await asyncio.to_thread(after.close)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT id, status, turn_count FROM games ORDER BY id").fetchall()
+    assert rows == [("gone", "unfinished", 3), ("mine", "unfinished", 4)]
+
+
+async def test_a_chunk_that_does_not_read_is_a_damaged_record(tmp_path: Path) -> None:
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    chunks = [("a", 1, "[[0, {}]]"), ("b", 1, "{"), ("c", 2, "[]")]  # game, count, turns
+
+    def damaged(db: sqlite3.Connection) -> None:
+        db.executemany(
+            "INSERT INTO turn_chunks (game_id, first_number, count, turns) VALUES (?, 1, ?, ?)",
+            chunks,
+        )
+
+    try:
+        for game_id, _, _ in chunks:
+            records.submit(one_game(game_id))
+        records.submit(damaged)
+        await records.flush()
+        for game_id in ("a", "b", "c"):
+            with pytest.raises(DamagedRecord, match=f"game {game_id}: its record does not read"):
+                records.game(game_id)
+    finally:
+        await asyncio.to_thread(records.close)
+
+
+def test_the_turns_of_a_version_4_file_become_chunks(tmp_path: Path) -> None:
+    """Runs of consecutive turns become one chunk each, and each seat counts its late turns."""
+    path = tmp_path / "old.db"
+    old = connect(path)
+    for migration in MIGRATIONS[:4]:
+        old.executescript(migration)
+    old.execute("PRAGMA user_version = 4")
+    one_game("a")(old)
+    turns = [
+        ("a", number, (number - 1) % 2, orjson.dumps({"n": number, "s": "\u00e9"}).decode(), late)
+        for number, late in ((1, 0), (2, 1), (3, 0), (4, 1), (6, 0), (7, 1))
+    ]
+    turns.append(("a", 5, 0, "not JSON", 0))
+    turns.append(("a", 9, 0, "null", 0))
+    old.executemany("INSERT INTO turns VALUES (?, ?, ?, ?, ?)", turns)
+    old.close()
+    records = Records(path)
+    records.open()
+    records.close()
+    game = records.game("a")
+    assert game is not None
+    expected = {
+        number: (seat, orjson.loads(action) if action != "not JSON" else action, late)
+        for _, number, seat, action, late in turns
+    }
+    assert [(t["number"], t["seat"], t["action"], t["timedOut"]) for t in game["turns"]] == [
+        (number, ("dwarf", "troll")[seat], action, bool(late))
+        for number, (seat, action, late) in sorted(expected.items())
+    ]
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        chunks = db.execute(
+            "SELECT first_number, count FROM turn_chunks ORDER BY first_number"
+        ).fetchall()
+        late = db.execute("SELECT seat, timed_out_turns FROM seats ORDER BY seat").fetchall()
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    assert chunks == [(1, 7), (9, 1)]
+    assert late == [(0, 1), (1, 2)]
+    assert "turns" not in tables
 
 
 def test_a_seat_keeps_what_the_records_need_of_its_reply_times() -> None:

@@ -18,6 +18,7 @@ import pytest
 from bench.common import tavern_serve
 from server.games.thud import rules
 from server.games.thud.rules import Square
+from server.records import Records
 from tests.conftest import Served, serving_visor, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -664,15 +665,11 @@ async def test_a_saved_game_loads_and_plays_on_after_a_restart(tmp_path: Path) -
         board = await api.board(game)
         assert cell(board, (6, 6)) == {"id": 15, "type": "Dwarf"}
         assert await api.call("/save", {"game": game["game"]}) is True
-    records_db = sqlite3.connect(database)
-    with contextlib.closing(records_db):
-        turns = records_db.execute(
-            "SELECT number, action FROM turns WHERE game_id = ? ORDER BY number",
-            (game["simulationId"],),
-        ).fetchall()
-        nicks = records_db.execute(
-            "SELECT nick, kind FROM seats WHERE game_id = ? ORDER BY seat", (game["simulationId"],)
-        ).fetchall()
-    assert [number for number, _ in turns] == [1, 2, 3, 4, 5]
-    assert orjson.loads(turns[-1][1]) == {"move": {"from": [6, 4], "to": [6, 6]}}
-    assert nicks == [("Will", "http"), ("Tom", "http")]
+    record = Records(database).game(game["simulationId"])
+    assert record is not None
+    assert [turn["number"] for turn in record["turns"]] == [1, 2, 3, 4, 5]
+    assert record["turns"][-1]["action"] == {"move": {"from": [6, 4], "to": [6, 6]}}
+    assert [(p["nick"], p["kind"]) for p in record["players"]] == [
+        ("Will", "http"),
+        ("Tom", "http"),
+    ]

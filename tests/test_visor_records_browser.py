@@ -365,7 +365,9 @@ async def test_an_unknown_id_or_a_record_that_does_not_replay_shows_why(
     bad = '{"move": {"from": [0, 0], "to": [0, 1]}, "declare": false}'
     served.records.submit(
         lambda db: db.execute(
-            "UPDATE turns SET action = ? WHERE game_id = ? AND number = 1", (bad, simulation.id)
+            "UPDATE turn_chunks SET turns = json_replace(turns, '$[0][1]', json(?)) "
+            "WHERE game_id = ? AND first_number = 1",
+            (bad, simulation.id),
         )
     )
     await served.records.flush()

@@ -1,0 +1,291 @@
+"""Reading the records: games, tournaments and results, shaped as the API serves them.
+
+Reads use their own connections, one per thread (WAL readers never block the writer), and run
+in worker threads: ``await asyncio.to_thread(records.game, id)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from server.games.base import JsonObject
+from server.league import GameResult
+from server.records.schema import LAST_TURN, connect
+from server.replay import DamagedRecord
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE_LIMIT = 200
+GAME_COLUMNS = (  # a game's row, and its turn count, also while it is played
+    "games.*, CASE WHEN games.status = 'playing' THEN coalesce("
+    f"{LAST_TURN}, games.turn_count) ELSE games.turn_count END AS turns_played"
+)
+SCORE_KEYS = {"thud": ("dwarfs", "trolls"), "tavern": ("team1", "team2")}
+
+
+@dataclass(frozen=True, slots=True)
+class GameFilter:
+    game: str | None = None
+    player: str | None = None  # a nick or a tournament bot name
+    result: str | None = None  # "win", "draw", "unfinished" or a seat name that won
+    tournament: str | None = None
+    page: int = 1
+    per_page: int = 50
+
+
+class Queries:
+    """The reading side of a records file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    def _reader(self) -> sqlite3.Connection:
+        reader: sqlite3.Connection | None = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = connect(self.path)
+            self._local.reader = reader
+        return reader
+
+    def thud_api_game(self, token_digest: str) -> JsonObject | None:
+        """The Thud HTTP API game of a game token's digest, or None."""
+        row = (
+            self._reader()
+            .execute("SELECT * FROM thud_api_games WHERE token_digest = ?", (token_digest,))
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return {
+            "gameId": row["game_id"],
+            "playerDigests": (row["player_one_digest"], row["player_two_digest"]),
+            "players": (row["player_one"], row["player_two"]),
+            "createdAt": row["created_at"],
+            "savedAt": row["saved_at"],
+        }
+
+    def tournaments(self) -> list[JsonObject]:
+        rows = self._reader().execute("SELECT * FROM tournaments ORDER BY created_at DESC")
+        return [_tournament(row) for row in rows]
+
+    def tournament(self, tournament_id: str) -> JsonObject | None:
+        row = (
+            self._reader()
+            .execute("SELECT * FROM tournaments WHERE id = ?", (tournament_id,))
+            .fetchone()
+        )
+        return None if row is None else _tournament(row)
+
+    def results(self, tournament_id: str | None = None) -> list[GameResult]:
+        """Finished games between named bots (a tournament's, or all), in the order they ended,
+        with how each seat's bot process ended and how many of its turns timed out."""
+        sql = (
+            "SELECT g.id, g.game, g.winner, g.score, g.reason, s0.bot AS bot0, s1.bot AS bot1, "
+            "s0.seat_name AS seat0, s1.seat_name AS seat1, s0.exit AS exit0, s1.exit AS exit1, "
+            "s0.timed_out_turns AS late0, s1.timed_out_turns AS late1 FROM games g "
+            "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
+            "JOIN seats s1 ON s1.game_id = g.id AND s1.seat = 1 "
+            "WHERE g.status = 'finished' AND s0.bot IS NOT NULL AND s1.bot IS NOT NULL"
+        )
+        parameters: list[Any] = []
+        if tournament_id is not None:
+            sql += " AND g.tournament_id = ?"
+            parameters.append(tournament_id)
+        results = []
+        for row in self._reader().execute(sql + " ORDER BY g.finished_at, g.id", parameters):
+            seats = (row["seat0"], row["seat1"])
+            score = orjson.loads(row["score"]) if row["score"] else {}
+            results.append(
+                GameResult(
+                    game=row["game"],
+                    bots=(row["bot0"], row["bot1"]),
+                    seat_names=seats,
+                    winner=None if row["winner"] is None else seats.index(row["winner"]),
+                    scores=(_seat_score(row["game"], score, 0), _seat_score(row["game"], score, 1)),
+                    game_id=row["id"],
+                    reason=row["reason"] or "",
+                    exits=(row["exit0"], row["exit1"]),
+                    timed_out_turns=(row["late0"], row["late1"]),
+                )
+            )
+        return results
+
+    def finished_pairings(self, tournament_id: str) -> set[str]:
+        rows = self._reader().execute(
+            "SELECT pairing FROM games WHERE tournament_id = ? AND status = 'finished'",
+            (tournament_id,),
+        )
+        return {row["pairing"] for row in rows}
+
+    def games(self, where: GameFilter) -> JsonObject:
+        """One page of game summaries, newest first."""
+        clauses, parameters = _filter_sql(where)
+        sql_where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        reader = self._reader()
+        total = reader.execute(f"SELECT COUNT(*) FROM games {sql_where}", parameters).fetchone()[0]
+        per_page = max(1, min(where.per_page, PAGE_SIZE_LIMIT))
+        page = max(1, where.page)
+        rows = reader.execute(
+            f"SELECT {GAME_COLUMNS} FROM games {sql_where} ORDER BY games.started_at DESC, "
+            "games.id LIMIT ? OFFSET ?",
+            [*parameters, per_page, (page - 1) * per_page],
+        ).fetchall()
+        return {
+            "games": [_listed(reader, row) for row in rows],
+            "page": page,
+            "perPage": per_page,
+            "total": total,
+        }
+
+    def game(self, game_id: str) -> JsonObject | None:
+        """The full record of one game (docs/records.md), or None; raises ``DamagedRecord``
+        if what is stored does not read back."""
+        reader = self._reader()
+        row = reader.execute(
+            f"SELECT {GAME_COLUMNS} FROM games WHERE games.id = ?", (game_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        try:
+            record = _summary(reader, row)
+            record["settings"] = orjson.loads(row["settings"])
+            seat_names = [player["seat"] for player in record["players"]]
+            # Every row is fetched before any is read: a statement left half-read by an error
+            # would hold this thread's connection on an old snapshot of the file.
+            chunks = reader.execute(
+                "SELECT first_number, count, turns FROM turn_chunks WHERE game_id = ? "
+                "ORDER BY first_number",
+                (game_id,),
+            ).fetchall()
+            record["turns"] = [turn for chunk in chunks for turn in _turns(seat_names, *chunk)]
+        except (IndexError, KeyError, TypeError, ValueError) as error:
+            raise DamagedRecord(f"game {game_id}: its record does not read: {error}") from error
+        return record
+
+
+def _turns(seat_names: list[str], first: int, count: int, text: str) -> list[JsonObject]:
+    """The turns of one chunk, as the API gives them."""
+    turns = orjson.loads(text)
+    if not isinstance(turns, list) or len(turns) != count:
+        raise ValueError(f"the turns from {first} on are not a list of {count}")
+    return [
+        {
+            "number": number,
+            "seat": _seat_name(seat_names, seat),
+            "action": action,
+            "timedOut": bool(timed_out),
+        }
+        for number, (seat, action, timed_out) in enumerate(turns, start=first)
+    ]
+
+
+def _listed(reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
+    """A game's summary for a list; a damaged one is listed as such, not left out."""
+    try:
+        return _summary(reader, row)
+    except (IndexError, KeyError, TypeError, ValueError) as error:
+        log.warning("records: game %s does not read: %s", row["id"], error)
+        return {
+            "id": row["id"],
+            "game": row["game"],
+            "status": row["status"],
+            "startedAt": row["started_at"],
+            "damaged": str(error),
+        }
+
+
+def _summary(reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
+    players = [
+        {
+            "seat": seat["seat_name"],
+            "nick": seat["nick"],
+            "names": orjson.loads(seat["names"]),
+            "kind": seat["kind"],
+            "bot": seat["bot"],
+            "replies": seat["replies"],
+            "replyMeanMs": seat["reply_mean_ms"],
+            "replyWorstMs": seat["reply_worst_ms"],
+            "errors": seat["errors"],
+            "lastError": seat["last_error"],
+            "stderr": seat["stderr"],
+            "exit": seat["exit"],
+        }
+        for seat in reader.execute(
+            "SELECT * FROM seats WHERE game_id = ? ORDER BY seat", (row["id"],)
+        ).fetchall()
+    ]
+    result = None
+    if row["reason"] is not None:
+        result = {
+            "reason": row["reason"],
+            "winner": row["winner"],
+            "score": orjson.loads(row["score"]) if row["score"] else None,
+        }
+    return {
+        "id": row["id"],
+        "game": row["game"],
+        "seed": row["seed"],
+        "status": row["status"],
+        "startedAt": row["started_at"],
+        "finishedAt": row["finished_at"],
+        "turnCount": row["turns_played"],
+        "players": players,
+        "result": result,
+        "tournament": row["tournament_id"],
+        "pairing": row["pairing"],
+    }
+
+
+def _seat_name(seat_names: list[str], seat: object) -> str:
+    if not isinstance(seat, int) or not 0 <= seat < len(seat_names):
+        raise IndexError(f"a turn's seat is {seat!r}, not one of the game's seats")
+    return seat_names[seat]
+
+
+def _tournament(row: sqlite3.Row) -> JsonObject:
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "game": row["game"],
+        "spec": orjson.loads(row["spec"]),
+        "createdAt": row["created_at"],
+        "finishedAt": row["finished_at"],
+    }
+
+
+def _seat_score(game: str, score: JsonObject, seat: int) -> int:
+    return int(score.get(SCORE_KEYS[game][seat], 0))
+
+
+def _filter_sql(where: GameFilter) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    if where.game:
+        clauses.append("games.game = ?")
+        parameters.append(where.game)
+    if where.player:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM seats s WHERE s.game_id = games.id "
+            "AND (s.nick = ? OR s.bot = ?))"
+        )
+        parameters += [where.player, where.player]
+    if where.tournament:
+        clauses.append("games.tournament_id = ?")
+        parameters.append(where.tournament)
+    if where.result == "draw":
+        clauses.append("games.status = 'finished' AND games.winner IS NULL")
+    elif where.result == "unfinished":
+        clauses.append("games.status = 'unfinished'")
+    elif where.result == "win":
+        clauses.append("games.winner IS NOT NULL")
+    elif where.result:
+        clauses.append("games.winner = ?")
+        parameters.append(where.result)
+    return clauses, parameters
