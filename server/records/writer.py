@@ -10,10 +10,9 @@ Turns, by far the most frequent write, cost the loop one append each: a game's t
 batch gather in one chunk, stored as one row (a busy game writes one row per batch, not one per
 turn) after the batch's other writes, all the chunks of a batch in one statement. The writer
 takes the interpreter lock back after every statement (``executemany`` after every row), and
-while the event loop is busy that wait, woken again at each of the loop's system calls, is what
-the records cost most: so a batch of nothing but turns is that one statement, without BEGIN and
-COMMIT, and nothing else is written per turn (a game's row gets its turn count when the game
-ends or is marked unfinished).
+while the event loop is busy it waits for it, woken again at each of the loop's system calls:
+a statement per chunk would cost more than the chunks. Nothing else is written per turn: a
+game's row gets its turn count when the game ends or is marked unfinished.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import functools
 import logging
 import queue
 import sqlite3
@@ -61,21 +59,10 @@ class Chunk:
 
 
 class TurnChunks:
-    """Chunks of turns, written as one operation: one statement, unless some timed out."""
+    """The chunks of a batch, written as one operation."""
 
     def __init__(self, chunks: list[Chunk]) -> None:
         self.chunks = chunks
-
-    @functools.cached_property
-    def late(self) -> collections.Counter[tuple[str, int]]:
-        """How many timed-out turns each (game, seat) has here: rare, each took a turn's whole
-        time limit."""
-        return collections.Counter(
-            (chunk.game_id, seat)
-            for chunk in self.chunks
-            for seat, _, timed_out in chunk.turns
-            if timed_out == TIMED_OUT[True]
-        )
 
     def __call__(self, db: sqlite3.Connection) -> None:
         rows, texts, offset = [], [], 1
@@ -86,11 +73,17 @@ class TurnChunks:
             texts.append(text)
             offset += len(text)
         db.execute(INSERT_CHUNKS, ((b"[%s]" % b",".join(rows)).decode(), b"".join(texts)))
-        if self.late:
+        late = collections.Counter(
+            (chunk.game_id, seat)
+            for chunk in self.chunks
+            for seat, _, timed_out in chunk.turns
+            if timed_out == TIMED_OUT[True]
+        )
+        if late:  # rare: each took a turn's whole time limit
             db.executemany(
                 "UPDATE seats SET timed_out_turns = timed_out_turns + ? "
                 "WHERE game_id = ? AND seat = ?",
-                [(count, game_id, seat) for (game_id, seat), count in self.late.items()],
+                [(count, game_id, seat) for (game_id, seat), count in late.items()],
             )
 
     def one_by_one(self) -> Iterator[TurnChunks]:
@@ -108,16 +101,8 @@ class _AfterCommit:
 
 
 def _commit(connection: sqlite3.Connection, operations: list[Operation]) -> bool:
-    """Run writes in one transaction; False (and nothing written) if any of them fails.
-
-    Writes of nothing but turns are one statement, a transaction of its own: BEGIN and COMMIT
-    would have the writer take the interpreter lock back four more times.
-    """
-    alone = operations[0] if len(operations) == 1 else None
+    """Run writes in one transaction; False (and nothing written) if any of them fails."""
     try:
-        if isinstance(alone, TurnChunks) and not alone.late:
-            alone(connection)
-            return True
         connection.execute("BEGIN")
         for operation in operations:
             operation(connection)
@@ -269,16 +254,7 @@ class Writer:
             if None in batches:
                 running = False
             queued = [op for batch in batches if batch is not None for op in batch]
-            operations: list[Operation] = []
-            for operation in queued:
-                if isinstance(operation, _AfterCommit):
-                    continue
-                previous = operations[-1] if operations else None
-                if isinstance(operation, TurnChunks) and isinstance(previous, TurnChunks):
-                    # The turns of batches with no other write between them: one statement.
-                    operations[-1] = TurnChunks(previous.chunks + operation.chunks)
-                else:
-                    operations.append(operation)
+            operations = [op for op in queued if not isinstance(op, _AfterCommit)]
             if operations and not _commit(connection, operations):
                 # One bad write must not take the others of its batch with it: one at a time,
                 # and each game's turns on their own.
