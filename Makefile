@@ -1,5 +1,5 @@
 # `make run` installs the arena into .venv and runs it; `make test` installs everything the
-# tests need (Python packages; Node.js and Chromium from Debian when missing) and runs the
+# tests need (Python packages; Node.js, Go, a JDK and Chromium from Debian when missing) and runs the
 # checks and the suite.
 PYTHON ?= python3
 VENV := .venv
@@ -18,6 +18,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check $(SOURCES)
 	$(BIN)/ruff format --check $(SOURCES)
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 $(VENV)/.installed-run: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
