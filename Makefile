@@ -1,17 +1,17 @@
 # `make run` installs the arena into .venv and runs it; `make test` installs everything the
-# tests need (Python packages; Node.js, Go, a JDK and Chromium from Debian when missing) and runs the
-# checks and the suite.
+# tests need (Python packages; Node.js, Go, a JDK, Chromium, Redis and PostgreSQL from Debian
+# when missing) and runs the checks and the suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := server bots visor tests bench
 
-.PHONY: run test lint node chromium go java
+.PHONY: run test lint node chromium go java redis postgres
 
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
-test: $(VENV)/.installed-test node chromium go java lint
+test: $(VENV)/.installed-test node chromium go java redis postgres lint
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
@@ -46,3 +46,10 @@ go:
 
 java:
 	@command -v javac >/dev/null || { apt-get update && apt-get install -y default-jdk-headless; }
+
+# The cluster and records tests start their own redis-server and PostgreSQL on loopback.
+redis:
+	@command -v redis-server >/dev/null || { apt-get update && apt-get install -y redis-server; }
+
+postgres:
+	@test -x /usr/lib/postgresql/15/bin/postgres || { apt-get update && apt-get install -y postgresql; }

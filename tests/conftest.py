@@ -6,7 +6,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from server.config import ArenaConfig
 from server.match import Listener, Match, TurnPlayed, TurnResult, Update
 from server.records import Records, recording
 from server.tcp import Connection, TcpServer
+from tests.services import PostgresServer, RedisServer, postgres_server, redis_server
 from visor import app as visor_app
 
 RECEIVE_TIMEOUT_S = 10.0
@@ -200,3 +201,17 @@ async def connect(arena: Running) -> AsyncIterator[Any]:
     yield open_client
     for client in clients:
         await client.close()
+
+
+@pytest.fixture
+def redis() -> Iterator[RedisServer]:
+    """A redis-server of the test's own (tests kill and restart it)."""
+    with redis_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL cluster for the session; each test makes its own database in it."""
+    with postgres_server() as server:
+        yield server

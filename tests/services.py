@@ -1,0 +1,210 @@
+"""Real Redis and PostgreSQL servers for the tests, from Debian's packages, on loopback.
+
+Each starts on an ephemeral port in a temporary folder and is stopped (and its folder removed)
+when the test is done. PostgreSQL refuses to run as root, so when the tests run as root (as CI
+does) its cluster belongs to the unprivileged `postgres` user that Debian's package creates.
+A missing server is a failure, never a skip: `make test` installs both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+START_TIMEOUT_S = 30.0
+POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def free_port() -> int:
+    """A loopback port that nothing listens on at the moment of asking."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before listening")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on port {port} within {START_TIMEOUT_S} s")
+
+
+def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+@dataclass
+class RedisServer:
+    """A `redis-server` process; `restart()` stops it and starts it again on the same port."""
+
+    port: int
+    folder: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        executable = shutil.which("redis-server")
+        if executable is None:
+            raise RuntimeError("redis-server is not installed (make test installs it)")
+        self.process = subprocess.Popen(
+            [
+                executable,
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", str(self.folder),
+                "--logfile", str(self.folder / "redis.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _wait_for_port(self.port, self.process, "redis-server")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+            self.process = None
+
+    def kill(self) -> None:
+        """Stop it as a crash would (SIGKILL)."""
+        if self.process is not None:
+            _stop(self.process, signal.SIGKILL)
+            self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[RedisServer]:
+    with tempfile.TemporaryDirectory(prefix="tavern-redis-") as folder:
+        server = RedisServer(free_port(), Path(folder))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@dataclass
+class PostgresServer:
+    """A PostgreSQL cluster of its own, with one database `tavern` for the user `tavern`."""
+
+    port: int
+    folder: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://tavern@127.0.0.1:{self.port}/tavern"
+
+    def database_url(self, name: str) -> str:
+        """A URL to another database of the cluster (see `create_database`)."""
+        return f"postgresql://tavern@127.0.0.1:{self.port}/{name}"
+
+    def create_database(self, name: str) -> str:
+        """Create an empty database and return its URL: one per test keeps tests apart."""
+        self._psql(f'CREATE DATABASE "{name}" OWNER tavern')
+        return self.database_url(name)
+
+    def _psql(self, sql: str) -> None:
+        subprocess.run(
+            [str(POSTGRES_BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "tavern",
+             "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc", sql],
+            check=True, capture_output=True, timeout=START_TIMEOUT_S,
+        )  # fmt: skip
+
+    @staticmethod
+    def _owner() -> tuple[int | None, int | None, list[int] | None]:
+        """User, group and extra groups to run PostgreSQL's programs as: `postgres` under root."""
+        if os.geteuid() != 0:
+            return None, None, None
+        owner = pwd.getpwnam("postgres")
+        return owner.pw_uid, owner.pw_gid, []
+
+    def start(self) -> None:
+        if not (POSTGRES_BIN / "postgres").exists():
+            raise RuntimeError("PostgreSQL 15 is not installed (make test installs it)")
+        user, group, extra_groups = self._owner()
+        data = self.folder / "data"
+        if not data.exists():
+            subprocess.run(
+                [str(POSTGRES_BIN / "initdb"), "-D", str(data), "-U", "tavern",
+                 "--auth=trust", "--encoding=UTF8", "--no-sync"],
+                check=True, capture_output=True, timeout=120,
+                user=user, group=group, extra_groups=extra_groups,
+            )  # fmt: skip
+        self.process = subprocess.Popen(
+            [str(POSTGRES_BIN / "postgres"), "-D", str(data), "-p", str(self.port),
+             "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.folder}",
+             "-c", "fsync=off", "-c", "max_connections=200"],
+            stdout=subprocess.DEVNULL,
+            stderr=(self.folder / "postgres.log").open("ab"),
+            user=user, group=group, extra_groups=extra_groups,
+        )  # fmt: skip
+        _wait_for_port(self.port, self.process, "postgres")
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            ready = subprocess.run(
+                [str(POSTGRES_BIN / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
+                capture_output=True, check=False,
+            )  # fmt: skip
+            if ready.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("postgres did not become ready")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process, signal.SIGINT)  # a fast shutdown
+            self.process = None
+
+    def kill(self) -> None:
+        if self.process is not None:
+            _stop(self.process, signal.SIGKILL)
+            self.process = None
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[PostgresServer]:
+    with tempfile.TemporaryDirectory(prefix="tavern-postgres-") as folder:
+        path = Path(folder)
+        if os.geteuid() == 0:
+            owner = pwd.getpwnam("postgres")
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+        server = PostgresServer(free_port(), path)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
