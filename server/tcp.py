@@ -23,6 +23,7 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
+from typing import cast
 
 from server.arena import MAX_SEED, TOO_MANY_SIMULATIONS, Arena
 from server.config import ListenError
@@ -242,8 +243,8 @@ class Connection(asyncio.Protocol):
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's is not a subclass of asyncio.Transport, but has its API).
+        self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)

@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 
 from bench.common import tavern_serve
 from bots import tavern_dummy
@@ -260,3 +261,23 @@ async def test_a_second_loss_gets_its_own_grace_period() -> None:
         await two.expect("turn")  # no "Player disconnected": the game went on
         for client in (two, again):
             await client.close()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+async def test_the_dummy_bots_play_a_whole_game_on_either_event_loop(
+    tmp_path: Path, loop: str
+) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(
+        orjson.dumps({"port": 0, "httpPort": 0, "database": str(tmp_path / "a.db")}).decode()
+    )
+    async with tavern_serve(config, "--loop", loop) as server:
+        first = asyncio.create_task(tavern_dummy.play("127.0.0.1", server.tcp_port, None, "a"))
+        await asyncio.sleep(0.05)
+        second = await asyncio.wait_for(
+            tavern_dummy.play("127.0.0.1", server.tcp_port, None, "b"), 60
+        )
+        assert sorted([(await first)["type"], second["type"]]) in (
+            ["loss-game", "win-game"],
+            ["draw-game", "draw-game"],
+        )
