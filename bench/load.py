@@ -206,7 +206,7 @@ def main() -> None:
     )
     parser.add_argument("--games", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
     parser.add_argument("--mix", choices=("tavern", "thud", "both"), default="both")
     parser.add_argument("--think-ms", type=float, default=0.0, help="each bot's time per move")
     args = parser.parse_args()

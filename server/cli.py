@@ -46,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--loop",
         choices=("asyncio", "uvloop"),
-        default="asyncio",
-        help="event loop: uvloop is faster, when it is installed",
+        help="event loop (default: uvloop where it is installed, as it is with the arena on "
+        "Linux and macOS; else asyncio's own)",
     )
     tournament = commands.add_parser(
         "tournament", help="run a tournament from a JSON or TOML file, or a folder of Thud clients"
@@ -216,13 +216,15 @@ def main(argv: list[str] | None = None) -> int:
         command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
         return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)
     run = asyncio.run
-    if args.loop == "uvloop":
+    if args.loop != "asyncio":
         try:
-            import uvloop  # noqa: PLC0415  # optional: only this option needs it
+            import uvloop  # noqa: PLC0415  # not on Windows: asyncio's own loop serves there
         except ImportError:
-            print("tavern: --loop uvloop needs uvloop: pip install uvloop", file=sys.stderr)
-            return 2
-        run = uvloop.run
+            if args.loop == "uvloop":
+                print("tavern: --loop uvloop needs uvloop: pip install uvloop", file=sys.stderr)
+                return 2
+        else:
+            run = uvloop.run
     status = 0
     try:
         run(serve(config))
