@@ -215,6 +215,20 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
         await expect(page.locator("#players .seat-team1 .seat-score")).to_have_text(DIGIT)
         await expect(page.locator("#turn")).to_have_text(re.compile(r"^\d+ of 1000$"))
         assert await page.locator("#players img").count() == 0
+        # Whose turn it is, its clock, each side's last reply, the legend, the last turn drawn
+        # as arrows and written in the move list.
+        await expect(page.locator("#status")).to_have_text(re.compile(r"^Playing: .+ to move\.$"))
+        await expect(page.locator("#clock")).to_contain_text(re.compile(r"s left of (10|30) s$"))
+        await expect(page.locator("#players .seat-reply").first).to_have_text(
+            re.compile(r"^last reply \d+ ms$")
+        )
+        await expect(page.locator("#legend")).to_contain_text(
+            "Team 2's barrel (yellow hoops) onto row 20"
+        )
+        await expect(page.locator("#log li.log-move, #log li.log-hit").first).to_have_text(
+            re.compile(r"^\d+.+: .*([↑↓←→]|blocked|passes)")
+        )
+        await expect(page.locator("#board")).to_have_attribute("data-arrows", re.compile(r"^[1-9]"))
         before = await canvas_pixels(page)
 
         async def changed() -> str | None:
@@ -233,6 +247,8 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
     await expect(page.locator("#players .seat-team1 .seat-score")).to_have_text("3")
     await expect(page.locator("#log")).to_contain_text(f"Point for {XSS} (Team 1)")
     await expect(page.locator("#status")).to_have_text("Finished.")
+    await expect(page.locator("#clock-fact")).to_be_hidden()
+    await expect(page.locator("#result a")).to_have_attribute("href", f"/replay/{simulation_id}")
 
     # A dwarf's name on hover: the final position stays on the board.
     dwarf = final["state"]["team1"][0]
@@ -377,9 +393,21 @@ async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pa
         await expect(page.locator("#wait-bot")).to_be_hidden()
         await expect(page.locator("#players .seat-dwarf .nick")).to_have_text("tcp dwarf")
         turn = await asyncio.wait_for(bot.receive(), 10)
+        # The watcher sees the bot's clock run down while it thinks (a first turn: 30 s).
+        clock = watcher.locator("#clock")
+        await expect(clock).to_contain_text("tcp dwarf (Dwarfs): ")
+        await expect(clock).to_contain_text("left of 30 s")
+        await expect(watcher.locator("#status")).to_have_text(
+            "Playing: tcp dwarf (Dwarfs) to move."
+        )
+        shown = await clock.text_content()
+        await expect(clock).not_to_have_text(shown or "")
+        assert seconds_left(await clock.text_content()) < seconds_left(shown)
         first = turn["state"]["moves"][0]
         await bot.send({"type": "player-turn", "move": {"from": first["from"], "to": first["to"]}})
         await expect(page.locator("#turn-status")).to_have_text("Your move (trolls).")
+        await expect(clock).to_contain_text("Ann (Trolls): ")
+        await expect(watcher.locator("#players .seat-dwarf .seat-reply")).to_be_visible()
     # The bot left: it forfeits, and the person wins; a spectator is told.
     await expect(page.locator("#result")).to_contain_text("You won!")
     await expect(page.locator("#result")).to_contain_text("Player disconnected")
@@ -389,6 +417,13 @@ async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pa
     await expect(watcher.locator("#result")).to_contain_text(
         "Ann (Trolls) won · Player disconnected"
     )
+
+
+def seconds_left(clock: str | None) -> float:
+    """The time left in the clock's text: "Bo (Team 2): 8.4 s left of 10 s" gives 8.4."""
+    found = re.search(r": ([\d.]+) (ms|s) left", clock or "")
+    assert found, clock
+    return float(found[1]) / (1000 if found[2] == "ms" else 1)
 
 
 # --- screenshots for the README --------------------------------------------------------------
