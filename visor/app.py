@@ -29,6 +29,7 @@ from server.league import league_to_wire
 from server.match import Match, MatchOptions, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire
+from visor import replay_image
 from visor.hub import Page, SpectatorHub, running
 from visor.seats import (
     TOO_MANY_HOUSE_GAMES,
@@ -115,6 +116,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/api/games", api_games)
     app.router.add_get("/api/games/{game_id}", api_game)
     app.router.add_get("/api/games/{game_id}/replay", api_replay)
+    replay_image.add_routes(app, records)  # /api/games/{game_id}/replay.gif
     app.router.add_get("/api/tournaments", api_tournaments)
     app.router.add_get("/api/league", api_league)
     app.router.add_get("/league", page("league.html"))

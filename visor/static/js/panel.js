@@ -87,6 +87,24 @@ function tavernSummary(turn, players) {
   return `${who}: ${parts.length ? parts.join(", ") : "passes"}`;
 }
 
+/** A turn in one line, for a list of every turn: who played and what moved. */
+export function turnSummary(game, frame, players) {
+  if (frame.timedOut) return `${nickOf(players, frame.seat, game)} ran out of time`;
+  if (game === "tavern") return tavernSummary(frame, players);
+  const parts = [];
+  for (const event of frame.events || []) {
+    if (event.type === "move") {
+      const kills = event.killed && event.killed.length ? ` kills ${event.killed.length}` : "";
+      parts.push(`${seatLabel(game, event.side)}: ${square(event.from)} → ${square(event.to)} ${event.kind}${kills}`);
+    } else if (event.type === "declared") {
+      parts.push(event.value ? "offers peace" : "withdraws the offer of peace");
+    } else if (event.type === "ended") {
+      parts.push(`game over: ${event.reason}`);
+    }
+  }
+  return parts.join(" · ") || `${nickOf(players, frame.seat, game)} played`;
+}
+
 /**
  * Log entries for a turn: in the Tavern the turn in one line, then its points; every Thud
  * move, its kills, declarations.

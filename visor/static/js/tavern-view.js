@@ -1,6 +1,6 @@
 // Dwarven Tavern on a canvas: the wooden floor, both home rows in team colours, barrels and
 // dwarves, tweened between two positions, and the last turn drawn as arrows: a dwarf's step in
-// its team's colour, a pushed barrel in white, a thrown dwarf dashed in red.
+// a light tint of its team's colour, a pushed barrel in white, a thrown dwarf dashed in red.
 
 import { BoardCanvas, ease, lerp } from "./board.js";
 import { COLOURS } from "./games.js";
@@ -9,7 +9,8 @@ const TEAMS = ["team1", "team2"];
 const FLOOR = ["#8a6240", "#80593a", "#936a44"];
 const INK = "#22150b";
 const JUMP = 3; // a piece that moved further than this was reset after a point: no slide
-const ARROWS = { barrel: "rgba(255, 248, 230, 0.95)", thrown: "#d8362b" };
+// Light tints of the team colours for steps: never mistaken for a piece of that colour.
+const ARROWS = { team1: "#f7a48f", team2: "#f8df96", barrel: "#fff8e6", thrown: "#d8362b" };
 
 export class TavernView {
   /**
@@ -40,6 +41,8 @@ export class TavernView {
     if (!state) return;
     const before = from && from.state && from !== to ? from.state : null;
     const k = ease(t);
+    // Under the pieces: each arrow ends at the edge of the piece that arrived.
+    this.drawLastTurn(state, to.events || []);
     for (const team of TEAMS) {
       const barrel = state.barrels[team];
       if (!barrel) continue;
@@ -53,7 +56,6 @@ export class TavernView {
         this.drawDwarf(team, slide(start, dwarf.coords, k));
       }
     }
-    this.drawLastTurn(state, to.events || []);
     if (this.hover) this.drawRing(this.hover);
   }
 
@@ -65,7 +67,7 @@ export class TavernView {
     for (const event of events) {
       if (!event.from || !event.to) continue;
       if (event.from.x === event.to.x && event.from.y === event.to.y) continue; // blocked
-      const colour = event.kind === "move" ? COLOURS[teamOf.get(event.dwarf)] || "#fff" : ARROWS[event.kind];
+      const colour = event.kind === "move" ? ARROWS[teamOf.get(event.dwarf)] : ARROWS[event.kind];
       if (!colour) continue;
       this.drawArrow(event.from, event.to, colour, event.kind === "thrown");
       arrows += 1;
@@ -80,7 +82,6 @@ export class TavernView {
     const [bx, by] = this.board.center(to.x, to.y);
     const angle = Math.atan2(by - ay, bx - ax);
     const head = cell * 0.3;
-    // The tip stops at the edge of the piece that arrived, so both stay visible.
     const tipX = bx - Math.cos(angle) * cell * 0.36;
     const tipY = by - Math.sin(angle) * cell * 0.36;
     ctx.save();
