@@ -29,7 +29,7 @@ from PIL import GifImagePlugin, Image
 from playwright.async_api import Page, expect
 
 from server.config import ArenaConfig
-from server.league import ratings, tables
+from server.league import head_to_head, ratings, tables
 from server.match import Match, MatchOptions
 from server.tournament import TournamentRunner, spec_from_mapping
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
@@ -473,10 +473,23 @@ async def test_the_league_and_the_matches_of_tournaments(
         for index, standing in enumerate(standings):
             row = rows.nth(index)
             await expect(row.locator('[data-col="bot"]')).to_have_text(standing.bot)
-            for column in ("played", "wins", "losses", "draws", "score"):
+            for column in ("played", "wins", "losses", "draws", "score", "crashes", "timeouts"):
                 await expect(row.locator(f'[data-col="{column}"]')).to_have_text(
                     str(getattr(standing, column))
                 )
+    # The crashing bot's crashes and the silent one's timed-out turns are counted.
+    assert any(s.crashes for s in expected["dwarf"]) and any(s.timeouts for s in expected["troll"])
+    # Head to head: each pair's record, from each side.
+    meetings = head_to_head(thud_results)
+    assert meetings
+    for meeting in meetings:
+        (a, b), (wins_a, wins_b) = meeting.bots, meeting.wins
+        for row, column, record in (
+            (a, b, f"{wins_a}–{meeting.draws}–{wins_b}"),
+            (b, a, f"{wins_b}–{meeting.draws}–{wins_a}"),
+        ):
+            cell = page.locator(f'#h2h-body tr[data-bot="{row}"] td[data-against="{column}"]')
+            await expect(cell).to_have_text(record)
     rated = ratings(thud_results)
     rating_rows = page.locator("#ratings-body tr")
     await expect(rating_rows).to_have_count(len(rated))
