@@ -484,11 +484,11 @@ async def test_the_league_and_the_matches_of_tournaments(
     assert meetings
     for meeting in meetings:
         (a, b), (wins_a, wins_b) = meeting.bots, meeting.wins
-        for row, column, record in (
+        for bot, other, record in (
             (a, b, f"{wins_a}–{meeting.draws}–{wins_b}"),
             (b, a, f"{wins_b}–{meeting.draws}–{wins_a}"),
         ):
-            cell = page.locator(f'#h2h-body tr[data-bot="{row}"] td[data-against="{column}"]')
+            cell = page.locator(f'#h2h-body tr[data-bot="{bot}"] td[data-against="{other}"]')
             await expect(cell).to_have_text(record)
     rated = ratings(thud_results)
     rating_rows = page.locator("#ratings-body tr")
