@@ -16,6 +16,8 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +31,7 @@ from server.games.thud import rules as thud_rules
 from server.house.tavern import choose_actions, view_of_wire
 from server.match import Match
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
-from tests.conftest import RawClient, Served, TurnLog
+from tests.conftest import RawClient, Served, TurnLog, serving_visor, test_config
 from visor.seats import run_house_game
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -168,6 +170,74 @@ async def test_the_lobby_shows_a_new_simulation_within_a_second(
     assert new_id in served.arena.matches
     await expect(page.locator(f'tr[data-simulation-id="{new_id}"]')).to_be_visible(timeout=1000)
     await expect(page.locator("#created-snippet")).to_contain_text(f'"simulationId":"{new_id}"')
+
+
+EXPIRY_MS = 4000  # long enough to start a bot process, short enough to wait for
+
+
+async def test_lobby_ages_filter_copy_a_join_command_and_expiry(tmp_path: Path) -> None:
+    """The command the lobby offers to copy runs a bot into the simulation; rows show their
+    age and filter by game; a simulation nobody joins leaves the page when it expires."""
+    async with (
+        serving_visor(
+            test_config(waiting_simulation_expiry_ms=EXPIRY_MS), tmp_path / "a.db"
+        ) as served,
+        chromium_pages(served.url) as pages,
+    ):
+        page = await pages.open("/")
+        await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        await page.click("#create-tavern")
+        await expect(page.locator("#created-id")).to_have_text(SIMULATION_ID)
+        tavern_id = await page.locator("#created-id").text_content()
+        command = f"python -m bots.tavern_dummy --simulation {tavern_id} --port {served.tcp_port}"
+        await expect(page.locator("#created-command")).to_have_text(command)
+        await page.click("#copy-command")
+        await expect(page.locator("#copy-command")).to_have_text("Copied")
+        assert await page.evaluate("navigator.clipboard.readText()") == command
+        # The command, as copied, runs the example bot into the simulation.
+        bot = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *shlex.split(command)[1:],
+            cwd=REPO,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            tavern_row = page.locator(f'tr[data-simulation-id="{tavern_id}"]')
+            await expect(tavern_row.locator(".seat-team1 .nick")).to_have_text("Tavern dummy")
+            await page.click("#create-thud")
+            await expect(page.locator("#created-id")).not_to_have_text(tavern_id or "")
+            thud_id = await page.locator("#created-id").text_content()
+            await expect(page.locator("#created-command")).to_contain_text(
+                f"python -m bots.house_bot thud troll --side troll --simulation {thud_id}"
+            )
+            thud_row = page.locator(f'tr[data-simulation-id="{thud_id}"]')
+            # Each row's age, counting on between lobby updates.
+            age = thud_row.locator('td[data-label="Age"]')
+            await expect(age).to_have_text(re.compile(r"^\d s$"))
+            first = await age.text_content()
+            await expect(age).not_to_have_text(first or "")
+            # The filter by game, kept in the address.
+            await page.select_option("#sims-game", "thud")
+            await expect(page).to_have_url(re.compile(r"/\?game=thud$"))
+            await expect(page.locator("tr.sim")).to_have_count(1)
+            await expect(thud_row).to_be_visible()
+            await expect(page.locator("#sims-summary")).to_have_text(
+                "Thud: 0 playing · 1 waiting · 0 finished"
+            )
+            await page.select_option("#sims-game", "tavern")
+            await expect(page.locator("tr.sim")).to_have_count(1)
+            await expect(tavern_row).to_be_visible()
+            await page.select_option("#sims-game", "")
+            await expect(page.locator("tr.sim")).to_have_count(2)
+            # Nobody joined the Thud simulation: it expires and leaves the page; the Tavern
+            # one, with its bot waiting in it, stays.
+            await expect(thud_row).to_have_count(0, timeout=EXPIRY_MS + 5000)
+            await expect(tavern_row).to_be_visible()
+            assert thud_id not in served.arena.matches
+        finally:
+            bot.kill()
+            await bot.wait()
 
 
 async def test_run_a_game_from_the_lobby_opens_its_live_view(served: Served, visor: Pages) -> None:

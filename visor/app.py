@@ -300,7 +300,9 @@ class PageConnection:
     def create(self, message: JsonObject) -> None:
         game = self._game_name(message)
         match = self.arena.open(game, MatchOptions(creator=self.address))
-        self.page.send({"type": "created", "simulationId": match.id, "game": game})
+        created: JsonObject = {"type": "created", "simulationId": match.id, "game": game}
+        created["botPort"] = self.arena.bot_port  # for the command the lobby offers to copy
+        self.page.send(created)
 
     def run_game(self, message: JsonObject) -> None:
         game = self._game_name(message)

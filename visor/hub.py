@@ -128,6 +128,7 @@ class SpectatorHub:
         # (loop time) and each seat's last reply time.
         self.clock_started: dict[str, float] = {}
         self.replies: dict[str, dict[str, int]] = {}
+        self.opened_at: dict[str, float] = {}  # loop time each lobby row was first seen
         self._lobby_dirty = asyncio.Event()
         arena.listeners.append(self.on_update)
 
@@ -138,6 +139,7 @@ class SpectatorHub:
         if isinstance(update, SeatsChanged | GameStarted):
             view = self.live[update.view.match_id] = update.view
             match_id = view.match_id
+            self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
             self.clock_started[match_id] = asyncio.get_running_loop().time()
             if self.watchers.get(match_id):
                 text = dumps(self.snapshot(view))
@@ -167,7 +169,7 @@ class SpectatorHub:
             self._drop_live(match_id)
             self.finished[match_id] = self.summary(view)
             while len(self.finished) > FINISHED_KEPT:
-                self.finished.popitem(last=False)
+                self.opened_at.pop(self.finished.popitem(last=False)[0], None)
             text = dumps(
                 {
                     "type": "end",
@@ -179,6 +181,7 @@ class SpectatorHub:
         else:
             match_id = update.match_id
             self._drop_live(match_id)
+            self.opened_at.pop(match_id, None)
             text = dumps(
                 {"type": "error", "message": "This simulation was closed before it started"}
             )
@@ -248,7 +251,12 @@ class SpectatorHub:
         live = [self.summary(view) for view in self.live.values()]
         live_ids = {entry["simulationId"] for entry in live}
         finished = [entry for key, entry in reversed(self.finished.items()) if key not in live_ids]
-        return {"type": "lobby", "simulations": live + finished, "house": house_players()}
+        rows = live + finished
+        now = asyncio.get_running_loop().time()
+        for entry in rows:  # how long ago it was opened (pages count on from there)
+            opened = self.opened_at.get(entry["simulationId"])
+            entry["ageMs"] = None if opened is None else round(1000 * (now - opened))
+        return {"type": "lobby", "simulations": rows, "house": house_players()}
 
     # --- pages -------------------------------------------------------------------------------
     def join_lobby(self, page: Page) -> None:
