@@ -111,7 +111,8 @@ class SeatRequest:
     """A player asking for a seat: the join message's fields, and what kind of player it is."""
 
     fields: JsonObject = field(default_factory=dict)
-    kind: str = "bot"  # "bot" (TCP), "house", "person", "http": for lobbies and records
+    # "bot" (TCP), "house", "person", "client" (a /clients page's), "http": for lobbies and records
+    kind: str = "bot"
     turn_timeout_s: float | None = None  # None: the match's
 
 

@@ -4,7 +4,8 @@ Pages are static files (no build step, nothing from a CDN); everything live goes
 websocket per page, ``/ws``, whose messages are JSON objects:
 
 page -> server: ``lobby``, ``watch`` {simulationId}, ``create`` {game}, ``run-game`` {game,
-players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?}, ``move`` {move, declare}.
+players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move`` {move,
+declare}.
 server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
 ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
 """
@@ -348,7 +349,8 @@ class PageConnection:
             if opponent is not None:
                 raise JoinRejected("Invalid join", "an existing simulation brings its own opponent")
             match = found
-        seat = seat_person(self.arena, match, self.channel, nick, side)
+        kind = "client" if message.get("client") is True else "person"  # /clients says so
+        seat = seat_person(self.arena, match, self.channel, nick, side, kind)
         self.hub.watch(self.page, match.id)
         self.seat = (match, seat)
         self.page.send({"type": "seated", "simulationId": match.id, "game": game, "side": side})
