@@ -8,6 +8,11 @@ players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}
 declare}.
 server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
 ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
+
+For spectators, ``snapshot`` and ``turn`` carry ``clock`` ({seat, timeoutMs}, plus elapsedMs in a
+snapshot: the seat awaited and its time; null once the game is over) and the last reply times
+(``replyMs``: of the seat that played, or per seat in a snapshot); lobby rows carry ``ageMs``;
+``created`` carries ``botPort``, the TCP port bots join on.
 """
 
 from __future__ import annotations
