@@ -172,7 +172,7 @@ async def test_the_lobby_shows_a_new_simulation_within_a_second(
     await expect(page.locator("#created-snippet")).to_contain_text(f'"simulationId":"{new_id}"')
 
 
-EXPIRY_MS = 4000  # long enough to start a bot process, short enough to wait for
+EXPIRY_MS = 6000  # long enough to start a bot process, short enough to wait for
 
 
 async def test_lobby_ages_filter_copy_a_join_command_and_expiry(tmp_path: Path) -> None:
