@@ -445,6 +445,12 @@ async def test_an_unknown_id_or_a_record_that_does_not_replay_shows_why(
     await expect(page.locator("#missing-record")).to_have_attribute(
         "href", f"/api/games/{simulation.id}"
     )
+    # The animated image says the same, as JSON errors.
+    async with aiohttp.ClientSession() as session:
+        for game_id, status in (("nope123", 404), (simulation.id, 409)):
+            async with session.get(f"{served.url}/api/games/{game_id}/replay.gif") as response:
+                assert response.status == status
+                assert "error" in await response.json()
 
 
 # --- tournaments: the league and the matches ------------------------------------------------
