@@ -47,6 +47,7 @@ class Arena:
 
     def __init__(self, config: ArenaConfig) -> None:
         self.config = config
+        self.bot_port: int | None = None  # the TCP port bots connect to, once it listens
         self.matches: dict[str, Match] = {}
         self.listeners: list[Listener] = []  # the visor, the records, the Thud API...
         self._codecs: dict[str, AnyCodec] = {

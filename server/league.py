@@ -143,6 +143,36 @@ def ratings(results: Sequence[GameResult]) -> list[Rating]:
     return sorted(rated, key=lambda rating: (-rating.ordinal, rating.bot))
 
 
+@dataclass(slots=True)
+class Meeting:
+    """Every game between two bots: ``wins`` by bot, in the order of ``bots``."""
+
+    bots: tuple[str, str]
+    games: int = 0
+    wins: list[int] = field(default_factory=lambda: [0, 0])
+    draws: int = 0
+
+    def to_wire(self) -> JsonObject:
+        wins, draws = self.wins, self.draws
+        return {"bots": list(self.bots), "games": self.games, "wins": wins, "draws": draws}
+
+
+def head_to_head(results: Iterable[GameResult]) -> list[Meeting]:
+    """Each pair of bots that met, whichever seats they had, in the order of their names."""
+    meetings: dict[tuple[str, str], Meeting] = {}
+    for result in results:
+        pair = (min(result.bots), max(result.bots))
+        if pair[0] == pair[1]:
+            continue  # a bot against itself is nobody's head-to-head
+        meeting = meetings.setdefault(pair, Meeting(pair))
+        meeting.games += 1
+        if result.winner is None:
+            meeting.draws += 1
+        else:
+            meeting.wins[pair.index(result.bots[result.winner])] += 1
+    return [meetings[pair] for pair in sorted(meetings)]
+
+
 def league_to_wire(results: Sequence[GameResult]) -> JsonObject:
     return {
         "tables": {
@@ -150,6 +180,7 @@ def league_to_wire(results: Sequence[GameResult]) -> JsonObject:
             for table, rows in tables(results).items()
         },
         "ratings": [rating.to_wire() for rating in ratings(results)],
+        "headToHead": [meeting.to_wire() for meeting in head_to_head(results)],
         "games": len(results),
     }
 

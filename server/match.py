@@ -111,7 +111,8 @@ class SeatRequest:
     """A player asking for a seat: the join message's fields, and what kind of player it is."""
 
     fields: JsonObject = field(default_factory=dict)
-    kind: str = "bot"  # "bot" (TCP), "house", "person", "http": for lobbies and records
+    # "bot" (TCP), "house", "person", "client" (a /clients page's), "http": for lobbies and records
+    kind: str = "bot"
     turn_timeout_s: float | None = None  # None: the match's
 
 
@@ -141,6 +142,14 @@ class SeatStats:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnClock:
+    """The seat on move and how long its reply may take: spectators count it down."""
+
+    seat: int
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class MatchView:
     """A match at one moment, as lobbies, pages and records see it."""
 
@@ -155,6 +164,7 @@ class MatchView:
     tournament_id: str | None
     pairing: str | None
     limits: MatchLimits
+    clock: TurnClock | None = None  # while the game is on: the seat awaited next
 
     @property
     def game(self) -> str:
@@ -169,6 +179,13 @@ class MatchView:
         return self.codec.result_to_wire(self.state, self.outcome)
 
 
+def clock_to_wire(codec: AnyCodec, clock: TurnClock | None) -> JsonObject | None:
+    """The clock as pages show it: whose reply is awaited and the milliseconds it may take."""
+    if clock is None:
+        return None
+    return {"seat": codec.seat_names[clock.seat], "timeoutMs": round(clock.timeout_s * 1000)}
+
+
 class TurnResult:
     """One turn as played, immutable: the position after it and everything it caused, with its
     wire forms built once, when first asked for, for every listener."""
@@ -178,11 +195,13 @@ class TurnResult:
         "_scores",
         "_spectator_json",
         "action",
+        "clock",
         "codec",
         "events",
         "match_id",
         "number",
         "outcome",
+        "reply_ms",
         "seat",
         "state",
         "timed_out",
@@ -199,6 +218,8 @@ class TurnResult:
         events: Sequence[Any],
         state: Any,
         outcome: Outcome | None,
+        reply_ms: int = 0,
+        clock: TurnClock | None = None,
     ) -> None:
         self.match_id = match_id
         self.codec = codec
@@ -209,6 +230,8 @@ class TurnResult:
         self.events = tuple(events)
         self.state = state  # the position after the turn
         self.outcome = outcome  # set if the turn ended the game
+        self.reply_ms = reply_ms  # how long the seat took (its whole time if it timed out)
+        self.clock = clock  # the seat awaited next, unless the game is over
         self._scores: JsonObject | None = None
         self._action_json: bytes | None = None
         self._spectator_json: bytes | None = None
@@ -241,6 +264,8 @@ class TurnResult:
                 "events": codec.events_to_wire(self.events),
                 "state": codec.state_to_wire(self.state),
                 "scores": self.scores,
+                "replyMs": self.reply_ms,
+                "clock": clock_to_wire(codec, self.clock),
             }
             self._spectator_json = orjson.dumps(message)[:-1]
         return self._spectator_json
@@ -403,7 +428,26 @@ class Match:
             tournament_id=self.options.tournament_id,
             pairing=self.options.pairing,
             limits=self.limits,
+            clock=self._next_clock(),
         )
+
+    def _next_clock(self) -> TurnClock | None:
+        """The seat on move and its time, while the game is on."""
+        if self.status is not Status.PLAYING or self._over.is_set() or self.state is None:
+            return None
+        if self.rules.outcome(self.state) is not None:
+            return None
+        seat = self.rules.to_move(self.state)
+        return TurnClock(seat, self._turn_timeout_s(seat))
+
+    def _turn_timeout_s(self, seat: int) -> float:
+        occupant = self.seats[seat]
+        if occupant is None:
+            return self.limits.turn_timeout_s
+        if not occupant.replies and not occupant.consecutive_timeouts:
+            # Its very first turn: the bot may still be starting up.
+            return max(occupant.turn_timeout_s, self.limits.first_turn_timeout_s)
+        return occupant.turn_timeout_s
 
     def free_seats(self) -> list[int]:
         return [index for index, seat in enumerate(self.seats) if seat is None]
@@ -578,10 +622,7 @@ class Match:
         self._awaited = seat
         self._turn_started = time.monotonic()
         occupant.channel.send(self._turn_message(seat))
-        timeout = occupant.turn_timeout_s
-        if not occupant.replies and not occupant.consecutive_timeouts:
-            # Its very first turn: the bot may still be starting up.
-            timeout = max(timeout, self.limits.first_turn_timeout_s)
+        timeout = self._turn_timeout_s(seat)
         self._clock = asyncio.get_running_loop().call_later(timeout, self._timed_out, seat)
 
     def _turn_message(self, seat: int) -> SeatMessage:
@@ -610,11 +651,13 @@ class Match:
             self._clock.cancel()
             self._clock = None
         self._awaited = None
+        reply_ms = round(1000 * (time.monotonic() - self._turn_started))
         before = self.state
         try:
             self.state, events = self.rules.apply(before, seat, action, self.rng)
             self.turn_count += 1
             outcome = self.rules.outcome(self.state)
+            following = None if outcome is not None else self.rules.to_move(self.state)
             result = TurnResult(
                 self.id,
                 self.codec,
@@ -625,6 +668,10 @@ class Match:
                 events,
                 self.state,
                 outcome,
+                reply_ms,
+                None
+                if following is None
+                else TurnClock(following, self._turn_timeout_s(following)),
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]

@@ -189,7 +189,7 @@ class TcpServer:
         except OSError as error:
             change = '--port N (or "port" in config.json)'
             raise ListenError("bots", config.host, config.port, error, change) from error
-        self.port = server.sockets[0].getsockname()[1]
+        self.port = self.arena.bot_port = server.sockets[0].getsockname()[1]
         log.info("bots connect to %s:%s", config.host, self.port)
         try:
             async with server:

@@ -103,12 +103,20 @@ async def browsing(served: Served) -> AsyncIterator[Pages]:
         yield pages
 
 
+async def set_source(page: Page, source: str) -> None:
+    """Replace the editor's text, as a paste would (through CodeMirror's own API)."""
+    await page.locator(".CodeMirror").evaluate(
+        "(node, text) => node.CodeMirror.setValue(text)", source
+    )
+    await expect(page.locator("#source")).to_have_value(source)  # the editor keeps it saved
+
+
 async def new_client(page: Page, name: str, source: str, side: str = "dwarf") -> None:
     """Add a client to the shelf and make it the one in the editor."""
     await page.click("#new-client")
     await page.fill("#client-name", name)
     await page.check(f"input[name=side][value={side}]")
-    await page.fill("#source", source)
+    await set_source(page, source)
     await expect(page.locator("#client-list [aria-current=true]")).to_contain_text(name)
 
 
@@ -216,7 +224,7 @@ async def test_bad_clients_fail_and_say_why(browsing: Pages) -> None:
     await expect_check(page, "games", "skip")
 
     # A syntax error: the evaluation fails with the exception.
-    await page.fill("#source", "module.exports = class {")
+    await set_source(page, "module.exports = class {")
     await validate(page, "fail")
     await expect_check(page, "evaluates", "fail", "SyntaxError")
     await expect_check(page, "klass", "skip")
@@ -235,7 +243,83 @@ async def test_bad_clients_fail_and_say_why(browsing: Pages) -> None:
     )
 
 
+# --- the editor ----------------------------------------------------------------------------
+
+
+async def test_the_editor_highlights_numbers_lines_and_scrolls_long_ones(
+    browsing: Pages,
+) -> None:
+    """CodeMirror, served by the visor with its licence; nothing comes from elsewhere."""
+    requested: list[str] = []
+    page = await browsing.browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("pageerror", lambda error: browsing.problems.append(f"page error: {error}"))
+    await page.goto(browsing.base_url + "/clients")
+    editor = page.locator(".CodeMirror")
+    await expect(editor).to_be_visible()
+    # The starter, highlighted, with a number on every line.
+    await expect(editor.locator(".cm-keyword").first).to_be_visible()
+    await expect(editor.locator(".cm-comment").first).to_contain_text("A Thud client")
+    lines = await page.locator("#source").input_value()
+    numbers = editor.locator(".CodeMirror-code .CodeMirror-linenumber")
+    assert (await numbers.all_text_contents())[:5] == ["1", "2", "3", "4", "5"]
+    # Typing: the client is saved as it changes; Tab indents by two spaces.
+    await editor.locator(".CodeMirror-line").first.click()
+    await page.keyboard.press("Control+Home")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type("// mine")
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#source")).to_have_value("  // mine\n" + lines)
+    await page.reload()
+    await expect(page.locator("#source")).to_have_value("  // mine\n" + lines)
+    # A long line scrolls inside the editor; the page keeps its width.
+    await set_source(page, "const long = '" + "x" * 400 + "';\n")
+    scroller = editor.locator(".CodeMirror-scroll")
+    assert await scroller.evaluate("node => node.scrollWidth > node.clientWidth + 1000")
+    assert await page.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+    # Escape leaves the editor (Tab indents inside it).
+    await editor.locator(".CodeMirror-line").first.click()
+    await page.keyboard.press("Escape")
+    await expect(page.locator("#validate")).to_be_focused()
+    # The controller's API beside the editor.
+    api = page.locator("#api")
+    await expect(api).to_be_visible()
+    for member in ("killing_moves()", "space_info(x, y)", "select_space(x, y)*", "move(x, y)*"):
+        await expect(api.locator("dt", has_text=member).first).to_be_visible()
+    editor_box, api_box = await editor.bounding_box(), await api.bounding_box()
+    assert editor_box and api_box and api_box["x"] >= editor_box["x"] + editor_box["width"]
+    # Everything from the visor itself; the vendored editor's licence is served with it.
+    assert requested and all(url.startswith(browsing.base_url) for url in requested)
+    assert any(url.endswith("/static/vendor/codemirror/codemirror.js") for url in requested)
+    licence = await page.request.get(browsing.base_url + "/static/vendor/codemirror/LICENSE")
+    assert licence.ok and "MIT License" in await licence.text()
+
+
 # --- playing -------------------------------------------------------------------------------
+
+
+async def test_the_starter_beats_the_house_random_player_to_the_last_ply(
+    served: Served, browsing: Pages
+) -> None:
+    """The client every first visit gets plays a sensible game; the panel shows every ply,
+    the last one included, and labels the seat as the client's."""
+    page = await browsing.open("/clients")
+    await expect(page.locator("#client-list li")).to_have_count(1)
+    await page.select_option("#opponent", "random")
+    await page.click("#run")
+    await expect(page.locator("#players .seat-dwarf .badge").first).to_have_text("client")
+    await expect(page.locator("#result")).to_contain_text(" won.", timeout=GAMES_MS)
+    simulation_id = await page.locator("#sim-id").text_content()
+    assert simulation_id
+    await served.records.flush()
+    record = await asyncio.to_thread(served.records.game, simulation_id)
+    assert record is not None and record["result"]["winner"] == "dwarf"
+    assert [p["kind"] for p in record["players"]] == ["client", "house"]
+    plies = record["turnCount"]
+    await expect(page.locator("#ply")).to_have_text(f"{plies} of 500")
+    await expect(page.locator("#log li").first.locator(".log-turn")).to_have_text(str(plies))
 
 
 async def test_a_client_plays_a_seat_that_a_spectator_watches(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.league import GameResult, format_tables, ratings, tables
+from server.league import GameResult, format_tables, head_to_head, ratings, tables
 
 THUD = ("dwarf", "troll")
 
@@ -39,6 +39,20 @@ def test_tavern_keeps_one_table_for_both_teams() -> None:
     ]
     (table,) = tables(results).values()
     assert [(s.bot, s.wins, s.losses, s.score) for s in table] == [("A", 2, 0, 5), ("B", 0, 2, -5)]
+
+
+def test_head_to_head_counts_each_pair_whichever_seats_they_had() -> None:
+    results = [
+        GameResult("tavern", ("B", "A"), ("team1", "team2"), 0, (3, 1)),
+        GameResult("tavern", ("A", "B"), ("team1", "team2"), 0, (3, 0)),
+        GameResult("tavern", ("A", "B"), ("team1", "team2"), None, (2, 2)),
+        GameResult("tavern", ("A", "C"), ("team1", "team2"), 1, (0, 3)),
+        GameResult("tavern", ("C", "C"), ("team1", "team2"), 1, (0, 3)),
+    ]
+    assert [m.to_wire() for m in head_to_head(results)] == [
+        {"bots": ["A", "B"], "games": 3, "wins": [1, 1], "draws": 1},
+        {"bots": ["A", "C"], "games": 1, "wins": [0, 1], "draws": 0},
+    ]
 
 
 def test_ratings_rank_the_winner_first_with_less_uncertainty_after_more_games() -> None:

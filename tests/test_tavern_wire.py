@@ -63,7 +63,45 @@ def test_score_end_and_draw() -> None:
 def test_visor_events_keep_the_original_texts() -> None:
     state = RULES.initial_state(PLAYERS)
     _, events = RULES.apply(state, 0, (Order(1, Direction.NORTH), Order(2, None)), random.Random(1))
-    assert GAME.events_to_wire(events) == [{"type": 0, "message": "Carawebo moves toward 0"}]
+    start = state.dwarves[0].coords
+    assert GAME.events_to_wire(events) == [
+        {
+            "type": 0,
+            "message": "Carawebo moves toward 0",
+            "kind": "move",
+            "dwarf": 1,
+            "from": {"x": start.x, "y": start.y},
+            "to": {"x": start.x, "y": start.y - 1},
+        }
+    ]
+
+
+def test_visor_events_say_where_each_piece_went() -> None:
+    """A push and a throw, with the squares pages draw their arrows between."""
+    state = RULES.initial_state(PLAYERS)
+    team1_barrel = state.barrels[0]
+    pusher = rules.Coords(team1_barrel.x, team1_barrel.y + 1)
+    victim = rules.Coords(team1_barrel.x, team1_barrel.y - 1)
+    dwarves = tuple(
+        dataclasses.replace(d, coords={1: pusher, 6: victim}.get(d.id, d.coords))
+        for d in state.dwarves
+    )
+    state = dataclasses.replace(state, dwarves=dwarves)
+    after, events = RULES.apply(state, 0, (Order(1, Direction.NORTH),), random.Random(1))
+    thrown_to = next(d.coords for d in after.dwarves if d.id == 6)
+    wire = GAME.events_to_wire(events)
+    assert [(e["kind"], e.get("dwarf"), e.get("team"), e["from"], e["to"]) for e in wire] == [
+        ("move", 1, None, {"x": pusher.x, "y": pusher.y}, {"x": pusher.x, "y": pusher.y - 1}),
+        (
+            "barrel",
+            None,
+            "team1",
+            {"x": victim.x, "y": victim.y + 1},
+            {"x": victim.x, "y": victim.y},
+        ),
+        ("thrown", 6, None, {"x": victim.x, "y": victim.y}, {"x": thrown_to.x, "y": thrown_to.y}),
+    ]
+    assert thrown_to != victim
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +31,7 @@ from server.games.thud import rules as thud_rules
 from server.house.tavern import choose_actions, view_of_wire
 from server.match import Match
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
-from tests.conftest import RawClient, Served, TurnLog
+from tests.conftest import RawClient, Served, TurnLog, serving_visor, test_config
 from visor.seats import run_house_game
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -170,6 +172,74 @@ async def test_the_lobby_shows_a_new_simulation_within_a_second(
     await expect(page.locator("#created-snippet")).to_contain_text(f'"simulationId":"{new_id}"')
 
 
+EXPIRY_MS = 6000  # long enough to start a bot process, short enough to wait for
+
+
+async def test_lobby_ages_filter_copy_a_join_command_and_expiry(tmp_path: Path) -> None:
+    """The command the lobby offers to copy runs a bot into the simulation; rows show their
+    age and filter by game; a simulation nobody joins leaves the page when it expires."""
+    async with (
+        serving_visor(
+            test_config(waiting_simulation_expiry_ms=EXPIRY_MS), tmp_path / "a.db"
+        ) as served,
+        chromium_pages(served.url) as pages,
+    ):
+        page = await pages.open("/")
+        await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        await page.click("#create-tavern")
+        await expect(page.locator("#created-id")).to_have_text(SIMULATION_ID)
+        tavern_id = await page.locator("#created-id").text_content()
+        command = f"python -m bots.tavern_dummy --simulation {tavern_id} --port {served.tcp_port}"
+        await expect(page.locator("#created-command")).to_have_text(command)
+        await page.click("#copy-command")
+        await expect(page.locator("#copy-command")).to_have_text("Copied")
+        assert await page.evaluate("navigator.clipboard.readText()") == command
+        # The command, as copied, runs the example bot into the simulation.
+        bot = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *shlex.split(command)[1:],
+            cwd=REPO,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            tavern_row = page.locator(f'tr[data-simulation-id="{tavern_id}"]')
+            await expect(tavern_row.locator(".seat-team1 .nick")).to_have_text("Tavern dummy")
+            await page.click("#create-thud")
+            await expect(page.locator("#created-id")).not_to_have_text(tavern_id or "")
+            thud_id = await page.locator("#created-id").text_content()
+            await expect(page.locator("#created-command")).to_contain_text(
+                f"python -m bots.house_bot thud troll --side troll --simulation {thud_id}"
+            )
+            thud_row = page.locator(f'tr[data-simulation-id="{thud_id}"]')
+            # Each row's age, counting on between lobby updates.
+            age = thud_row.locator('td[data-label="Age"]')
+            await expect(age).to_have_text(re.compile(r"^\d s$"))
+            first = await age.text_content()
+            await expect(age).not_to_have_text(first or "")
+            # The filter by game, kept in the address.
+            await page.select_option("#sims-game", "thud")
+            await expect(page).to_have_url(re.compile(r"/\?game=thud$"))
+            await expect(page.locator("tr.sim")).to_have_count(1)
+            await expect(thud_row).to_be_visible()
+            await expect(page.locator("#sims-summary")).to_have_text(
+                "Thud: 0 playing · 1 waiting · 0 finished"
+            )
+            await page.select_option("#sims-game", "tavern")
+            await expect(page.locator("tr.sim")).to_have_count(1)
+            await expect(tavern_row).to_be_visible()
+            await page.select_option("#sims-game", "")
+            await expect(page.locator("tr.sim")).to_have_count(2)
+            # Nobody joined the Thud simulation: it expires and leaves the page; the Tavern
+            # one, with its bot waiting in it, stays.
+            await expect(thud_row).to_have_count(0, timeout=EXPIRY_MS + 5000)
+            await expect(tavern_row).to_be_visible()
+            assert thud_id not in served.arena.matches
+        finally:
+            bot.kill()
+            await bot.wait()
+
+
 async def test_run_a_game_from_the_lobby_opens_its_live_view(served: Served, visor: Pages) -> None:
     page = await visor.open("/")
     await page.select_option("#run-game", "thud")
@@ -215,6 +285,20 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
         await expect(page.locator("#players .seat-team1 .seat-score")).to_have_text(DIGIT)
         await expect(page.locator("#turn")).to_have_text(re.compile(r"^\d+ of 1000$"))
         assert await page.locator("#players img").count() == 0
+        # Whose turn it is, its clock, each side's last reply, the legend, the last turn drawn
+        # as arrows and written in the move list.
+        await expect(page.locator("#status")).to_have_text(re.compile(r"^Playing: .+ to move\.$"))
+        await expect(page.locator("#clock")).to_contain_text(re.compile(r"s left of (10|30) s$"))
+        await expect(page.locator("#players .seat-reply").first).to_have_text(
+            re.compile(r"^last reply \d+ ms$")
+        )
+        await expect(page.locator("#legend")).to_contain_text(
+            "Team 2's barrel (yellow hoops) onto row 20"
+        )
+        await expect(page.locator("#log li.log-move, #log li.log-hit").first).to_have_text(
+            re.compile(r"^\d+.+: .*([↑↓←→]|blocked|passes)")
+        )
+        await expect(page.locator("#board")).to_have_attribute("data-arrows", re.compile(r"^[1-9]"))
         before = await canvas_pixels(page)
 
         async def changed() -> str | None:
@@ -233,6 +317,8 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
     await expect(page.locator("#players .seat-team1 .seat-score")).to_have_text("3")
     await expect(page.locator("#log")).to_contain_text(f"Point for {XSS} (Team 1)")
     await expect(page.locator("#status")).to_have_text("Finished.")
+    await expect(page.locator("#clock-fact")).to_be_hidden()
+    await expect(page.locator("#result a")).to_have_attribute("href", f"/replay/{simulation_id}")
 
     # A dwarf's name on hover: the final position stays on the board.
     dwarf = final["state"]["team1"][0]
@@ -377,9 +463,21 @@ async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pa
         await expect(page.locator("#wait-bot")).to_be_hidden()
         await expect(page.locator("#players .seat-dwarf .nick")).to_have_text("tcp dwarf")
         turn = await asyncio.wait_for(bot.receive(), 10)
+        # The watcher sees the bot's clock run down while it thinks (a first turn: 30 s).
+        clock = watcher.locator("#clock")
+        await expect(clock).to_contain_text("tcp dwarf (Dwarfs): ")
+        await expect(clock).to_contain_text("left of 30 s")
+        await expect(watcher.locator("#status")).to_have_text(
+            "Playing: tcp dwarf (Dwarfs) to move."
+        )
+        shown = await clock.text_content()
+        await expect(clock).not_to_have_text(shown or "")
+        assert seconds_left(await clock.text_content()) < seconds_left(shown)
         first = turn["state"]["moves"][0]
         await bot.send({"type": "player-turn", "move": {"from": first["from"], "to": first["to"]}})
         await expect(page.locator("#turn-status")).to_have_text("Your move (trolls).")
+        await expect(clock).to_contain_text("Ann (Trolls): ")
+        await expect(watcher.locator("#players .seat-dwarf .seat-reply")).to_be_visible()
     # The bot left: it forfeits, and the person wins; a spectator is told.
     await expect(page.locator("#result")).to_contain_text("You won!")
     await expect(page.locator("#result")).to_contain_text("Player disconnected")
@@ -389,6 +487,13 @@ async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pa
     await expect(watcher.locator("#result")).to_contain_text(
         "Ann (Trolls) won · Player disconnected"
     )
+
+
+def seconds_left(clock: str | None) -> float:
+    """The time left in the clock's text: "Bo (Team 2): 8.4 s left of 10 s" gives 8.4."""
+    found = re.search(r": ([\d.]+) (ms|s) left", clock or "")
+    assert found, clock
+    return float(found[1]) / (1000 if found[2] == "ms" else 1)
 
 
 # --- screenshots for the README --------------------------------------------------------------

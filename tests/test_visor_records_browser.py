@@ -25,15 +25,17 @@ from typing import Any
 
 import aiohttp
 import pytest
+from PIL import GifImagePlugin, Image
 from playwright.async_api import Page, expect
 
 from server.config import ArenaConfig
-from server.league import ratings, tables
+from server.league import head_to_head, ratings, tables
 from server.match import Match, MatchOptions
 from server.tournament import TournamentRunner, spec_from_mapping
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import Served
 from tests.test_tournament import broken, house
+from visor.replay_image import CELL, HEADER, MARGIN, MAX_FRAMES
 from visor.seats import seat_house_player
 
 GAME_TIMEOUT_S = 30
@@ -49,6 +51,7 @@ COLOURS = {
     "troll": (0x5A, 0xA8, 0x45),
 }
 COLOUR_TOLERANCE = 14
+STEP_ARROW = (0xF7, 0xA4, 0x8F)  # team1's step (visor/static/js/tavern-view.js ARROWS)
 # Where, in cells from a square's centre, a pixel shows only the piece's own colour: beside the
 # Tavern dwarf's helmet and beard, below the Thud dwarf's helmet (and clear of a kill's cross).
 PIECE_PIXEL = {"tavern": (0.25, 0.0), "thud": (0.0, 0.15)}
@@ -114,6 +117,16 @@ async def get_json(served: Served, path: str) -> Any:
     ):
         assert response.status == 200, await response.text()
         return await response.json()
+
+
+async def get_bytes(served: Served, path: str, content_type: str) -> bytes:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(served.url + path) as response,
+    ):
+        assert response.status == 200, await response.text()
+        assert response.content_type == content_type
+        return await response.read()
 
 
 async def tournament(served: Served, raw: dict[str, Any]) -> str:
@@ -238,6 +251,37 @@ async def test_the_replay_of_a_tavern_game_steps_seeks_and_ends_with_the_result(
     await expect(page.locator("#turn")).to_have_text(f"1 of {last}")
     await expect(page.locator("#events")).to_contain_text("house pusher (Team 1) played")
     await expect(page.locator("#events")).to_contain_text("moves north")
+    # The turn drawn as arrows under the pieces: a step in a light tint of the team's colour.
+    step = next(e for e in frames[1]["events"] if e.get("kind") == "move" and e["from"] != e["to"])
+    await expect(page.locator("#board")).to_have_attribute("data-arrows", re.compile(r"^[1-9]"))
+    middle = (
+        (step["from"]["x"] + step["to"]["x"]) / 2 + 0.5,
+        (step["from"]["y"] + step["to"]["y"]) / 2 + 0.5,
+    )
+    (arrow,) = await pixel_colours(page, [middle])
+    assert all(abs(a - b) <= 30 for a, b in zip(arrow, STEP_ARROW, strict=True)), arrow
+    await expect(page).to_have_url(re.compile(r"\?turn=1$"))
+    await expect(page.locator("#turn-link")).to_have_attribute(
+        "href", f"/replay/{simulation.id}?turn=1"
+    )
+
+    # Every turn listed, the one shown marked; points marked on the seek bar.
+    moves = page.locator("#moves li")
+    await expect(moves).to_have_count(last + 1)
+    await expect(moves.nth(1).locator("button")).to_have_attribute("aria-current", "step")
+    await expect(moves.nth(1)).to_contain_text("house pusher (Team 1): ")
+    points = [i for i, f in enumerate(frames) if any(e.get("kind") == "point" for e in f["events"])]
+    marks = page.locator("#seek-marks .seek-mark")
+    await expect(marks).to_have_count(len(points))
+    await expect(marks.first).to_have_attribute(
+        "title", re.compile(rf"^Point for .+, turn {points[0]}$")
+    )
+    await marks.first.click()
+    await board_matches_frame(page, replay, points[0])
+    await moves.nth(2).locator("button").click()
+    await board_matches_frame(page, replay, 2)
+    await expect(page.locator("#position")).to_have_text(f"2 / {last}")
+    await page.evaluate("window.scrollTo(0, 0)")  # the click scrolled the list into view
 
     # Seeking to the turn of the first point: the score and the board are that frame's.
     scored = next(i for i, f in enumerate(frames) if sum(f["scores"].values()) > 0)
@@ -285,17 +329,34 @@ async def test_the_replay_of_a_tavern_game_steps_seeks_and_ends_with_the_result(
     await expect(page.locator("#banner")).to_contain_text("Points to win reached")
     await expect(page.locator("#forward")).to_be_disabled()
 
-    # The record, as a download.
+    # The record, as a download, and the game as an animated GIF of every position.
     download = page.locator("#download")
     await expect(download).to_have_attribute("href", f"/api/games/{simulation.id}")
     record = await get_json(served, f"/api/games/{simulation.id}")
     assert len(record["turns"]) == last
-    # The turn shown is in the address: a reload comes back to it.
+    gif_path = f"/api/games/{simulation.id}/replay.gif"
+    await expect(page.locator("#download-gif")).to_have_attribute("href", gif_path)
+    gif = await get_bytes(served, gif_path, "image/gif")
+    with Image.open(io.BytesIO(gif)) as image:
+        assert isinstance(image, GifImagePlugin.GifImageFile)
+        assert image.n_frames == last + 1 <= MAX_FRAMES
+        image.seek(last)  # the final position: each dwarf on its square, in its team's colour
+        rgb = image.convert("RGB")
+        for team in ("team1", "team2"):
+            for dwarf in frames[last]["state"][team]:
+                x, y = dwarf["coords"]["x"], dwarf["coords"]["y"]
+                centre = (MARGIN + x * CELL + CELL // 2, HEADER + y * CELL + CELL // 2)
+                assert rgb.getpixel(centre) == COLOURS[team]
+    assert await get_bytes(served, gif_path, "image/gif") == gif  # drawn once, then kept
+    # The turn shown is in the address (?turn=N): a reload comes back to it, and a link to a
+    # turn opens there.
     await page.keyboard.press("Home")
     await page.keyboard.press("ArrowRight")
     await shows_frame(page, 1)
     await page.reload()
     await board_matches_frame(page, replay, 1)
+    await page.goto(f"{served.url}/replay/{simulation.id}?turn={scored}")
+    await board_matches_frame(page, replay, scored)
 
 
 async def test_the_replay_of_a_thud_game_shows_each_recorded_position(
@@ -338,6 +399,14 @@ async def test_the_replay_of_a_thud_game_shows_each_recorded_position(
             str(frames[kill]["scores"][key])
         )
     await expect(page.locator("#events")).to_contain_text("kills")
+    kills = [
+        i
+        for i, f in enumerate(frames)
+        if f["state"]["previousMove"] and f["state"]["previousMove"]["killed"]
+    ]
+    await expect(page.locator("#seek-marks .seek-mark")).to_have_count(len(kills))
+    await expect(page.locator("#moves-title")).to_have_text("Every ply")
+    await expect(page.locator("#moves li").nth(kill)).to_contain_text(" kills ")
     await page.mouse.move(*await square_point(page, *state["trolls"][0]))
     await expect(page.locator("#tooltip")).to_contain_text("Troll")
     await page.screenshot(path=shots / "replay-thud.png")
@@ -376,6 +445,12 @@ async def test_an_unknown_id_or_a_record_that_does_not_replay_shows_why(
     await expect(page.locator("#missing-record")).to_have_attribute(
         "href", f"/api/games/{simulation.id}"
     )
+    # The animated image says the same, as JSON errors.
+    async with aiohttp.ClientSession() as session:
+        for game_id, status in (("nope123", 404), (simulation.id, 409)):
+            async with session.get(f"{served.url}/api/games/{game_id}/replay.gif") as response:
+                assert response.status == status
+                assert "error" in await response.json()
 
 
 # --- tournaments: the league and the matches ------------------------------------------------
@@ -404,10 +479,23 @@ async def test_the_league_and_the_matches_of_tournaments(
         for index, standing in enumerate(standings):
             row = rows.nth(index)
             await expect(row.locator('[data-col="bot"]')).to_have_text(standing.bot)
-            for column in ("played", "wins", "losses", "draws", "score"):
+            for column in ("played", "wins", "losses", "draws", "score", "crashes", "timeouts"):
                 await expect(row.locator(f'[data-col="{column}"]')).to_have_text(
                     str(getattr(standing, column))
                 )
+    # The crashing bot's crashes and the silent one's timed-out turns are counted.
+    assert any(s.crashes for s in expected["dwarf"]) and any(s.timeouts for s in expected["troll"])
+    # Head to head: each pair's record, from each side.
+    meetings = head_to_head(thud_results)
+    assert meetings
+    for meeting in meetings:
+        (a, b), (wins_a, wins_b) = meeting.bots, meeting.wins
+        for bot, other, record in (
+            (a, b, f"{wins_a}–{meeting.draws}–{wins_b}"),
+            (b, a, f"{wins_b}–{meeting.draws}–{wins_a}"),
+        ):
+            cell = page.locator(f'#h2h-body tr[data-bot="{bot}"] td[data-against="{other}"]')
+            await expect(cell).to_have_text(record)
     rated = ratings(thud_results)
     rating_rows = page.locator("#ratings-body tr")
     await expect(rating_rows).to_have_count(len(rated))

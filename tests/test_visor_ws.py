@@ -89,9 +89,25 @@ async def test_a_late_watcher_gets_names_scores_and_every_turn(
     assert [p["nick"] for p in snapshot["players"]] == ["<b>Ann</b>", "Bo"]
     assert snapshot["state"]["barrels"]["team1"]["team"] == "team1"
     assert snapshot["board"]["width"] == 21
+    # The clock of the seat on move, started a moment ago, and each seat's last reply time.
+    clock = snapshot["clock"]
+    assert clock["seat"] in ("team1", "team2")
+    config = served.arena.config
+    timeouts = {config.turn_timeout_ms, config.first_turn_timeout_ms}  # a first turn has more
+    assert clock["timeoutMs"] in timeouts
+    assert 0 <= clock["elapsedMs"] < clock["timeoutMs"]
+    assert set(snapshot["replyMs"]) <= {"team1", "team2"} and snapshot["replyMs"]
     turn = await watcher.receive("turn")
     assert turn["turn"] > snapshot["turn"] - 1
     assert set(turn) >= {"events", "state", "scores", "seat", "action"}
+    assert 0 <= turn["replyMs"] < config.turn_timeout_ms
+    other = "team2" if turn["seat"] == "team1" else "team1"
+    if turn["events"] and turn["events"][-1]["kind"] == "reset":  # a point: the scorer's rival
+        assert turn["clock"]["seat"] in ("team1", "team2")
+    else:
+        assert turn["clock"]["seat"] == other and turn["clock"]["timeoutMs"] in timeouts
+    while turn["clock"] is not None:
+        turn = await watcher.receive("turn", timeout=60)
     end = await watcher.receive("end", timeout=60)
     assert end["result"]["reason"] == "Points to win reached"
     await first

@@ -4,9 +4,15 @@ Pages are static files (no build step, nothing from a CDN); everything live goes
 websocket per page, ``/ws``, whose messages are JSON objects:
 
 page -> server: ``lobby``, ``watch`` {simulationId}, ``create`` {game}, ``run-game`` {game,
-players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?}, ``move`` {move, declare}.
+players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move`` {move,
+declare}.
 server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
 ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
+
+For spectators, ``snapshot`` and ``turn`` carry ``clock`` ({seat, timeoutMs}, plus elapsedMs in a
+snapshot: the seat awaited and its time; null once the game is over) and the last reply times
+(``replyMs``: of the seat that played, or per seat in a snapshot); lobby rows carry ``ageMs``;
+``created`` carries ``botPort``, the TCP port bots join on.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from server.league import league_to_wire
 from server.match import Match, MatchOptions, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire
+from visor import replay_image
 from visor.hub import Page, SpectatorHub, running
 from visor.seats import (
     TOO_MANY_HOUSE_GAMES,
@@ -115,6 +122,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/api/games", api_games)
     app.router.add_get("/api/games/{game_id}", api_game)
     app.router.add_get("/api/games/{game_id}/replay", api_replay)
+    replay_image.add_routes(app, records)  # /api/games/{game_id}/replay.gif
     app.router.add_get("/api/tournaments", api_tournaments)
     app.router.add_get("/api/league", api_league)
     app.router.add_get("/league", page("league.html"))
@@ -298,7 +306,9 @@ class PageConnection:
     def create(self, message: JsonObject) -> None:
         game = self._game_name(message)
         match = self.arena.open(game, MatchOptions(creator=self.address))
-        self.page.send({"type": "created", "simulationId": match.id, "game": game})
+        created: JsonObject = {"type": "created", "simulationId": match.id, "game": game}
+        created["botPort"] = self.arena.bot_port  # for the command the lobby offers to copy
+        self.page.send(created)
 
     def run_game(self, message: JsonObject) -> None:
         game = self._game_name(message)
@@ -344,7 +354,8 @@ class PageConnection:
             if opponent is not None:
                 raise JoinRejected("Invalid join", "an existing simulation brings its own opponent")
             match = found
-        seat = seat_person(self.arena, match, self.channel, nick, side)
+        kind = "client" if message.get("client") is True else "person"  # /clients says so
+        seat = seat_person(self.arena, match, self.channel, nick, side, kind)
         self.hub.watch(self.page, match.id)
         self.seat = (match, seat)
         self.page.send({"type": "seated", "simulationId": match.id, "game": game, "side": side})

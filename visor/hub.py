@@ -29,6 +29,7 @@ from server.match import (
     SeatsChanged,
     TurnPlayed,
     Update,
+    clock_to_wire,
 )
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,11 @@ class SpectatorHub:
         self.watchers: dict[str, set[Page]] = {}
         self.live: dict[str, MatchView] = {}  # every match not finished, as last seen
         self.finished: OrderedDict[str, JsonObject] = OrderedDict()  # id -> lobby entry
+        # Of each live match, for a watcher arriving mid-game: when its clock last started
+        # (loop time) and each seat's last reply time.
+        self.clock_started: dict[str, float] = {}
+        self.replies: dict[str, dict[str, int]] = {}
+        self.opened_at: dict[str, float] = {}  # loop time each lobby row was first seen
         self._lobby_dirty = asyncio.Event()
         arena.listeners.append(self.on_update)
 
@@ -133,6 +139,8 @@ class SpectatorHub:
         if isinstance(update, SeatsChanged | GameStarted):
             view = self.live[update.view.match_id] = update.view
             match_id = view.match_id
+            self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
+            self.clock_started[match_id] = asyncio.get_running_loop().time()
             if self.watchers.get(match_id):
                 text = dumps(self.snapshot(view))
         elif isinstance(update, TurnPlayed):
@@ -140,7 +148,12 @@ class SpectatorHub:
             match_id = result.match_id
             before = self.live.get(match_id)
             if before is not None:
-                self.live[match_id] = replace(before, turn=result.number, state=result.state)
+                self.live[match_id] = replace(
+                    before, turn=result.number, state=result.state, clock=result.clock
+                )
+                self.clock_started[match_id] = asyncio.get_running_loop().time()
+                seat_name = result.codec.seat_names[result.seat]
+                self.replies.setdefault(match_id, {})[seat_name] = result.reply_ms
             pages = self.watchers.get(match_id)
             if pages:
                 text = (result.spectator_json() + b',"spectators":%d}' % len(pages)).decode()
@@ -153,10 +166,10 @@ class SpectatorHub:
         elif isinstance(update, GameFinished):
             view = update.view
             match_id = view.match_id
-            self.live.pop(match_id, None)
+            self._drop_live(match_id)
             self.finished[match_id] = self.summary(view)
             while len(self.finished) > FINISHED_KEPT:
-                self.finished.popitem(last=False)
+                self.opened_at.pop(self.finished.popitem(last=False)[0], None)
             text = dumps(
                 {
                     "type": "end",
@@ -167,7 +180,8 @@ class SpectatorHub:
             )
         else:
             match_id = update.match_id
-            self.live.pop(match_id, None)
+            self._drop_live(match_id)
+            self.opened_at.pop(match_id, None)
             text = dumps(
                 {"type": "error", "message": "This simulation was closed before it started"}
             )
@@ -177,6 +191,11 @@ class SpectatorHub:
         # Pushed in the loop's next round, so that the players' next turn, held briefly in a
         # server.tcp.WriteBatch, is not written after hundreds of pages' copies.
         asyncio.get_running_loop().call_soon(self._push, match_id, list(pages), text)
+
+    def _drop_live(self, match_id: str) -> None:
+        self.live.pop(match_id, None)
+        self.clock_started.pop(match_id, None)
+        self.replies.pop(match_id, None)
 
     def _push(self, match_id: str, pages: list[Page], text: str) -> None:
         snapshot: str | None = None
@@ -217,7 +236,13 @@ class SpectatorHub:
             "state": None if view.state is None else codec.state_to_wire(view.state),
             "scores": view.scores(),
             "spectators": len(self.watchers.get(view.match_id, ())),
+            "clock": clock_to_wire(codec, view.clock),
+            "replyMs": self.replies.get(view.match_id, {}),
         }
+        started = self.clock_started.get(view.match_id)
+        if message["clock"] is not None and started is not None:
+            elapsed = asyncio.get_running_loop().time() - started
+            message["clock"]["elapsedMs"] = round(1000 * elapsed)
         if view.outcome is not None:
             message["result"] = view.result()
         return message
@@ -226,7 +251,12 @@ class SpectatorHub:
         live = [self.summary(view) for view in self.live.values()]
         live_ids = {entry["simulationId"] for entry in live}
         finished = [entry for key, entry in reversed(self.finished.items()) if key not in live_ids]
-        return {"type": "lobby", "simulations": live + finished, "house": house_players()}
+        rows = live + finished
+        now = asyncio.get_running_loop().time()
+        for entry in rows:  # how long ago it was opened (pages count on from there)
+            opened = self.opened_at.get(entry["simulationId"])
+            entry["ageMs"] = None if opened is None else round(1000 * (now - opened))
+        return {"type": "lobby", "simulations": rows, "house": house_players()}
 
     # --- pages -------------------------------------------------------------------------------
     def join_lobby(self, page: Page) -> None:

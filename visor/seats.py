@@ -130,11 +130,17 @@ def run_house_game(arena: Arena, game: str, names: list[str], delay_ms: int) -> 
 
 
 def seat_person(
-    arena: Arena, match: Match, channel: BrowserSeat, nick: str, side: str | None
+    arena: Arena,
+    match: Match,
+    channel: BrowserSeat,
+    nick: str,
+    side: str | None,
+    kind: str = "person",
 ) -> int:
-    """Seat a person from a browser page, with the longer timeout people get."""
+    """Seat a person from a browser page (or, with kind "client", the client code a /clients
+    page runs), with the longer timeout people get."""
     fields: JsonObject = {"nick": nick}
     if side is not None:
         fields["side"] = side
     timeout_s = arena.config.person_turn_timeout_ms / 1000
-    return match.seat(channel, SeatRequest(fields, kind="person", turn_timeout_s=timeout_s))
+    return match.seat(channel, SeatRequest(fields, kind=kind, turn_timeout_s=timeout_s))

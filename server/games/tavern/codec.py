@@ -122,11 +122,9 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         return state_to_wire(state.dwarves, state.barrels)
 
     def events_to_wire(self, events: Sequence[Any]) -> list[JsonObject]:
-        wire: list[JsonObject] = []
-        for event in events:
-            kind, text = rules.event_text(event)
-            wire.append({"type": kind, "message": text})
-        return wire
+        """The original's ``{type, message}``, then what pages draw: ``kind`` (move, barrel,
+        thrown, point, reset), the piece, and the squares it went ``from`` and ``to``."""
+        return [event_to_wire(event) for event in events]
 
     def board_size(self) -> tuple[int, int]:
         return self.rules.settings.width, self.rules.settings.height
@@ -183,6 +181,29 @@ def state_to_wire(dwarves: Sequence[rules.Dwarf], barrels: Sequence[Coords]) -> 
             if d.team == index
         ]
     return wire
+
+
+def event_to_wire(event: rules.Event) -> JsonObject:
+    kind, text = rules.event_text(event)
+    wire: JsonObject = {"type": kind, "message": text}
+    match event:
+        case rules.DwarfMoved(dwarf_id=dwarf_id, start=start, end=end):
+            wire.update(kind="move", dwarf=dwarf_id, **{"from": _point(start), "to": _point(end)})
+        case rules.DwarfHit(dwarf_id=dwarf_id, start=start, end=end):
+            wire.update(kind="thrown", dwarf=dwarf_id, **{"from": _point(start), "to": _point(end)})
+        case rules.BarrelMoved(team=team, start=start, end=end):
+            wire.update(
+                kind="barrel", team=TEAM_NAMES[team], **{"from": _point(start), "to": _point(end)}
+            )
+        case rules.PointScored(team=team):
+            wire.update(kind="point", team=TEAM_NAMES[team])
+        case rules.BoardReset():
+            wire.update(kind="reset")
+    return wire
+
+
+def _point(coords: Coords) -> JsonObject:
+    return {"x": coords.x, "y": coords.y}
 
 
 def orders_from_wire(actions: object) -> tuple[Order, ...]:

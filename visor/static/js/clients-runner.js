@@ -11,6 +11,8 @@
 import { socketUrl } from "./socket.js";
 
 const WORKER_URL = "/js/clients-worker.js";
+// After the seat's result, how long to wait for the spectator stream's last ply and end.
+const LAST_PLY_WAIT_MS = 2000;
 
 export class ClientSandbox {
   /** @param {object} hooks onConsole(text, level), onWarn(text) */
@@ -104,7 +106,8 @@ export class SeatGame {
     });
     this.ws = new WebSocket(socketUrl());
     this.ws.addEventListener("open", () => {
-      this.send({ type: "play", game: "thud", side, opponent: opponent || null, nick });
+      // client: the seat is labelled as a client's, not a person's, wherever it is shown.
+      this.send({ type: "play", game: "thud", side, opponent: opponent || null, nick, client: true });
     });
     this.ws.addEventListener("message", (event) => {
       let message;
@@ -144,8 +147,9 @@ export class SeatGame {
         return;
       case "end":
         this.call("onWatch", message);
-        // The seat's own result says the same; whichever comes first ends the game here.
-        this.end({ status: "finished", result: message.result, seatType: null });
+        // The spectator stream's end comes after its last turn: the game ends here, with the
+        // seat's own result if it came first.
+        this.end(this.seatResult || { status: "finished", result: message.result, seatType: null });
         return;
       case "seat":
         this.seatMessage(message.message || {});
@@ -176,7 +180,10 @@ export class SeatGame {
       case "win-game":
       case "loss-game":
       case "draw-game":
-        this.end({ status: "finished", result: message.result, seatType: message.type });
+        // The seat hears its result before the spectator stream (which this page watches too)
+        // has sent the last ply: wait for that stream's end, so the board shows the last ply.
+        this.seatResult = { status: "finished", result: message.result, seatType: message.type };
+        this.endTimer = setTimeout(() => this.end(this.seatResult), LAST_PLY_WAIT_MS);
         return;
       default:
         return; // game-info: "seated" said it all
@@ -215,6 +222,7 @@ export class SeatGame {
   end(outcome) {
     if (this.finished) return;
     this.finished = true;
+    clearTimeout(this.endTimer);
     this.sandbox.terminate();
     this.ws.close();
     this.resolve({ ...outcome, simulationId: this.simulationId });

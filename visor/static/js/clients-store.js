@@ -8,7 +8,9 @@ export const STORAGE_KEY = "visor.clients";
 const MAX_NAME = 64;
 
 // Offered for every new client: plays either side, passes validation, and shows the controller's
-// main calls. (No forbidden term may appear in it, comments included.)
+// main calls. (No forbidden term may appear in it, comments included.) As the dwarfs it beats the
+// house random player and takes trolls from the house troll; as the trolls it beats both house
+// players of the dwarfs (measured: docs/tournaments.md, "The /clients page").
 export const STARTER = `// A Thud client in the style of the king-of-the-hill challenge.
 // The arena calls turn() on each of your turns and end_turn() right after your move.
 module.exports = class {
@@ -18,27 +20,94 @@ module.exports = class {
   }
 
   turn() {
+    const c = this.controller;
     // Kill when you can: killing_moves() lists {from, to, kills} for your pieces.
-    const kills = this.controller.killing_moves();
+    const kills = c.killing_moves();
     if (kills.length > 0) {
       const best = kills.reduce((a, b) => (b.kills > a.kills ? b : a));
-      this.controller.select_space(best.from.x, best.from.y);
-      this.controller.move(best.to.x, best.to.y);
+      c.select_space(best.from.x, best.from.y);
+      c.move(best.to.x, best.to.y);
       return;
     }
-    // Otherwise step where no opponent can strike back next turn, if any piece can.
-    let choice = null;
-    for (const piece of this.controller.pieces()) {
-      const info = this.controller.space_info(piece.x, piece.y);
-      if (info.safe_moves.length > 0) {
-        choice = { piece: piece, move: info.safe_moves[0] };
-        break;
+    // Otherwise weigh every move of every piece and play the best one.
+    const mine = c.pieces();
+    const dwarfs = c.space_info(mine[0].x, mine[0].y).piece === 'd';
+    const rivals = dwarfs ? c.trolls() : c.dwarfs();
+    // space_info(x, y) gives the moves of any piece, with how many pieces each would kill now:
+    // the rival's moves are what it could take next.
+    const replies = [];
+    for (const r of rivals) replies.push(...c.space_info(r.x, r.y).moves);
+    this.friends = new Set(mine.map((p) => p.x + ',' + p.y));
+    this.rivals = new Set(rivals.map((p) => p.x + ',' + p.y));
+    this.squares = new Set(c.spaces().map((s) => s.x + ',' + s.y));
+    let best = null;
+    for (const piece of mine) {
+      const info = c.space_info(piece.x, piece.y);
+      for (const move of info.moves) {
+        const score = this.weigh(piece, move, info.in_danger, rivals, replies, dwarfs);
+        if (!best || score > best.score) best = { piece: piece, move: move, score: score };
       }
-      if (!choice && info.moves.length > 0) choice = { piece: piece, move: info.moves[0] };
     }
     // select_space picks the piece, move sends it (one move per turn).
-    this.controller.select_space(choice.piece.x, choice.piece.y);
-    this.controller.move(choice.move.x, choice.move.y);
+    c.select_space(best.piece.x, best.piece.y);
+    c.move(best.move.x, best.move.y);
+  }
+
+  weigh(piece, move, threatened, rivals, replies, dwarfs) {
+    const distance = (a, b) => Math.max(Math.abs(a.x - b.x), Math.abs(a.y - b.y));
+    let score = 0;
+    if (move.in_danger) score -= 40; // a square the other side could strike next turn
+    if (threatened) score += 30; // a piece in danger where it stands: get it out
+    // The most the other side could kill in reply, once this piece has moved.
+    let worst = 0;
+    for (const r of replies) {
+      if (r.x === move.x && r.y === move.y) continue;
+      const left = distance(r, piece) === 1 ? 1 : 0;
+      const arrived = distance(r, move) === 1 ? 1 : 0;
+      worst = Math.max(worst, r.kills - left + arrived);
+    }
+    score -= 25 * worst;
+    // Dwarfs: a line of dwarfs behind a safe square threatens the trolls in its reach.
+    if (dwarfs && !move.in_danger) score += 12 * this.hurls(piece, move);
+    // Stay together: dwarfs hurl along their lines, trolls shove along theirs.
+    for (const key of this.friends) {
+      const [x, y] = key.split(',').map(Number);
+      const other = x !== piece.x || y !== piece.y;
+      if (other && distance({ x: x, y: y }, move) === 1) score += dwarfs ? 1 : 2;
+    }
+    // Trolls close in on the dwarfs; dwarfs keep out of a troll's reach.
+    let closest = 99;
+    for (const r of rivals) closest = Math.min(closest, distance(r, move));
+    score -= dwarfs ? 5 * Math.max(0, 3 - closest) : closest;
+    return score;
+  }
+
+  // How many trolls a dwarf on \`move\` could hurl at next turn: along each line of dwarfs
+  // behind it, as far as the line is long, over empty squares.
+  hurls(piece, move) {
+    const at = (x, y) => x + ',' + y;
+    const from = at(piece.x, piece.y);
+    let threats = 0;
+    for (let dx = -1; dx <= 1; dx++) {
+      for (let dy = -1; dy <= 1; dy++) {
+        if (!dx && !dy) continue;
+        let line = 1; // this dwarf and those right behind it (not the one that leaves)
+        for (;;) {
+          const behind = at(move.x - dx * line, move.y - dy * line);
+          if (behind === from || !this.friends.has(behind)) break;
+          line++;
+        }
+        for (let d = 1; d <= line; d++) {
+          const square = at(move.x + dx * d, move.y + dy * d);
+          if (this.rivals.has(square)) {
+            threats++;
+            break;
+          }
+          if (!this.squares.has(square) || this.friends.has(square)) break;
+        }
+      }
+    }
+    return threats;
   }
 
   end_turn() {

@@ -1,6 +1,8 @@
 // /clients: write a Thud challenge client, validate it, and play it as an arena seat.
 //
-// The clients are kept in localStorage (clients-store.js). A client's code never runs in this
+// The editor is CodeMirror 5 (vendored in static/vendor/codemirror, loaded before this module):
+// line numbers, JavaScript highlighting, long lines scroll; the controller's API is listed
+// beside it. The clients are kept in localStorage (clients-store.js). A client's code never runs in this
 // page: each game gets a fresh Web Worker holding it (clients-worker.js, with the controller the
 // Node adapter uses), and a websocket of its own that takes a seat in the arena with the `play`
 // message; the page relays the seat's turns to the worker and its moves back
@@ -106,11 +108,40 @@ function selectClient(id) {
   loadEditor();
 }
 
+/**
+ * The code editor over the #source textarea, which it keeps up to date (so the textarea always
+ * holds the source, as forms and tools expect).
+ */
+const editor = CodeMirror.fromTextArea(ui.source, {
+  mode: "javascript",
+  theme: "tavern",
+  lineNumbers: true,
+  lineWrapping: false,
+  matchBrackets: true,
+  indentUnit: 2,
+  tabSize: 2,
+  indentWithTabs: false,
+  viewportMargin: 50,
+  extraKeys: {
+    Tab: (cm) => (cm.somethingSelected() ? cm.indentSelection("add") : cm.replaceSelection("  ", "end")),
+    "Shift-Tab": (cm) => cm.indentSelection("subtract"),
+    // The keyboard's way out of the editor (Tab indents inside it).
+    Esc: () => ui.validate.focus(),
+  },
+});
+editor.getWrapperElement().setAttribute("aria-label", "Client source");
+editor.getInputField().setAttribute("aria-describedby", "editor-keys");
+let loading = false; // setValue while loading a client is not an edit
+
 function loadEditor() {
   const client = store.selected;
   ui.name.value = client.name;
   for (const radio of ui.sides) radio.checked = radio.value === client.side;
-  ui.source.value = client.source;
+  loading = true;
+  editor.setValue(client.source);
+  editor.clearHistory(); // undo stays within one client
+  editor.save();
+  loading = false;
   fillOpponents();
   renderList();
   updateSaveStatus();
@@ -153,24 +184,12 @@ function setupEditor() {
       updateSaveStatus();
     });
   }
-  ui.source.addEventListener("input", () => {
-    store.update(store.selectedId, { source: ui.source.value });
+  editor.on("changes", () => {
+    editor.save();
+    if (loading) return;
+    store.update(store.selectedId, { source: editor.getValue() });
     renderList();
     updateSaveStatus();
-  });
-  // Tab indents, as in a code editor; Escape then Tab leaves the editor (the keyboard's way out).
-  let escaped = false;
-  ui.source.addEventListener("keydown", (event) => {
-    if (event.key === "Escape") {
-      escaped = true;
-      return;
-    }
-    if (event.key === "Tab" && !event.shiftKey && !escaped && !event.ctrlKey && !event.metaKey && !event.altKey) {
-      event.preventDefault();
-      ui.source.setRangeText("  ", ui.source.selectionStart, ui.source.selectionEnd, "end");
-      ui.source.dispatchEvent(new Event("input"));
-    }
-    escaped = false;
   });
   ui.newClient.addEventListener("click", () => {
     const side = currentSide();

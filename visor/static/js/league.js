@@ -1,6 +1,7 @@
 // /league: a tournament's league tables (one per Thud side, one for Dwarven Tavern), as the
 // challenge kept them, with each bot's crashes and timed-out turns (a bot that crashed ranks
-// below one that played) and its openskill rating; click a bot to list its games.
+// below one that played), its openskill rating, and a head-to-head table of every pair that met;
+// click a bot to list its games.
 //
 // The address keeps the choice: ?tournament=ID (default: the newest), or ?all=1 for every game
 // between named bots; &bot=NAME&table=dwarf opens that bot's games.
@@ -31,6 +32,9 @@ const ui = {
   tables: byId("tables"),
   ratingsSection: byId("ratings-section"),
   ratingsBody: byId("ratings-body"),
+  h2hSection: byId("h2h-section"),
+  h2hHead: byId("h2h-head"),
+  h2hBody: byId("h2h-body"),
   botGames: byId("bot-games"),
   botTitle: byId("bot-title"),
   botSummary: byId("bot-summary"),
@@ -108,6 +112,7 @@ function render() {
   ui.tables.replaceChildren(...tables.map(([name, rows]) => tableSection(name, rows)));
   ui.tables.dataset.count = String(tables.length);
   renderRatings(data ? data.ratings : []);
+  renderHeadToHead(data ? data.headToHead || [] : []);
   if (!data) {
     show(ui.botGames, false);
     return;
@@ -205,6 +210,40 @@ function renderRatings(ratings) {
         el("td", {}, el("button", { className: "bot-button", text: rating.bot, attrs: { type: "button" } })),
         el("td", { className: "num", text: `${rating.mu.toFixed(2)} ± ${rating.sigma.toFixed(2)}`, dataset: { col: "rating" } }),
         el("td", { className: "num", text: rating.ordinal.toFixed(2), dataset: { col: "ordinal" } }),
+      ),
+    ),
+  );
+}
+
+/** A square table: each row's record against each column, from the pairs that met. */
+function renderHeadToHead(meetings) {
+  show(ui.h2hSection, meetings.length > 0);
+  const bots = [...new Set(meetings.flatMap((m) => m.bots))].sort();
+  const against = new Map(); // "row\u0000column" -> [wins, draws, losses, games]
+  for (const m of meetings) {
+    const [a, b] = m.bots;
+    against.set(`${a}\u0000${b}`, [m.wins[0], m.draws, m.wins[1], m.games]);
+    against.set(`${b}\u0000${a}`, [m.wins[1], m.draws, m.wins[0], m.games]);
+  }
+  ui.h2hHead.replaceChildren(
+    el("th", { attrs: { scope: "col" } }, el("span", { className: "visually-hidden", text: "Bot" })),
+    ...bots.map((bot) => el("th", { className: "num h2h-col", text: bot, attrs: { scope: "col" } })),
+  );
+  ui.h2hBody.replaceChildren(
+    ...bots.map((row) =>
+      el(
+        "tr",
+        { dataset: { bot: row } },
+        el("th", { className: "h2h-bot", text: row, attrs: { scope: "row" } }),
+        ...bots.map((column) => {
+          if (row === column) return el("td", { className: "num h2h-self", text: "—", dataset: { against: column } });
+          const record = against.get(`${row}\u0000${column}`);
+          if (!record) return el("td", { className: "num h2h-none", text: "·", dataset: { against: column } });
+          const [wins, draws, losses, games] = record;
+          const title = `${row} against ${column}: ${wins} won, ${draws} drawn, ${losses} lost of ${games}`;
+          const tone = wins > losses ? " plus" : wins < losses ? " minus" : "";
+          return el("td", { className: `num h2h-cell${tone}`, text: `${wins}–${draws}–${losses}`, attrs: { title }, dataset: { against: column } });
+        }),
       ),
     ),
   );

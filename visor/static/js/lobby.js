@@ -1,5 +1,7 @@
-// The lobby: every simulation, live; create one, or run a game between house players.
-// Finished games link to their replay.
+// The lobby: every simulation, live, with its age, filtered by game (?game=thud); create one
+// (with the join message and a command to copy), or run a game between house players.
+// Finished games link to their replay. Waiting simulations nobody joins leave the list when the
+// arena drops them (waitingSimulationExpiryMs).
 
 import { byId, el, setText, show } from "./dom.js";
 import { GAMES, describeResult, formatScore, gameTitle, housePlayersFor, seatLabel } from "./games.js";
@@ -12,6 +14,8 @@ const ui = {
   createdGame: byId("created-game"),
   createdId: byId("created-id"),
   createdSnippet: byId("created-snippet"),
+  createdCommand: byId("created-command"),
+  copyCommand: byId("copy-command"),
   createdWatch: byId("created-watch"),
   copyId: byId("copy-id"),
   createError: byId("create-error"),
@@ -27,11 +31,14 @@ const ui = {
   body: byId("sims-body"),
   empty: byId("sims-empty"),
   summary: byId("sims-summary"),
+  gameFilter: byId("sims-game"),
 };
 
 // What the last request was, so its answer (created or error) lands in the right place.
 let pending = null; // "create" | "run" | null
 let highlighted = null; // the id just created, marked in the table
+let simulations = []; // the last lobby, as received
+let receivedAt = 0; // performance.now() when it arrived: ages count on from there
 
 const socket = new VisorSocket({
   onOpen: (s) => s.send({ type: "lobby" }),
@@ -41,7 +48,18 @@ const socket = new VisorSocket({
 
 ui.createTavern.addEventListener("click", () => create("tavern"));
 ui.createThud.addEventListener("click", () => create("thud"));
-ui.copyId.addEventListener("click", copyId);
+ui.copyId.addEventListener("click", () => copy(ui.copyId, ui.createdId, "Copy the id"));
+ui.copyCommand.addEventListener("click", () => copy(ui.copyCommand, ui.createdCommand, "Copy the command"));
+ui.gameFilter.value = new URLSearchParams(location.search).get("game") || ""; // unknown: every game
+ui.gameFilter.addEventListener("change", () => {
+  const params = new URLSearchParams(location.search);
+  if (ui.gameFilter.value) params.set("game", ui.gameFilter.value);
+  else params.delete("game");
+  const query = params.toString();
+  history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}`);
+  renderLobby(simulations);
+});
+setInterval(updateAges, 1000);
 ui.runGame.addEventListener("change", fillSeats);
 for (const select of ui.seats) select.addEventListener("change", describePlayers);
 ui.runForm.addEventListener("submit", (event) => {
@@ -51,7 +69,11 @@ ui.runForm.addEventListener("submit", (event) => {
 fillSeats();
 
 function receive(message) {
-  if (message.type === "lobby") renderLobby(message.simulations || []);
+  if (message.type === "lobby") {
+    simulations = message.simulations || [];
+    receivedAt = performance.now();
+    renderLobby(simulations);
+  }
   else if (message.type === "created") onCreated(message);
   else if (message.type === "error") onError(message);
 }
@@ -74,19 +96,40 @@ function onCreated(message) {
   setText(ui.createdId, message.simulationId);
   const join = { type: "join-simulation", game: message.game, nick: "my bot", simulationId: message.simulationId };
   setText(ui.createdSnippet, JSON.stringify(join));
+  const command = joinCommand(message.game, message.simulationId, message.botPort);
+  setText(ui.createdCommand, command);
+  show(ui.createdCommand, Boolean(command));
+  show(ui.copyCommand, Boolean(command));
+  const hint = message.game === "tavern" ? "run it twice for a whole game" : "one bot for each side";
+  setText(byId("created-command-hint"), `Or run the repository's example bots, from its folder (${hint}):`);
+  show(byId("created-command-hint"), Boolean(command));
   ui.createdWatch.href = `/watch/${encodeURIComponent(message.simulationId)}`;
   setText(ui.copyId, "Copy the id");
+  setText(ui.copyCommand, "Copy the command");
   show(ui.created, true);
 }
 
-async function copyId() {
+/**
+ * The shell command that runs the repository's example bot into this simulation: the Tavern
+ * dummy, or a Thud house player for each side. The host is the one this page came from.
+ */
+function joinCommand(game, simulationId, port) {
+  if (!port) return "";
+  const host = ["localhost", "127.0.0.1"].includes(location.hostname) ? "" : ` --host ${location.hostname}`;
+  const where = `--simulation ${simulationId} --port ${port}${host}`;
+  if (game === "tavern") return `python -m bots.tavern_dummy ${where}`;
+  return [`python -m bots.house_bot thud dwarf --side dwarf ${where}`, `python -m bots.house_bot thud troll --side troll ${where}`].join("\n");
+}
+
+async function copy(button, source, label) {
   try {
-    await navigator.clipboard.writeText(ui.createdId.textContent);
-    setText(ui.copyId, "Copied");
+    await navigator.clipboard.writeText(source.textContent);
+    setText(button, "Copied");
+    setTimeout(() => setText(button, label), 2000);
   } catch {
-    // Clipboard access needs a secure context; select the id so Ctrl+C works instead.
-    getSelection().selectAllChildren(ui.createdId);
-    setText(ui.copyId, "Selected: press Ctrl+C");
+    // Clipboard access needs a secure context; select the text so Ctrl+C works instead.
+    getSelection().selectAllChildren(source);
+    setText(button, "Selected: press Ctrl+C");
   }
 }
 
@@ -148,13 +191,41 @@ function runGame() {
 
 // --- the table -------------------------------------------------------------------------------
 
-function renderLobby(simulations) {
-  show(ui.empty, simulations.length === 0);
-  show(ui.table, simulations.length > 0);
+function renderLobby(all) {
+  const game = ui.gameFilter.value;
+  const shown = game ? all.filter((sim) => sim.game === game) : all;
+  show(ui.empty, shown.length === 0);
+  setText(ui.empty, all.length && game ? `No ${gameTitle(game)} simulations right now.` : "No simulations yet. Create one, run a game, or connect a bot.");
+  show(ui.table, shown.length > 0);
   const counts = { waiting: 0, playing: 0, finished: 0 };
-  for (const sim of simulations) counts[sim.status] = (counts[sim.status] || 0) + 1;
-  setText(ui.summary, `${counts.playing} playing · ${counts.waiting} waiting · ${counts.finished} finished`);
-  ui.body.replaceChildren(...simulations.map(row));
+  for (const sim of shown) counts[sim.status] = (counts[sim.status] || 0) + 1;
+  const which = game ? `${gameTitle(game)}: ` : "";
+  setText(ui.summary, `${which}${counts.playing} playing · ${counts.waiting} waiting · ${counts.finished} finished`);
+  ui.body.replaceChildren(...shown.map(row));
+}
+
+/** "12 s", "4 min", "2 h 5 min", "3 d". */
+function formatAge(ms) {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const min = Math.floor(s / 60);
+  if (min < 60) return `${min} min`;
+  const h = Math.floor(min / 60);
+  if (h < 24) return `${h} h ${min % 60} min`;
+  return `${Math.floor(h / 24)} d`;
+}
+
+function ageText(sim) {
+  return sim.ageMs === null || sim.ageMs === undefined ? "–" : formatAge(sim.ageMs + (performance.now() - receivedAt));
+}
+
+/** Ages count on between lobby updates (which come only when something changed). */
+function updateAges() {
+  const listed = new Map(simulations.map((sim) => [sim.simulationId, sim]));
+  for (const cell of ui.body.querySelectorAll("td[data-label='Age']")) {
+    const sim = listed.get(cell.parentElement.dataset.simulationId);
+    if (sim) setText(cell, ageText(sim));
+  }
 }
 
 function row(sim) {
@@ -195,6 +266,7 @@ function row(sim) {
     cell("State", state, result),
     cell("Score", formatScore(sim.game, sim.scores || (sim.result && sim.result.score)) || "–"),
     cell("Turn", String(sim.turn)),
+    cell("Age", ageText(sim)),
     cell("Watching", String(sim.spectators)),
     el("td", { className: "row-action" }, action),
   );

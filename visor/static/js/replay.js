@@ -1,5 +1,7 @@
 // /replay/{id}: a recorded game played back on the live view's canvas, with play, pause, steps,
-// a seek slider over the turns and a speed control.
+// a seek slider over the turns (points and kills marked on it), a speed control, and the list
+// of every turn, each a button that shows it. /replay/{id}?turn=N opens at turn N (the address
+// follows the turn shown, so it can be shared); the game downloads as JSON or as a GIF.
 //
 // Every position comes from the server (GET /api/games/{id}/replay), recomputed from the
 // record's seed and turns by the pure rules; states and events have the shapes the live view
@@ -11,7 +13,7 @@
 import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
-import { nickOf, renderScoreboard, turnEntries } from "./panel.js";
+import { nickOf, renderScoreboard, turnEntries, turnSummary } from "./panel.js";
 import { Playback } from "./playback.js";
 import { formatTime } from "./records.js";
 import { TavernView } from "./tavern-view.js";
@@ -48,6 +50,11 @@ const ui = {
   speed: byId("speed"),
   speedValue: byId("speed-value"),
   seek: byId("seek"),
+  seekMarks: byId("seek-marks"),
+  moves: byId("moves"),
+  movesTitle: byId("moves-title"),
+  turnLink: byId("turn-link"),
+  downloadGif: byId("download-gif"),
   position: byId("position"),
   title: byId("game-title"),
   id: byId("game-id"),
@@ -100,6 +107,8 @@ setText(ui.id, gameId);
 document.title = `Replay ${gameId} · Dwarven Tavern Arena`;
 ui.download.href = `/api/games/${encodeURIComponent(gameId)}`;
 ui.download.setAttribute("download", `${gameId}.json`);
+ui.downloadGif.href = `/api/games/${encodeURIComponent(gameId)}/replay.gif`;
+ui.downloadGif.setAttribute("download", `${gameId}.gif`);
 load();
 
 async function load() {
@@ -183,6 +192,9 @@ function start(data) {
   setText(ui.goal, data.board.pointsToWin);
   setText(ui.eventsTitle, thud ? "This ply" : "This turn");
   ui.seek.max = String(replay.frames.length - 1);
+  setText(ui.movesTitle, thud ? "Every ply" : "Every turn");
+  renderMoves();
+  renderMarks();
   show(ui.watchLive, data.status === "playing");
   ui.watchLive.href = `/watch/${encodeURIComponent(gameId)}`;
   describeStatus(null);
@@ -200,7 +212,7 @@ function start(data) {
       },
     () => playback.draw(),
   );
-  playback.show(replay.frames[turnFromHash()]);
+  playback.show(replay.frames[turnFromAddress()]);
   loadDetails();
 }
 
@@ -241,10 +253,11 @@ function describeStatus(record) {
   ui.context.replaceChildren(...parts);
 }
 
-function turnFromHash() {
-  const match = /^#turn=(\d+)$/.exec(location.hash);
-  if (!match) return 0;
-  const turn = Number(match[1]);
+/** The turn asked for in the address: ?turn=N (or #turn=N, as links made earlier say). */
+function turnFromAddress() {
+  const asked = new URLSearchParams(location.search).get("turn") ?? (/^#turn=(\d+)$/.exec(location.hash) || [])[1];
+  if (!asked || !/^\d+$/.test(asked)) return 0;
+  const turn = Number(asked);
   const index = replay.frames.findIndex((frame) => frame.turn === turn);
   return index >= 0 ? index : 0;
 }
@@ -282,6 +295,7 @@ function frameShown(frame) {
     setText(ui.peace, declared.length ? declared.map((side) => seatLabel("thud", side)).join(" and ") : "nobody");
   }
   renderEvents(frame);
+  markMove(frame.index);
   showEnd(atEnd);
   ui.first.disabled = frame.index === 0;
   ui.back.disabled = frame.index === 0;
@@ -305,6 +319,70 @@ function renderEvents(frame) {
     }
   }
   ui.events.replaceChildren(...items);
+}
+
+/** Every turn, each a button that shows it. */
+function renderMoves() {
+  const { game, players } = replay;
+  const items = replay.frames.map((frame) => {
+    const text = frame.index === 0 ? "The start" : turnSummary(game, frame, players);
+    const button = el("button", { className: "move-button", text, attrs: { type: "button" }, dataset: { index: String(frame.index) } });
+    button.prepend(el("span", { className: "log-turn", text: frame.turn }));
+    button.addEventListener("click", () => jump(frame.index));
+    const kind = markOf(frame);
+    return el("li", { className: `move seat-${frame.seat || "none"}${kind ? " move-marked" : ""}` }, button);
+  });
+  ui.moves.replaceChildren(...items);
+}
+
+/** The turn shown, marked in the list of every turn and scrolled into its view. */
+function markMove(index) {
+  const previous = ui.moves.querySelector("[aria-current]");
+  if (previous) previous.removeAttribute("aria-current");
+  const item = ui.moves.children[index];
+  if (!item) return;
+  const button = item.firstElementChild;
+  button.setAttribute("aria-current", "step");
+  // Scroll the list only (not the page), keeping the turn in view.
+  const list = ui.moves;
+  const top = item.offsetTop - list.offsetTop;
+  if (top < list.scrollTop || top + item.offsetHeight > list.scrollTop + list.clientHeight) {
+    list.scrollTop = top - list.clientHeight / 2;
+  }
+}
+
+/** What a frame scored: {seat, text} for a Tavern point or a Thud kill, else null. */
+function markOf(frame) {
+  for (const event of frame.events || []) {
+    if (event.kind === "point") return { seat: event.team, text: `Point for ${nickOf(replay.players, event.team, replay.game)}` };
+    if (event.type === "move" && event.killed && event.killed.length) {
+      const n = event.killed.length;
+      return { seat: event.side, text: `${seatLabel(replay.game, event.side)} kill ${n} ${event.side === "dwarf" ? (n === 1 ? "troll" : "trolls") : n === 1 ? "dwarf" : "dwarfs"}` };
+    }
+  }
+  return null;
+}
+
+/** Points (Tavern) and kills (Thud) on the seek bar; each mark shows its turn. */
+function renderMarks() {
+  const last = Math.max(1, replay.frames.length - 1);
+  const unit = replay.game === "thud" ? "ply" : "turn";
+  const marks = [];
+  for (const frame of replay.frames) {
+    const mark = markOf(frame);
+    if (!mark) continue;
+    const label = `${mark.text}, ${unit} ${frame.turn}`;
+    const button = el("button", {
+      className: `seek-mark seat-${mark.seat}`,
+      attrs: { type: "button", title: label, "aria-label": label },
+      dataset: { index: String(frame.index) },
+    });
+    button.style.left = `${(100 * frame.index) / last}%`;
+    button.addEventListener("click", () => jump(frame.index));
+    marks.push(button);
+  }
+  ui.seekMarks.replaceChildren(...marks);
+  ui.seekMarks.dataset.count = String(marks.length);
 }
 
 /** The result and its reason, once the replay reaches the last turn. */
@@ -460,8 +538,14 @@ function onKey(event) {
   action();
 }
 
-/** The turn shown goes in the address (#turn=N), so a position can be shared; not while playing. */
+/** The turn shown goes in the address (?turn=N), so a position can be shared; not while playing. */
 function rememberTurn(frame) {
-  const hash = frame.index === 0 ? "" : `#turn=${frame.turn}`;
-  if (location.hash !== hash) history.replaceState(null, "", `${location.pathname}${location.search}${hash}`);
+  const params = new URLSearchParams(location.search);
+  if (frame.index === 0) params.delete("turn");
+  else params.set("turn", String(frame.turn));
+  const query = params.toString();
+  const address = `${location.pathname}${query ? `?${query}` : ""}`;
+  if (`${location.pathname}${location.search}` !== address || location.hash) history.replaceState(null, "", address);
+  ui.turnLink.href = `${location.pathname}?turn=${frame.turn}`;
+  setText(ui.turnLink, `Link to ${replay.game === "thud" ? "ply" : "turn"} ${frame.turn}`);
 }

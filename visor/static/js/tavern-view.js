@@ -1,5 +1,6 @@
 // Dwarven Tavern on a canvas: the wooden floor, both home rows in team colours, barrels and
-// dwarves, tweened between two positions.
+// dwarves, tweened between two positions, and the last turn drawn as arrows: a dwarf's step in
+// a light tint of its team's colour, a pushed barrel in white, a thrown dwarf dashed in red.
 
 import { BoardCanvas, ease, lerp } from "./board.js";
 import { COLOURS } from "./games.js";
@@ -8,6 +9,8 @@ const TEAMS = ["team1", "team2"];
 const FLOOR = ["#8a6240", "#80593a", "#936a44"];
 const INK = "#22150b";
 const JUMP = 3; // a piece that moved further than this was reset after a point: no slide
+// Light tints of the team colours for steps: never mistaken for a piece of that colour.
+const ARROWS = { team1: "#f7a48f", team2: "#f8df96", barrel: "#fff8e6", thrown: "#d8362b" };
 
 export class TavernView {
   /**
@@ -38,6 +41,8 @@ export class TavernView {
     if (!state) return;
     const before = from && from.state && from !== to ? from.state : null;
     const k = ease(t);
+    // Under the pieces: each arrow ends at the edge of the piece that arrived.
+    this.drawLastTurn(state, to.events || []);
     for (const team of TEAMS) {
       const barrel = state.barrels[team];
       if (!barrel) continue;
@@ -52,6 +57,54 @@ export class TavernView {
       }
     }
     if (this.hover) this.drawRing(this.hover);
+  }
+
+  /** The turn that led here: an arrow for every piece that moved (from the turn's events). */
+  drawLastTurn(state, events) {
+    let arrows = 0;
+    const teamOf = new Map();
+    for (const team of TEAMS) for (const dwarf of state[team] || []) teamOf.set(dwarf.id, team);
+    for (const event of events) {
+      if (!event.from || !event.to) continue;
+      if (event.from.x === event.to.x && event.from.y === event.to.y) continue; // blocked
+      const colour = event.kind === "move" ? ARROWS[teamOf.get(event.dwarf)] : ARROWS[event.kind];
+      if (!colour) continue;
+      this.drawArrow(event.from, event.to, colour, event.kind === "thrown");
+      arrows += 1;
+    }
+    // Published like the grid mapping, for tests and tools: how many arrows the board shows.
+    this.board.canvas.dataset.arrows = String(arrows);
+  }
+
+  drawArrow(from, to, colour, dashed) {
+    const { ctx, cell } = this.board;
+    const [ax, ay] = this.board.center(from.x, from.y);
+    const [bx, by] = this.board.center(to.x, to.y);
+    const angle = Math.atan2(by - ay, bx - ax);
+    const head = cell * 0.3;
+    const tipX = bx - Math.cos(angle) * cell * 0.36;
+    const tipY = by - Math.sin(angle) * cell * 0.36;
+    ctx.save();
+    ctx.strokeStyle = colour;
+    ctx.fillStyle = colour;
+    ctx.globalAlpha = 0.9;
+    ctx.lineWidth = Math.max(2, cell * 0.12);
+    ctx.lineCap = "round";
+    ctx.shadowColor = "rgba(0, 0, 0, 0.55)";
+    ctx.shadowBlur = cell * 0.12;
+    if (dashed) ctx.setLineDash([cell * 0.16, cell * 0.14]);
+    ctx.beginPath();
+    ctx.moveTo(ax, ay);
+    ctx.lineTo(tipX - Math.cos(angle) * head * 0.7, tipY - Math.sin(angle) * head * 0.7);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.beginPath();
+    ctx.moveTo(tipX, tipY);
+    ctx.lineTo(tipX - Math.cos(angle - 0.5) * head, tipY - Math.sin(angle - 0.5) * head);
+    ctx.lineTo(tipX - Math.cos(angle + 0.5) * head, tipY - Math.sin(angle + 0.5) * head);
+    ctx.closePath();
+    ctx.fill();
+    ctx.restore();
   }
 
   drawFloor() {

@@ -3,7 +3,7 @@
 import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
-import { logEntries, prependLog, renderScoreboard } from "./panel.js";
+import { formatMs, logEntries, nickOf, prependLog, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 import { TavernView } from "./tavern-view.js";
@@ -34,6 +34,11 @@ const ui = {
   spectators: byId("spectators"),
   peaceFact: byId("peace-fact"),
   peace: byId("peace"),
+  clockFact: byId("clock-fact"),
+  clock: byId("clock"),
+  legend: byId("legend"),
+  legendTeam1: byId("legend-team1"),
+  legendTeam2: byId("legend-team2"),
   result: byId("result"),
   notice: byId("notice"),
   pause: byId("pause"),
@@ -52,6 +57,8 @@ const watch = {
   result: null,
   spectators: null,
   shown: null, // the frame on the board
+  clock: null, // the seat on move: {seat, timeoutMs, startedAt (performance.now())}
+  replies: {}, // each seat's last reply time, ms
 };
 
 const playback = new Playback(
@@ -63,6 +70,7 @@ setText(ui.simId, simulationId);
 document.title = `Watch ${simulationId} · Dwarven Tavern Arena`;
 setupControls();
 setupTooltip();
+setInterval(showClock, 100);
 
 new VisorSocket({
   onOpen: (socket) => socket.send({ type: "watch", simulationId }),
@@ -103,6 +111,9 @@ function onSnapshot(message) {
   setText(ui.turnLabel, message.game === "thud" ? "Plies played" : "Turns played");
   setText(ui.logTitle, message.game === "thud" ? "Moves" : "Hits and points");
   show(ui.peaceFact, message.game === "thud");
+  showLegend(message.game, message.board);
+  watch.replies = { ...(message.replyMs || {}) };
+  setClock(message.clock);
   const frame = { state: message.state, turn: message.turn, scores: message.scores, events: [], snapshot: true };
   if (message.state) playback.show(frame);
   else {
@@ -116,6 +127,8 @@ function onSnapshot(message) {
 function onTurn(message) {
   if (!watch.view) return;
   watch.status = "playing";
+  if (message.replyMs !== undefined) watch.replies[message.seat] = message.replyMs;
+  setClock(message.clock);
   playback.advance({
     state: message.state,
     turn: message.turn,
@@ -130,13 +143,13 @@ function onTurn(message) {
 function frameShown(frame) {
   watch.shown = frame;
   const state = frame.state;
-  const toMove = state && watch.status === "playing" ? (watch.game === "thud" ? state.side : null) : null;
   renderScoreboard(ui.players, {
     game: watch.game,
     players: watch.players,
     scores: frame.scores,
-    toMove,
+    toMove: onMove(),
     declared: watch.game === "thud" && state ? state.declared : null,
+    replies: watch.replies,
   });
   if (watch.game === "thud") {
     setText(ui.turn, state ? `${Math.max(0, state.ply - 1)} of ${watch.board.maxPlies}` : "–");
@@ -162,6 +175,7 @@ function onLeft(message) {
 
 function onEnd(message) {
   watch.status = "finished";
+  setClock(null);
   if (!watch.shown || !watch.shown.state) playback.show({ state: message.state, scores: message.result.score, events: [] });
   showResult(message.result);
   updateStatus();
@@ -205,11 +219,43 @@ function showResult(result) {
     el("strong", { text: result.winner ? "Game over" : "Game over · draw" }),
     el("span", { className: "result-reason", text: line }),
     score ? el("span", { className: "result-score", text: `Final score ${score}` }) : null,
+    el("a", { className: "button button-small result-replay", text: "Watch the replay", attrs: { href: `/replay/${encodeURIComponent(simulationId)}` } }),
   );
   show(ui.result, true);
   setText(ui.banner, line);
   ui.banner.classList.add("banner-final");
   show(ui.banner, true);
+}
+
+/** The seat the server awaits a reply from (null when nobody is on move). */
+function onMove() {
+  return watch.status === "playing" && watch.clock ? watch.clock.seat : null;
+}
+
+/** The clock of the side on move, from the server: it counts down from that turn's timeout. */
+function setClock(clock) {
+  watch.clock = clock ? { seat: clock.seat, timeoutMs: clock.timeoutMs, startedAt: performance.now() - (clock.elapsedMs || 0) } : null;
+  showClock();
+}
+
+function showClock() {
+  const clock = watch.status === "playing" ? watch.clock : null;
+  show(ui.clockFact, Boolean(clock));
+  if (!clock) return;
+  const left = Math.max(0, clock.timeoutMs - (performance.now() - clock.startedAt));
+  setText(ui.clock, `${nickOf(watch.players, clock.seat, watch.game)}: ${formatMs(left)} left of ${formatMs(clock.timeoutMs)}`);
+  ui.clockFact.dataset.seat = clock.seat;
+  ui.clockFact.classList.toggle("clock-short", left < Math.min(3000, clock.timeoutMs / 3));
+}
+
+/** The Tavern's goals: each team rolls the other team's barrel onto its own home row. */
+function showLegend(game, board) {
+  const tavern = game === "tavern";
+  show(ui.legend, tavern);
+  if (!tavern) return;
+  const bottom = board.height - 1;
+  setText(ui.legendTeam1, `Team 1 (red) scores by pushing Team 2's barrel (yellow hoops) onto row ${bottom}, the red row at the bottom.`);
+  setText(ui.legendTeam2, `Team 2 (yellow) scores by pushing Team 1's barrel (red hoops) onto row 0, the yellow row at the top.`);
 }
 
 /** The link to the rules of the game shown, once the snapshot has said which game it is. */
@@ -247,8 +293,8 @@ function updateStatus() {
   else if (watch.status === "finished") text = "Finished.";
   else if (playback.paused) text = "Paused: the game goes on; resume to catch up.";
   else {
-    const state = watch.shown && watch.shown.state;
-    text = watch.game === "thud" && state ? `Playing: the ${seatLabel("thud", state.side).toLowerCase()} to move.` : "Playing.";
+    const seat = onMove();
+    text = seat ? `Playing: ${nickOf(watch.players, seat, watch.game)} to move.` : "Playing.";
   }
   setText(ui.status, text);
   const waiting = watch.status === "waiting";
