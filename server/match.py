@@ -29,7 +29,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from server.games.base import ActionRejected, AnyCodec, JoinRejected, JsonObject, Outcome, Player
+from server.games.base import (
+    ActionRejected,
+    AnyCodec,
+    JoinRejected,
+    JsonObject,
+    Outcome,
+    Player,
+    SeatClock,
+)
 from server.protocol import error_message
 
 log = logging.getLogger(__name__)
@@ -446,8 +454,19 @@ class Match:
         return seat
 
     def _game_info(self, seat: int, occupant: Seat) -> SeatMessage:
-        info = self.codec.game_info_message(self.id, seat, self.seed)
-        info["token"] = occupant.token
+        limits = self.limits
+        clock = SeatClock(
+            turn_timeout_ms=round(occupant.turn_timeout_s * 1000),
+            first_turn_timeout_ms=round(
+                max(occupant.turn_timeout_s, limits.first_turn_timeout_s) * 1000
+            ),
+            max_consecutive_timeouts=limits.max_consecutive_timeouts,
+            # Only a TCP bot can rejoin (see ``leave``).
+            reconnect_grace_ms=round(limits.reconnect_grace_s * 1000)
+            if occupant.kind == "bot"
+            else 0,
+        )
+        info = self.codec.game_info_message(self.id, seat, self.seed, occupant.token, clock)
         return SeatMessage(info)
 
     async def wait_seated(self, seat: int) -> None:
@@ -511,8 +530,9 @@ class Match:
                 if old is not channel:
                     old.close()
                 channel.send(self._game_info(seat, occupant))
-                if seat == self._awaited:
-                    channel.send(self._turn_message(seat))
+                if seat == self._awaited and self._clock is not None:
+                    left_s = self._clock.when() - asyncio.get_running_loop().time()
+                    channel.send(self._turn_message(seat, max(0.0, left_s)))
                 return seat
         raise JoinRejected("Invalid token", "no seat of this simulation has that token")
 
@@ -577,15 +597,18 @@ class Match:
         assert occupant is not None
         self._awaited = seat
         self._turn_started = time.monotonic()
-        occupant.channel.send(self._turn_message(seat))
         timeout = occupant.turn_timeout_s
         if not occupant.replies and not occupant.consecutive_timeouts:
             # Its very first turn: the bot may still be starting up.
             timeout = max(timeout, self.limits.first_turn_timeout_s)
+        occupant.channel.send(self._turn_message(seat, timeout))
         self._clock = asyncio.get_running_loop().call_later(timeout, self._timed_out, seat)
 
-    def _turn_message(self, seat: int) -> SeatMessage:
-        return SeatMessage(self.codec.turn_message(self.state, seat), self.state)
+    def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
+        body = self.codec.turn_message(
+            self.state, seat, self.turn_count + 1, round(timeout_s * 1000)
+        )
+        return SeatMessage(body, self.state)
 
     def _timed_out(self, seat: int) -> None:
         """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""

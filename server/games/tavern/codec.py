@@ -28,6 +28,7 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
     seat_field = "team"
     score_names = TEAM_NAMES
     tags_messages = False
+    passes_on_timeout = True
     rules: rules.TavernRules
 
     @classmethod
@@ -130,6 +131,10 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
 
     def board_size(self) -> tuple[int, int]:
         return self.rules.settings.width, self.rules.settings.height
+
+    def counting_rules(self) -> JsonObject:
+        settings = self.rules.settings
+        return {"pointsToWin": settings.points_to_win, "turnLimit": settings.turn_limit}
 
     def render_text(self, state: State) -> str:
         """Team1's dwarves a, b, c..., team2's A, B, C..., barrels 1 and 2, home rows ~."""

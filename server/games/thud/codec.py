@@ -32,6 +32,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     seat_field = "side"
     score_names = ("dwarfs", "trolls")
     tags_messages = True
+    passes_on_timeout = False
 
     @classmethod
     def from_config(cls, config: ArenaConfig) -> ThudCodec:
@@ -115,6 +116,9 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
 
     def board_size(self) -> tuple[int, int]:
         return BOARD_SIZE, BOARD_SIZE
+
+    def counting_rules(self) -> JsonObject:
+        return {"turnLimit": rules.MAX_PLIES}
 
     def render_text(self, state: State) -> str:
         """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""
