@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 import random
 import secrets
 import time
@@ -325,6 +326,9 @@ class Seat:
     errors: int = 0
     last_error: str | None = None  # the last error it was sent, with its reason
     gone: bool = False  # left before the start of a game whose seats are held
+    # Asked (``"opponentNotices": true``) to hear when the opponent's connection drops and
+    # comes back: the original's bots hang up on a message type they do not know.
+    hears_opponent: bool = False
     replies: int = 0
     reply_total_s: float = 0.0
     reply_worst_s: float = 0.0
@@ -445,6 +449,7 @@ class Match:
             else (request.turn_timeout_s)
         )
         occupant = Seat(channel, player, timeout, request.kind, self.seat_bots[seat])
+        occupant.hears_opponent = request.fields.get("opponentNotices") is True
         self.seats[seat] = occupant
         self._seated.set()
         channel.send(self._game_info(seat, occupant))
@@ -493,6 +498,8 @@ class Match:
                 detached = _Detached()
                 occupant.channel = detached
                 self.spawn(self._forfeit_unless_back(seat, occupant, detached))
+                seconds = math.ceil(self.limits.reconnect_grace_s)
+                self._tell_opponents(seat, self.codec.opponent_gone_message(seconds))
             else:
                 self._forfeit_left(seat)
 
@@ -502,6 +509,12 @@ class Match:
         await asyncio.sleep(self.limits.reconnect_grace_s)
         if occupant.channel is detached and not self._over.is_set():
             self._forfeit_left(seat)
+
+    def _tell_opponents(self, seat: int, message: JsonObject) -> None:
+        """A notice about ``seat`` to the other seats that asked for such notices."""
+        for index, other in enumerate(self.seats):
+            if other is not None and index != seat and other.hears_opponent:
+                other.channel.send(SeatMessage(message))
 
     def _forfeit_left(self, seat: int) -> None:
         occupant = self.seats[seat]
@@ -529,6 +542,8 @@ class Match:
                 occupant.channel, occupant.gone = channel, False
                 if old is not channel:
                     old.close()
+                if isinstance(old, _Detached):  # it was gone: its opponents were told
+                    self._tell_opponents(seat, self.codec.opponent_back_message())
                 channel.send(self._game_info(seat, occupant))
                 if seat == self._awaited and self._clock is not None:
                     left_s = self._clock.when() - asyncio.get_running_loop().time()

@@ -193,6 +193,17 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         message["timeoutMs"] = timeout_ms
         return message
 
+    def opponent_gone_message(self, seconds: int) -> JsonObject:
+        """To a seat whose opponent's connection dropped: it wins in ``seconds`` unless the
+        opponent rejoins (as lichess's ``opponentGone``)."""
+        message = self.header("opponent-gone")
+        message["seconds"] = seconds
+        return message
+
+    def opponent_back_message(self) -> JsonObject:
+        """To a seat whose opponent rejoined after ``opponent-gone``."""
+        return self.header("opponent-back")
+
     def end_message(self, state: StateT, outcome: Outcome, seat: int) -> JsonObject:
         """The last message a seat receives: ``win-game``, ``loss-game`` or ``draw-game``."""
         if outcome.winner is None:
