@@ -14,7 +14,7 @@ from server.config import ArenaConfig, ConfigError, ListenError, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
 from server.records import Records, recording
-from server.replay import DamagedRecord, replay_text
+from server.replay import DamagedRecord, TurnRange, replay_text
 from server.tcp import TcpServer
 from server.tournament import (
     Stopped,
@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
     replay.add_argument("--database", type=Path, help="records file (overrides the config)")
+    replay.add_argument(
+        "--turns", metavar="A-B", help="show only these turns: A-B, A- (to the end), -B or N"
+    )
     return parser
 
 
@@ -161,7 +164,12 @@ def validate_bot(game: str, side: str, command: list[str], games: int, turn_time
     return 0 if valid else 1
 
 
-def print_replay(database: Path, game_id: str) -> int:
+def print_replay(database: Path, game_id: str, turns_option: str | None) -> int:
+    try:
+        turns = None if turns_option is None else TurnRange.parse(turns_option)
+    except ValueError as error:
+        print(f"tavern: --turns: {error}", file=sys.stderr)
+        return 2
     if not database.exists():
         print(f"tavern: no records file at {database}", file=sys.stderr)
         return 1
@@ -172,7 +180,7 @@ def print_replay(database: Path, game_id: str) -> int:
         if record is None:
             print(f"tavern: no recorded game {game_id!r} in {database}", file=sys.stderr)
             return 1
-        for block in replay_text(record):
+        for block in replay_text(record, turns):
             print(block)
     except DamagedRecord as error:
         print(f"tavern: {error}", file=sys.stderr)
@@ -209,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
     if args.command == "replay":
-        return print_replay(Path(config.database), args.game_id)
+        return print_replay(Path(config.database), args.game_id, args.turns)
     if args.command == "tournament":
         return run_tournament(args.file, config, args.schedule)
     if args.command == "validate":

@@ -258,6 +258,14 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         """The position as a few lines of text, for terminals."""
 
     @abstractmethod
+    def legend_text(self, state: StateT) -> list[str]:
+        """What the letters of ``render_text`` stand for, a line each."""
+
+    @abstractmethod
+    def events_text(self, events: Sequence[Any]) -> list[str]:
+        """A turn's events in words, a line each, squares as ``x,y``."""
+
+    @abstractmethod
     def settings(self) -> JsonObject:
         """Everything that, with the seed and the turns, replays a game of these settings."""
 

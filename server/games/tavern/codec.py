@@ -149,6 +149,20 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
             rows[barrel.y][barrel.x] = str(team + 1)
         return "\n".join("".join(row) for row in rows)
 
+    def legend_text(self, state: State) -> list[str]:
+        lines = []
+        for team, first in enumerate("aA"):
+            dwarves = [d for d in state.dwarves if d.team == team]
+            pieces = ", ".join(
+                f"{chr(ord(first) + i % 26)} {d.name} ({d.id})" for i, d in enumerate(dwarves)
+            )
+            lines.append(f"{TEAM_NAMES[team]}: {pieces}; its barrel {team + 1}")
+        lines.append("~ the home rows: team1 scores in the bottom one, team2 in the top one")
+        return lines
+
+    def events_text(self, events: Sequence[Any]) -> list[str]:
+        return [_event_text(event) for event in events]
+
     def settings(self) -> JsonObject:
         settings = self.rules.settings
 
@@ -171,6 +185,29 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
 
     def describe(self) -> JsonObject:
         return self.settings()
+
+
+def _square(coords: Coords) -> str:
+    return f"{coords.x},{coords.y}"
+
+
+def _path(start: Coords, end: Coords) -> str:
+    return f"{_square(start)} -> {_square(end)}" if start != end else f"stays on {_square(start)}"
+
+
+def _event_text(event: rules.Event) -> str:
+    match event:
+        case rules.DwarfMoved(dwarf_id=dwarf_id, name=name, direction=direction):
+            return f"{name} ({dwarf_id}) {direction.name} {_path(event.start, event.end)}"
+        case rules.BarrelMoved(team=team, direction=direction):
+            return f"  barrel {team + 1} pushed {direction.name} {_path(event.start, event.end)}"
+        case rules.DwarfHit(dwarf_id=dwarf_id, name=name, direction=direction):
+            return f"  {name} ({dwarf_id}) thrown {direction.name} {_path(event.start, event.end)}"
+        case rules.PointScored(team=team, scores=scores):
+            return f"point for {TEAM_NAMES[team]}: {scores[0]}-{scores[1]}"
+        case rules.BoardReset():
+            return "every piece back on its start"
+    raise AssertionError(f"unknown event {event!r}")
 
 
 def state_to_wire(dwarves: Sequence[rules.Dwarf], barrels: Sequence[Coords]) -> JsonObject:

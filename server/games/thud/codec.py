@@ -132,6 +132,22 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
             rows[y][x] = "T"
         return "\n".join("".join(row).rstrip() for row in rows)
 
+    def legend_text(self, state: State) -> list[str]:
+        return ["d a dwarf, T a troll, * the Thudstone, . an empty square"]
+
+    def events_text(self, events: Sequence[Any]) -> list[str]:
+        lines = []
+        for event in events:
+            if isinstance(event, rules.PieceMoved):
+                lines.append(move_text(event.side, event.move))
+            elif isinstance(event, rules.Declared):
+                verb = "declares the game over" if event.value else "withdraws its declaration"
+                lines.append(f"the {event.side} side {verb}")
+            elif isinstance(event, rules.GameEnded):
+                lines.append(f"game over: {event.reason}")
+            # PiecesKilled repeats the move's kills, already in its line.
+        return lines
+
     def settings(self) -> JsonObject:
         return {}  # Thud has one board and one set of rules
 
@@ -160,6 +176,19 @@ def _square(value: object, field: str) -> Square:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def move_text(side: str, move: Move) -> str:
+    """A move as ``d 4,13 -> 5,12 hurl x 6,11``: the piece, its squares, its kind (walks go
+    unnamed) and each square it clears."""
+
+    def square(value: Square) -> str:
+        return f"{value[0]},{value[1]}"
+
+    text = f"{'d' if side == DWARF else 'T'} {square(move.start)} -> {square(move.end)}"
+    if move.kind != "walk":
+        text += f" {move.kind}"
+    return text + "".join(f" x {square(killed)}" for killed in move.killed)
 
 
 def move_to_wire(move: Move) -> JsonObject:
