@@ -32,15 +32,17 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     seat_field = "side"
     score_names = ("dwarfs", "trolls")
     tags_messages = True
+    rules: rules.ThudRules
     passes_on_timeout = False
 
     @classmethod
     def from_config(cls, config: ArenaConfig) -> ThudCodec:
-        return cls(rules.ThudRules())
+        # A turn limit below the engine's 500 plies ends Thud games sooner too.
+        return cls(rules.ThudRules(config.turn_limit))
 
     @classmethod
     def from_settings(cls, settings: JsonObject) -> ThudCodec:
-        return cls(rules.ThudRules())
+        return cls(rules.ThudRules(settings.get("turnLimit", rules.MAX_PLIES)))
 
     # --- seats -------------------------------------------------------------------------------
     def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
@@ -118,7 +120,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
         return BOARD_SIZE, BOARD_SIZE
 
     def counting_rules(self) -> JsonObject:
-        return {"turnLimit": rules.MAX_PLIES}
+        return {"turnLimit": self.rules.ply_limit}
 
     def render_text(self, state: State) -> str:
         """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""
@@ -149,7 +151,9 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
         return lines
 
     def settings(self) -> JsonObject:
-        return {}  # Thud has one board and one set of rules
+        # Thud has one board and one set of rules; only a shorter game says so.
+        limit = self.rules.ply_limit
+        return {} if limit == rules.MAX_PLIES else {"turnLimit": limit}
 
     def describe(self) -> JsonObject:
         return {
@@ -157,7 +161,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
             "height": BOARD_SIZE,
             "squares": [list(square) for square in rules.SQUARES],
             "thudstone": list(rules.THUDSTONE),
-            "maxPlies": rules.MAX_PLIES,
+            "maxPlies": self.rules.ply_limit,
         }
 
 
