@@ -140,9 +140,7 @@ def board_text(game: AnyCodec, state: Any) -> str:
     margin = " " * (len(str(height - 1)) + 1)
     lines = []
     if width > 10:
-        lines.append(
-            margin + "".join(str(x // 10) if x >= 10 else " " for x in range(width))
-        )
+        lines.append(margin + "".join(str(x // 10) if x >= 10 else " " for x in range(width)))
     lines.append(margin + "".join(str(x % 10) for x in range(width)))
     for y, row in enumerate(game.render_text(state).split("\n")):
         lines.append(f"{y:>{len(margin) - 1}} {row}")
