@@ -116,6 +116,11 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
                 messages += [(0, score), (1, score)]
         return messages
 
+    def scores(self, state: State) -> JsonObject:
+        # Every turn message carries the scores: built directly, without the generic zip.
+        team1, team2 = state.scores
+        return {"team1": team1, "team2": team2}
+
     def bot_state(self, state: State) -> JsonObject:
         return self.state_to_wire(state)
 
