@@ -258,8 +258,8 @@ async def play(
             commentator.follow(match.id)
             url = f"http://{config.host}:{http_port}/watch/{match.id}"
             commentator.say(f"tavern: watch at {url}\n")
-            if options.open_browser:
-                webbrowser.open(url)
+            if options.open_browser and not webbrowser.open(url):
+                commentator.say("tavern: no browser could be opened; open the address above\n")
             sandbox = Sandbox.create()
             bots = [
                 BotProcess(entrant, match.id, seat, limits)
@@ -270,6 +270,10 @@ async def play(
                     await seat_bot(match, tcp.port, bot, sandbox)
                 finished = await match.finished()  # the match's own timeouts bound the wait
             finally:
+                if match.outcome is None:
+                    # Stopped (Ctrl-C): the game ends with no result before its bots are
+                    # killed, whose connections closing would otherwise end it as a forfeit.
+                    match.stop()
                 for bot in bots:
                     bot.outcome = match.outcome
                     await finish_bot(bot, records if match.started_at is not None else None)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from server.records import GameFilter, Records
 from tests.conftest import ROOT
 
 TAVERN_DUMMY = "{python} -m bots.tavern_dummy --simulation {simulation} --port {port} --nick dummy"
@@ -225,3 +226,48 @@ def test_on_a_terminal_the_board_is_redrawn_in_place() -> None:
     assert last.startswith("tavern ")
     assert "turn " in last and " 0 ~" in last
     assert "team1 (dummy) wins 3 to 0: Points to win reached" in last
+
+
+def test_ctrl_c_stops_the_game_with_no_result(tmp_path: Path) -> None:
+    output, database = tmp_path / "game.jsonl", tmp_path / "kept.db"
+    slow = (
+        f"{{python}} {ROOT / 'tests' / 'bots' / 'slow_house.py'} tavern pusher --delay-ms 200 "
+        "--simulation {simulation} --side {side} --port {port} --seed {seed}"
+    )
+    command = [
+        "play",
+        "tavern",
+        slow,
+        WANDERER,
+        "--output",
+        str(output),
+        "--database",
+        str(database),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", *command],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("turn 2: "):
+                break
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 130
+        assert "tavern: stopped" in err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    lines = read_lines(output)
+    assert lines[0]["type"] == "game"
+    assert {line["type"] for line in lines[1:]} == {"turn"}  # no result line
+    records = Records(database)
+    records.open_to_read()
+    (game,) = records.games(GameFilter())["games"]
+    assert (game["status"], game["result"]) == ("unfinished", None)
