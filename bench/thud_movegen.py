@@ -178,7 +178,7 @@ def main() -> int:
         for state, seat, message in zip(states, seats, messages, strict=True):
             action = rules.check(state, seat, codec.candidate(message))
             after, _ = rules.apply(state, seat, action, rng)
-            encode(codec.turn_message(after, 1 - seat))
+            encode(codec.turn_message(after, 1 - seat, after.ply, 10_000))
 
     for label, work in [
         ("legal_moves + in_danger", generate),

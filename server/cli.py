@@ -13,8 +13,9 @@ from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, ListenError, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
+from server.play import PlayError, PlayOptions, play
 from server.records import Records, recording
-from server.replay import DamagedRecord, replay_text
+from server.replay import DamagedRecord, TurnRange, replay_text
 from server.tcp import TcpServer
 from server.tournament import (
     Stopped,
@@ -73,10 +74,30 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "bot_command", metavar="command", nargs=argparse.REMAINDER, help="-- then the bot's command"
     )
+    play = commands.add_parser(
+        "play",
+        help="play one game between two bot commands here, drawn in the terminal",
+        description="Each command may use {port}, {simulation}, {side}, {seed}, {host} and "
+        "{python}, filled in as in a tournament: the first command plays the first seat "
+        "(team1, dwarf), the second the other.",
+    )
+    play.add_argument("game", choices=sorted(GAMES))
+    play.add_argument("commands", nargs=2, metavar="COMMAND", help="a bot's command, quoted")
+    play.add_argument("--seed", type=int, help="the game's seed (default: a random one)")
+    play.add_argument("--turns", type=int, help="end the game on points after this many turns")
+    play.add_argument("--output", type=Path, help="write the game here as JSON lines")
+    play.add_argument(
+        "--open", action="store_true", help="open the game in the browser; serve until Ctrl-C"
+    )
+    play.add_argument("--config", type=Path, help="settings file (time limits, board)")
+    play.add_argument("--database", type=Path, help="keep the game's record in this file")
     replay = commands.add_parser("replay", help="print a recorded game turn by turn")
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
     replay.add_argument("--database", type=Path, help="records file (overrides the config)")
+    replay.add_argument(
+        "--turns", metavar="A-B", help="show only these turns: A-B, A- (to the end), -B or N"
+    )
     return parser
 
 
@@ -161,7 +182,40 @@ def validate_bot(game: str, side: str, command: list[str], games: int, turn_time
     return 0 if valid else 1
 
 
-def print_replay(database: Path, game_id: str) -> int:
+def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
+    if args.turns is not None and args.turns < 1:
+        print("tavern: --turns must be at least 1", file=sys.stderr)
+        return 2
+    if args.seed is not None and not 0 <= args.seed < 2**53:
+        print("tavern: --seed must be an integer from 0 to 2^53-1", file=sys.stderr)
+        return 2
+    logging.getLogger().setLevel(logging.WARNING)  # the board is the output
+    options = PlayOptions(
+        game=args.game,
+        commands=(args.commands[0], args.commands[1]),
+        seed=args.seed,
+        turns=args.turns,
+        output=args.output,
+        open_browser=args.open,
+        database=args.database,
+    )
+    try:
+        finished = asyncio.run(until_signalled(play(options, config, sys.stdout)))
+    except (PlayError, TournamentError) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    except Stopped as stopped:
+        print("\ntavern: stopped", file=sys.stderr)
+        return stopped.code
+    return 0 if finished is not None else 1
+
+
+def print_replay(database: Path, game_id: str, turns_option: str | None) -> int:
+    try:
+        turns = None if turns_option is None else TurnRange.parse(turns_option)
+    except ValueError as error:
+        print(f"tavern: --turns: {error}", file=sys.stderr)
+        return 2
     if not database.exists():
         print(f"tavern: no records file at {database}", file=sys.stderr)
         return 1
@@ -172,7 +226,7 @@ def print_replay(database: Path, game_id: str) -> int:
         if record is None:
             print(f"tavern: no recorded game {game_id!r} in {database}", file=sys.stderr)
             return 1
-        for block in replay_text(record):
+        for block in replay_text(record, turns):
             print(block)
     except DamagedRecord as error:
         print(f"tavern: {error}", file=sys.stderr)
@@ -209,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
     if args.command == "replay":
-        return print_replay(Path(config.database), args.game_id)
+        return print_replay(Path(config.database), args.game_id, args.turns)
+    if args.command == "play":
+        return play_game(args, config)
     if args.command == "tournament":
         return run_tournament(args.file, config, args.schedule)
     if args.command == "validate":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 import random
 import secrets
 import time
@@ -29,7 +30,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from server.games.base import ActionRejected, AnyCodec, JoinRejected, JsonObject, Outcome, Player
+from server.games.base import (
+    ActionRejected,
+    AnyCodec,
+    JoinRejected,
+    JsonObject,
+    Outcome,
+    Player,
+    SeatClock,
+)
 from server.protocol import error_message
 
 log = logging.getLogger(__name__)
@@ -342,6 +351,9 @@ class Seat:
     errors: int = 0
     last_error: str | None = None  # the last error it was sent, with its reason
     gone: bool = False  # left before the start of a game whose seats are held
+    # Asked (``"opponentNotices": true``) to hear when the opponent's connection drops and
+    # comes back: the original's bots hang up on a message type they do not know.
+    hears_opponent: bool = False
     replies: int = 0
     reply_total_s: float = 0.0
     reply_worst_s: float = 0.0
@@ -481,6 +493,7 @@ class Match:
             else (request.turn_timeout_s)
         )
         occupant = Seat(channel, player, timeout, request.kind, self.seat_bots[seat])
+        occupant.hears_opponent = request.fields.get("opponentNotices") is True
         self.seats[seat] = occupant
         self._seated.set()
         channel.send(self._game_info(seat, occupant))
@@ -490,8 +503,19 @@ class Match:
         return seat
 
     def _game_info(self, seat: int, occupant: Seat) -> SeatMessage:
-        info = self.codec.game_info_message(self.id, seat, self.seed)
-        info["token"] = occupant.token
+        limits = self.limits
+        clock = SeatClock(
+            turn_timeout_ms=round(occupant.turn_timeout_s * 1000),
+            first_turn_timeout_ms=round(
+                max(occupant.turn_timeout_s, limits.first_turn_timeout_s) * 1000
+            ),
+            max_consecutive_timeouts=limits.max_consecutive_timeouts,
+            # Only a TCP bot can rejoin (see ``leave``).
+            reconnect_grace_ms=round(limits.reconnect_grace_s * 1000)
+            if occupant.kind == "bot"
+            else 0,
+        )
+        info = self.codec.game_info_message(self.id, seat, self.seed, occupant.token, clock)
         return SeatMessage(info)
 
     async def wait_seated(self, seat: int) -> None:
@@ -518,6 +542,8 @@ class Match:
                 detached = _Detached()
                 occupant.channel = detached
                 self.spawn(self._forfeit_unless_back(seat, occupant, detached))
+                seconds = math.ceil(self.limits.reconnect_grace_s)
+                self._tell_opponents(seat, self.codec.opponent_gone_message(seconds))
             else:
                 self._forfeit_left(seat)
 
@@ -527,6 +553,12 @@ class Match:
         await asyncio.sleep(self.limits.reconnect_grace_s)
         if occupant.channel is detached and not self._over.is_set():
             self._forfeit_left(seat)
+
+    def _tell_opponents(self, seat: int, message: JsonObject) -> None:
+        """A notice about ``seat`` to the other seats that asked for such notices."""
+        for index, other in enumerate(self.seats):
+            if other is not None and index != seat and other.hears_opponent:
+                other.channel.send(SeatMessage(message))
 
     def _forfeit_left(self, seat: int) -> None:
         occupant = self.seats[seat]
@@ -554,9 +586,12 @@ class Match:
                 occupant.channel, occupant.gone = channel, False
                 if old is not channel:
                     old.close()
+                if isinstance(old, _Detached):  # it was gone: its opponents were told
+                    self._tell_opponents(seat, self.codec.opponent_back_message())
                 channel.send(self._game_info(seat, occupant))
-                if seat == self._awaited:
-                    channel.send(self._turn_message(seat))
+                if seat == self._awaited and self._clock is not None:
+                    left_s = self._clock.when() - asyncio.get_running_loop().time()
+                    channel.send(self._turn_message(seat, max(0.0, left_s)))
                 return seat
         raise JoinRejected("Invalid token", "no seat of this simulation has that token")
 
@@ -621,12 +656,15 @@ class Match:
         assert occupant is not None
         self._awaited = seat
         self._turn_started = time.monotonic()
-        occupant.channel.send(self._turn_message(seat))
         timeout = self._turn_timeout_s(seat)
+        occupant.channel.send(self._turn_message(seat, timeout))
         self._clock = asyncio.get_running_loop().call_later(timeout, self._timed_out, seat)
 
-    def _turn_message(self, seat: int) -> SeatMessage:
-        return SeatMessage(self.codec.turn_message(self.state, seat), self.state)
+    def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
+        body = self.codec.turn_message(
+            self.state, seat, self.turn_count + 1, round(timeout_s * 1000)
+        )
+        return SeatMessage(body, self.state)
 
     def _timed_out(self, seat: int) -> None:
         """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""

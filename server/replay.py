@@ -109,30 +109,105 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
     }
 
 
-def replay_text(record: JsonObject) -> Iterator[str]:
-    """The game turn by turn as text: a header, then each turn's action and board."""
-    game = game_of(record)
-    players = ", ".join(f"{p['seat']}: {p['nick']}" for p in record["players"])
-    yield f"{record['game']} {record['id']} (seed {record['seed']}) {players}"
-    for frame in frames(record):
-        scores = " ".join(f"{name} {value}" for name, value in game.scores(frame.state).items())
-        if frame.seat is None:
-            yield f"\nstart  [{scores}]"
-        else:
-            action = record["turns"][frame.turn - 1]
-            timed_out = " (timed out)" if action["timedOut"] else ""
-            yield f"\nturn {frame.turn}: {game.seat_names[frame.seat]}{timed_out}  [{scores}]"
-            for event in game.events_to_wire(frame.events):
-                yield f"  {_event_text(event)}"
-        yield game.render_text(frame.state)
-    result = record["result"]
+@dataclass(frozen=True, slots=True)
+class TurnRange:
+    """The turns to show, both ends included (0 is the start position); ``last`` ``None``: to
+    the end."""
+
+    first: int = 0
+    last: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> TurnRange:
+        """``A-B``, ``A-`` (to the end), ``-B`` (from the start) or ``N`` (one turn)."""
+        first, dash, last = text.partition("-")
+        try:
+            start = int(first) if first.strip() else 0
+            end = (int(last) if last.strip() else None) if dash else start
+        except ValueError:
+            raise ValueError(f"turns must be A-B, A-, -B or N, not {text!r}") from None
+        if start < 0 or (end is not None and end < start):
+            raise ValueError(f"turns {text!r}: need 0 <= A <= B")
+        return cls(start, end)
+
+    def __contains__(self, turn: int) -> bool:
+        return self.first <= turn and (self.last is None or turn <= self.last)
+
+
+def board_text(game: AnyCodec, state: Any) -> str:
+    """The board with its column numbers above and its row numbers on the left."""
+    width, height = game.board_size()
+    margin = " " * (len(str(height - 1)) + 1)
+    lines = []
+    if width > 10:
+        lines.append(margin + "".join(str(x // 10) if x >= 10 else " " for x in range(width)))
+    lines.append(margin + "".join(str(x % 10) for x in range(width)))
+    for y, row in enumerate(game.render_text(state).split("\n")):
+        lines.append(f"{y:>{len(margin) - 1}} {row}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def turn_text(
+    game: AnyCodec,
+    number: int,
+    seat: int,
+    nick: str,
+    timed_out: bool,
+    events: Sequence[Any],
+    state: Any,
+) -> str:
+    """One turn: who played it, the score after it, what happened, and the board."""
+    scores = ", ".join(f"{name} {value}" for name, value in game.scores(state).items())
+    heading = f"turn {number}: {game.seat_names[seat]} ({nick})"
+    if timed_out:
+        heading += ", timed out"
+    lines = [f"{heading}   [{scores}]"]
+    said = game.events_text(events)
+    lines += [f"  {line}" for line in said] if said else ["  passes"]
+    lines.append(board_text(game, state))
+    return "\n".join(lines)
+
+
+def result_text(game: AnyCodec, nicks: Sequence[str], result: JsonObject | None) -> str:
+    """How the game ended, in words: ``team1 (Dummy) wins 3 to 1: Points to win reached``."""
     if result is None:
-        yield f"\n{record['status']}: no result"
-    else:
-        yield f"\n{result['winner'] or 'draw'}: {result['reason']} {result['score']}"
+        return "unfinished: no result"
+    score = result.get("score")
+    values = list(score.values()) if isinstance(score, dict) else None
+    winner = result.get("winner")
+    if winner is None:
+        at = f" at {values[0]} to {values[1]}" if values else ""
+        return f"a draw{at}: {result['reason']}"
+    seat = list(game.seat_names).index(winner)
+    by = f" {values[seat]} to {values[1 - seat]}" if values else ""
+    return f"{winner} ({nicks[seat]}) wins{by}: {result['reason']}"
 
 
-def _event_text(event: JsonObject) -> str:
-    if "message" in event:
-        return str(event["message"])
-    return " ".join(f"{key}={value}" for key, value in event.items())
+def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[str]:
+    """The game turn by turn as text: a header and the legend, then each turn (of ``turns``,
+    all by default) with its board, then the result in words."""
+    game = game_of(record)
+    turns = TurnRange() if turns is None else turns
+    nicks = [p["nick"] for p in record["players"]]
+    players = " against ".join(f"{p['seat']} ({p['nick']})" for p in record["players"])
+    yield f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
+    for frame in frames(record):
+        if frame.seat is None:
+            yield "\n".join(game.legend_text(frame.state))
+            if 0 in turns:
+                yield f"\nstart\n{board_text(game, frame.state)}"
+        elif frame.turn in turns:
+            timed_out = record["turns"][frame.turn - 1]["timedOut"]
+            text = turn_text(
+                game,
+                frame.turn,
+                frame.seat,
+                nicks[frame.seat],
+                timed_out,
+                frame.events,
+                frame.state,
+            )
+            yield f"\n{text}"
+        elif turns.last is not None and frame.turn > turns.last:
+            break
+    yield f"\n{result_text(game, nicks, record['result'])}"

@@ -214,7 +214,7 @@ def _entrant(
         raise TournamentError(f"key '{prefix}command': must be a string or a list of strings")
     if not parts:
         raise TournamentError(f"key '{prefix}command': is empty")
-    _check_placeholders(parts, prefix)
+    check_placeholders(parts, prefix)
     side = _get(raw, "side", str, "both", prefix)
     if side != "both" and side not in seat_names:
         raise TournamentError(f"key '{prefix}side': must be both or one of {', '.join(seat_names)}")
@@ -222,7 +222,8 @@ def _entrant(
     return Entrant(name, parts, sides, base)
 
 
-def _check_placeholders(parts: Sequence[str], prefix: str) -> None:
+def check_placeholders(parts: Sequence[str], prefix: str) -> None:
+    """Every ``{name}`` in a command is a known placeholder; raises ``TournamentError``."""
     blank = dict.fromkeys(PLACEHOLDERS, "")
     for part in parts:
         try:
@@ -524,43 +525,56 @@ class TournamentRunner:
 
         A game that has no outcome was stopped with the tournament, and so was its bot.
         """
-        interrupted = bot.outcome is None
-        await bot.stop(LEFT_GRACE_S if bot.left() else 0.0)
-        if bot.match_id in self._started and bot in self._running:  # its seats are recorded
-            self.records.seat_stderr(bot.match_id, bot.seat, bot.stderr_tail())
-            self.records.seat_exit(bot.match_id, bot.seat, bot.exit_text(interrupted))
+        recorded = bot.match_id in self._started and bot in self._running
+        await finish_bot(bot, self.records if recorded else None)
         self._running.discard(bot)
 
     async def _seat(self, match: Match, tcp: TcpServer, bot: BotProcess, sandbox: Sandbox) -> None:
-        """Start a seat's bot and wait for it to join; seat an absent player if it does not."""
-        seat = bot.seat
-        seat_name = match.codec.seat_names[seat]
         assert tcp.port is not None
-        values = {
-            **placeholder_values(bot.entrant, match.codec.name),
-            "port": str(tcp.port),
-            "simulation": match.id,
-            "side": seat_name,
-            "seed": str(match.seed),
-        }
-        await bot.start(values, sandbox)
-        joined = asyncio.create_task(match.wait_seated(seat))
-        exited = asyncio.create_task(bot.wait())
-        try:
-            await asyncio.wait(
-                {joined, exited},
-                timeout=self.spec.limits.startup_ms / 1000,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        finally:
-            joined.cancel()
-            exited.cancel()
-        if match.seats[seat] is None:
-            await bot.stop()
-        if match.seats[seat] is None:
-            bot.joined = False
-            nick = f"{bot.entrant.name} (did not join)"
-            match.seat(AbsentSeat(), SeatRequest({"nick": nick, "side": seat_name}))
+        await seat_bot(match, tcp.port, bot, sandbox)
+
+
+async def seat_bot(match: Match, port: int, bot: BotProcess, sandbox: Sandbox) -> None:
+    """Start a seat's bot (its command filled in for this game, bots on ``port``) and wait for
+    it to join; seat an absent player if it does not within its start-up time."""
+    seat = bot.seat
+    seat_name = match.codec.seat_names[seat]
+    values = {
+        **placeholder_values(bot.entrant, match.codec.name),
+        "port": str(port),
+        "simulation": match.id,
+        "side": seat_name,
+        "seed": str(match.seed),
+    }
+    await bot.start(values, sandbox)
+    joined = asyncio.create_task(match.wait_seated(seat))
+    exited = asyncio.create_task(bot.wait())
+    try:
+        await asyncio.wait(
+            {joined, exited},
+            timeout=bot.limits.startup_ms / 1000,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+    finally:
+        joined.cancel()
+        exited.cancel()
+    if match.seats[seat] is None:
+        await bot.stop()
+    if match.seats[seat] is None:
+        bot.joined = False
+        nick = f"{bot.entrant.name} (did not join)"
+        match.seat(AbsentSeat(), SeatRequest({"nick": nick, "side": seat_name}))
+
+
+async def finish_bot(bot: BotProcess, records: Records | None) -> None:
+    """Stop a bot whose game is over (or stopped) and, given the records its game's seats are
+    in, keep its stderr and how it ended there. One that left its game may end on its own first.
+    """
+    interrupted = bot.outcome is None
+    await bot.stop(LEFT_GRACE_S if bot.left() else 0.0)
+    if records is not None:
+        records.seat_stderr(bot.match_id, bot.seat, bot.stderr_tail())
+        records.seat_exit(bot.match_id, bot.seat, bot.exit_text(interrupted))
 
 
 _WARNED: set[str] = set()  # what the sandbox lacks is said once per process

@@ -157,7 +157,10 @@ async def test_a_bot_rejoins_its_seat_with_its_token() -> None:
         )
         again = await back.expect("game-info")
         assert (again["team"], again["token"]) == ("team1", info["token"])
-        assert (await back.expect("turn"))["state"] == first["state"]
+        rejoined = await back.expect("turn")
+        assert (rejoined["state"], rejoined["turn"]) == (first["state"], first["turn"])
+        # The clock kept running while the bot was away: the reply has what is left of it.
+        assert 0 < rejoined["timeoutMs"] < first["timeoutMs"]
         await back.send(pass_all(first["state"], "team1"))
         turn = await two.expect("turn")
         # A second rejoin takes the seat over; the connection it replaced can no longer act.

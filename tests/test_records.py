@@ -219,9 +219,10 @@ async def test_tavern_replay_prints_the_game(
     game_id, _ = await tavern_game(served, seed=8)
     assert tavern_main(["replay", game_id, "--database", str(served.records.path)]) == 0
     out = capsys.readouterr().out
-    assert f"tavern {game_id} (seed 8)" in out
-    assert "turn 1: team1" in out
-    assert "~~~~~~~~~~~~~~~~~~~~~" in out  # the home rows
+    assert f"tavern {game_id}, seed 8: team1 (watched) against team2 (other)" in out
+    assert "turn 1: team1 (watched)" in out
+    assert " 0 ~~~~~~~~~~~~~~~~~~~~~" in out  # the home rows, numbered
+    assert "wins" in out
     assert "Points to win reached" in out
     assert tavern_main(["replay", "nope123", "--database", str(served.records.path)]) == 1
 

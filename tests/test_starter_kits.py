@@ -24,7 +24,7 @@ import orjson
 import pytest
 
 from server.games import GAMES
-from server.games.base import Outcome
+from server.games.base import Outcome, SeatClock
 from server.match import Match, MatchOptions, SeatsChanged, TurnPlayed, Update
 from tests.conftest import ROOT, Running, serving, test_config
 
@@ -289,10 +289,11 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
         assert join["type"] == "join-simulation" and join["game"] == game_name, join
         players = [game.player_from_join(join), game.player_from_join({"nick": "other"})]
         state = rules.initial_state(players)
-        await send(game.game_info_message("abc1234", 0, 1))
+        clock = SeatClock(10_000, 30_000, 3, 10_000)
+        await send(game.game_info_message("abc1234", 0, 1, "token", clock))
         await send({"type": "error", "message": "Turn timeout", "reason": "you passed"})
         for _ in range(2):
-            await send(game.turn_message(state, 0))
+            await send(game.turn_message(state, 0, 1, 10_000))
             moves.append(
                 rules.check(state, 0, game.candidate(await receive()))
             )  # if invalid: raises

@@ -78,10 +78,22 @@ async def test_join_by_id_gives_game_info_then_team1_moves_first(connect: Any) -
         "height": 21,
         "game": "tavern",
         "seed": 77,
+        "pointsToWin": 3,
+        "turnLimit": 1000,
+        "turnTimeoutMs": 10_000,
+        "firstTurnTimeoutMs": 30_000,
+        "maxConsecutiveTimeouts": 3,
+        "reconnectGraceMs": 0,
     }
     await two.send(join_request(simulation_id, "B"))
     assert (await two.expect("game-info"))["team"] == "team2"
-    state = (await one.expect("turn"))["state"]
+    turn = await one.expect("turn")
+    assert (turn["turn"], turn["score"], turn["timeoutMs"]) == (
+        1,
+        {"team1": 0, "team2": 0},
+        30_000,  # the first reply's start-up allowance
+    )
+    state = turn["state"]
     assert list(state) == ["barrels", "team1", "team2"]
     assert state["barrels"]["team1"] == {"team": "team1", "coords": {"x": 8, "y": 10}}
     assert [d["id"] for d in state["team1"]] == [1, 2, 3, 4, 5]

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from server.config import ArenaConfig
-from server.games.base import ActionRejected, Outcome, Player
+from server.games.base import ActionRejected, Outcome, Player, SeatClock
 from server.games.tavern import rules
 from server.games.tavern.codec import TavernCodec, orders_from_wire
 from server.games.tavern.rules import Direction, Order
@@ -17,6 +17,13 @@ from tests.golden_files import check_golden
 
 GAME = TavernCodec.from_config(ArenaConfig())
 RULES = GAME.rules
+CLOCK = SeatClock(
+    turn_timeout_ms=10_000,
+    first_turn_timeout_ms=30_000,
+    max_consecutive_timeouts=3,
+    reconnect_grace_ms=10_000,
+)
+TOKEN = "kQ2xLr8uVt0aYc3nWm5e_p1s"
 PLAYERS = [
     Player("Dummy", ("Carawebo", "Pantuflo", "Chistaburras", "Pontato", "Jhonny Tablas")),
     Player("Rival", ("Rhun", "Balgairen", "Tavio")),
@@ -28,13 +35,23 @@ def test_ready() -> None:
 
 
 def test_game_info_for_each_team() -> None:
-    check_golden("tavern/game-info-team1", GAME.game_info_message("64lfbem", 0, 12345))
-    check_golden("tavern/game-info-team2", GAME.game_info_message("64lfbem", 1, 12345))
+    for seat, team in enumerate(("team1", "team2")):
+        info = GAME.game_info_message("64lfbem", seat, 12345, TOKEN, CLOCK)
+        check_golden(f"tavern/game-info-{team}", info)
+        # The original's fields first, in its order: its bots read them unchanged.
+        assert list(info)[:5] == ["type", "simulationId", "team", "width", "height"]
 
 
 def test_first_turn() -> None:
     state = RULES.initial_state(PLAYERS)
-    check_golden("tavern/turn-initial", GAME.turn_message(state, 0))
+    turn = GAME.turn_message(state, 0, 1, 30_000)
+    check_golden("tavern/turn-initial", turn)
+    assert list(turn) == ["type", "state", "turn", "score", "timeoutMs"]
+
+
+def test_a_turn_counts_turns_and_scores() -> None:
+    state = dataclasses.replace(RULES.initial_state(PLAYERS), scores=(2, 1), current_turn=41)
+    check_golden("tavern/turn-scored", GAME.turn_message(state, 1, 42, 9_950))
 
 
 def test_score_end_and_draw() -> None:

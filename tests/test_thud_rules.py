@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -9,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from server.config import ArenaConfig
 from server.games.base import ActionRejected, Outcome
 from server.games.thud.board import NEIGHBOURS, RAYS, cell_of
+from server.games.thud.codec import ThudCodec
 from server.games.thud.rules import (
     DWARF,
     SQUARES,
@@ -483,3 +486,19 @@ def test_random_play_keeps_the_invariants(data: st.DataObject) -> None:
         if after.end_reason is None:
             assert legal_moves(after)
         state = after
+
+
+def test_a_shorter_turn_limit_ends_the_game_on_points_sooner() -> None:
+    codec = ThudCodec.from_config(ArenaConfig(turn_limit=3))
+    assert codec.settings() == {"turnLimit": 3}
+    assert ThudCodec.from_settings(codec.settings()).rules.ply_limit == 3
+    assert ThudCodec.from_config(ArenaConfig()).settings() == {}  # the engine's 500 plies
+    game = codec.rules
+    state = game.initial_state([])
+    for ply in range(1, 4):
+        assert game.outcome(state) is None, ply
+        seat = game.to_move(state)
+        first = legal_moves(state)[0]
+        action = game.check(state, seat, Action((first.start, first.end)))
+        state, _ = game.apply(state, seat, action, random.Random(0))
+    assert game.outcome(state) == Outcome(None, "Timeout")  # 32 points each: a draw

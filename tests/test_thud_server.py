@@ -59,6 +59,10 @@ async def test_create_and_join_thud(connect: Any) -> None:
         "width": 15,
         "height": 15,
         "seed": 3,
+        "turnLimit": 500,
+        "turnTimeoutMs": 10_000,
+        "firstTurnTimeoutMs": 30_000,
+        "reconnectGraceMs": 0,
     }
 
 
@@ -102,8 +106,16 @@ async def test_illegal_malformed_and_out_of_turn_moves_change_nothing(connect: A
     # Still the dwarfs' turn, in the same position: a legal move is played.
     first = turn["state"]["moves"][0]
     await dwarf.send(move(first["from"], first["to"]))
-    state = (await troll.expect("turn"))["state"]
+    troll_turn = await troll.expect("turn")
+    state = troll_turn["state"]
     assert (state["ply"], state["side"]) == (2, "troll")
+    # The troll's first reply still has the start-up allowance; the dwarfs' second does not.
+    assert (troll_turn["turn"], troll_turn["timeoutMs"]) == (2, 30_000)
+    assert troll_turn["score"] == {"dwarfs": 32, "trolls": 32}
+    reply = state["moves"][0]
+    await troll.send(move(reply["from"], reply["to"]))
+    dwarf_turn = await dwarf.expect("turn")
+    assert (dwarf_turn["turn"], dwarf_turn["timeoutMs"]) == (3, 10_000)
     assert state["previousMove"] == {
         "from": first["from"],
         "to": first["to"],

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from bots.thud import ThudTurn
-from server.games.base import ActionRejected, Outcome, Player
+from server.games.base import ActionRejected, Outcome, Player, SeatClock
 from server.games.thud import rules
 from server.games.thud.codec import ThudCodec
 from server.games.thud.rules import Stop
@@ -33,6 +33,13 @@ def parse(state: rules.State, message: dict[str, Any]) -> rules.Action | Stop:
 
 
 PLAYERS = [Player("D"), Player("T")]
+CLOCK = SeatClock(
+    turn_timeout_ms=10_000,
+    first_turn_timeout_ms=30_000,
+    max_consecutive_timeouts=3,
+    reconnect_grace_ms=10_000,
+)
+TOKEN = "kQ2xLr8uVt0aYc3nWm5e_p1s"
 
 
 def opening() -> rules.State:
@@ -44,15 +51,17 @@ def opening() -> rules.State:
 
 def test_ready_and_game_info() -> None:
     check_golden("thud/ready", GAME.ready_message("5k2aa0q", 42))
-    check_golden("thud/game-info-dwarf", GAME.game_info_message("5k2aa0q", 0, 42))
-    check_golden("thud/game-info-troll", GAME.game_info_message("5k2aa0q", 1, 42))
+    for seat, side in enumerate(("dwarf", "troll")):
+        info = GAME.game_info_message("5k2aa0q", seat, 42, TOKEN, CLOCK)
+        check_golden(f"thud/game-info-{side}", info)
+        assert "maxConsecutiveTimeouts" not in info  # Thud has no pass: one timeout loses
 
 
 def test_turns() -> None:
     state = RULES.initial_state(PLAYERS)
-    check_golden("thud/turn-initial", GAME.turn_message(state, 0))
+    check_golden("thud/turn-initial", GAME.turn_message(state, 0, 1, 30_000))
     after, _ = play(opening(), rules.Action(((5, 5), (6, 6))))
-    check_golden("thud/turn-after-hurl", GAME.turn_message(after, 1))
+    check_golden("thud/turn-after-hurl", GAME.turn_message(after, 1, 8, 10_000))
 
 
 def test_end_messages() -> None:
@@ -135,7 +144,7 @@ def test_spectators_get_the_position_and_readable_events() -> None:
 
 
 def test_the_sdk_view_answers_from_the_message() -> None:
-    turn = ThudTurn(orjson.loads(encode(GAME.turn_message(opening(), 0)))["state"])
+    turn = ThudTurn(orjson.loads(encode(GAME.turn_message(opening(), 0, 7, 10_000)))["state"])
     assert turn.side == "dwarf"
     assert turn.pieces() == [(5, 5), (4, 4), (9, 9)]
     assert turn.opponent_declared() is True
@@ -164,7 +173,7 @@ def test_the_encoded_move_list_is_every_legal_move_in_order() -> None:
             moves = rules.legal_moves(state)
             if not moves:
                 break
-            sent = orjson.loads(encode(GAME.turn_message(state, 0)))["state"]["moves"]
+            sent = orjson.loads(encode(GAME.turn_message(state, 0, 1, 10_000)))["state"]["moves"]
             assert sent == [
                 {"from": list(m.start), "to": list(m.end), "kind": m.kind, "kills": len(m.killed)}
                 for m in moves

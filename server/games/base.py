@@ -43,6 +43,16 @@ class Player:
     names: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class SeatClock:
+    """A seat's time limits, as its bot is told them in ``game-info`` (milliseconds)."""
+
+    turn_timeout_ms: int
+    first_turn_timeout_ms: int  # its very first reply (start-up included)
+    max_consecutive_timeouts: int
+    reconnect_grace_ms: int
+
+
 class ActionRejected(Exception):
     """A seat sent something the game cannot accept; nothing changed and it may try again.
 
@@ -111,6 +121,7 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
     seat_field: ClassVar[str]  # how ``game-info`` names the seat ("team", "side")
     score_names: ClassVar[tuple[str, ...]]  # each seat's score's name in a scores object
     tags_messages: ClassVar[bool]  # whether every game message carries ``"game"`` after its type
+    passes_on_timeout: ClassVar[bool]  # a timed-out seat passes (else it loses at once)
 
     def __init__(self, rules: Rules[StateT, CandidateT, ActionT]) -> None:
         self.rules = rules
@@ -152,21 +163,46 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         """The reply to ``create-simulation``."""
         return {"type": "ready", "simulationId": simulation_id, "game": self.name, "seed": seed}
 
-    def game_info_message(self, simulation_id: str, seat: int, seed: int) -> JsonObject:
-        """The reply to a successful ``join-simulation``: which seat, on what board."""
+    def game_info_message(
+        self, simulation_id: str, seat: int, seed: int, token: str, clock: SeatClock
+    ) -> JsonObject:
+        """The reply to a successful ``join-simulation``: which seat, on what board, under which
+        rules and clock (the arena's additions come after the original's fields)."""
         info = self.header("game-info")
         info["simulationId"] = simulation_id
         info[self.seat_field] = self.seat_names[seat]
         info["width"], info["height"] = self.board_size()
         info.setdefault("game", self.name)
         info["seed"] = seed
+        info["token"] = token
+        info.update(self.counting_rules())
+        info["turnTimeoutMs"] = clock.turn_timeout_ms
+        info["firstTurnTimeoutMs"] = clock.first_turn_timeout_ms
+        if self.passes_on_timeout:
+            info["maxConsecutiveTimeouts"] = clock.max_consecutive_timeouts
+        info["reconnectGraceMs"] = clock.reconnect_grace_ms
         return info
 
-    def turn_message(self, state: StateT, seat: int) -> JsonObject:
-        """What the seat on move receives."""
+    def turn_message(self, state: StateT, seat: int, turn: int, timeout_ms: int) -> JsonObject:
+        """What the seat on move receives: the position, then the turn's number (from 1), the
+        scores, and how long its reply may take."""
         message = self.header("turn")
         message["state"] = self.bot_state(state)
+        message["turn"] = turn
+        message["score"] = self.scores(state)
+        message["timeoutMs"] = timeout_ms
         return message
+
+    def opponent_gone_message(self, seconds: int) -> JsonObject:
+        """To a seat whose opponent's connection dropped: it wins in ``seconds`` unless the
+        opponent rejoins (as lichess's ``opponentGone``)."""
+        message = self.header("opponent-gone")
+        message["seconds"] = seconds
+        return message
+
+    def opponent_back_message(self) -> JsonObject:
+        """To a seat whose opponent rejoined after ``opponent-gone``."""
+        return self.header("opponent-back")
 
     def end_message(self, state: StateT, outcome: Outcome, seat: int) -> JsonObject:
         """The last message a seat receives: ``win-game``, ``loss-game`` or ``draw-game``."""
@@ -214,8 +250,20 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         """Width and height of the board."""
 
     @abstractmethod
+    def counting_rules(self) -> JsonObject:
+        """The settings a bot counts with (``turnLimit``, ``pointsToWin``...), for ``game-info``."""
+
+    @abstractmethod
     def render_text(self, state: StateT) -> str:
         """The position as a few lines of text, for terminals."""
+
+    @abstractmethod
+    def legend_text(self, state: StateT) -> list[str]:
+        """What the letters of ``render_text`` stand for, a line each."""
+
+    @abstractmethod
+    def events_text(self, events: Sequence[Any]) -> list[str]:
+        """A turn's events in words, a line each, squares as ``x,y``."""
 
     @abstractmethod
     def settings(self) -> JsonObject:

@@ -28,6 +28,7 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
     seat_field = "team"
     score_names = TEAM_NAMES
     tags_messages = False
+    passes_on_timeout = True
     rules: rules.TavernRules
 
     @classmethod
@@ -115,6 +116,11 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
                 messages += [(0, score), (1, score)]
         return messages
 
+    def scores(self, state: State) -> JsonObject:
+        # Every turn message carries the scores: built directly, without the generic zip.
+        team1, team2 = state.scores
+        return {"team1": team1, "team2": team2}
+
     def bot_state(self, state: State) -> JsonObject:
         return self.state_to_wire(state)
 
@@ -129,6 +135,10 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
     def board_size(self) -> tuple[int, int]:
         return self.rules.settings.width, self.rules.settings.height
 
+    def counting_rules(self) -> JsonObject:
+        settings = self.rules.settings
+        return {"pointsToWin": settings.points_to_win, "turnLimit": settings.turn_limit}
+
     def render_text(self, state: State) -> str:
         """Team1's dwarves a, b, c..., team2's A, B, C..., barrels 1 and 2, home rows ~."""
         width, height = self.board_size()
@@ -141,6 +151,20 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         for team, barrel in enumerate(state.barrels):
             rows[barrel.y][barrel.x] = str(team + 1)
         return "\n".join("".join(row) for row in rows)
+
+    def legend_text(self, state: State) -> list[str]:
+        lines = []
+        for team, first in enumerate("aA"):
+            dwarves = [d for d in state.dwarves if d.team == team]
+            pieces = ", ".join(
+                f"{chr(ord(first) + i % 26)} {d.name} ({d.id})" for i, d in enumerate(dwarves)
+            )
+            lines.append(f"{TEAM_NAMES[team]}: {pieces}; its barrel {team + 1}")
+        lines.append("~ the home rows: team1 scores in the bottom one, team2 in the top one")
+        return lines
+
+    def events_text(self, events: Sequence[Any]) -> list[str]:
+        return [_event_text(event) for event in events]
 
     def settings(self) -> JsonObject:
         settings = self.rules.settings
@@ -164,6 +188,29 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
 
     def describe(self) -> JsonObject:
         return self.settings()
+
+
+def _square(coords: Coords) -> str:
+    return f"{coords.x},{coords.y}"
+
+
+def _path(start: Coords, end: Coords) -> str:
+    return f"{_square(start)} -> {_square(end)}" if start != end else f"stays on {_square(start)}"
+
+
+def _event_text(event: rules.Event) -> str:
+    match event:
+        case rules.DwarfMoved(dwarf_id=dwarf_id, name=name, direction=direction):
+            return f"{name} ({dwarf_id}) {direction.name} {_path(event.start, event.end)}"
+        case rules.BarrelMoved(team=team, direction=direction):
+            return f"  barrel {team + 1} pushed {direction.name} {_path(event.start, event.end)}"
+        case rules.DwarfHit(dwarf_id=dwarf_id, name=name, direction=direction):
+            return f"  {name} ({dwarf_id}) thrown {direction.name} {_path(event.start, event.end)}"
+        case rules.PointScored(team=team, scores=scores):
+            return f"point for {TEAM_NAMES[team]}: {scores[0]}-{scores[1]}"
+        case rules.BoardReset():
+            return "every piece back on its start"
+    raise AssertionError(f"unknown event {event!r}")
 
 
 def state_to_wire(dwarves: Sequence[rules.Dwarf], barrels: Sequence[Coords]) -> JsonObject:

@@ -32,14 +32,17 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     seat_field = "side"
     score_names = ("dwarfs", "trolls")
     tags_messages = True
+    rules: rules.ThudRules
+    passes_on_timeout = False
 
     @classmethod
     def from_config(cls, config: ArenaConfig) -> ThudCodec:
-        return cls(rules.ThudRules())
+        # A turn limit below the engine's 500 plies ends Thud games sooner too.
+        return cls(rules.ThudRules(config.turn_limit))
 
     @classmethod
     def from_settings(cls, settings: JsonObject) -> ThudCodec:
-        return cls(rules.ThudRules())
+        return cls(rules.ThudRules(settings.get("turnLimit", rules.MAX_PLIES)))
 
     # --- seats -------------------------------------------------------------------------------
     def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
@@ -116,6 +119,9 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     def board_size(self) -> tuple[int, int]:
         return BOARD_SIZE, BOARD_SIZE
 
+    def counting_rules(self) -> JsonObject:
+        return {"turnLimit": self.rules.ply_limit}
+
     def render_text(self, state: State) -> str:
         """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""
         rows = [[" "] * BOARD_SIZE for _ in range(BOARD_SIZE)]
@@ -128,8 +134,26 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
             rows[y][x] = "T"
         return "\n".join("".join(row).rstrip() for row in rows)
 
+    def legend_text(self, state: State) -> list[str]:
+        return ["d a dwarf, T a troll, * the Thudstone, . an empty square"]
+
+    def events_text(self, events: Sequence[Any]) -> list[str]:
+        lines = []
+        for event in events:
+            if isinstance(event, rules.PieceMoved):
+                lines.append(move_text(event.side, event.move))
+            elif isinstance(event, rules.Declared):
+                verb = "declares the game over" if event.value else "withdraws its declaration"
+                lines.append(f"the {event.side} side {verb}")
+            elif isinstance(event, rules.GameEnded):
+                lines.append(f"game over: {event.reason}")
+            # PiecesKilled repeats the move's kills, already in its line.
+        return lines
+
     def settings(self) -> JsonObject:
-        return {}  # Thud has one board and one set of rules
+        # Thud has one board and one set of rules; only a shorter game says so.
+        limit = self.rules.ply_limit
+        return {} if limit == rules.MAX_PLIES else {"turnLimit": limit}
 
     def describe(self) -> JsonObject:
         return {
@@ -137,7 +161,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
             "height": BOARD_SIZE,
             "squares": [list(square) for square in rules.SQUARES],
             "thudstone": list(rules.THUDSTONE),
-            "maxPlies": rules.MAX_PLIES,
+            "maxPlies": self.rules.ply_limit,
         }
 
 
@@ -156,6 +180,19 @@ def _square(value: object, field: str) -> Square:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def move_text(side: str, move: Move) -> str:
+    """A move as ``d 4,13 -> 5,12 hurl x 6,11``: the piece, its squares, its kind (walks go
+    unnamed) and each square it clears."""
+
+    def square(value: Square) -> str:
+        return f"{value[0]},{value[1]}"
+
+    text = f"{'d' if side == DWARF else 'T'} {square(move.start)} -> {square(move.end)}"
+    if move.kind != "walk":
+        text += f" {move.kind}"
+    return text + "".join(f" x {square(killed)}" for killed in move.killed)
 
 
 def move_to_wire(move: Move) -> JsonObject:

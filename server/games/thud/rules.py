@@ -799,7 +799,11 @@ def _end_reason(
 
 
 class ThudRules(Rules[State, Action | Stop, Action | Stop]):
-    """Thud as the king-of-the-hill engine plays it; it has one board and one set of rules."""
+    """Thud as the king-of-the-hill engine plays it; it has one board and one set of rules,
+    and the arena may end a game sooner than the engine's ``MAX_PLIES`` (a quick local game)."""
+
+    def __init__(self, ply_limit: int = MAX_PLIES) -> None:
+        self.ply_limit = min(ply_limit, MAX_PLIES)
 
     def initial_state(self, players: Sequence[Player]) -> State:
         return initial_state()
@@ -815,7 +819,12 @@ class ThudRules(Rules[State, Action | Stop, Action | Stop]):
     def apply(
         self, state: State, seat: int, action: Action | Stop, rng: RandomSource
     ) -> tuple[State, list[ThudEvent]]:
-        return apply(state, action)
+        after, events = apply(state, action)
+        if after.end_reason is None and state.ply >= self.ply_limit:
+            # The engine's own end on its last ply, brought forward.
+            after = replace(after, end_reason=TIMEOUT)
+            events.append(GameEnded(TIMEOUT))
+        return after, events
 
     def outcome(self, state: State) -> Outcome | None:
         return outcome(state)

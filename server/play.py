@@ -1,0 +1,303 @@
+"""``tavern play``: one game between two bot commands on this machine, as ``battlesnake play``.
+
+    tavern play GAME "CMD1" "CMD2" [--seed N] [--turns N] [--output game.jsonl] [--open]
+
+It starts an arena of its own on free loopback ports (the visor included, to watch the game),
+runs each command as a tournament runs a bot (``{port}``, ``{simulation}``, ``{side}``... filled
+in, under the same limits), draws the board in the terminal as the game goes, says the result in
+words, and can write the game as JSON lines (docs/play.md). The records go to a scratch file
+unless ``--database`` names one to keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import shlex
+import tempfile
+import time
+import webbrowser
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from server.arena import Arena
+from server.config import ArenaConfig
+from server.games import GAMES
+from server.games.base import AnyCodec, JsonObject
+from server.league import crashed
+from server.match import GameFinished, GameStarted, MatchOptions, TurnPlayed, Update
+from server.records import recording
+from server.replay import board_text, result_text, turn_text
+from server.sandbox import Sandbox
+from server.tcp import TcpServer
+from server.tournament import (
+    DEFAULT_LIMITS,
+    BotProcess,
+    Entrant,
+    Limits,
+    check_placeholders,
+    check_programs,
+    finish_bot,
+    seat_bot,
+)
+from visor import app as visor
+
+REDRAW_S = 0.05  # on a terminal, the board is redrawn at most this often (and at the end)
+HOME_AND_CLEAR = "\x1b[H\x1b[J"  # cursor to the top-left, then clear what is below it
+
+
+@dataclass(frozen=True, slots=True)
+class PlayOptions:
+    game: str
+    commands: tuple[str, str]  # by seat
+    seed: int | None = None
+    turns: int | None = None  # a turn limit of its own (None: the config's)
+    output: Path | None = None  # the game as JSON lines
+    open_browser: bool = False  # open the watch page, and keep serving until Ctrl-C
+    database: Path | None = None  # keep the records here (None: a scratch file)
+
+
+class PlayError(Exception):
+    """The command line cannot be played (a bad command, an unknown program)."""
+
+
+def entrants(options: PlayOptions) -> list[Entrant]:
+    """Each command as the bot of its seat."""
+    seat_names = GAMES[options.game].seat_names
+    bots = []
+    for seat, command in enumerate(options.commands):
+        name = f"bot {seat + 1}"
+        try:
+            parts = tuple(shlex.split(command))
+        except ValueError as error:
+            raise PlayError(f"{name}'s command: {error}") from error
+        if not parts:
+            raise PlayError(f"{name}'s command is empty")
+        check_placeholders(parts, f"{name} ")
+        bots.append(Entrant(name, parts, (seat_names[seat],), Path.cwd()))
+    check_programs(bots, options.game)
+    return bots
+
+
+class Commentator:
+    """Draws the game in the terminal and writes its JSON lines, from the arena's updates.
+
+    On a terminal the board is redrawn in place; into a pipe every turn is printed in turn, as
+    plain text.
+    """
+
+    def __init__(self, codec: AnyCodec, out: IO[str], lines: IO[bytes] | None) -> None:
+        self.codec = codec
+        self.out = out
+        self.lines = lines
+        self.live = out.isatty()
+        self.match_id: str | None = None
+        self.nicks: list[str] = []
+        self.finished: GameFinished | None = None
+        self._header = ""
+        self._last_drawn = 0.0
+        self._pending: str | None = None  # a redraw skipped for the rate limit
+        self.closed = False  # the terminal or pipe is gone
+
+    def follow(self, match_id: str) -> None:
+        self.match_id = match_id
+
+    def __call__(self, update: Update) -> None:
+        if isinstance(update, TurnPlayed):
+            if update.result.match_id == self.match_id:
+                self._turn(update)
+        elif isinstance(update, GameStarted):
+            if update.view.match_id == self.match_id:
+                self._started(update)
+        elif isinstance(update, GameFinished) and update.view.match_id == self.match_id:
+            self._finished(update)
+
+    def _started(self, update: GameStarted) -> None:
+        view = update.view
+        self.nicks = [seat.nick if seat is not None else "?" for seat in view.players]
+        players = " against ".join(
+            f"{seat.seat} ({seat.nick})" for seat in view.players if seat is not None
+        )
+        self._header = f"{view.game} {view.match_id}, seed {view.seed}: {players}"
+        legend = "\n".join(self.codec.legend_text(view.state))
+        self._draw(f"{self._header}\n{legend}\n\nstart\n{board_text(self.codec, view.state)}")
+        self._line(
+            {
+                "type": "game",
+                "game": view.game,
+                "id": view.match_id,
+                "seed": view.seed,
+                "players": [seat.to_wire() for seat in view.players if seat is not None],
+                "settings": self.codec.settings(),
+                "board": self.codec.describe(),
+            }
+        )
+
+    def _turn(self, update: TurnPlayed) -> None:
+        result = update.result
+        text = turn_text(
+            self.codec,
+            result.number,
+            result.seat,
+            self.nicks[result.seat],
+            result.timed_out,
+            result.events,
+            result.state,
+        )
+        if self.lines is not None:
+            self.lines.write(result.spectator_json() + b"}\n")
+        self._draw(f"{self._header}\n\n{text}" if self.live else f"\n{text}")
+
+    def _finished(self, update: GameFinished) -> None:
+        self.finished = update
+        if self._pending is not None and not self.closed:
+            self._show(self._pending)
+        self._line(
+            {
+                "type": "result",
+                "turns": update.view.turn,
+                "result": update.view.result(),
+                "text": self.result_words(),
+            }
+        )
+
+    def result_words(self) -> str:
+        finished = self.finished
+        if finished is None:
+            return "stopped: no result"
+        return result_text(self.codec, self.nicks, finished.view.result())
+
+    def _draw(self, text: str) -> None:
+        if self.closed:
+            return
+        if not self.live:
+            self.say(text + "\n")
+            return
+        now = time.monotonic()
+        if now - self._last_drawn < REDRAW_S:
+            self._pending = text
+            return
+        self._show(text)
+
+    def _show(self, text: str) -> None:
+        self.say(HOME_AND_CLEAR + text + "\n")
+        self._last_drawn = time.monotonic()
+        self._pending = None
+
+    def say(self, text: str) -> None:
+        """Draw; a reader that went away (``| head``) stops the drawing, not the game."""
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except OSError:
+            self.closed = True
+
+    def _line(self, message: JsonObject) -> None:
+        if self.lines is not None:
+            self.lines.write(orjson.dumps(message) + b"\n")
+
+
+def config_for_play(config: ArenaConfig, options: PlayOptions, limits: Limits) -> ArenaConfig:
+    """The arena's settings for a local game: loopback, free ports, the bots' start-up time
+    for their first reply, and no rejoining (a bot process cannot come back)."""
+    turn_timeout = limits.turn_timeout_ms or config.turn_timeout_ms
+    return dataclasses.replace(
+        config,
+        host="127.0.0.1",
+        port=0,
+        http_port=0,
+        turn_timeout_ms=turn_timeout,
+        first_turn_timeout_ms=max(turn_timeout, limits.startup_ms),
+        reconnect_grace_ms=0,
+        turn_limit=options.turns or config.turn_limit,
+    )
+
+
+@contextlib.asynccontextmanager
+async def records_file(database: Path | None) -> AsyncIterator[Path]:
+    """The records file: the one asked for, else a scratch one removed at the end."""
+    if database is not None:
+        yield database
+        return
+    with tempfile.TemporaryDirectory(prefix="tavern-play-") as scratch:
+        yield Path(scratch) / "play.db"
+
+
+async def play(
+    options: PlayOptions,
+    config: ArenaConfig,
+    out: IO[str],
+    limits: Limits = DEFAULT_LIMITS,
+) -> GameFinished | None:
+    """Play the game to its end; the game as it finished (``None`` if it was cut short)."""
+    bots_entrants = entrants(options)
+    config = config_for_play(config, options, limits)
+    arena = Arena(config)
+    codec = arena.codec(options.game)
+    with contextlib.ExitStack() as files:
+        lines = None if options.output is None else files.enter_context(options.output.open("wb"))
+        commentator = Commentator(codec, out, lines)
+        arena.listeners.append(commentator)
+        async with (
+            records_file(options.database) as database,
+            recording(arena.listeners, database) as records,
+            arena.running(),
+            TcpServer(arena).serving() as tcp,
+            visor.serving(arena, config.host, 0, records) as http_port,
+        ):
+            assert tcp.port is not None
+            seat_bots = tuple(entrant.name for entrant in bots_entrants)
+            match = arena.open(
+                options.game, MatchOptions(seed=options.seed, hold_seats=True, seat_bots=seat_bots)
+            )
+            commentator.follow(match.id)
+            url = f"http://{config.host}:{http_port}/watch/{match.id}"
+            commentator.say(f"tavern: watch at {url}\n")
+            if options.open_browser and not webbrowser.open(url):
+                commentator.say("tavern: no browser could be opened; open the address above\n")
+            sandbox = Sandbox.create()
+            bots = [
+                BotProcess(entrant, match.id, seat, limits)
+                for seat, entrant in enumerate(bots_entrants)
+            ]
+            try:
+                for bot in bots:
+                    await seat_bot(match, tcp.port, bot, sandbox)
+                finished = await match.finished()  # the match's own timeouts bound the wait
+            finally:
+                if match.outcome is None:
+                    # Stopped (Ctrl-C): the game ends with no result before its bots are
+                    # killed, whose connections closing would otherwise end it as a forfeit.
+                    match.stop()
+                for bot in bots:
+                    bot.outcome = match.outcome
+                    await finish_bot(bot, records if match.started_at is not None else None)
+                await sandbox.close()
+            await records.flush()
+            commentator.say(f"\n{commentator.result_words()}\n")
+            for bot in bots:
+                said = _stderr_summary(bot)
+                if said:
+                    commentator.say(said)
+            if options.output is not None:
+                commentator.say(f"tavern: the game is in {options.output}\n")
+            if options.open_browser:
+                replay = f"http://{config.host}:{http_port}/replay/{match.id}"
+                commentator.say(f"tavern: replay at {replay}; Ctrl-C to stop\n")
+                await asyncio.Event().wait()  # until the command is stopped
+            return finished
+
+
+def _stderr_summary(bot: BotProcess) -> str:
+    """How a bot ended when that was not the game's end, with the last lines it wrote."""
+    exit_text = bot.exit_text()
+    if not crashed(exit_text):
+        return ""
+    tail = bot.stderr_tail().strip().splitlines()[-5:]
+    text = f"{bot.entrant.name} ({bot.entrant.command[0]}): {exit_text}\n"
+    return text + "".join(f"  | {line}\n" for line in tail)

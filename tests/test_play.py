@@ -1,0 +1,273 @@
+"""``tavern play``, as a user types it: two bot commands, one game, the board in the terminal,
+the result in words and the game as JSON lines."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from server.records import GameFilter, Records
+from tests.conftest import ROOT
+
+TAVERN_DUMMY = "{python} -m bots.tavern_dummy --simulation {simulation} --port {port} --nick dummy"
+WANDERER = "{python} -m bots.house_bot tavern wanderer --simulation {simulation} --port {port}"
+HOUSE_THUD = (
+    "{python} -m bots.house_bot thud %s --simulation {simulation} --side {side} --port {port} "
+    "--seed {seed}"
+)
+BROKEN = str(ROOT / "tests" / "bots" / "broken.py")
+
+
+def tavern(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """The command as a user types it, its output into a pipe."""
+    return subprocess.run(
+        [sys.executable, "-m", "server", "play", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_a_tavern_game_between_two_example_bots(tmp_path: Path) -> None:
+    output = tmp_path / "game.jsonl"
+    run = tavern("tavern", TAVERN_DUMMY, WANDERER, "--seed", "3", "--output", str(output))
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    url = re.match(r"tavern: watch at http://127\.0\.0\.1:\d+/watch/([0-9a-r]{7})\n", out)
+    assert url, out[:200]
+    game_id = url.group(1)
+    assert f"tavern {game_id}, seed 3: team1 (dummy) against team2 (house wanderer)\n" in out
+    assert "\nstart\n             11111111112\n   012345678901234567890\n 0 ~~~~" in out
+    # Into a pipe every turn is printed in turn, as plain text.
+    assert "\x1b[" not in out
+    turns = [int(number) for number in re.findall(r"^turn (\d+): ", out, re.MULTILINE)]
+    assert turns == list(range(1, len(turns) + 1))
+    assert "\n  Rhun Diamondfighter (1) NORTH 4,18 -> 4,17\n" in out
+    assert "team1 (dummy) wins 3 to 0: Points to win reached\n" in out
+    assert f"tavern: the game is in {output}" in out
+
+    first, *played, last = read_lines(output)
+    assert first["type"] == "game"
+    assert (first["game"], first["id"], first["seed"]) == ("tavern", game_id, 3)
+    assert [p["nick"] for p in first["players"]] == ["dummy", "house wanderer"]
+    assert first["settings"]["pointsToWin"] == 3
+    assert [turn["turn"] for turn in played] == turns
+    assert {turn["type"] for turn in played} == {"turn"}
+    assert played[0]["action"]["actions"][0] == {"botId": 1, "type": "MOVE", "direction": "NORTH"}
+    assert played[-1]["scores"] == {"team1": 3, "team2": 0}
+    assert any(event["type"] == 3 for turn in played for event in turn["events"])  # points
+    assert last == {
+        "type": "result",
+        "turns": len(played),
+        "result": {
+            "reason": "Points to win reached",
+            "score": {"team1": 3, "team2": 0},
+            "winner": "team1",
+        },
+        "text": "team1 (dummy) wins 3 to 0: Points to win reached",
+    }
+
+
+def test_the_same_seed_plays_the_same_game(tmp_path: Path) -> None:
+    games = []
+    for name in ("one", "two"):
+        output = tmp_path / f"{name}.jsonl"
+        run = tavern("tavern", TAVERN_DUMMY, WANDERER, "--seed", "11", "--output", str(output))
+        assert run.returncode == 0, run.stderr
+        games.append([(t.get("action"), t.get("state")) for t in read_lines(output)[1:]])
+    assert games[0] == games[1]
+
+
+def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
+    output = tmp_path / "thud.jsonl"
+    database = tmp_path / "kept.db"
+    run = tavern(
+        "thud",
+        HOUSE_THUD % "dwarf",
+        HOUSE_THUD % "troll",
+        "--seed",
+        "4",
+        "--turns",
+        "20",
+        "--output",
+        str(output),
+        "--database",
+        str(database),
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "dwarf (house dwarf) against troll (house troll)" in out
+    assert re.search(r"\n  [dT] \d+,\d+ -> \d+,\d+", out)
+    assert "\n 7 ......T*T......\n" in out  # the start, with its row numbers
+    assert re.findall(r"^turn (\d+): ", out, re.MULTILINE) == [str(n) for n in range(1, 21)]
+    first, *played, last = read_lines(output)
+    assert first["settings"] == {"turnLimit": 20}
+    assert len(played) == 20
+    assert last["result"]["reason"] == "Timeout"
+    assert out.rstrip().splitlines()[-2] == last["text"]
+    # The record was kept: the replay says the same.
+    game_id = first["id"]
+    replay = subprocess.run(
+        [sys.executable, "-m", "server", "replay", game_id, "--database", str(database)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout.rstrip().endswith(last["text"])
+    assert re.findall(r"^turn (\d+): ", replay.stdout, re.MULTILINE) == [
+        str(n) for n in range(1, 21)
+    ]
+
+
+def test_a_bot_that_crashes_loses_and_its_stderr_is_shown(tmp_path: Path) -> None:
+    crash = f"{{python}} {BROKEN} crash tavern --simulation {{simulation}} --port {{port}} --side x"
+    run = tavern("tavern", TAVERN_DUMMY, crash, "--seed", "1")
+    assert run.returncode == 0, run.stderr
+    assert "team1 (dummy) wins 0 to 0: Player disconnected" in run.stdout
+    assert "bot 2 (" in run.stdout
+    assert "RuntimeError: this bot crashes on purpose" in run.stdout
+
+
+def test_bad_commands_are_refused_before_any_game() -> None:
+    unknown = tavern("tavern", TAVERN_DUMMY, "{python} bot.py --port {prot}")
+    assert unknown.returncode == 2
+    assert "unknown placeholder {prot}" in unknown.stderr
+    missing = tavern("tavern", TAVERN_DUMMY, "no-such-program-here --port {port}")
+    assert missing.returncode == 2
+    assert "no-such-program-here" in missing.stderr
+    assert tavern("tavern", TAVERN_DUMMY, WANDERER, "--turns", "0").returncode == 2
+
+
+def test_open_shows_the_game_in_the_browser_and_serves_its_replay(tmp_path: Path) -> None:
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser.py"
+    browser.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "play", "tavern", TAVERN_DUMMY, WANDERER, "--open"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BROWSER": f"{sys.executable} {browser} %s"},
+    )
+    try:
+        assert process.stdout is not None
+        replay_url = None
+        for line in process.stdout:
+            found = re.match(r"tavern: replay at (\S+); Ctrl-C to stop", line)
+            if found:
+                replay_url = found.group(1)
+                break
+        assert replay_url is not None
+        watch_url = opened.read_text()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/watch/[0-9a-r]{7}", watch_url)
+        with urllib.request.urlopen(replay_url, timeout=10) as page:
+            assert page.status == 200
+        game_id = replay_url.rsplit("/", 1)[1]
+        api = replay_url.replace(f"/replay/{game_id}", f"/api/games/{game_id}")
+        with urllib.request.urlopen(api, timeout=10) as answer:
+            assert orjson.loads(answer.read())["result"]["reason"] == "Points to win reached"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_on_a_terminal_the_board_is_redrawn_in_place() -> None:
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "play", "tavern", TAVERN_DUMMY, WANDERER, "--seed", "3"],
+        cwd=ROOT,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+    )
+    os.close(follower)
+    shown = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end closed: the command ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+        assert process.wait(timeout=120) == 0
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = shown.decode()
+    redraws = text.count("\x1b[H\x1b[J")
+    assert redraws >= 2  # the start, then turns drawn over it
+    # Each redraw is a whole board, the header on top; the last is the scoring turn.
+    last = text.rsplit("\x1b[H\x1b[J", 1)[1]
+    assert last.startswith("tavern ")
+    assert "turn " in last and " 0 ~" in last
+    assert "team1 (dummy) wins 3 to 0: Points to win reached" in last
+
+
+def test_ctrl_c_stops_the_game_with_no_result(tmp_path: Path) -> None:
+    output, database = tmp_path / "game.jsonl", tmp_path / "kept.db"
+    slow = (
+        f"{{python}} {ROOT / 'tests' / 'bots' / 'slow_house.py'} tavern pusher --delay-ms 200 "
+        "--simulation {simulation} --side {side} --port {port} --seed {seed}"
+    )
+    command = [
+        "play",
+        "tavern",
+        slow,
+        WANDERER,
+        "--output",
+        str(output),
+        "--database",
+        str(database),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", *command],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("turn 2: "):
+                break
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 130
+        assert "tavern: stopped" in err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    lines = read_lines(output)
+    assert lines[0]["type"] == "game"
+    assert {line["type"] for line in lines[1:]} == {"turn"}  # no result line
+    records = Records(database)
+    records.open_to_read()
+    (game,) = records.games(GameFilter())["games"]
+    assert (game["status"], game["result"]) == ("unfinished", None)
