@@ -22,6 +22,7 @@ import orjson
 from aiohttp import WSMsgType, web
 
 from server.arena import Arena
+from server.cluster import OtherNodes
 from server.config import ListenError
 from server.games.base import JoinRejected, JsonObject
 from server.house import HOUSE_PLAYERS
@@ -112,6 +113,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/play/thud", page("play.html"))
     app.router.add_get("/replay/{game_id}", page("replay.html"))
     app.router.add_get("/ws", websocket)
+    app.router.add_get("/api/simulations", api_simulations)
     app.router.add_get("/api/games", api_games)
     app.router.add_get("/api/games/{game_id}", api_game)
     app.router.add_get("/api/games/{game_id}/replay", api_replay)
@@ -137,6 +139,11 @@ def json_response(body: object, status: int = 200) -> web.Response:
 
 def json_error(status: int, message: str) -> web.Response:
     return json_response({"error": message}, status)
+
+
+async def api_simulations(request: web.Request) -> web.Response:
+    """Every live simulation of the arena, on every node: the lobby's list."""
+    return json_response({"simulations": request.app[HUB].live_simulations()})
 
 
 async def api_games(request: web.Request) -> web.Response:
@@ -369,9 +376,12 @@ class PageConnection:
 
 
 @contextlib.asynccontextmanager
-async def serving(arena: Arena, host: str, port: int, records: Records) -> AsyncIterator[int]:
-    """Serve the visor until the block exits; yields the HTTP port actually bound."""
-    hub = SpectatorHub(arena)
+async def serving(
+    arena: Arena, host: str, port: int, records: Records, others: OtherNodes | None = None
+) -> AsyncIterator[int]:
+    """Serve the visor until the block exits; yields the HTTP port actually bound. ``others``:
+    the arena's other nodes, whose games the pages see too."""
+    hub = SpectatorHub(arena, others)
     app = create_app(arena, hub, records)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
