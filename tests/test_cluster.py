@@ -1,15 +1,15 @@
 """Arena nodes on Redis: three ``tavern serve`` processes and a real redis-server, as one arena.
 
 Bots are real sockets to the nodes' TCP ports; pages are websockets (and, for one test,
-Chromium) on their HTTP ports. Nodes say they are alive every 100 ms and are taken for dead
-after 400 ms of silence, so that a lost node or Redis shows within a second.
+Chromium) on their HTTP ports. Nodes say they are alive every 150 ms and are taken for dead
+after 900 ms of silence, so that a lost node shows within about a second.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
+import re
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -17,10 +17,11 @@ from typing import Any
 
 import aiohttp
 import orjson
+from playwright.async_api import expect
 
 from bench.common import ServerProcess, tavern_serve
-from bench.load import tavern_moves
 from server.protocol import encode, error_message
+from tests.browser import chromium_pages
 from tests.conftest import RawClient
 from tests.services import RedisServer
 
@@ -28,9 +29,12 @@ WAIT_S = 10.0
 DWARVES = {"team1": [1, 2, 3, 4, 5], "team2": [6, 7, 8, 9, 10]}
 
 
-def tavern_move(team: str) -> bytes:
-    """Every dwarf of the team a step in a random direction (bench/load.py's bots' move)."""
-    return tavern_moves(DWARVES[team], random.Random(len(team)))
+def tavern_move(team: str, step: int) -> bytes:
+    """Every dwarf of the team one step toward the middle of the board, then back."""
+    forward, back = ("NORTH", "SOUTH") if team == "team1" else ("SOUTH", "NORTH")
+    direction = forward if step % 2 == 0 else back
+    actions = [{"botId": dwarf, "type": "MOVE", "direction": direction} for dwarf in DWARVES[team]]
+    return orjson.dumps({"type": "player-turn", "actions": actions}) + b"\n"
 
 
 @contextlib.asynccontextmanager
@@ -46,8 +50,8 @@ async def nodes(
                 "httpPort": 0,
                 "database": str(folder / f"node-{index}.db"),
                 "redis": redis.url,
-                "nodeHeartbeatMs": 100,
-                "nodeTtlMs": 400,
+                "nodeHeartbeatMs": 150,
+                "nodeTtlMs": 900,
                 "reconnectGraceMs": 0,
                 **settings,
             }
@@ -119,13 +123,13 @@ async def test_a_simulation_is_joined_played_and_rejoined_through_any_node(
         by_team = {local_info["team"]: local, remote_info["team"]: remote}
         # Turns alternate, on A's clock; a move out of turn is refused the same way, byte for
         # byte, whichever node the bot is connected through.
-        for _ in range(3):
+        for step in range(3):
             for team, other in (("team1", "team2"), ("team2", "team1")):
                 await by_team[team].expect("turn")
-                await by_team[other].send_raw(tavern_move(other))
+                await by_team[other].send_raw(tavern_move(other, step))
                 refused = await by_team[other].receive_line()
                 assert refused == encode(error_message("Not your turn", "wait for a turn message"))
-                await by_team[team].send_raw(tavern_move(team))
+                await by_team[team].send_raw(tavern_move(team, step))
 
         # The remote bot loses its connection and takes its seat back through node C.
         await remote.close()
@@ -256,8 +260,83 @@ async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_
         for node in (b, c):
             await listed_on(session, node, doomed, present=False)
         # Nothing else stopped: B's own game plays on.
-        for team in ("team1", "team2", "team1"):
+        for step, team in enumerate(("team1", "team2", "team1")):
             await by_team[team].expect("turn")
-            await by_team[team].send_raw(tavern_move(team))
+            await by_team[team].send_raw(tavern_move(team, step // 2))
         for client in (local, remote, kept_one, kept_two):
+            await client.close()
+
+
+async def play(client: RawClient, team: str, think_s: float, turns: int | None = None) -> int:
+    """Answer every turn after ``think_s`` until the game ends, the connection closes or
+    ``turns`` were played; returns the turns played."""
+    played = 0
+    while turns is None or played < turns:
+        line = await client.receive_line(timeout=WAIT_S)
+        if not line or line.startswith(tuple(b'{"type":"%s"' % end for end in ENDS)):
+            break
+        if line.startswith(b'{"type":"turn"'):
+            await asyncio.sleep(think_s)
+            await client.send_raw(tavern_move(team, played))
+            played += 1
+    return played
+
+
+ENDS = (b"win-game", b"loss-game", b"draw-game", b"error")
+
+
+async def test_a_page_in_chromium_on_node_c_watches_a_game_played_on_node_a(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
+        simulation_id = await create(a)
+        one, one_info = await join(a, simulation_id, nick="Ada")
+        two, two_info = await join(b, simulation_id, nick="Bo")
+        bots = [
+            asyncio.create_task(play(client, info["team"], 0.03, turns=60))
+            for client, info in ((one, one_info), (two, two_info))
+        ]
+        await listed_on(session, c, simulation_id)
+        await asyncio.sleep(0.3)  # a late watcher: turns were played before the page came
+        async with chromium_pages(f"http://127.0.0.1:{c.http_port}") as visor:
+            page = await visor.open(f"/watch/{simulation_id}")
+            nicks = {one_info["team"]: "Ada", two_info["team"]: "Bo"}
+            for team, nick in nicks.items():
+                await expect(page.locator(f"#players .seat-{team} .nick")).to_have_text(nick)
+            await expect(page.locator("#turn")).to_have_text(re.compile(r"^[1-9]\d* of 1000$"))
+            first = await page.locator("#turn").text_content()
+            await expect(page.locator("#turn")).not_to_have_text(first or "", timeout=5000)
+        await asyncio.gather(*bots)
+        for client in (one, two):
+            await client.close()
+
+
+async def test_redis_restarted_mid_game_local_games_play_on_and_the_arena_comes_back(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b), aiohttp.ClientSession() as session:
+        local_game = await create(a)
+        first, first_info = await join(a, local_game)
+        second, second_info = await join(a, local_game)
+        by_team = {first_info["team"]: first, second_info["team"]: second}
+        crossing = await create(a, seed=8)
+        here, _ = await join(a, crossing)
+        there, _ = await join(b, crossing)
+        await listed_on(session, b, local_game)
+
+        redis.restart()
+        lost = await there.expect_error("Arena link lost")
+        assert "lost its link" in lost["reason"]
+        assert await there.is_closed(timeout=5)
+        # The game whose seats are all on node A plays on, through and after the outage.
+        for step, team in enumerate(("team1", "team2", "team1", "team2")):
+            await by_team[team].expect("turn")
+            await by_team[team].send_raw(tavern_move(team, step // 2))
+        # Once Redis is back, every node registers everything again.
+        await listed_on(session, b, local_game)
+        again = await create(a, seed=10)
+        joined_here, _ = await join(a, again)
+        joined_there, info = await join(b, again)
+        assert info["simulationId"] == again
+        for client in (first, second, here, there, joined_here, joined_there):
             await client.close()

@@ -74,6 +74,8 @@ LINK_LOST = "Arena link lost"
 LINK_LOST_REASON = "this node lost its link to the other arena nodes"
 MAX_OUTGOING_BYTES = 64 * 1024 * 1024  # queued toward Redis before the link counts as lost
 FIRST_CONNECT_WAIT_S = 5.0
+LOOK_UP_FIRST_PAUSE_S = 0.005
+LOOK_UP_WAIT_S = 1.0
 MAX_BACKOFF_S = 5.0
 
 
@@ -204,6 +206,7 @@ class ClusterNode:
         self._connections = itertools.count(1)
         self._watching: dict[str, str] = {}  # simulation id -> its node
         self.directory: dict[str, JsonObject] = {}  # the other nodes' live simulations
+        self._alive: set[str] = set()  # the other nodes, at the last heartbeat
         # Frames waiting for the sender, by destination node.
         self._outgoing: dict[str, list[bytes]] = {}
         self._outgoing_bytes = 0
@@ -258,6 +261,8 @@ class ClusterNode:
             if entry["game"] != game or entry["status"] != Status.WAITING.value:
                 continue
             free = entry["free"]
+            if not free:  # full, about to start
+                continue
             try:
                 codec.choose_seat(free, fields)
             except JoinRejected:
@@ -273,15 +278,25 @@ class ClusterNode:
         self.send(owner, wire.JOIN, handle.connection, orjson.dumps(request))
 
     async def _look_up(self, handle: PeerSeat, simulation_id: str, request: JsonObject) -> None:
+        """Find the node of a simulation this node does not follow (yet): one created a moment
+        ago is announced a little after its creator hears its id, so a miss is asked again for
+        up to ``LOOK_UP_WAIT_S`` before the id counts as wrong."""
         entry = None
-        with contextlib.suppress(RedisError, OSError, orjson.JSONDecodeError):
-            if self._redis is not None:
-                raw = await self._redis.get(sim_key(simulation_id))
-                entry = None if raw is None else orjson.loads(raw)
+        pause, waited = LOOK_UP_FIRST_PAUSE_S, 0.0
+        while True:
+            entry = self.directory.get(simulation_id)
+            if entry is None and self._redis is not None:
+                with contextlib.suppress(RedisError, OSError, orjson.JSONDecodeError):
+                    raw = await self._redis.get(sim_key(simulation_id))
+                    entry = None if raw is None else orjson.loads(raw)
+            if entry is not None or waited >= LOOK_UP_WAIT_S or handle.connection not in self.peers:
+                break
+            await asyncio.sleep(pause)
+            waited += pause
+            pause *= 2
         if handle.connection not in self.peers:
             return  # the connection is gone already
         if entry is None or entry.get("node") in (None, self.id):
-            log.info("node %s: no simulation %s in the directory", self.id, simulation_id)
             self._refuse(handle, WRONG_SIMULATION_ID, None)
         else:
             self._ask(handle, str(entry["node"]), request)
@@ -550,9 +565,9 @@ class ClusterNode:
             if result is not None:
                 entry["turn"], entry["scores"] = result.number, result.scores
                 updated.append(entry)
-                pipe.set(sim_key(name), orjson.dumps(entry), px=self.ttl_ms)
-            else:
-                pipe.pexpire(sim_key(name), self.ttl_ms)
+            # Written whole, not just given more time: an entry that expired while this node
+            # was too busy to say it is alive comes back.
+            pipe.set(sim_key(name), orjson.dumps(entry), px=self.ttl_ms)
         if updated:
             pipe.publish(LOBBY, orjson.dumps({"node": self.id, "set": updated, "del": []}))
         pipe.smembers(NODES)
@@ -568,6 +583,9 @@ class ClusterNode:
             if dead:
                 await redis.srem(NODES, *dead)
         self._lost(self._known_nodes() - alive, NODE_LOST, NODE_LOST_REASON)
+        if alive - self._alive:  # a new node, or one taken for dead that was only slow
+            await self._load_directory(redis)
+        self._alive = alive
 
     # --- the link ------------------------------------------------------------------------------
     async def _load_directory(self, redis: Redis) -> None:
@@ -595,8 +613,7 @@ class ClusterNode:
             await pubsub.subscribe(inbox(self.id), LOBBY)
             self._redis = redis
             self._changed.update(self._own)  # everything again: Redis may have lost it all
-            await self._beat(redis)
-            await self._load_directory(redis)
+            await self._beat(redis)  # which follows the other nodes' simulations
             self.up = True
             self.connected.set()
             log.info("node %s: in the arena on %s", self.id, without_password(self.url))
@@ -623,6 +640,7 @@ class ClusterNode:
         for handle in list(self.peers.values()):  # seats still waiting for an owner
             self._refuse(handle, LINK_LOST, reason)
         self.directory.clear()
+        self._alive.clear()
         if self.spectators is not None:
             self.spectators.lobby_changed()
 
