@@ -20,6 +20,7 @@ import orjson
 from playwright.async_api import expect
 
 from bench.common import ServerProcess, tavern_serve
+from server.games.thud import rules as thud_rules
 from server.protocol import encode, error_message
 from tests.browser import chromium_pages
 from tests.conftest import RawClient
@@ -340,3 +341,37 @@ async def test_redis_restarted_mid_game_local_games_play_on_and_the_arena_comes_
         assert info["simulationId"] == again
         for client in (first, second, here, there, joined_here, joined_there):
             await client.close()
+
+
+async def test_the_thud_api_and_matchmaking_on_any_node_reach_a_game_on_another(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b), aiohttp.ClientSession() as session:
+
+        async def call(node: ServerProcess, path: str, body: dict[str, Any]) -> Any:
+            url = f"http://127.0.0.1:{node.http_port}{path}"
+            async with session.post(url, data=orjson.dumps(body)) as response:
+                assert response.status == 200, await response.text()
+                return orjson.loads(await response.read())
+
+        game = await call(a, "/start", {"player_one": "Will", "player_two": "Tom"})
+        token = {"game": game["game"]}
+        assert await call(b, "/game", token) == game["board"]
+        move = thud_rules.legal_moves(thud_rules.initial_state())[0]
+        body = {
+            "game": game["game"],
+            "player": game["player_one"],
+            "start": list(move.start),
+            "destination": list(move.end),
+        }
+        assert await call(b, "/move", {**body, "player": game["player_two"]}) is False
+        assert await call(b, "/move/validate", body) is True
+        assert await call(b, "/move", body) is True
+        board = await call(a, "/game", token)
+        assert board != game["board"] and await call(b, "/game", token) == board
+        assert await call(b, "/save", token) is True
+        # The matchmaking socket of node B reaches it too.
+        async with session.ws_connect(f"http://127.0.0.1:{b.http_port}/match/Ann") as socket:
+            assert (await socket.receive_json(timeout=WAIT_S))[0] == "list"
+            await socket.send_json(["game", token])
+            assert await socket.receive_json(timeout=WAIT_S) == ["game", board]

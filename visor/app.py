@@ -129,7 +129,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/js/clients-worker.js", clients_worker)
     app.router.add_static("/static", STATIC)
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
-    thud_api.add_routes(app, arena, records)
+    thud_api.add_routes(app, arena, records, hub.others)
     return app
 
 

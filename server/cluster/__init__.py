@@ -49,3 +49,10 @@ class OtherNodes(Protocol):
 
     def serve_spectators(self, spectators: Spectators) -> None:
         """Reach this node's pages through ``spectators``."""
+
+    async def alias(self, name: str, simulation_id: str) -> None:
+        """Another name for a live simulation of this node (a Thud API game's token digest), by
+        which the other nodes find it while it lives; written once this returns."""
+
+    async def locate(self, name: str) -> str | None:
+        """The HTTP address of the other node with a live simulation of this name, if any."""

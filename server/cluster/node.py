@@ -87,6 +87,10 @@ def sim_key(simulation_id: str) -> str:
     return f"{PREFIX}sim:{simulation_id}"
 
 
+def alias_key(name: str) -> str:
+    return f"{PREFIX}alias:{name}"
+
+
 def inbox(node_id: str) -> str:
     return f"{PREFIX}inbox:{node_id}"
 
@@ -201,6 +205,8 @@ class ClusterNode:
         self._changed: set[str] = set()  # entries to write and publish at once
         self._removed: set[str] = set()
         self._turned: dict[str, TurnResult] = {}  # last turn of each, written every heartbeat
+        self._aliases: dict[str, set[str]] = {}  # other names of live simulations here
+        self._removed_aliases: set[str] = set()
         # Other nodes' matches, as this node's connections and pages reach them.
         self.peers: dict[int, PeerSeat] = {}
         self._connections = itertools.count(1)
@@ -235,6 +241,34 @@ class ClusterNode:
         owner = self._watching.pop(simulation_id, None)
         if owner is not None:
             self.send(owner, wire.UNWATCH, 0, simulation_id.encode())
+
+    async def alias(self, name: str, simulation_id: str) -> None:
+        self._aliases.setdefault(simulation_id, set()).add(name)
+        redis = self._redis
+        if redis is None:
+            return  # written with everything else once the link is back
+        value = orjson.dumps({"simulationId": simulation_id, "node": self.id})
+        try:
+            await redis.set(alias_key(name), value, px=self.ttl_ms)
+        except (RedisError, OSError) as error:
+            log.warning("node %s: cannot name %s: %s", self.id, simulation_id, error)
+
+    async def locate(self, name: str) -> str | None:
+        redis = self._redis
+        if redis is None:
+            return None
+        try:
+            raw = await redis.get(alias_key(name))
+            if raw is None:
+                return None
+            node = orjson.loads(raw)["node"]
+            if node == self.id:
+                return None
+            addresses = await redis.get(node_key(node))
+        except (RedisError, OSError) as error:
+            log.warning("node %s: cannot locate %s: %s", self.id, name, error)
+            return None
+        return None if addresses is None else str(orjson.loads(addresses)["http"])
 
     # --- what the TCP connections ask (server.arena.Elsewhere) --------------------------------
     def seat(
@@ -472,6 +506,7 @@ class ClusterNode:
             self._turned.pop(match_id, None)
             self._changed.discard(match_id)
             self._removed.add(match_id)
+            self._removed_aliases.update(self._aliases.pop(match_id, ()))
             self._wake.set()
 
     # --- sending ------------------------------------------------------------------------------
@@ -511,11 +546,22 @@ class ClusterNode:
         entries = [self._own[name] for name in changed if name in self._own]
         for entry in entries:
             pipe.set(sim_key(entry["simulationId"]), orjson.dumps(entry), px=self.ttl_ms)
+            self._alias_writes(pipe, entry["simulationId"])
         if removed:
             pipe.delete(*(sim_key(name) for name in removed))
+        removed_aliases, self._removed_aliases = self._removed_aliases, set()
+        if removed_aliases:
+            pipe.delete(*(alias_key(name) for name in removed_aliases))
         if entries or removed:
             change = {"node": self.id, "set": entries, "del": sorted(removed)}
             pipe.publish(LOBBY, orjson.dumps(change))
+
+    def _alias_writes(self, pipe: Any, simulation_id: str) -> None:
+        names = self._aliases.get(simulation_id)
+        if names:
+            value = orjson.dumps({"simulationId": simulation_id, "node": self.id})
+            for name in names:
+                pipe.set(alias_key(name), value, px=self.ttl_ms)
 
     # --- receiving ----------------------------------------------------------------------------
     async def _receive_loop(self, pubsub: Any) -> None:
@@ -568,6 +614,7 @@ class ClusterNode:
             # Written whole, not just given more time: an entry that expired while this node
             # was too busy to say it is alive comes back.
             pipe.set(sim_key(name), orjson.dumps(entry), px=self.ttl_ms)
+            self._alias_writes(pipe, name)
         if updated:
             pipe.publish(LOBBY, orjson.dumps({"node": self.id, "set": updated, "del": []}))
         pipe.smembers(NODES)
