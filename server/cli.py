@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import signal
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from server.tournament import (
 )
 from server.validate import validate
 from visor import app as visor
+from visor.metrics import Metrics
 
 DEFAULT_CONFIG = Path("config.json")
 
@@ -196,6 +198,11 @@ async def serve(config: ArenaConfig) -> None:
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signal_number, stop.set)
+    metrics = Metrics(arena)
+    tcp_server = TcpServer(arena)
+    metrics.measure(
+        "tavern_connections", "Bot connections open", lambda: len(tcp_server.connections)
+    )
     node = None
     if config.redis is not None:
         # Only an arena on Redis pays for importing the client.
@@ -203,11 +210,16 @@ async def serve(config: ArenaConfig) -> None:
 
         node = ClusterNode(arena, config)
         arena.elsewhere = node
+        metrics.measure(
+            "tavern_redis_round_trip_seconds",
+            "The last heartbeat's round trip to Redis (NaN while Redis is out of reach)",
+            lambda: math.nan if node is None or node.round_trip_s is None else node.round_trip_s,
+        )
     async with (
         recording(arena.listeners, Path(config.database)) as records,
         arena.running(),
-        TcpServer(arena).serving() as tcp,
-        visor.serving(arena, config.host, config.http_port, records, node) as http_port,
+        tcp_server.serving() as tcp,
+        visor.serving(arena, config.host, config.http_port, records, node, metrics) as http_port,
     ):
         print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
         print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)

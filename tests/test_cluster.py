@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import re
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import orjson
 from playwright.async_api import expect
 
 from bench.common import ServerProcess, tavern_serve
+from server.cluster.node import without_password
 from server.games.thud import rules as thud_rules
 from server.protocol import encode, error_message
 from tests.browser import chromium_pages
@@ -116,6 +119,7 @@ async def test_a_simulation_is_joined_played_and_rejoined_through_any_node(
     redis: RedisServer, tmp_path: Path
 ) -> None:
     async with nodes(redis, tmp_path, reconnectGraceMs=2000) as (a, b, c):
+        assert len({a.node_id, b.node_id, c.node_id}) == 3  # as `tavern serve` printed them
         simulation_id = await create(a)
         local, local_info = await join(a, simulation_id, nick="here")
         remote, remote_info = await join(b, simulation_id, nick="there")
@@ -339,6 +343,9 @@ async def test_redis_restarted_mid_game_local_games_play_on_and_the_arena_comes_
         joined_here, _ = await join(a, again)
         joined_there, info = await join(b, again)
         assert info["simulationId"] == again
+        for index in range(2):  # each node said what happened
+            log = (tmp_path / f"node-{index}.log").read_text()
+            assert "retrying in" in log and log.count("in the arena on") == 2, log
         for client in (first, second, here, there, joined_here, joined_there):
             await client.close()
 
@@ -375,3 +382,65 @@ async def test_the_thud_api_and_matchmaking_on_any_node_reach_a_game_on_another(
             assert (await socket.receive_json(timeout=WAIT_S))[0] == "list"
             await socket.send_json(["game", token])
             assert await socket.receive_json(timeout=WAIT_S) == ["game", board]
+
+
+async def scrape(session: aiohttp.ClientSession, node: ServerProcess) -> dict[str, float]:
+    """GET /metrics, as Prometheus reads it: sample name with labels -> value."""
+    async with session.get(f"http://127.0.0.1:{node.http_port}/metrics") as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain; version=")
+        text = await response.text()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
+async def test_every_node_serves_its_metrics_and_an_arena_without_redis_too(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    alone = tmp_path / "alone.json"
+    alone.write_bytes(orjson.dumps({"port": 0, "httpPort": 0, "database": str(tmp_path / "a.db")}))
+    async with (
+        nodes(redis, tmp_path, count=2) as (a, b),
+        tavern_serve(alone) as single,
+        aiohttp.ClientSession() as session,
+    ):
+        for node in (a, single):
+            simulation_id = await create(node)
+            one, one_info = await join(node, simulation_id)
+            two, two_info = await join(b if node is a else node, simulation_id)
+            by_team = {one_info["team"]: one, two_info["team"]: two}
+            for step, team in enumerate(("team1", "team2", "team1")):
+                await by_team[team].expect("turn")
+                await by_team[team].send_raw(tavern_move(team, step // 2))
+            await by_team["team2"].expect("turn")
+            samples = await scrape(session, node)
+            assert samples["tavern_games_playing"] == 1
+            assert samples['tavern_turns_total{game="tavern"}'] == 3
+            assert samples['tavern_reply_seconds_count{game="tavern"}'] == 3
+            assert samples["tavern_connections"] == (2 if node is single else 1)
+            assert samples["tavern_pages"] == 0
+            assert ("tavern_redis_round_trip_seconds" in samples) is (node is a)
+            await one.close()
+            await two.close()
+        assert 0 < (await scrape(session, b))["tavern_redis_round_trip_seconds"] < 1
+
+
+def test_logs_show_the_arena_without_its_password() -> None:
+    assert without_password("redis://:s3cret@10.0.0.5:6379/0") == "redis://:***@10.0.0.5:6379/0"
+    assert without_password("redis://app:s3cret@redis/1") == "redis://app:***@redis/1"
+    assert without_password("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+def test_an_arena_without_redis_never_imports_the_client() -> None:
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, server.cli; print('redis' in sys.modules)"],
+        capture_output=True,
+        check=True,
+        text=True,
+        timeout=60,
+    )
+    assert imported.stdout.strip() == "False"

@@ -31,6 +31,7 @@ from server.match import Match, MatchOptions, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire
 from visor.hub import Page, SpectatorHub, running
+from visor.metrics import Metrics
 from visor.seats import (
     TOO_MANY_HOUSE_GAMES,
     BrowserSeat,
@@ -377,12 +378,20 @@ class PageConnection:
 
 @contextlib.asynccontextmanager
 async def serving(
-    arena: Arena, host: str, port: int, records: Records, others: OtherNodes | None = None
+    arena: Arena,
+    host: str,
+    port: int,
+    records: Records,
+    others: OtherNodes | None = None,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[int]:
     """Serve the visor until the block exits; yields the HTTP port actually bound. ``others``:
-    the arena's other nodes, whose games the pages see too."""
+    the arena's other nodes, whose games the pages see too; ``metrics``: served on /metrics."""
     hub = SpectatorHub(arena, others)
     app = create_app(arena, hub, records)
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics.serve)
+        metrics.measure("tavern_pages", "Browser pages connected", lambda: len(hub.pages))
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)

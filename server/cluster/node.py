@@ -681,6 +681,7 @@ class ClusterNode:
         if not self.up and not self.directory and not self.peers and not self.channels:
             return
         self.up = False
+        self.round_trip_s = None
         self._outgoing.clear()
         self._outgoing_bytes = 0
         self._lost(self._known_nodes(), LINK_LOST, reason)
