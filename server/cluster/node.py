@@ -37,7 +37,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
-from redis.asyncio import Redis
+from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
@@ -525,55 +526,60 @@ class ClusterNode:
             return
         self._wake.set()
 
-    async def _send_loop(self, redis: Redis) -> None:
+    async def _send_loop(self, sender: AbstractConnection) -> None:
+        """Everything due this loop round, in one write: the frames for each node (a PUBLISH
+        per node) and the directory's changes. ``sender`` asked Redis for no replies, so no
+        write waits for one."""
         while True:
             await self._wake.wait()
             self._wake.clear()
             outgoing, self._outgoing, self._outgoing_bytes = self._outgoing, {}, 0
             changed, self._changed = self._changed, set()
             removed, self._removed = self._removed, set()
-            if len(outgoing) == 1 and not changed and not removed:
-                ((node, frames),) = outgoing.items()
-                await redis.publish(inbox(node), self._header + b"".join(frames))
-                continue
-            pipe = redis.pipeline(transaction=False)
-            for node, frames in outgoing.items():
-                pipe.publish(inbox(node), self._header + b"".join(frames))
-            self._directory_writes(pipe, changed, removed)
-            await pipe.execute()
+            commands: list[tuple[Any, ...]] = [
+                ("PUBLISH", inbox(node), self._header + b"".join(frames))
+                for node, frames in outgoing.items()
+            ]
+            commands += self._directory_writes(changed, removed)
+            if commands:
+                await sender.send_packed_command(sender.pack_commands(commands), False)
 
-    def _directory_writes(self, pipe: Any, changed: set[str], removed: set[str]) -> None:
+    def _directory_writes(self, changed: set[str], removed: set[str]) -> list[tuple[Any, ...]]:
+        commands: list[tuple[Any, ...]] = []
         entries = [self._own[name] for name in changed if name in self._own]
         for entry in entries:
-            pipe.set(sim_key(entry["simulationId"]), orjson.dumps(entry), px=self.ttl_ms)
-            self._alias_writes(pipe, entry["simulationId"])
+            key = sim_key(entry["simulationId"])
+            commands.append(("SET", key, orjson.dumps(entry), "PX", self.ttl_ms))
+            commands += self._alias_writes(entry["simulationId"])
         if removed:
-            pipe.delete(*(sim_key(name) for name in removed))
+            commands.append(("DEL", *(sim_key(name) for name in removed)))
         removed_aliases, self._removed_aliases = self._removed_aliases, set()
         if removed_aliases:
-            pipe.delete(*(alias_key(name) for name in removed_aliases))
+            commands.append(("DEL", *(alias_key(name) for name in removed_aliases)))
         if entries or removed:
             change = {"node": self.id, "set": entries, "del": sorted(removed)}
-            pipe.publish(LOBBY, orjson.dumps(change))
+            commands.append(("PUBLISH", LOBBY, orjson.dumps(change)))
+        return commands
 
-    def _alias_writes(self, pipe: Any, simulation_id: str) -> None:
-        names = self._aliases.get(simulation_id)
-        if names:
-            value = orjson.dumps({"simulationId": simulation_id, "node": self.id})
-            for name in names:
-                pipe.set(alias_key(name), value, px=self.ttl_ms)
+    def _alias_writes(self, simulation_id: str) -> list[tuple[Any, ...]]:
+        names = self._aliases.get(simulation_id, ())
+        value = orjson.dumps({"simulationId": simulation_id, "node": self.id})
+        return [("SET", alias_key(name), value, "PX", self.ttl_ms) for name in names]
 
     # --- receiving ----------------------------------------------------------------------------
-    async def _receive_loop(self, pubsub: Any) -> None:
+    async def _receive_loop(self, listener: AbstractConnection) -> None:
+        """What is published to this node's inbox and to the lobby, read straight off a
+        subscribed connection (RESP2: a message is [b"message", channel, data])."""
         own_inbox = inbox(self.id).encode()
         while True:
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-            if message is None:
-                continue
-            if message["channel"] == own_inbox:
-                self.received(message["data"])
+            response = await listener.read_response()
+            if not isinstance(response, list) or response[0] != b"message":
+                continue  # a subscription's confirmation
+            _, channel, data = response
+            if channel == own_inbox:
+                self.received(data)
             else:
-                self._lobby_message(message["data"])
+                self._lobby_message(data)
 
     def _lobby_message(self, data: bytes) -> None:
         change = orjson.loads(data)
@@ -614,7 +620,8 @@ class ClusterNode:
             # Written whole, not just given more time: an entry that expired while this node
             # was too busy to say it is alive comes back.
             pipe.set(sim_key(name), orjson.dumps(entry), px=self.ttl_ms)
-            self._alias_writes(pipe, name)
+            for command in self._alias_writes(name):
+                pipe.execute_command(*command)
         if updated:
             pipe.publish(LOBBY, orjson.dumps({"node": self.id, "set": updated, "del": []}))
         pipe.smembers(NODES)
@@ -654,10 +661,16 @@ class ClusterNode:
         # No retries inside redis-py: a failed command means the link is down, handled here.
         options: dict[str, Any] = {"retry": Retry(NoBackoff(), 0), "socket_connect_timeout": 2}
         redis = Redis.from_url(self.url, socket_timeout=max(2.0, self.ttl_ms / 1000), **options)
-        listener = Redis.from_url(self.url, **options)
-        pubsub = listener.pubsub()
+        # The traffic goes over two connections of its own, without redis-py's pub/sub and
+        # pipeline layers, which cost more than the rest of a relayed turn.
+        pool = ConnectionPool.from_url(self.url, protocol=2, **options)
+        sender = pool.connection_class(**pool.connection_kwargs)
+        listener = pool.connection_class(**pool.connection_kwargs)
         try:
-            await pubsub.subscribe(inbox(self.id), LOBBY)
+            await sender.connect()  # type: ignore[no-untyped-call]
+            await sender.send_command("CLIENT", "REPLY", "OFF")
+            await listener.connect()  # type: ignore[no-untyped-call]
+            await listener.send_command("SUBSCRIBE", inbox(self.id), LOBBY)
             self._redis = redis
             self._changed.update(self._own)  # everything again: Redis may have lost it all
             await self._beat(redis)  # which follows the other nodes' simulations
@@ -665,16 +678,16 @@ class ClusterNode:
             self.connected.set()
             log.info("node %s: in the arena on %s", self.id, without_password(self.url))
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._receive_loop(pubsub))
-                tasks.create_task(self._send_loop(redis))
+                tasks.create_task(self._receive_loop(listener))
+                tasks.create_task(self._send_loop(sender))
                 tasks.create_task(self._heartbeat_loop(redis))
         finally:
             self._redis = None
-            with contextlib.suppress(RedisError, OSError):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
-            for client in (redis, listener):
+            for connection in (sender, listener):
                 with contextlib.suppress(RedisError, OSError):
-                    await client.aclose()
+                    await connection.disconnect()
+            with contextlib.suppress(RedisError, OSError):
+                await redis.aclose()
 
     def _link_down(self, reason: str) -> None:
         """Redis is out of reach: everything that crosses nodes is told and closed."""
