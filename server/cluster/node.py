@@ -40,6 +40,7 @@ import orjson
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
@@ -513,17 +514,11 @@ class ClusterNode:
     # --- sending ------------------------------------------------------------------------------
     def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
         """Queue a frame for ``node``: sent with everything else due to it this loop round."""
-        if not self.up:
-            return
+        if not self.up or self._outgoing_bytes > MAX_OUTGOING_BYTES:
+            return  # past the bound, the link is about to be made again (see _send_loop)
         frame = wire.frame(kind, connection, payload)
         self._outgoing.setdefault(node, []).append(frame)
         self._outgoing_bytes += len(frame)
-        if self._outgoing_bytes > MAX_OUTGOING_BYTES:
-            log.warning("node %s: %d bytes queued toward Redis", self.id, self._outgoing_bytes)
-            self._outgoing.clear()
-            self._outgoing_bytes = 0
-            self._link_down(LINK_LOST_REASON)
-            return
         self._wake.set()
 
     async def _send_loop(self, sender: AbstractConnection) -> None:
@@ -533,6 +528,10 @@ class ClusterNode:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            if self._outgoing_bytes > MAX_OUTGOING_BYTES:
+                # Redis takes less than this node sends: the link counts as lost, and is made
+                # again, rather than let the backlog grow.
+                raise RedisConnectionError(f"{self._outgoing_bytes} bytes queued toward Redis")
             outgoing, self._outgoing, self._outgoing_bytes = self._outgoing, {}, 0
             changed, self._changed = self._changed, set()
             removed, self._removed = self._removed, set()
