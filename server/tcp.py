@@ -525,8 +525,13 @@ class Connection(asyncio.Protocol):
             return
         simulation_id = message.get("simulationId")
         elsewhere = self.arena.elsewhere
-        if simulation_id and elsewhere is not None and self.arena.get(simulation_id) is None:
-            self.remote = elsewhere.seat(self, str(simulation_id), message, rejoin=False)
+        if (
+            isinstance(simulation_id, str)
+            and simulation_id
+            and elsewhere is not None
+            and self.arena.get(simulation_id) is None
+        ):
+            self.remote = elsewhere.seat(self, simulation_id, message, rejoin=False)
             return
         if not simulation_id and elsewhere is not None:
             game = message.get("game", DEFAULT_GAME) or DEFAULT_GAME

@@ -245,10 +245,18 @@ async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_
         kept_two, two_info = await join(b, kept)
         by_team = {one_info["team"]: kept_one, two_info["team"]: kept_two}
         await listed_on(session, c, doomed)
-        async with session.ws_connect(f"http://127.0.0.1:{c.http_port}/ws") as page:
-            await page.send_json({"type": "watch", "simulationId": doomed})
-            snapshot = await page.receive_json(timeout=WAIT_S)
-            assert snapshot["type"] == "snapshot" and snapshot["simulationId"] == doomed
+        async with (
+            session.ws_connect(f"http://127.0.0.1:{c.http_port}/ws") as page,
+            session.ws_connect(f"http://127.0.0.1:{c.http_port}/ws") as later_page,
+        ):
+            for watcher in (page, later_page):  # each gets its snapshot, the later one too
+                await watcher.send_json({"type": "watch", "simulationId": doomed})
+
+                async def snapshot_came(watcher: Any = watcher) -> bool:
+                    message = await watcher.receive_json(timeout=WAIT_S)
+                    return bool(message["type"] == "snapshot")
+
+                await eventually(snapshot_came)
 
             a.process.send_signal(signal.SIGKILL)
             await a.process.wait()
@@ -257,11 +265,14 @@ async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_
             assert "stopped answering" in lost["reason"]
             assert await remote.is_closed(timeout=5)
 
-            async def page_told() -> bool:
-                message = await page.receive_json(timeout=WAIT_S)
-                return bool(message == {"type": "error", "message": "Arena node lost", **reason})
+            for watcher in (page, later_page):
 
-            await eventually(page_told)
+                async def page_told(watcher: Any = watcher) -> bool:
+                    message = await watcher.receive_json(timeout=WAIT_S)
+                    expected = {"type": "error", "message": "Arena node lost", **reason}
+                    return bool(message == expected)
+
+                await eventually(page_told)
         for node in (b, c):
             await listed_on(session, node, doomed, present=False)
         # Nothing else stopped: B's own game plays on.

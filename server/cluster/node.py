@@ -233,10 +233,9 @@ class ClusterNode:
         entry = self.directory.get(simulation_id)
         if entry is None or not self.up:
             return False
-        owner = str(entry["node"])
-        if simulation_id not in self._watching:
-            self._watching[simulation_id] = owner
-            self.send(owner, wire.WATCH, 0, simulation_id.encode())
+        # Asked again for each page: a page that comes later needs its own snapshot.
+        self._watching[simulation_id] = owner = str(entry["node"])
+        self.send(owner, wire.WATCH, 0, simulation_id.encode())
         return True
 
     def unwatch(self, simulation_id: str) -> None:
@@ -441,9 +440,12 @@ class ClusterNode:
             del self.channels[key]
 
     def _relay(self, sender: str, simulation_id: str) -> None:
-        if self.spectators is None or (sender, simulation_id) in self._relays:
+        """Pages on ``sender`` watch a match here: a snapshot now, then every message."""
+        if self.spectators is None:
             return
-        relay = self._relays[(sender, simulation_id)] = Relay(self, sender, simulation_id)
+        relay = self._relays.get((sender, simulation_id))
+        if relay is None:
+            relay = self._relays[(sender, simulation_id)] = Relay(self, sender, simulation_id)
         self.spectators.relay(simulation_id, relay.deliver)
 
     def _unrelay(self, sender: str, simulation_id: str) -> None:
