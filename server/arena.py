@@ -75,10 +75,16 @@ class Elsewhere(Protocol):
     be joined, rejoined and found by a random join through this node."""
 
     def seat(
-        self, peer: RemotePeer, simulation_id: str, message: JsonObject, rejoin: bool
+        self,
+        peer: RemotePeer,
+        simulation_id: str,
+        message: JsonObject,
+        rejoin: bool,
+        kind: str = "bot",
     ) -> RemoteSeat:
         """Ask the node playing ``simulation_id`` to seat ``peer`` (or to give its seat back,
-        for a rejoin); the answer comes through ``peer``."""
+        for a rejoin), as a player of this kind (``SeatRequest.kind``); the answer comes
+        through ``peer``."""
 
     def waiting(self, game: str, fields: JsonObject) -> str | None:
         """The id of a waiting match of this game on another node that could seat the request."""

@@ -455,3 +455,51 @@ def test_an_arena_without_redis_never_imports_the_client() -> None:
         timeout=60,
     )
     assert imported.stdout.strip() == "False"
+
+
+async def test_a_person_on_node_b_plays_a_thud_game_a_bot_created_on_node_a(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b), aiohttp.ClientSession() as session:
+        simulation_id = await create(a, game="thud")
+        dwarf, dwarf_info = await join(a, simulation_id, game="thud", nick="bot")
+        assert dwarf_info["side"] == "dwarf"
+        async with session.ws_connect(f"http://127.0.0.1:{b.http_port}/ws") as page:
+            await page.send_json(
+                {
+                    "type": "play",
+                    "game": "thud",
+                    "side": "troll",
+                    "nick": "Ann",
+                    "simulationId": simulation_id,
+                }
+            )
+
+            async def next_of(kind: str, for_the_seat: bool = True) -> dict[str, Any]:
+                """The next message of this kind (for the seat, or the page's own)."""
+
+                async def check() -> dict[str, Any] | None:
+                    message: dict[str, Any] = await page.receive_json(timeout=WAIT_S)
+                    if for_the_seat:
+                        seat = message["message"] if message["type"] == "seat" else {}
+                        return seat if seat.get("type") == kind else None
+                    return message if message["type"] == kind else None
+
+                found: dict[str, Any] = await eventually(check)
+                return found
+
+            assert (await next_of("game-info"))["side"] == "troll"
+            seated = await next_of("seated", for_the_seat=False)
+            assert seated["simulationId"] == simulation_id
+            turn = await dwarf.expect("turn")
+            first = turn["state"]["moves"][0]
+            await dwarf.send(
+                {"type": "player-turn", "move": {"from": first["from"], "to": first["to"]}}
+            )
+            troll_turn = await next_of("turn")
+            reply = troll_turn["state"]["moves"][0]
+            await page.send_json(
+                {"type": "move", "move": {"from": reply["from"], "to": reply["to"]}}
+            )
+            await dwarf.expect("turn")  # the person's move was played, on node A
+        await dwarf.close()

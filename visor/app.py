@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-from server.arena import Arena
+from server.arena import Arena, Elsewhere, RemoteSeat
 from server.cluster import OtherNodes
 from server.config import ListenError
 from server.games.base import JoinRejected, JsonObject
@@ -35,6 +35,7 @@ from visor.metrics import Metrics
 from visor.seats import (
     TOO_MANY_HOUSE_GAMES,
     BrowserSeat,
+    RemotePerson,
     run_house_game,
     seat_house_player,
     seat_person,
@@ -249,6 +250,7 @@ class PageConnection:
         self.page = page
         self.address = address
         self.seat: tuple[Match, int] | None = None
+        self.remote: RemoteSeat | None = None  # a seat of a match another node plays
         self.channel = BrowserSeat(page)
         self.house_games: list[Match] = []  # the games between house players it started
 
@@ -326,7 +328,9 @@ class PageConnection:
 
     def play(self, message: JsonObject) -> None:
         """A person takes a Thud seat, against a house player or whoever joins by id."""
-        if self.seat is not None and self.seat[0].status is not Status.FINISHED:
+        if self.remote is not None or (
+            self.seat is not None and self.seat[0].status is not Status.FINISHED
+        ):
             raise JoinRejected("Already in a game", "one game per page")
         game = self._game_name(message)
         side, opponent = message.get("side"), message.get("opponent")
@@ -345,6 +349,14 @@ class PageConnection:
             match = self.arena.open(game, MatchOptions(creator=self.address))
         else:  # take a free seat of a waiting simulation, as a bot joining by id would
             found = self.arena.get(simulation_id)
+            elsewhere = self.arena.elsewhere
+            if found is None and elsewhere is not None and isinstance(simulation_id, str):
+                if opponent is not None:
+                    raise JoinRejected(
+                        "Invalid join", "an existing simulation brings its own opponent"
+                    )
+                self._play_elsewhere(elsewhere, simulation_id, game, nick, str(side))
+                return
             if found is None or found.codec.name != game:
                 raise JoinRejected(
                     "Wrong simulation ID", f"no waiting {game} simulation {simulation_id}"
@@ -360,7 +372,28 @@ class PageConnection:
             other = next(name for name in seat_names if name != side)
             seat_house_player(match, opponent, other, 0.0)
 
+    def _play_elsewhere(
+        self, elsewhere: Elsewhere, simulation_id: str, game: str, nick: str, side: str
+    ) -> None:
+        """A seat of a simulation another node plays, through the arena's relay."""
+
+        def seated() -> None:
+            self.hub.watch(self.page, simulation_id)
+            self.page.send(
+                {"type": "seated", "simulationId": simulation_id, "game": game, "side": side}
+            )
+
+        def over() -> None:
+            self.remote = None
+
+        fields: JsonObject = {"nick": nick, "side": side, "game": game}
+        person = RemotePerson(self.page, seated, over)
+        self.remote = elsewhere.seat(person, simulation_id, fields, rejoin=False, kind="person")
+
     def move(self, message: JsonObject) -> None:
+        if self.remote is not None:
+            self.remote.submit({**message, "type": "player-turn"})
+            return
         if self.seat is None:
             self.error("Not in a game", "choose a side first")
             return
@@ -370,6 +403,8 @@ class PageConnection:
     def closed(self) -> None:
         self.hub.forget(self.page)
         self.page.close()
+        if self.remote is not None:
+            self.remote.leave()
         if self.seat is not None:
             match, seat = self.seat
             match.leave(seat, self.channel)

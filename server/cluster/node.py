@@ -273,11 +273,21 @@ class ClusterNode:
 
     # --- what the TCP connections ask (server.arena.Elsewhere) --------------------------------
     def seat(
-        self, peer: RemotePeer, simulation_id: str, message: JsonObject, rejoin: bool
+        self,
+        peer: RemotePeer,
+        simulation_id: str,
+        message: JsonObject,
+        rejoin: bool,
+        kind: str = "bot",
     ) -> PeerSeat:
         handle = PeerSeat(self, next(self._connections), peer)
         self.peers[handle.connection] = handle
-        request = {"simulationId": simulation_id, "message": message, "rejoin": rejoin}
+        request = {
+            "simulationId": simulation_id,
+            "message": message,
+            "rejoin": rejoin,
+            "kind": kind,
+        }
         loop = asyncio.get_running_loop()
         if not self.up or self._tasks is None:
             loop.call_soon(self._refuse, handle, LINK_LOST, LINK_LOST_REASON)
@@ -408,7 +418,7 @@ class ClusterNode:
                 if named_game is not None and named_game != match.codec.name:
                     refuse("Wrong game", f"simulation {match.id} is a {match.codec.name} game")
                     return
-                seat = match.seat(channel, SeatRequest(message))
+                seat = match.seat(channel, self._seat_request(message, request.get("kind")))
         except JoinRejected as rejected:
             channel.open = False
             refuse(rejected.message, rejected.reason)
@@ -418,6 +428,13 @@ class ClusterNode:
         channel.match, channel.seat = match, seat
         self.channels[(sender, connection)] = channel
         self.send(sender, wire.SEATED, connection, b"")
+
+    def _seat_request(self, message: JsonObject, kind: object) -> SeatRequest:
+        """As the node the player is connected to would ask: a person has a person's time."""
+        if kind == "person":
+            timeout_s = self.arena.config.person_turn_timeout_ms / 1000
+            return SeatRequest(message, kind="person", turn_timeout_s=timeout_s)
+        return SeatRequest(message)
 
     def _move(self, sender: str, connection: int, payload: bytes) -> None:
         channel = self.channels.get((sender, connection))
