@@ -273,6 +273,8 @@ async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_
                     return bool(message == expected)
 
                 await eventually(page_told)
+                closing = await watcher.receive(timeout=WAIT_S)  # and then closed
+                assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
         for node in (b, c):
             await listed_on(session, node, doomed, present=False)
         # Nothing else stopped: B's own game plays on.

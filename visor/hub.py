@@ -57,6 +57,7 @@ class Page:
         self.writer: asyncio.Task[None] | None = None  # the write loop, once running
         self._wakeup = asyncio.Event()
         self._closed = False
+        self._hang_up = False  # close the websocket once the queue is sent
 
     def push(self, text: str, *, droppable: bool = True, snapshot: str | None = None) -> None:
         """Queue a message; past the bound, spectator messages give way to ``snapshot``."""
@@ -94,9 +95,11 @@ class Page:
     def send(self, message: JsonObject, *, droppable: bool = False) -> None:
         self.push(dumps(message), droppable=droppable)
 
-    def close(self) -> None:
-        """Stop taking messages; what is queued is still sent."""
+    def close(self, hang_up: bool = False) -> None:
+        """Stop taking messages; what is queued is still sent, then, with ``hang_up``, the
+        websocket is closed."""
         self._closed = True
+        self._hang_up = self._hang_up or hang_up
         self._wakeup.set()
 
     async def write_loop(self) -> None:
@@ -105,6 +108,8 @@ class Page:
             while True:
                 while not self._queue:
                     if self._closed:
+                        if self._hang_up:
+                            await self.ws.close()
                         return
                     self._wakeup.clear()
                     await self._wakeup.wait()
@@ -327,10 +332,11 @@ class SpectatorHub:
         pages = self.watchers.get(simulation_id)
         if pages:
             self._push(simulation_id, list(pages), text)
-        if last:
+        if last:  # its node is lost: each page is told (above), then closed
             self._elsewhere.discard(simulation_id)
             for page in self.watchers.pop(simulation_id, set()):
                 page.watching = None
+                page.close(hang_up=True)
 
     def lobby_changed(self) -> None:
         self._lobby_dirty.set()
