@@ -505,3 +505,25 @@ async def test_a_person_on_node_b_plays_a_thud_game_a_bot_created_on_node_a(
             )
             await dwarf.expect("turn")  # the person's move was played, on node A
         await dwarf.close()
+
+
+async def test_the_clock_of_a_game_is_its_node_s_and_a_remote_seat_times_out_alike(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    timing = {"turnTimeoutMs": 300, "firstTurnTimeoutMs": 300, "maxConsecutiveTimeouts": 5}
+    async with nodes(redis, tmp_path, count=2, **timing) as (a, b):
+        simulation_id = await create(a)
+        here, here_info = await join(a, simulation_id)
+        there, there_info = await join(b, simulation_id)
+        by_team = {here_info["team"]: here, there_info["team"]: there}
+        timed_out = encode(error_message("Turn timeout", "no reply in 0.3 s: you passed"))
+        for team, other in (("team1", "team2"), ("team2", "team1")):
+            await by_team[team].expect("turn")
+            assert await by_team[team].receive_line() == timed_out  # the same on either node
+            await by_team[other].expect("turn")
+            await by_team[other].send_raw(tavern_move(other, 0))
+            if team == "team1":
+                await by_team[team].expect("turn")
+                await by_team[team].send_raw(tavern_move(team, 0))
+        for client in (here, there):
+            await client.close()
