@@ -8,6 +8,8 @@ What lives in Redis, all of it with an expiry, so that a node that dies leaves n
   seats and nicks, turn, scores, when it was created), refreshed by its node every heartbeat,
   deleted when it ends. Changes are also published on ``tavern:lobby`` so that every node's
   lobby follows them live.
+* ``tavern:alias:{name}``: another name of a live simulation (a Thud API game's token digest),
+  refreshed with it, so that any node finds the node to pass an API request to.
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
 
