@@ -26,6 +26,7 @@ class ServerProcess:
     process: asyncio.subprocess.Process
     tcp_port: int
     http_port: int
+    node_id: str | None = None  # on Redis: the node's id in its arena
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time the server has used so far."""
@@ -40,14 +41,17 @@ class ServerProcess:
 
 
 @contextlib.asynccontextmanager
-async def tavern_serve(config: Path, *options: str) -> AsyncIterator[ServerProcess]:
+async def tavern_serve(
+    config: Path, *options: str, log: Path | None = None, node: bool = False
+) -> AsyncIterator[ServerProcess]:
     """``python -m server serve --config CONFIG [OPTIONS]`` in a child process, on the ports it
-    prints; killed at the end if it is still running (the tests use it too)."""
+    prints (and, with ``node``, for an arena on Redis, its node id); killed at the end if it is
+    still running (the tests use it too). ``log``: where its log goes (default: nowhere)."""
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "server", "serve", "--config", str(config), *options),
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL if log is None else log.open("ab"),
     )
     try:
         assert process.stdout is not None
@@ -58,7 +62,11 @@ async def tavern_serve(config: Path, *options: str) -> AsyncIterator[ServerProce
             if not found:
                 raise RuntimeError(f"unexpected server output: {line!r}")
             ports.append(int(found.group(1)))
-        yield ServerProcess(process, ports[0], ports[1])
+        node_id = None
+        if node:  # "arena redis://..., node ID"
+            line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+            node_id = line.strip().rsplit(" ", 1)[-1]
+        yield ServerProcess(process, ports[0], ports[1], node_id)
     finally:
         if process.returncode is None:
             process.kill()

@@ -46,12 +46,20 @@ UNCAPPED = {"maxSimulationsPerConnection": 100_000, "maxWaitingSimulationsPerAdd
 
 
 class Pair:
-    """Two bots playing game after game until the deadline."""
+    """Two bots playing game after game until the deadline: the first creates each game; the
+    second connects to ``second_port`` if given (another node of an arena on Redis)."""
 
     def __init__(
-        self, port: int, game: str, deadline: float, latencies: list[float], think_s: float
+        self,
+        port: int,
+        game: str,
+        deadline: float,
+        latencies: list[float],
+        think_s: float,
+        second_port: int | None = None,
     ) -> None:
         self.port, self.game, self.deadline, self.latencies = port, game, deadline, latencies
+        self.ports = (port, port if second_port is None else second_port)
         self.think_s = think_s
         self.chance = random.Random(next(SEEDS))
         self.turns = 0
@@ -63,7 +71,7 @@ class Pair:
 
     async def play_one(self) -> None:
         ends = [
-            await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 22) for _ in range(2)
+            await asyncio.open_connection("127.0.0.1", port, limit=1 << 22) for port in self.ports
         ]
         (r1, w1), (r2, w2) = ends
         w1.write(orjson.dumps({"type": "create-simulation", "game": self.game}) + b"\n")

@@ -17,6 +17,7 @@ import secrets
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Protocol
 
 from server.config import ArenaConfig
 from server.games import GAMES
@@ -42,6 +43,53 @@ MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
 TOO_MANY_SIMULATIONS = "Too many simulations"
 
 
+class RemotePeer(Protocol):
+    """A connection on this node that plays, through the arena's other nodes, a seat of a match
+    another node plays (see ``Elsewhere``)."""
+
+    def send_data(self, data: bytes) -> None:
+        """What the seat is sent, in wire form, unchanged."""
+
+    def remote_seated(self) -> None:
+        """The other node gave it the seat."""
+
+    def remote_refused(self, message: str, reason: str | None) -> None:
+        """The other node refused the seat, saying why (as it would to a local player)."""
+
+    def close(self) -> None:
+        """The seat's channel was closed (the game is over, or the seat was rejoined)."""
+
+
+class RemoteSeat(Protocol):
+    """A seat asked for, or taken, on another node, as the connection on this node sees it."""
+
+    def submit(self, message: JsonObject) -> None:
+        """A message for the match (a move), played the ordinary way on its node."""
+
+    def leave(self) -> None:
+        """The connection is gone."""
+
+
+class Elsewhere(Protocol):
+    """The arena's other nodes, when it has any (``server.cluster``): the matches they play can
+    be joined, rejoined and found by a random join through this node."""
+
+    def seat(
+        self,
+        peer: RemotePeer,
+        simulation_id: str,
+        message: JsonObject,
+        rejoin: bool,
+        kind: str = "bot",
+    ) -> RemoteSeat:
+        """Ask the node playing ``simulation_id`` to seat ``peer`` (or to give its seat back,
+        for a rejoin), as a player of this kind (``SeatRequest.kind``); the answer comes
+        through ``peer``."""
+
+    def waiting(self, game: str, fields: JsonObject) -> str | None:
+        """The id of a waiting match of this game on another node that could seat the request."""
+
+
 class Arena:
     """Every match of a running server, and who listens to them."""
 
@@ -50,6 +98,7 @@ class Arena:
         self.bot_port: int | None = None  # the TCP port bots connect to, once it listens
         self.matches: dict[str, Match] = {}
         self.listeners: list[Listener] = []  # the visor, the records, the Thud API...
+        self.elsewhere: Elsewhere | None = None  # the other nodes, when the arena has any
         self._codecs: dict[str, AnyCodec] = {
             name: kind.from_config(config) for name, kind in GAMES.items()
         }

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import signal
 import sys
 from pathlib import Path
 
 from server.arena import Arena
-from server.config import ArenaConfig, ConfigError, ListenError, load_config
+from server.config import ArenaConfig, ConfigError, ListenError, check_cluster, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
 from server.play import PlayError, PlayOptions, play
@@ -28,6 +29,7 @@ from server.tournament import (
 )
 from server.validate import validate
 from visor import app as visor
+from visor.metrics import Metrics
 
 DEFAULT_CONFIG = Path("config.json")
 
@@ -44,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="TCP port for bots (default 9000)")
     serve.add_argument("--http-port", type=int, help="HTTP port for the visor (default 8080)")
+    serve.add_argument(
+        "--redis",
+        metavar="URL",
+        help="join the arena shared by every node on this Redis (redis://HOST:PORT/DB)",
+    )
     serve.add_argument(
         "--loop",
         choices=("asyncio", "uvloop"),
@@ -109,11 +116,14 @@ def config_for(args: argparse.Namespace) -> ArenaConfig:
         path = DEFAULT_CONFIG
     config = load_config(path)
     overrides = {
-        name: getattr(args, name, None) for name in ("host", "port", "http_port", "database")
+        name: getattr(args, name, None)
+        for name in ("host", "port", "http_port", "database", "redis")
     }
     if overrides["database"] is not None:
         overrides["database"] = str(overrides["database"])
-    return config.with_overrides(**overrides)
+    config = config.with_overrides(**overrides)
+    check_cluster(config)
+    return config
 
 
 def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
@@ -242,15 +252,38 @@ async def serve(config: ArenaConfig) -> None:
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signal_number, stop.set)
+    metrics = Metrics(arena)
+    tcp_server = TcpServer(arena)
+    metrics.measure(
+        "tavern_connections", "Bot connections open", lambda: len(tcp_server.connections)
+    )
+    node = None
+    if config.redis is not None:
+        # Only an arena on Redis pays for importing the client.
+        from server.cluster.node import ClusterNode  # noqa: PLC0415
+
+        node = ClusterNode(arena, config)
+        arena.elsewhere = node
+        metrics.measure(
+            "tavern_redis_round_trip_seconds",
+            "The last heartbeat's round trip to Redis (NaN while Redis is out of reach)",
+            lambda: math.nan if node is None or node.round_trip_s is None else node.round_trip_s,
+        )
     async with (
         recording(arena.listeners, Path(config.database)) as records,
         arena.running(),
-        TcpServer(arena).serving() as tcp,
-        visor.serving(arena, config.host, config.http_port, records) as http_port,
+        tcp_server.serving() as tcp,
+        visor.serving(arena, config.host, config.http_port, records, node, metrics) as http_port,
     ):
         print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
         print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
-        await stop.wait()
+        if node is None:
+            await stop.wait()
+        else:
+            addresses = {"tcp": f"{config.host}:{tcp.port}", "http": f"{config.host}:{http_port}"}
+            async with node.running(addresses):
+                print(f"tavern: arena {node.arena_name()}, node {node.id}", flush=True)
+                await stop.wait()
         print("tavern: shutting down", flush=True)
 
 

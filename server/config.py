@@ -91,6 +91,10 @@ class ArenaConfig:
     max_house_games: int = 16  # games between house players at once ("Run a game")
     max_house_games_per_page: int = 2
     max_thud_api_games_per_address: int = 20
+    # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it.
+    redis: str | None = None
+    node_heartbeat_ms: int = 1000  # how often a node says it is alive and refreshes its games
+    node_ttl_ms: int = 3000  # a node silent this long is dead: its games leave every lobby
 
     def with_overrides(self, **changes: Any) -> ArenaConfig:
         """A copy with command-line overrides applied (``None`` means not given)."""
@@ -125,8 +129,11 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxHouseGames": ("max_house_games", 0, 100_000),
     "maxHouseGamesPerPage": ("max_house_games_per_page", 0, 100_000),
     "maxThudApiGamesPerAddress": ("max_thud_api_games_per_address", 1, 1_000_000),
+    "nodeHeartbeatMs": ("node_heartbeat_ms", 10, 60_000),
+    "nodeTtlMs": ("node_ttl_ms", 50, 600_000),
 }
-_STR_KEYS: dict[str, str] = {"host": "host", "database": "database"}
+_STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}
 
 
@@ -166,9 +173,25 @@ def config_from_mapping(raw: object) -> ArenaConfig:
                 raise ConfigError(f"key {key!r}: must be a non-empty string, got {value!r}")
             values[field] = value
     config = dataclasses.replace(ArenaConfig(), **values)
+    check_cluster(config)
     positions_raw = raw.get("positions", DEFAULT_POSITIONS)
     positions = _positions(positions_raw, config)
     return dataclasses.replace(config, positions=positions)
+
+
+def check_cluster(config: ArenaConfig) -> None:
+    """A Redis URL Redis understands, and a node that says it is alive before it is taken for
+    dead."""
+    if config.redis is not None and not config.redis.startswith(REDIS_SCHEMES):
+        raise ConfigError(
+            f"key 'redis': must be a URL starting with {', '.join(REDIS_SCHEMES)}, "
+            f"got {config.redis!r}"
+        )
+    if config.node_ttl_ms < 2 * config.node_heartbeat_ms:
+        raise ConfigError(
+            f"key 'nodeTtlMs': must be at least twice nodeHeartbeatMs "
+            f"({config.node_heartbeat_ms}), got {config.node_ttl_ms}"
+        )
 
 
 def _int_in_range(key: str, value: object, low: int, high: int) -> int:

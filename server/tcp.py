@@ -25,7 +25,7 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from typing import cast
 
-from server.arena import MAX_SEED, TOO_MANY_SIMULATIONS, Arena
+from server.arena import MAX_SEED, TOO_MANY_SIMULATIONS, Arena, RemoteSeat
 from server.config import ListenError
 from server.games import DEFAULT_GAME
 from server.games.base import JoinRejected, JsonObject
@@ -221,6 +221,8 @@ class Connection(asyncio.Protocol):
         config = self.arena.config
         self.protocol = MessageReader(config.max_message_bytes)
         self.seat: tuple[Match, int] | None = None
+        self.remote: RemoteSeat | None = None  # a seat asked for or taken on another node
+        self._random_join: JsonObject | None = None  # the random join a remote seat answers
         self.simulations_created = 0
         self.address = self.peer = "?"
         self.transport: asyncio.Transport | None = None
@@ -284,6 +286,7 @@ class Connection(asyncio.Protocol):
         self._received += len(chunk)
         if (
             not self.seat
+            and self.remote is None
             and self._received > UNMETERED_INPUT
             and not self.server.unjoined_input.take(len(chunk), lambda: self._resume(chunk))
         ):
@@ -329,14 +332,26 @@ class Connection(asyncio.Protocol):
 
     def _idle(self) -> None:
         self._join_deadline = None
-        if self.seat is None:
+        if self.seat is None and self.remote is None:
             self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
 
     def _seated(self, match: Match, seat: int) -> None:
         self.seat = (match, seat)
+        self.remote_seated()
+
+    # --- RemotePeer (a seat on another node) --------------------------------------------------
+    def remote_seated(self) -> None:
         if self._join_deadline is not None:
             self._join_deadline.cancel()
             self._join_deadline = None
+
+    def remote_refused(self, message: str, reason: str | None) -> None:
+        self.remote = None
+        random_join, self._random_join = self._random_join, None
+        if random_join is not None and not self._closing:
+            self._join_here(random_join)  # taken meanwhile: a random join opens one here
+        else:
+            self.error(message, reason)
 
     # --- SeatChannel -------------------------------------------------------------------------
     def send(self, message: SeatMessage) -> None:
@@ -344,10 +359,13 @@ class Connection(asyncio.Protocol):
 
     def send_body(self, message: JsonObject) -> None:
         """Queue one message for the bot."""
+        self.send_data(encode(message))
+
+    def send_data(self, data: bytes) -> None:
+        """Queue one encoded message for the bot."""
         transport = self.transport
         if self._closing or transport is None or transport.is_closing():
             return
-        data = encode(message)
         buffered = self._outbox_bytes + self._unsent_bytes + transport.get_write_buffer_size()
         if buffered + len(data) > self._max_buffered:
             # The bot stopped reading: past the high-water mark it is dropped (and forfeits),
@@ -447,6 +465,9 @@ class Connection(asyncio.Protocol):
         elif kind == "join-simulation":
             self._join(message)
         elif kind == "player-turn":
+            if self.remote is not None:
+                self.remote.submit(message)
+                return
             if self.seat is None:
                 self.error("Not in a game", "join a simulation first")
                 return
@@ -499,9 +520,30 @@ class Connection(asyncio.Protocol):
         self.send_body(match.codec.ready_message(match.id, match.seed))
 
     def _join(self, message: JsonObject) -> None:
-        if self.seat is not None:
+        if self.seat is not None or self.remote is not None:
             self.error("Already in a game", "one game per connection")
             return
+        simulation_id = message.get("simulationId")
+        elsewhere = self.arena.elsewhere
+        if (
+            isinstance(simulation_id, str)
+            and simulation_id
+            and elsewhere is not None
+            and self.arena.get(simulation_id) is None
+        ):
+            self.remote = elsewhere.seat(self, simulation_id, message, rejoin=False)
+            return
+        if not simulation_id and elsewhere is not None:
+            game = message.get("game", DEFAULT_GAME) or DEFAULT_GAME
+            if isinstance(game, str) and self.arena.waiting(game, message) is None:
+                found_id = elsewhere.waiting(game, message)
+                if found_id is not None:
+                    self._random_join = message
+                    self.remote = elsewhere.seat(self, found_id, message, rejoin=False)
+                    return
+        self._join_here(message)
+
+    def _join_here(self, message: JsonObject) -> None:
         simulation_id = message.get("simulationId")
         if simulation_id:
             found = self.arena.get(simulation_id)
@@ -535,10 +577,15 @@ class Connection(asyncio.Protocol):
 
     def _rejoin(self, message: JsonObject) -> None:
         """A bot that lost its connection takes its seat back with the seat's token."""
-        if self.seat is not None:
+        if self.seat is not None or self.remote is not None:
             self.error("Already in a game", "one game per connection")
             return
-        match = self.arena.get(message.get("simulationId"))
+        simulation_id = message.get("simulationId")
+        match = self.arena.get(simulation_id)
+        elsewhere = self.arena.elsewhere
+        if match is None and elsewhere is not None and isinstance(simulation_id, str):
+            self.remote = elsewhere.seat(self, simulation_id, message, rejoin=True)
+            return
         if match is None:
             self.error(WRONG_SIMULATION_ID)
             return
@@ -551,6 +598,9 @@ class Connection(asyncio.Protocol):
 
     def left(self) -> None:
         """The connection ended: its seat is freed or forfeited."""
+        if self.remote is not None:
+            self.remote.leave()
+            self.remote = None
         if self.seat is None:
             return
         match, seat = self.seat

@@ -48,6 +48,9 @@ def positions_with_barrel(x: int, y: int) -> dict[str, object]:
         ({"turnTimeoutMs": -1}, "'turnTimeoutMs'", "between"),
         ({"prot": 9000}, "'prot'", "unknown key"),
         ({"host": ""}, "'host'", "non-empty string"),
+        ({"redis": "localhost:6379"}, "'redis'", "redis://"),
+        ({"redis": 6379}, "'redis'", "non-empty string"),
+        ({"nodeHeartbeatMs": 1000, "nodeTtlMs": 1500}, "'nodeTtlMs'", "twice"),
         ({"botsPerPlayer": 6}, "'positions.team1.bots'", "botsPerPlayer"),
         ({"positions": {"team1": {}}}, "'positions'", "team1"),
         (
@@ -108,6 +111,19 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
     args = build_parser().parse_args(["serve", "--config", str(path), "--port", "9200"])
     config = config_for(args)
     assert (config.port, config.http_port, config.host) == (9200, 8100, "127.0.0.1")
+
+
+def test_redis_from_the_file_or_the_command_line(tmp_path: Path) -> None:
+    assert ArenaConfig().redis is None  # the default: one process, no Redis
+    path = tmp_path / "config.json"
+    path.write_text('{"redis": "redis://10.0.0.5:6379/0", "nodeTtlMs": 5000}')
+    args = build_parser().parse_args(["serve", "--config", str(path)])
+    assert config_for(args).redis == "redis://10.0.0.5:6379/0"
+    assert config_for(args).node_ttl_ms == 5000
+    flagged = ["serve", "--config", str(path), "--redis", "redis://:pw@10.0.0.6:6379/2"]
+    assert config_for(build_parser().parse_args(flagged)).redis == "redis://:pw@10.0.0.6:6379/2"
+    with pytest.raises(ConfigError, match="'redis'"):
+        config_for(build_parser().parse_args(["serve", "--config", str(path), "--redis", "x"]))
 
 
 def test_bad_config_stops_start_up_with_the_key(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-from server.arena import Arena
+from server.arena import Arena, Elsewhere, RemoteSeat
+from server.cluster import OtherNodes
 from server.config import ListenError
 from server.games.base import JoinRejected, JsonObject
 from server.house import HOUSE_PLAYERS
@@ -37,9 +38,11 @@ from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire
 from visor import replay_image
 from visor.hub import Page, SpectatorHub, running
+from visor.metrics import Metrics
 from visor.seats import (
     TOO_MANY_HOUSE_GAMES,
     BrowserSeat,
+    RemotePerson,
     run_house_game,
     seat_house_player,
     seat_person,
@@ -119,6 +122,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/play/thud", page("play.html"))
     app.router.add_get("/replay/{game_id}", page("replay.html"))
     app.router.add_get("/ws", websocket)
+    app.router.add_get("/api/simulations", api_simulations)
     app.router.add_get("/api/games", api_games)
     app.router.add_get("/api/games/{game_id}", api_game)
     app.router.add_get("/api/games/{game_id}/replay", api_replay)
@@ -135,7 +139,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/js/clients-worker.js", clients_worker)
     app.router.add_static("/static", STATIC)
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
-    thud_api.add_routes(app, arena, records)
+    thud_api.add_routes(app, arena, records, hub.others)
     return app
 
 
@@ -145,6 +149,11 @@ def json_response(body: object, status: int = 200) -> web.Response:
 
 def json_error(status: int, message: str) -> web.Response:
     return json_response({"error": message}, status)
+
+
+async def api_simulations(request: web.Request) -> web.Response:
+    """Every live simulation of the arena, on every node: the lobby's list."""
+    return json_response({"simulations": request.app[HUB].live_simulations()})
 
 
 async def api_games(request: web.Request) -> web.Response:
@@ -249,6 +258,7 @@ class PageConnection:
         self.page = page
         self.address = address
         self.seat: tuple[Match, int] | None = None
+        self.remote: RemoteSeat | None = None  # a seat of a match another node plays
         self.channel = BrowserSeat(page)
         self.house_games: list[Match] = []  # the games between house players it started
 
@@ -328,7 +338,9 @@ class PageConnection:
 
     def play(self, message: JsonObject) -> None:
         """A person takes a Thud seat, against a house player or whoever joins by id."""
-        if self.seat is not None and self.seat[0].status is not Status.FINISHED:
+        if self.remote is not None or (
+            self.seat is not None and self.seat[0].status is not Status.FINISHED
+        ):
             raise JoinRejected("Already in a game", "one game per page")
         game = self._game_name(message)
         side, opponent = message.get("side"), message.get("opponent")
@@ -347,6 +359,14 @@ class PageConnection:
             match = self.arena.open(game, MatchOptions(creator=self.address))
         else:  # take a free seat of a waiting simulation, as a bot joining by id would
             found = self.arena.get(simulation_id)
+            elsewhere = self.arena.elsewhere
+            if found is None and elsewhere is not None and isinstance(simulation_id, str):
+                if opponent is not None:
+                    raise JoinRejected(
+                        "Invalid join", "an existing simulation brings its own opponent"
+                    )
+                self._play_elsewhere(elsewhere, simulation_id, game, nick, str(side))
+                return
             if found is None or found.codec.name != game:
                 raise JoinRejected(
                     "Wrong simulation ID", f"no waiting {game} simulation {simulation_id}"
@@ -363,7 +383,28 @@ class PageConnection:
             other = next(name for name in seat_names if name != side)
             seat_house_player(match, opponent, other, 0.0)
 
+    def _play_elsewhere(
+        self, elsewhere: Elsewhere, simulation_id: str, game: str, nick: str, side: str
+    ) -> None:
+        """A seat of a simulation another node plays, through the arena's relay."""
+
+        def seated() -> None:
+            self.hub.watch(self.page, simulation_id)
+            self.page.send(
+                {"type": "seated", "simulationId": simulation_id, "game": game, "side": side}
+            )
+
+        def over() -> None:
+            self.remote = None
+
+        fields: JsonObject = {"nick": nick, "side": side, "game": game}
+        person = RemotePerson(self.page, seated, over)
+        self.remote = elsewhere.seat(person, simulation_id, fields, rejoin=False, kind="person")
+
     def move(self, message: JsonObject) -> None:
+        if self.remote is not None:
+            self.remote.submit({**message, "type": "player-turn"})
+            return
         if self.seat is None:
             self.error("Not in a game", "choose a side first")
             return
@@ -373,6 +414,8 @@ class PageConnection:
     def closed(self) -> None:
         self.hub.forget(self.page)
         self.page.close()
+        if self.remote is not None:
+            self.remote.leave()
         if self.seat is not None:
             match, seat = self.seat
             match.leave(seat, self.channel)
@@ -380,10 +423,21 @@ class PageConnection:
 
 
 @contextlib.asynccontextmanager
-async def serving(arena: Arena, host: str, port: int, records: Records) -> AsyncIterator[int]:
-    """Serve the visor until the block exits; yields the HTTP port actually bound."""
-    hub = SpectatorHub(arena)
+async def serving(
+    arena: Arena,
+    host: str,
+    port: int,
+    records: Records,
+    others: OtherNodes | None = None,
+    metrics: Metrics | None = None,
+) -> AsyncIterator[int]:
+    """Serve the visor until the block exits; yields the HTTP port actually bound. ``others``:
+    the arena's other nodes, whose games the pages see too; ``metrics``: served on /metrics."""
+    hub = SpectatorHub(arena, others)
     app = create_app(arena, hub, records)
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics.serve)
+        metrics.measure("tavern_pages", "Browser pages connected", lambda: len(hub.pages))
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)

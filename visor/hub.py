@@ -19,12 +19,14 @@ import orjson
 from aiohttp import web
 
 from server.arena import Arena
+from server.cluster import Deliver, OtherNodes
 from server.games.base import JsonObject
 from server.house import HOUSE_PLAYERS
 from server.match import (
     GameFinished,
     GameStarted,
     MatchView,
+    Removed,
     SeatLeft,
     SeatsChanged,
     TurnPlayed,
@@ -56,6 +58,7 @@ class Page:
         self.writer: asyncio.Task[None] | None = None  # the write loop, once running
         self._wakeup = asyncio.Event()
         self._closed = False
+        self._hang_up = False  # close the websocket once the queue is sent
 
     def push(self, text: str, *, droppable: bool = True, snapshot: str | None = None) -> None:
         """Queue a message; past the bound, spectator messages give way to ``snapshot``."""
@@ -93,9 +96,11 @@ class Page:
     def send(self, message: JsonObject, *, droppable: bool = False) -> None:
         self.push(dumps(message), droppable=droppable)
 
-    def close(self) -> None:
-        """Stop taking messages; what is queued is still sent."""
+    def close(self, hang_up: bool = False) -> None:
+        """Stop taking messages; what is queued is still sent, then, with ``hang_up``, the
+        websocket is closed."""
         self._closed = True
+        self._hang_up = self._hang_up or hang_up
         self._wakeup.set()
 
     async def write_loop(self) -> None:
@@ -104,6 +109,8 @@ class Page:
             while True:
                 while not self._queue:
                     if self._closed:
+                        if self._hang_up:
+                            await self.ws.close()
                         return
                     self._wakeup.clear()
                     await self._wakeup.wait()
@@ -117,8 +124,9 @@ class SpectatorHub:
     """Everything the browser pages watch, kept from the arena's updates: the hub never reads
     a live match, only the immutable views and turn results the arena sends it."""
 
-    def __init__(self, arena: Arena) -> None:
+    def __init__(self, arena: Arena, others: OtherNodes | None = None) -> None:
         self.arena = arena
+        self.others = others  # the arena's other nodes, when it has any
         self.pages: set[Page] = set()  # every open page, for the shutdown notice
         self.lobby_pages: set[Page] = set()
         self.watchers: dict[str, set[Page]] = {}
@@ -129,8 +137,12 @@ class SpectatorHub:
         self.clock_started: dict[str, float] = {}
         self.replies: dict[str, dict[str, int]] = {}
         self.opened_at: dict[str, float] = {}  # loop time each lobby row was first seen
+        self.relays: dict[str, set[Deliver]] = {}  # other nodes' pages watching a match here
+        self._elsewhere: set[str] = set()  # matches of other nodes that pages here watch
         self._lobby_dirty = asyncio.Event()
         arena.listeners.append(self.on_update)
+        if others is not None:
+            others.serve_spectators(self)
 
     # --- arena updates -----------------------------------------------------------------------
     def on_update(self, update: Update) -> None:
@@ -141,7 +153,7 @@ class SpectatorHub:
             match_id = view.match_id
             self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
             self.clock_started[match_id] = asyncio.get_running_loop().time()
-            if self.watchers.get(match_id):
+            if self.watchers.get(match_id) or self.relays.get(match_id):
                 text = dumps(self.snapshot(view))
         elif isinstance(update, TurnPlayed):
             result = update.result
@@ -155,8 +167,10 @@ class SpectatorHub:
                 seat_name = result.codec.seat_names[result.seat]
                 self.replies.setdefault(match_id, {})[seat_name] = result.reply_ms
             pages = self.watchers.get(match_id)
-            if pages:
-                text = (result.spectator_json() + b',"spectators":%d}' % len(pages)).decode()
+            relays = self.relays.get(match_id)
+            if pages or relays:
+                count = len(pages or ()) + len(relays or ())
+                text = (result.spectator_json() + b',"spectators":%d}' % count).decode()
         elif isinstance(update, SeatLeft):
             match_id = update.match_id
             view_or_none = self.live.get(match_id)
@@ -185,6 +199,12 @@ class SpectatorHub:
             text = dumps(
                 {"type": "error", "message": "This simulation was closed before it started"}
             )
+        relays = self.relays.get(match_id)
+        if relays and text is not None:
+            for deliver in relays:
+                deliver(text)
+        if isinstance(update, GameFinished | Removed):
+            self.relays.pop(match_id, None)
         pages = self.watchers.get(match_id)
         if not pages or text is None:
             return
@@ -247,8 +267,15 @@ class SpectatorHub:
             message["result"] = view.result()
         return message
 
-    def lobby(self) -> JsonObject:
+    def live_simulations(self) -> list[JsonObject]:
+        """Every live simulation of the arena, this node's and the other nodes'."""
         live = [self.summary(view) for view in self.live.values()]
+        if self.others is not None:
+            live.extend(self.others.simulations())
+        return live
+
+    def lobby(self) -> JsonObject:
+        live = self.live_simulations()
         live_ids = {entry["simulationId"] for entry in live}
         finished = [entry for key, entry in reversed(self.finished.items()) if key not in live_ids]
         rows = live + finished
@@ -267,6 +294,12 @@ class SpectatorHub:
     def watch(self, page: Page, simulation_id: str) -> None:
         self.stop_watching(page)
         view = self.live.get(simulation_id)
+        if view is None and self.others is not None and self.others.watch(simulation_id):
+            # Played on another node: its snapshot and messages come through the relay.
+            self._elsewhere.add(simulation_id)
+            page.watching = simulation_id
+            self.watchers.setdefault(simulation_id, set()).add(page)
+            return
         if view is None:
             finished = self.finished.get(simulation_id)
             if finished is not None:
@@ -302,7 +335,40 @@ class SpectatorHub:
             pages.discard(page)
             if not pages:
                 del self.watchers[page.watching]
+                if page.watching in self._elsewhere and self.others is not None:
+                    self._elsewhere.discard(page.watching)
+                    self.others.unwatch(page.watching)
         page.watching = None
+        self._lobby_dirty.set()
+
+    # --- other nodes (server.cluster.Spectators) ---------------------------------------------
+    def relay(self, simulation_id: str, deliver: Deliver) -> None:
+        view = self.live.get(simulation_id)
+        if view is None:
+            deliver(dumps({"type": "error", "message": "There is no simulation with this id"}))
+            return
+        self.relays.setdefault(simulation_id, set()).add(deliver)
+        self._lobby_dirty.set()
+        deliver(dumps(self.snapshot(view)))
+
+    def unrelay(self, simulation_id: str, deliver: Deliver) -> None:
+        relays = self.relays.get(simulation_id)
+        if relays is not None:
+            relays.discard(deliver)
+            if not relays:
+                del self.relays[simulation_id]
+
+    def relayed(self, simulation_id: str, text: str, last: bool) -> None:
+        pages = self.watchers.get(simulation_id)
+        if pages:
+            self._push(simulation_id, list(pages), text)
+        if last:  # its node is lost: each page is told (above), then closed
+            self._elsewhere.discard(simulation_id)
+            for page in self.watchers.pop(simulation_id, set()):
+                page.watching = None
+                page.close(hang_up=True)
+
+    def lobby_changed(self) -> None:
         self._lobby_dirty.set()
 
     def forget(self, page: Page) -> None:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import orjson
 
 from server.arena import Arena
 from server.games.base import JoinRejected, JsonObject
@@ -46,6 +49,33 @@ class BrowserSeat:
 
     def close(self) -> None:
         """The page stays open after the game, to show the result."""
+
+
+class RemotePerson:
+    """A person's seat in a match another node plays (``server.arena.RemotePeer``): what the
+    seat is sent reaches the page as a ``BrowserSeat``'s messages do."""
+
+    def __init__(self, page: Page, seated: Callable[[], None], over: Callable[[], None]) -> None:
+        self.page = page
+        self._seated = seated
+        self._over = over  # refused, or the game is over: the page may play another
+
+    def send_data(self, data: bytes) -> None:
+        self.page.send({"type": "seat", "message": orjson.loads(data)})
+
+    def remote_seated(self) -> None:
+        self._seated()
+
+    def remote_refused(self, message: str, reason: str | None) -> None:
+        error: JsonObject = {"type": "error", "message": message}
+        if reason:
+            error["reason"] = reason
+        self.page.send(error)
+        self._over()
+
+    def close(self) -> None:
+        """The page stays open after the game, to show the result."""
+        self._over()
 
 
 class HouseSeat:

@@ -17,7 +17,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
+import orjson
+
 from server.arena import Arena
+from server.cluster import OtherNodes
 from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
 from server.games.thud.rules import Action, State
@@ -36,6 +40,7 @@ from server.replay import DamagedRecord, frames
 from visor.thud_api.codec import (
     START,
     Answer,
+    BadRequest,
     Damaged,
     MoveRequest,
     TooMany,
@@ -50,6 +55,7 @@ log = logging.getLogger(__name__)
 GAME = "thud"
 MAX_LIVE_GAMES = 1000  # live HTTP API games at once; /start answers 503 beyond
 READY_TIMEOUT_S = 10.0  # until a new or loaded game's match asks for its first move
+FORWARD_TIMEOUT_S = 10.0  # for the node playing a game to answer a request passed to it
 
 OpponentMoved = Callable[["HttpGame", int, JsonObject, Answer], None]
 GameEnded = Callable[["HttpGame", Outcome], None]
@@ -130,8 +136,11 @@ class ThudGames:
         records: Records,
         opponent_moved: OpponentMoved,
         ended: GameEnded,
+        others: OtherNodes | None = None,
     ) -> None:
         self.arena = arena
+        self.others = others  # the arena's other nodes: requests for their games go to them
+        self._session: aiohttp.ClientSession | None = None
         self.records = records
         self._opponent_moved = opponent_moved
         self._ended = ended
@@ -213,6 +222,8 @@ class ThudGames:
         if not game.ready.is_set():
             raise Unavailable("the game did not start in time: try again")
         self.live[game.token] = game
+        if self.others is not None:  # the other nodes find it from now on
+            await self.others.alias(node_name(game.token), game.match.id)
 
     def on_update(self, update: Update) -> None:
         """The arena's news of API games: the other player's moves, and the end."""
@@ -246,7 +257,15 @@ class ThudGames:
         """``/move`` (``play``) or ``/move/validate``: true, the captured squares, or false."""
         game = self.live.get(request.game)
         if game is None:
-            return False
+            body = {
+                "game": request.game,
+                "player": request.player,
+                "start": list(request.start),
+                "destination": list(request.end),
+            }
+            path = "/move" if play else "/move/validate"
+            forwarded = await self._forward(request.game, path, body)
+            return False if forwarded is None else forwarded[0]
         seat = game.seat_of(request.player)
         if seat is None:
             return False
@@ -267,6 +286,10 @@ class ThudGames:
         game = self.live.get(token)
         if game is not None:
             return board_to_wire(game.state)
+        forwarded = await self._forward(token, "/game", {"game": token})
+        if forwarded is not None:
+            board = forwarded[0]
+            return board if isinstance(board, dict) else None
         stored = await asyncio.to_thread(self.records.thud_api_game, digest(token))
         if stored is None:
             return None
@@ -292,6 +315,9 @@ class ThudGames:
         """Every move played so far is on disk: true once it is."""
         token_digest = digest(token)
         if token not in self.live:
+            forwarded = await self._forward(token, "/save", {"game": token})
+            if forwarded is not None:
+                return forwarded[0] is True
             stored = await asyncio.to_thread(self.records.thud_api_game, token_digest)
             if stored is None:
                 return False
@@ -329,6 +355,40 @@ class ThudGames:
             game = self._seat(match, token, stored["playerDigests"], stored["players"], address)
             await self.go_live(game)
         return not game.over()
+
+    async def _forward(self, token: str, path: str, body: JsonObject) -> tuple[Any] | None:
+        """The answer of the node that plays this game, if another node does (None if not)."""
+        if self.others is None:
+            return None
+        address = await self.others.locate(node_name(token))
+        if address is None:
+            return None
+        if self._session is None:
+            timeout = aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S)
+            self._session = aiohttp.ClientSession(timeout=timeout)
+        headers = {"Content-Type": "application/json"}
+        try:
+            async with self._session.post(
+                f"http://{address}{path}", data=orjson.dumps(body), headers=headers
+            ) as response:
+                status, answer = response.status, orjson.loads(await response.read())
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as error:
+            raise Unavailable(f"the node playing this game does not answer: {error}") from None
+        if status != 200:
+            error_text = answer.get("error") if isinstance(answer, dict) else None
+            kind = {400: BadRequest, 409: Damaged, 429: TooMany}.get(status, Unavailable)
+            raise kind(str(error_text or f"the arena node playing this game answered {status}"))
+        return (answer,)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def node_name(token: str) -> str:
+    """How the arena's nodes know an API game: never by its token, only by its digest."""
+    return f"thud:{digest(token)}"
 
 
 def _last_state(record: JsonObject) -> State:

@@ -20,6 +20,7 @@ import orjson
 from aiohttp import web
 
 from server.arena import Arena
+from server.cluster import OtherNodes
 from server.config import ListenError
 from server.games.base import JsonObject
 from server.records import Records
@@ -56,10 +57,10 @@ PREFLIGHT = {
 class ThudApi:
     """The API: its games and its matchmaking socket."""
 
-    def __init__(self, arena: Arena, records: Records) -> None:
+    def __init__(self, arena: Arena, records: Records, others: OtherNodes | None = None) -> None:
         self.matchmaking = Matchmaking()
         self.games = ThudGames(
-            arena, records, self.matchmaking.opponent_moved, self.matchmaking.ended
+            arena, records, self.matchmaking.opponent_moved, self.matchmaking.ended, others
         )
         self.matchmaking.games = self.games
 
@@ -144,11 +145,15 @@ def _routes(app: web.Application, api: ThudApi) -> None:
     app.on_shutdown.append(api.matchmaking.shut_down)
 
 
-def add_routes(app: web.Application, arena: Arena, records: Records) -> ThudApi:
-    """Serve the API from the visor's app."""
-    api = ThudApi(arena, records)
+def add_routes(
+    app: web.Application, arena: Arena, records: Records, others: OtherNodes | None = None
+) -> ThudApi:
+    """Serve the API from the visor's app; with ``others``, requests for the games of the
+    arena's other nodes are passed to the node that plays them."""
+    api = ThudApi(arena, records, others)
     app[THUD_API] = api
     _routes(app, api)
+    app.on_cleanup.append(lambda _: api.games.close())
     return api
 
 

@@ -1,0 +1,58 @@
+"""Arena nodes on Redis: many ``tavern serve`` processes, on one machine or many, as one arena.
+
+A layer above the arena, beside the TCP server; its only way into a match is the one every
+front end uses (``match.seat``, ``match.submit``, ``match.leave``, ``match.rejoin``), so a match
+never knows which node a seat or a spectator is connected through. ``server.cluster.node``
+(which imports redis-py) is imported only by an arena configured with ``redis``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from server.games.base import JsonObject
+
+Deliver = Callable[[str], None]
+"""Where a page's message for another node's watchers goes."""
+
+
+class Spectators(Protocol):
+    """The pages of a node (the visor's hub), as the other nodes reach them."""
+
+    def relay(self, simulation_id: str, deliver: Deliver) -> None:
+        """Another node's pages watch this node's match: ``deliver`` gets what a page watching
+        it here would (a snapshot first, or why there is none)."""
+
+    def unrelay(self, simulation_id: str, deliver: Deliver) -> None:
+        """They stopped watching."""
+
+    def relayed(self, simulation_id: str, text: str, last: bool) -> None:
+        """A message for this node's pages watching another node's match; ``last``: the match
+        can no longer be watched (its node is lost)."""
+
+    def lobby_changed(self) -> None:
+        """The other nodes' simulations changed."""
+
+
+class OtherNodes(Protocol):
+    """The other nodes as the visor sees them (``server.cluster.node.ClusterNode``)."""
+
+    def simulations(self) -> list[JsonObject]:
+        """The other nodes' live simulations, as lobby rows."""
+
+    def watch(self, simulation_id: str) -> bool:
+        """Pages here start watching another node's match; False if no node plays it."""
+
+    def unwatch(self, simulation_id: str) -> None:
+        """No page here watches it any more."""
+
+    def serve_spectators(self, spectators: Spectators) -> None:
+        """Reach this node's pages through ``spectators``."""
+
+    async def alias(self, name: str, simulation_id: str) -> None:
+        """Another name for a live simulation of this node (a Thud API game's token digest), by
+        which the other nodes find it while it lives; written once this returns."""
+
+    async def locate(self, name: str) -> str | None:
+        """The HTTP address of the other node with a live simulation of this name, if any."""

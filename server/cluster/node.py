@@ -1,0 +1,792 @@
+"""One node of an arena shared through Redis.
+
+What lives in Redis, all of it with an expiry, so that a node that dies leaves nothing behind:
+
+* ``tavern:node:{id}``: the node's addresses (TCP, HTTP), refreshed every heartbeat; a node whose
+  key has expired is dead. ``tavern:nodes`` lists the ids ever seen, to find them.
+* ``tavern:sim:{id}``: the directory, one entry per live simulation (its node, game, status,
+  seats and nicks, turn, scores, when it was created), refreshed by its node every heartbeat,
+  deleted when it ends. Changes are also published on ``tavern:lobby`` so that every node's
+  lobby follows them live.
+* ``tavern:alias:{name}``: another name of a live simulation (a Thud API game's token digest),
+  refreshed with it, so that any node finds the node to pass an API request to.
+* ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
+  (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
+
+A bot connected to node B asking for a simulation node A plays: B sends A a seat request; A
+seats a ``RemoteSeatChannel`` through the ordinary ``match.seat`` (or ``match.rejoin``), whose
+messages A publishes, in wire form, to B, which writes them to the bot unchanged. The bot's
+moves go back to A and are submitted the ordinary way; the clock stays on A.
+
+When a node's key expires, every other node drops its simulations, tells each bot and page
+connected through it to one of that node's games why, and closes them. When Redis itself goes
+away, games whose seats are all on their node play on; every seat and page that crosses nodes
+is told and closed; the node retries with a backoff and registers everything again once Redis
+is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.connection import AbstractConnection
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.retry import Retry
+
+from server.arena import Arena, RemotePeer
+from server.cluster import Deliver, Spectators, wire
+from server.config import ArenaConfig
+from server.games.base import JoinRejected, JsonObject
+from server.match import (
+    GameFinished,
+    GameStarted,
+    Match,
+    MatchView,
+    Removed,
+    SeatMessage,
+    SeatRequest,
+    SeatsChanged,
+    Status,
+    TurnPlayed,
+    TurnResult,
+    Update,
+)
+from server.protocol import encode, error_message
+
+log = logging.getLogger(__name__)
+
+PREFIX = "tavern:"
+NODES = PREFIX + "nodes"
+LOBBY = PREFIX + "lobby"
+WRONG_SIMULATION_ID = "Wrong simulation ID"
+NODE_LOST = "Arena node lost"
+NODE_LOST_REASON = "the node playing this game stopped answering"
+LINK_LOST = "Arena link lost"
+LINK_LOST_REASON = "this node lost its link to the other arena nodes"
+MAX_OUTGOING_BYTES = 64 * 1024 * 1024  # queued toward Redis before the link counts as lost
+FIRST_CONNECT_WAIT_S = 5.0
+LOOK_UP_FIRST_PAUSE_S = 0.005
+LOOK_UP_WAIT_S = 1.0
+MAX_BACKOFF_S = 5.0
+
+
+def node_key(node_id: str) -> str:
+    return f"{PREFIX}node:{node_id}"
+
+
+def sim_key(simulation_id: str) -> str:
+    return f"{PREFIX}sim:{simulation_id}"
+
+
+def alias_key(name: str) -> str:
+    return f"{PREFIX}alias:{name}"
+
+
+def inbox(node_id: str) -> str:
+    return f"{PREFIX}inbox:{node_id}"
+
+
+def without_password(url: str) -> str:
+    """The URL as logs may show it."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def lobby_entry(view: MatchView, node_id: str, created: float) -> JsonObject:
+    """A simulation as the directory keeps it: a lobby row, with its node and free seats."""
+    return {
+        "simulationId": view.match_id,
+        "game": view.game,
+        "status": view.status.value,
+        "players": [None if p is None else p.to_wire() for p in view.players],
+        "scores": view.scores(),
+        "turn": view.turn,
+        "spectators": 0,
+        "node": node_id,
+        "free": [index for index, p in enumerate(view.players) if p is None],
+        "created": created,
+    }
+
+
+class RemoteSeatChannel:
+    """A seat of a match played here, whose bot is connected through another node."""
+
+    def __init__(self, node: ClusterNode, peer_node: str, connection: int) -> None:
+        self.node = node
+        self.peer_node = peer_node
+        self.connection = connection
+        self.match: Match | None = None
+        self.seat = 0
+        self.open = True
+
+    def send(self, message: SeatMessage) -> None:
+        if self.open:
+            self.node.send(self.peer_node, wire.DATA, self.connection, encode(message.body))
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            self.node.send(self.peer_node, wire.CLOSE, self.connection, b"")
+            self.node.forget_channel(self)
+
+
+class PeerSeat:
+    """A connection here playing a seat on another node (``server.arena.RemoteSeat``)."""
+
+    def __init__(self, node: ClusterNode, connection: int, peer: RemotePeer) -> None:
+        self.node = node
+        self.connection = connection
+        self.peer = peer
+        self.owner: str | None = None  # the node playing the match, once known
+
+    def submit(self, message: JsonObject) -> None:
+        if self.owner is not None:
+            self.node.send(self.owner, wire.MOVE, self.connection, orjson.dumps(message))
+
+    def leave(self) -> None:
+        if self.node.peers.pop(self.connection, None) is not None and self.owner is not None:
+            self.node.send(self.owner, wire.LEAVE, self.connection, b"")
+
+
+@dataclass
+class Relay:
+    """Another node's pages watching a match played here."""
+
+    node: ClusterNode
+    peer_node: str
+    simulation_id: str
+    deliver: Deliver = field(init=False)
+
+    def __post_init__(self) -> None:
+        prefix = self.simulation_id.encode() + b" "
+        node, peer_node = self.node, self.peer_node
+
+        def deliver(text: str) -> None:
+            node.send(peer_node, wire.SPECTATE, 0, prefix + text.encode())
+
+        self.deliver = deliver
+
+
+class ClusterNode:
+    """This process as one node of the arena on a Redis server."""
+
+    def __init__(self, arena: Arena, config: ArenaConfig) -> None:
+        assert config.redis is not None
+        self.arena = arena
+        self.url = config.redis
+        self.id = secrets.token_hex(wire.NODE_ID_BYTES // 2)
+        self.heartbeat_s = config.node_heartbeat_ms / 1000
+        self.ttl_ms = config.node_ttl_ms
+        self.addresses: JsonObject = {}
+        self.spectators: Spectators | None = None
+        self.up = False  # linked to Redis, registered, following the others
+        self.connected = asyncio.Event()
+        self.round_trip_s: float | None = None  # of the last heartbeat, for /metrics
+        self._redis: Redis | None = None
+        self._tasks: asyncio.TaskGroup | None = None  # the link's, and directory look-ups
+        # Matches played here, as the others see them.
+        self.channels: dict[tuple[str, int], RemoteSeatChannel] = {}
+        self._relays: dict[tuple[str, str], Relay] = {}
+        self._own: dict[str, JsonObject] = {}  # live simulations' directory entries
+        self._created: dict[str, float] = {}
+        self._changed: set[str] = set()  # entries to write and publish at once
+        self._removed: set[str] = set()
+        self._turned: dict[str, TurnResult] = {}  # last turn of each, written every heartbeat
+        self._aliases: dict[str, set[str]] = {}  # other names of live simulations here
+        self._removed_aliases: set[str] = set()
+        # Other nodes' matches, as this node's connections and pages reach them.
+        self.peers: dict[int, PeerSeat] = {}
+        self._connections = itertools.count(1)
+        self._watching: dict[str, str] = {}  # simulation id -> its node
+        self.directory: dict[str, JsonObject] = {}  # the other nodes' live simulations
+        self._alive: set[str] = set()  # the other nodes, at the last heartbeat
+        # Frames waiting for the sender, by destination node.
+        self._outgoing: dict[str, list[bytes]] = {}
+        self._outgoing_bytes = 0
+        self._wake = asyncio.Event()
+        self._header = self.id.encode()
+        arena.listeners.append(self._on_update)
+
+    # --- what the visor asks (server.cluster.OtherNodes) --------------------------------------
+    def serve_spectators(self, spectators: Spectators) -> None:
+        self.spectators = spectators
+
+    def simulations(self) -> list[JsonObject]:
+        return sorted(self.directory.values(), key=lambda entry: entry["created"])
+
+    def watch(self, simulation_id: str) -> bool:
+        entry = self.directory.get(simulation_id)
+        if entry is None or not self.up:
+            return False
+        # Asked again for each page: a page that comes later needs its own snapshot.
+        self._watching[simulation_id] = owner = str(entry["node"])
+        self.send(owner, wire.WATCH, 0, simulation_id.encode())
+        return True
+
+    def unwatch(self, simulation_id: str) -> None:
+        owner = self._watching.pop(simulation_id, None)
+        if owner is not None:
+            self.send(owner, wire.UNWATCH, 0, simulation_id.encode())
+
+    async def alias(self, name: str, simulation_id: str) -> None:
+        self._aliases.setdefault(simulation_id, set()).add(name)
+        redis = self._redis
+        if redis is None:
+            return  # written with everything else once the link is back
+        value = orjson.dumps({"simulationId": simulation_id, "node": self.id})
+        try:
+            await redis.set(alias_key(name), value, px=self.ttl_ms)
+        except (RedisError, OSError) as error:
+            log.warning("node %s: cannot name %s: %s", self.id, simulation_id, error)
+
+    async def locate(self, name: str) -> str | None:
+        redis = self._redis
+        if redis is None:
+            return None
+        try:
+            raw = await redis.get(alias_key(name))
+            if raw is None:
+                return None
+            node = orjson.loads(raw)["node"]
+            if node == self.id:
+                return None
+            addresses = await redis.get(node_key(node))
+        except (RedisError, OSError) as error:
+            log.warning("node %s: cannot locate %s: %s", self.id, name, error)
+            return None
+        return None if addresses is None else str(orjson.loads(addresses)["http"])
+
+    # --- what the TCP connections ask (server.arena.Elsewhere) --------------------------------
+    def seat(
+        self,
+        peer: RemotePeer,
+        simulation_id: str,
+        message: JsonObject,
+        rejoin: bool,
+        kind: str = "bot",
+    ) -> PeerSeat:
+        handle = PeerSeat(self, next(self._connections), peer)
+        self.peers[handle.connection] = handle
+        request = {
+            "simulationId": simulation_id,
+            "message": message,
+            "rejoin": rejoin,
+            "kind": kind,
+        }
+        loop = asyncio.get_running_loop()
+        if not self.up or self._tasks is None:
+            loop.call_soon(self._refuse, handle, LINK_LOST, LINK_LOST_REASON)
+        elif (entry := self.directory.get(simulation_id)) is not None:
+            self._ask(handle, str(entry["node"]), request)
+        else:  # not followed yet (just created elsewhere?): the directory itself says
+            self._tasks.create_task(self._look_up(handle, simulation_id, request))
+        return handle
+
+    def waiting(self, game: str, fields: JsonObject) -> str | None:
+        if not self.up:
+            return None
+        codec = self.arena.codec(game)
+        candidates = []
+        for entry in self.directory.values():
+            if entry["game"] != game or entry["status"] != Status.WAITING.value:
+                continue
+            free = entry["free"]
+            if not free:  # full, about to start
+                continue
+            try:
+                codec.choose_seat(free, fields)
+            except JoinRejected:
+                continue
+            candidates.append((len(free) == len(entry["players"]), entry["created"], entry))
+        if not candidates:
+            return None
+        candidates.sort(key=lambda candidate: candidate[:2])  # half-full ones first, oldest
+        return str(candidates[0][2]["simulationId"])
+
+    def _ask(self, handle: PeerSeat, owner: str, request: JsonObject) -> None:
+        handle.owner = owner
+        self.send(owner, wire.JOIN, handle.connection, orjson.dumps(request))
+
+    async def _look_up(self, handle: PeerSeat, simulation_id: str, request: JsonObject) -> None:
+        """Find the node of a simulation this node does not follow (yet): one created a moment
+        ago is announced a little after its creator hears its id, so a miss is asked again for
+        up to ``LOOK_UP_WAIT_S`` before the id counts as wrong."""
+        entry = None
+        pause, waited = LOOK_UP_FIRST_PAUSE_S, 0.0
+        while True:
+            entry = self.directory.get(simulation_id)
+            if entry is None and self._redis is not None:
+                with contextlib.suppress(RedisError, OSError, orjson.JSONDecodeError):
+                    raw = await self._redis.get(sim_key(simulation_id))
+                    entry = None if raw is None else orjson.loads(raw)
+            if entry is not None or waited >= LOOK_UP_WAIT_S or handle.connection not in self.peers:
+                break
+            await asyncio.sleep(pause)
+            waited += pause
+            pause *= 2
+        if handle.connection not in self.peers:
+            return  # the connection is gone already
+        if entry is None or entry.get("node") in (None, self.id):
+            self._refuse(handle, WRONG_SIMULATION_ID, None)
+        else:
+            self._ask(handle, str(entry["node"]), request)
+
+    def _refuse(self, handle: PeerSeat, message: str, reason: str | None) -> None:
+        if self.peers.pop(handle.connection, None) is not None:
+            handle.peer.remote_refused(message, reason)
+
+    # --- frames from the other nodes ----------------------------------------------------------
+    def received(self, data: bytes) -> None:
+        sender, frames = wire.frames(data)
+        for kind, connection, payload in frames:
+            try:
+                self._frame(sender, kind, connection, payload)
+            except Exception:  # one bad frame must cost that request, not the node
+                log.exception("node %s: frame %r from %s failed", self.id, kind, sender)
+
+    def _frame(self, sender: str, kind: bytes, connection: int, payload: bytes) -> None:
+        if kind == wire.DATA:
+            handle = self.peers.get(connection)
+            if handle is not None:
+                handle.peer.send_data(payload)
+        elif kind == wire.MOVE:
+            self._move(sender, connection, payload)
+        elif kind == wire.SPECTATE:
+            simulation_id, _, text = payload.partition(b" ")
+            name = simulation_id.decode()
+            if name in self._watching and self.spectators is not None:
+                self.spectators.relayed(name, text.decode(), last=False)
+        elif kind == wire.JOIN:
+            self._seat_remote(sender, connection, orjson.loads(payload))
+        elif kind == wire.SEATED:
+            handle = self.peers.get(connection)
+            if handle is not None:
+                handle.peer.remote_seated()
+        elif kind == wire.REFUSED:
+            handle = self.peers.get(connection)
+            refusal = orjson.loads(payload)
+            if handle is not None:
+                self._refuse(handle, refusal["message"], refusal.get("reason"))
+        elif kind == wire.CLOSE:
+            handle = self.peers.pop(connection, None)
+            if handle is not None:
+                handle.peer.close()
+        elif kind == wire.LEAVE:
+            channel = self.channels.pop((sender, connection), None)
+            if channel is not None:
+                channel.open = False
+                self._leave(channel)
+        elif kind == wire.WATCH:
+            self._relay(sender, payload.decode())
+        elif kind == wire.UNWATCH:
+            self._unrelay(sender, payload.decode())
+
+    def _seat_remote(self, sender: str, connection: int, request: JsonObject) -> None:
+        """A bot on ``sender`` asks for a seat of a match played here: exactly what a bot
+        connected here would get, refusals included."""
+
+        def refuse(message: str, reason: str | None) -> None:
+            refusal = orjson.dumps({"message": message, "reason": reason})
+            self.send(sender, wire.REFUSED, connection, refusal)
+
+        match = self.arena.get(request.get("simulationId"))
+        message = request.get("message")
+        if match is None or not isinstance(message, dict):
+            refuse(WRONG_SIMULATION_ID, None)
+            return
+        channel = RemoteSeatChannel(self, sender, connection)
+        try:
+            if request.get("rejoin"):
+                seat = match.rejoin(channel, message.get("token"))
+            else:
+                named_game = message.get("game")
+                if named_game is not None and named_game != match.codec.name:
+                    refuse("Wrong game", f"simulation {match.id} is a {match.codec.name} game")
+                    return
+                seat = match.seat(channel, self._seat_request(message, request.get("kind")))
+        except JoinRejected as rejected:
+            channel.open = False
+            refuse(rejected.message, rejected.reason)
+            if match.options.by_join:
+                self.arena.drop_if_abandoned(match)
+            return
+        channel.match, channel.seat = match, seat
+        self.channels[(sender, connection)] = channel
+        self.send(sender, wire.SEATED, connection, b"")
+
+    def _seat_request(self, message: JsonObject, kind: object) -> SeatRequest:
+        """As the node the player is connected to would ask: a person has a person's time."""
+        if kind == "person":
+            timeout_s = self.arena.config.person_turn_timeout_ms / 1000
+            return SeatRequest(message, kind="person", turn_timeout_s=timeout_s)
+        return SeatRequest(message)
+
+    def _move(self, sender: str, connection: int, payload: bytes) -> None:
+        channel = self.channels.get((sender, connection))
+        if channel is None or channel.match is None:
+            data = encode(error_message("Not in a game", "join a simulation first"))
+            self.send(sender, wire.DATA, connection, data)
+            return
+        channel.match.submit(channel.seat, orjson.loads(payload), channel)
+
+    def _leave(self, channel: RemoteSeatChannel) -> None:
+        match = channel.match
+        if match is not None:
+            match.leave(channel.seat, channel)
+            if match.options.by_join:
+                self.arena.drop_if_abandoned(match)
+
+    def forget_channel(self, channel: RemoteSeatChannel) -> None:
+        key = (channel.peer_node, channel.connection)
+        if self.channels.get(key) is channel:
+            del self.channels[key]
+
+    def _relay(self, sender: str, simulation_id: str) -> None:
+        """Pages on ``sender`` watch a match here: a snapshot now, then every message."""
+        if self.spectators is None:
+            return
+        relay = self._relays.get((sender, simulation_id))
+        if relay is None:
+            relay = self._relays[(sender, simulation_id)] = Relay(self, sender, simulation_id)
+        self.spectators.relay(simulation_id, relay.deliver)
+
+    def _unrelay(self, sender: str, simulation_id: str) -> None:
+        relay = self._relays.pop((sender, simulation_id), None)
+        if relay is not None and self.spectators is not None:
+            self.spectators.unrelay(simulation_id, relay.deliver)
+
+    # --- nodes lost ---------------------------------------------------------------------------
+    def _lost(self, nodes: set[str], message: str, reason: str) -> None:
+        """Those nodes are gone: their simulations leave the lobby, and every seat and page
+        that reached them through this node, or reached this node through them, is told why
+        and closed."""
+        if not nodes:
+            return
+        log.warning("node %s: lost %s: %s", self.id, ", ".join(sorted(nodes)), reason)
+        before = len(self.directory)
+        self.directory = {k: v for k, v in self.directory.items() if v["node"] not in nodes}
+        notice = encode(error_message(message, reason))
+        for connection, handle in list(self.peers.items()):
+            if handle.owner in nodes:
+                del self.peers[connection]
+                handle.peer.send_data(notice)
+                handle.peer.close()
+        page_notice = orjson.dumps({"type": "error", "message": message, "reason": reason})
+        for simulation_id, owner in list(self._watching.items()):
+            if owner in nodes:
+                del self._watching[simulation_id]
+                if self.spectators is not None:
+                    self.spectators.relayed(simulation_id, page_notice.decode(), last=True)
+        for key, channel in list(self.channels.items()):
+            if key[0] in nodes:
+                del self.channels[key]
+                channel.open = False
+                self._leave(channel)
+        for peer_node, simulation_id in [k for k in self._relays if k[0] in nodes]:
+            self._unrelay(peer_node, simulation_id)
+        if len(self.directory) != before and self.spectators is not None:
+            self.spectators.lobby_changed()
+
+    def _known_nodes(self) -> set[str]:
+        known = {str(entry["node"]) for entry in self.directory.values()}
+        known.update(handle.owner for handle in self.peers.values() if handle.owner is not None)
+        known.update(self._watching.values())
+        known.update(node for node, _ in self.channels)
+        known.update(node for node, _ in self._relays)
+        return known
+
+    # --- the arena's updates: this node's directory entries -----------------------------------
+    def _on_update(self, update: Update) -> None:
+        if isinstance(update, TurnPlayed):
+            self._turned[update.result.match_id] = update.result
+        elif isinstance(update, SeatsChanged | GameStarted):
+            view = update.view
+            created = self._created.setdefault(view.match_id, time.time())
+            self._own[view.match_id] = lobby_entry(view, self.id, created)
+            self._changed.add(view.match_id)
+            self._wake.set()
+        elif isinstance(update, GameFinished | Removed):
+            match_id = update.view.match_id if isinstance(update, GameFinished) else update.match_id
+            self._own.pop(match_id, None)
+            self._created.pop(match_id, None)
+            self._turned.pop(match_id, None)
+            self._changed.discard(match_id)
+            self._removed.add(match_id)
+            self._removed_aliases.update(self._aliases.pop(match_id, ()))
+            self._wake.set()
+
+    # --- sending ------------------------------------------------------------------------------
+    def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
+        """Queue a frame for ``node``: sent with everything else due to it this loop round."""
+        if not self.up or self._outgoing_bytes > MAX_OUTGOING_BYTES:
+            return  # past the bound, the link is about to be made again (see _send_loop)
+        frame = wire.frame(kind, connection, payload)
+        self._outgoing.setdefault(node, []).append(frame)
+        self._outgoing_bytes += len(frame)
+        self._wake.set()
+
+    async def _send_loop(self, sender: AbstractConnection) -> None:
+        """Everything due this loop round, in one write: the frames for each node (a PUBLISH
+        per node) and the directory's changes. ``sender`` asked Redis for no replies, so no
+        write waits for one."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._outgoing_bytes > MAX_OUTGOING_BYTES:
+                # Redis takes less than this node sends: the link counts as lost, and is made
+                # again, rather than let the backlog grow.
+                raise RedisConnectionError(f"{self._outgoing_bytes} bytes queued toward Redis")
+            outgoing, self._outgoing, self._outgoing_bytes = self._outgoing, {}, 0
+            changed, self._changed = self._changed, set()
+            removed, self._removed = self._removed, set()
+            commands: list[tuple[Any, ...]] = [
+                ("PUBLISH", inbox(node), self._header + b"".join(frames))
+                for node, frames in outgoing.items()
+            ]
+            commands += self._directory_writes(changed, removed)
+            if commands:
+                await sender.send_packed_command(sender.pack_commands(commands), False)
+
+    def _directory_writes(self, changed: set[str], removed: set[str]) -> list[tuple[Any, ...]]:
+        commands: list[tuple[Any, ...]] = []
+        entries = [self._own[name] for name in changed if name in self._own]
+        for entry in entries:
+            key = sim_key(entry["simulationId"])
+            commands.append(("SET", key, orjson.dumps(entry), "PX", self.ttl_ms))
+            commands += self._alias_writes(entry["simulationId"])
+        if removed:
+            commands.append(("DEL", *(sim_key(name) for name in removed)))
+        removed_aliases, self._removed_aliases = self._removed_aliases, set()
+        if removed_aliases:
+            commands.append(("DEL", *(alias_key(name) for name in removed_aliases)))
+        if entries or removed:
+            change = {"node": self.id, "set": entries, "del": sorted(removed)}
+            commands.append(("PUBLISH", LOBBY, orjson.dumps(change)))
+        return commands
+
+    def _alias_writes(self, simulation_id: str) -> list[tuple[Any, ...]]:
+        names = self._aliases.get(simulation_id, ())
+        value = orjson.dumps({"simulationId": simulation_id, "node": self.id})
+        return [("SET", alias_key(name), value, "PX", self.ttl_ms) for name in names]
+
+    # --- receiving ----------------------------------------------------------------------------
+    async def _receive_loop(self, listener: AbstractConnection) -> None:
+        """What is published to this node's inbox and to the lobby, read straight off a
+        subscribed connection (RESP2: a message is [b"message", channel, data])."""
+        own_inbox = inbox(self.id).encode()
+        while True:
+            response = await listener.read_response()
+            if not isinstance(response, list) or response[0] != b"message":
+                continue  # a subscription's confirmation
+            _, channel, data = response
+            if channel == own_inbox:
+                self.received(data)
+            else:
+                self._lobby_message(data)
+
+    def _lobby_message(self, data: bytes) -> None:
+        change = orjson.loads(data)
+        node = change["node"]
+        if node == self.id:
+            return
+        for entry in change["set"]:
+            if entry["status"] == Status.FINISHED.value:
+                self.directory.pop(entry["simulationId"], None)
+            else:
+                self.directory[entry["simulationId"]] = entry
+        for name in change["del"]:
+            if self.directory.get(name, {}).get("node") == node:
+                del self.directory[name]
+        if self.spectators is not None:
+            self.spectators.lobby_changed()
+
+    # --- heartbeat ----------------------------------------------------------------------------
+    async def _heartbeat_loop(self, redis: Redis) -> None:
+        while True:
+            await self._beat(redis)
+            await asyncio.sleep(self.heartbeat_s)
+
+    async def _beat(self, redis: Redis) -> None:
+        """Say this node is alive, refresh its entries (with their latest turn), and find the
+        nodes that are not."""
+        started = time.perf_counter()
+        turned, self._turned = self._turned, {}
+        pipe = redis.pipeline(transaction=False)
+        pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.ttl_ms)
+        pipe.sadd(NODES, self.id)
+        updated = []
+        for name, entry in self._own.items():
+            result = turned.get(name)
+            if result is not None:
+                entry["turn"], entry["scores"] = result.number, result.scores
+                updated.append(entry)
+            # Written whole, not just given more time: an entry that expired while this node
+            # was too busy to say it is alive comes back.
+            pipe.set(sim_key(name), orjson.dumps(entry), px=self.ttl_ms)
+            for command in self._alias_writes(name):
+                pipe.execute_command(*command)
+        if updated:
+            pipe.publish(LOBBY, orjson.dumps({"node": self.id, "set": updated, "del": []}))
+        pipe.smembers(NODES)
+        results = await pipe.execute()
+        self.round_trip_s = time.perf_counter() - started
+        members = {member.decode() for member in results[-1]} - {self.id}
+        alive: set[str] = set()
+        if members:
+            ordered = sorted(members)
+            values = await redis.mget([node_key(member) for member in ordered])
+            alive = {member for member, value in zip(ordered, values, strict=True) if value}
+            dead = members - alive
+            if dead:
+                await redis.srem(NODES, *dead)
+        self._lost(self._known_nodes() - alive, NODE_LOST, NODE_LOST_REASON)
+        if alive - self._alive:  # a new node, or one taken for dead that was only slow
+            await self._load_directory(redis)
+        self._alive = alive
+
+    # --- the link ------------------------------------------------------------------------------
+    async def _load_directory(self, redis: Redis) -> None:
+        directory: dict[str, JsonObject] = {}
+        keys = [key async for key in redis.scan_iter(match=sim_key("*"), count=1000)]
+        for start in range(0, len(keys), 1000):
+            for raw in await redis.mget(keys[start : start + 1000]):
+                if raw is None:
+                    continue
+                entry = orjson.loads(raw)
+                if entry["node"] != self.id:
+                    directory[entry["simulationId"]] = entry
+        self.directory = directory
+        if self.spectators is not None:
+            self.spectators.lobby_changed()
+
+    async def _linked(self) -> None:
+        """Connect, register, follow the others and serve them until the link fails."""
+        # No retries inside redis-py: a failed command means the link is down, handled here.
+        options: dict[str, Any] = {"retry": Retry(NoBackoff(), 0), "socket_connect_timeout": 2}
+        redis = Redis.from_url(self.url, socket_timeout=max(2.0, self.ttl_ms / 1000), **options)
+        # The traffic goes over two connections of its own, without redis-py's pub/sub and
+        # pipeline layers, which cost more than the rest of a relayed turn.
+        pool = ConnectionPool.from_url(self.url, protocol=2, **options)
+        sender = pool.connection_class(**pool.connection_kwargs)
+        listener = pool.connection_class(**pool.connection_kwargs)
+        try:
+            await sender.connect()  # type: ignore[no-untyped-call]
+            await sender.send_command("CLIENT", "REPLY", "OFF")
+            await listener.connect()  # type: ignore[no-untyped-call]
+            await listener.send_command("SUBSCRIBE", inbox(self.id), LOBBY)
+            self._redis = redis
+            self._changed.update(self._own)  # everything again: Redis may have lost it all
+            await self._beat(redis)  # which follows the other nodes' simulations
+            self.up = True
+            self.connected.set()
+            log.info("node %s: in the arena on %s", self.id, without_password(self.url))
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._receive_loop(listener))
+                tasks.create_task(self._send_loop(sender))
+                tasks.create_task(self._heartbeat_loop(redis))
+        finally:
+            self._redis = None
+            for connection in (sender, listener):
+                with contextlib.suppress(RedisError, OSError):
+                    await connection.disconnect()
+            with contextlib.suppress(RedisError, OSError):
+                await redis.aclose()
+
+    def _link_down(self, reason: str) -> None:
+        """Redis is out of reach: everything that crosses nodes is told and closed."""
+        if not self.up and not self.directory and not self.peers and not self.channels:
+            return
+        self.up = False
+        self.round_trip_s = None
+        self._outgoing.clear()
+        self._outgoing_bytes = 0
+        self._lost(self._known_nodes(), LINK_LOST, reason)
+        for handle in list(self.peers.values()):  # seats still waiting for an owner
+            self._refuse(handle, LINK_LOST, reason)
+        self.directory.clear()
+        self._alive.clear()
+        if self.spectators is not None:
+            self.spectators.lobby_changed()
+
+    async def _stay_linked(self) -> None:
+        backoff = self.heartbeat_s / 4
+        while True:
+            try:
+                await self._linked()
+            except* (RedisError, OSError) as failed:
+                log.warning(
+                    "node %s: Redis at %s: %s; retrying in %.1f s",
+                    self.id,
+                    without_password(self.url),
+                    failed.exceptions[0],
+                    backoff,
+                )
+            if self.up:
+                backoff = self.heartbeat_s / 4  # it was up: start the backoff again
+            self._link_down(LINK_LOST_REASON)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    @contextlib.asynccontextmanager
+    async def running(self, addresses: JsonObject) -> AsyncIterator[ClusterNode]:
+        """Be a node of the arena for the block (waiting a moment for the first link); then
+        leave it: this node's seats on other nodes and its games' remote seats are told."""
+        self.addresses = addresses
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                linking = tasks.create_task(self._stay_linked(), name="cluster")
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(FIRST_CONNECT_WAIT_S):
+                            await self.connected.wait()
+                    yield self
+                finally:
+                    await self._leave_arena()
+                    linking.cancel()
+        finally:
+            self._tasks = None
+
+    async def _leave_arena(self) -> None:
+        """A clean stop: the remote seats of this node's games hear why, and this node's keys
+        go at once rather than when they expire."""
+        redis = self._redis
+        if redis is None:
+            return
+        notice = encode(error_message("Server shutting down", "the arena is stopping"))
+        for (node, connection), channel in list(self.channels.items()):
+            self.send(node, wire.DATA, connection, notice)
+            channel.close()
+        with contextlib.suppress(RedisError, OSError):
+            async with asyncio.timeout(2.0):
+                pipe = redis.pipeline(transaction=False)
+                for node, frames in self._outgoing.items():
+                    pipe.publish(inbox(node), self._header + b"".join(frames))
+                self._outgoing.clear()
+                pipe.delete(node_key(self.id), *(sim_key(name) for name in self._own))
+                pipe.srem(NODES, self.id)
+                change = {"node": self.id, "set": [], "del": list(self._own)}
+                pipe.publish(LOBBY, orjson.dumps(change))
+                await pipe.execute()
+        self.up = False
+
+    def arena_name(self) -> str:
+        """Which arena this node joined, as logs may show it."""
+        return without_password(self.url)

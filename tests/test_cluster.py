@@ -1,0 +1,529 @@
+"""Arena nodes on Redis: three ``tavern serve`` processes and a real redis-server, as one arena.
+
+Bots are real sockets to the nodes' TCP ports; pages are websockets (and, for one test,
+Chromium) on their HTTP ports. Nodes say they are alive every 150 ms and are taken for dead
+after 900 ms of silence, so that a lost node shows within about a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from playwright.async_api import expect
+
+from bench.common import ServerProcess, tavern_serve
+from server.cluster.node import without_password
+from server.games.thud import rules as thud_rules
+from server.protocol import encode, error_message
+from tests.browser import chromium_pages
+from tests.conftest import RawClient
+from tests.services import RedisServer
+
+WAIT_S = 10.0
+DWARVES = {"team1": [1, 2, 3, 4, 5], "team2": [6, 7, 8, 9, 10]}
+
+
+def tavern_move(team: str, step: int) -> bytes:
+    """Every dwarf of the team one step toward the middle of the board, then back."""
+    forward, back = ("NORTH", "SOUTH") if team == "team1" else ("SOUTH", "NORTH")
+    direction = forward if step % 2 == 0 else back
+    actions = [{"botId": dwarf, "type": "MOVE", "direction": direction} for dwarf in DWARVES[team]]
+    return orjson.dumps({"type": "player-turn", "actions": actions}) + b"\n"
+
+
+@contextlib.asynccontextmanager
+async def nodes(
+    redis: RedisServer, folder: Path, count: int = 3, **settings: Any
+) -> AsyncIterator[list[ServerProcess]]:
+    """``count`` nodes on ``redis``, started at once; each logs to ``folder``/node-N.log."""
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def start(index: int) -> ServerProcess:
+            config = {
+                "port": 0,
+                "httpPort": 0,
+                "database": str(folder / f"node-{index}.db"),
+                "redis": redis.url,
+                "nodeHeartbeatMs": 150,
+                "nodeTtlMs": 900,
+                "reconnectGraceMs": 0,
+                **settings,
+            }
+            path = folder / f"node-{index}.json"
+            path.write_bytes(orjson.dumps(config))
+            log = folder / f"node-{index}.log"
+            return await stack.enter_async_context(tavern_serve(path, log=log, node=True))
+
+        yield list(await asyncio.gather(*(start(index) for index in range(count))))
+
+
+async def bot(node: ServerProcess) -> RawClient:
+    return await RawClient.connect(node.tcp_port)
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = WAIT_S) -> Any:
+    """The first truthy answer of ``check``, polled until ``timeout``."""
+    async with asyncio.timeout(timeout):
+        while not (answer := await check()):
+            await asyncio.sleep(0.05)
+        return answer
+
+
+async def simulations(session: aiohttp.ClientSession, node: ServerProcess) -> list[Any]:
+    async with session.get(f"http://127.0.0.1:{node.http_port}/api/simulations") as response:
+        assert response.status == 200
+        listed: list[Any] = (await response.json())["simulations"]
+        return listed
+
+
+async def listed_on(
+    session: aiohttp.ClientSession, node: ServerProcess, simulation_id: str, present: bool = True
+) -> None:
+    async def check() -> bool:
+        found = any(s["simulationId"] == simulation_id for s in await simulations(session, node))
+        return found == present
+
+    await eventually(check)
+
+
+async def create(node: ServerProcess, game: str = "tavern", seed: int = 7) -> str:
+    creator = await bot(node)
+    await creator.send({"type": "create-simulation", "game": game, "seed": seed})
+    ready = await creator.expect("ready")
+    await creator.close()
+    return str(ready["simulationId"])
+
+
+async def join(
+    node: ServerProcess, simulation_id: str | None, game: str = "tavern", nick: str = "bot"
+) -> tuple[RawClient, dict[str, Any]]:
+    client = await bot(node)
+    message: dict[str, Any] = {"type": "join-simulation", "game": game, "nick": nick}
+    if simulation_id is not None:
+        message["simulationId"] = simulation_id
+    await client.send(message)
+    return client, await client.expect("game-info")
+
+
+async def test_a_simulation_is_joined_played_and_rejoined_through_any_node(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, reconnectGraceMs=2000) as (a, b, c):
+        assert len({a.node_id, b.node_id, c.node_id}) == 3  # as `tavern serve` printed them
+        simulation_id = await create(a)
+        local, local_info = await join(a, simulation_id, nick="here")
+        remote, remote_info = await join(b, simulation_id, nick="there")
+        assert remote_info["simulationId"] == local_info["simulationId"] == simulation_id
+        assert {local_info["team"], remote_info["team"]} == {"team1", "team2"}
+        by_team = {local_info["team"]: local, remote_info["team"]: remote}
+        # Turns alternate, on A's clock; a move out of turn is refused the same way, byte for
+        # byte, whichever node the bot is connected through.
+        for step in range(3):
+            for team, other in (("team1", "team2"), ("team2", "team1")):
+                await by_team[team].expect("turn")
+                await by_team[other].send_raw(tavern_move(other, step))
+                refused = await by_team[other].receive_line()
+                assert refused == encode(error_message("Not your turn", "wait for a turn message"))
+                await by_team[team].send_raw(tavern_move(team, step))
+
+        # The remote bot loses its connection and takes its seat back through node C.
+        await remote.close()
+        back = await bot(c)
+        await back.send(
+            {"type": "rejoin", "simulationId": simulation_id, "token": remote_info["token"]}
+        )
+        again = await back.expect("game-info")
+        assert again["team"] == remote_info["team"] and again["token"] == remote_info["token"]
+        if again["team"] == "team1":  # on move: its turn again, as a rejoin here would get
+            await back.expect("turn")
+
+        # The local bot leaves for good: the bot on C wins by forfeit, and is closed.
+        await local.close()
+        notice = await back.expect_error("Player disconnected")
+        assert notice["type"] == "error"
+        end = await back.receive(timeout=5)
+        assert end["type"] == "win-game", end
+        assert await back.is_closed(timeout=5)
+
+
+async def test_wrong_ids_and_wrong_games_are_refused_alike_on_every_node(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b):
+        simulation_id = await create(a, game="thud")
+        lines = []
+        for node in (a, b):
+            client = await bot(node)
+            await client.send(
+                {"type": "join-simulation", "simulationId": simulation_id, "game": "tavern"}
+            )
+            lines.append(await client.receive_line())
+            await client.send({"type": "join-simulation", "simulationId": "nope123"})
+            lines.append(await client.receive_line())
+            await client.close()
+        assert lines[:2] == lines[2:], lines
+        assert b"Wrong game" in lines[0] and b"Wrong simulation ID" in lines[1]
+
+
+async def test_random_join_finds_a_waiting_simulation_on_another_node(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b), aiohttp.ClientSession() as session:
+        first = await bot(a)
+        await first.send({"type": "join-simulation", "game": "thud", "nick": "first"})
+        first_info = await first.expect("game-info")
+        simulation_id = first_info["simulationId"]
+        await listed_on(session, b, simulation_id)
+        second, second_info = await join(b, None, game="thud", nick="second")
+        assert second_info["simulationId"] == simulation_id
+        assert {first_info["side"], second_info["side"]} == {"dwarf", "troll"}
+        dwarf = first if first_info["side"] == "dwarf" else second
+        await dwarf.expect("turn")
+        # Nothing waits any more: a third random join opens a new simulation.
+        third, third_info = await join(b, None, game="thud", nick="third")
+        assert third_info["simulationId"] != simulation_id
+        for client in (first, second, third):
+            await client.close()
+
+
+async def test_every_lobby_shows_every_node_s_simulations_live(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
+        on_a, on_b = await create(a, game="thud"), await create(b)
+        for node in (a, b, c):
+            await listed_on(session, node, on_a)
+            await listed_on(session, node, on_b)
+        # The lobby page's websocket hears of a simulation created on another node.
+        async with session.ws_connect(f"http://127.0.0.1:{c.http_port}/ws") as page:
+            await page.send_json({"type": "lobby"})
+            on_a2 = await create(a)
+
+            async def lobby_lists_it() -> bool:
+                message = await page.receive_json(timeout=WAIT_S)
+                ids = [s["simulationId"] for s in message.get("simulations", [])]
+                return message["type"] == "lobby" and on_a2 in ids
+
+            await eventually(lobby_lists_it)
+        # A game played across nodes shows as playing everywhere, then leaves when it ends.
+        local, _ = await join(a, on_a2)
+        remote, _ = await join(b, on_a2)
+
+        async def playing_on_c() -> bool:
+            rows = [s for s in await simulations(session, c) if s["simulationId"] == on_a2]
+            return bool(rows) and rows[0]["status"] == "playing"
+
+        await eventually(playing_on_c)
+        await local.close()  # a forfeit: the game ends
+        assert await remote.is_closed()
+        for node in (a, b, c):
+            await listed_on(session, node, on_a2, present=False)
+        await remote.close()
+
+
+async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_told(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
+        doomed = await create(a)
+        local, local_info = await join(a, doomed)
+        remote, _ = await join(b, doomed)
+        await (local if local_info["team"] == "team1" else remote).expect("turn")
+        # A game of B's own, and a page on C watching A's game.
+        kept = await create(b, seed=9)
+        kept_one, one_info = await join(b, kept)
+        kept_two, two_info = await join(b, kept)
+        by_team = {one_info["team"]: kept_one, two_info["team"]: kept_two}
+        await listed_on(session, c, doomed)
+        async with (
+            session.ws_connect(f"http://127.0.0.1:{c.http_port}/ws") as page,
+            session.ws_connect(f"http://127.0.0.1:{c.http_port}/ws") as later_page,
+        ):
+            for watcher in (page, later_page):  # each gets its snapshot, the later one too
+                await watcher.send_json({"type": "watch", "simulationId": doomed})
+
+                async def snapshot_came(watcher: Any = watcher) -> bool:
+                    message = await watcher.receive_json(timeout=WAIT_S)
+                    return bool(message["type"] == "snapshot")
+
+                await eventually(snapshot_came)
+
+            a.process.send_signal(signal.SIGKILL)
+            await a.process.wait()
+            lost = await remote.expect_error("Arena node lost")
+            reason = {"reason": lost["reason"]}
+            assert "stopped answering" in lost["reason"]
+            assert await remote.is_closed(timeout=5)
+
+            for watcher in (page, later_page):
+
+                async def page_told(watcher: Any = watcher) -> bool:
+                    message = await watcher.receive_json(timeout=WAIT_S)
+                    expected = {"type": "error", "message": "Arena node lost", **reason}
+                    return bool(message == expected)
+
+                await eventually(page_told)
+                closing = await watcher.receive(timeout=WAIT_S)  # and then closed
+                assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        for node in (b, c):
+            await listed_on(session, node, doomed, present=False)
+        # Nothing else stopped: B's own game plays on.
+        for step, team in enumerate(("team1", "team2", "team1")):
+            await by_team[team].expect("turn")
+            await by_team[team].send_raw(tavern_move(team, step // 2))
+        for client in (local, remote, kept_one, kept_two):
+            await client.close()
+
+
+async def play(client: RawClient, team: str, think_s: float, turns: int | None = None) -> int:
+    """Answer every turn after ``think_s`` until the game ends, the connection closes or
+    ``turns`` were played; returns the turns played."""
+    played = 0
+    while turns is None or played < turns:
+        line = await client.receive_line(timeout=WAIT_S)
+        if not line or line.startswith(tuple(b'{"type":"%s"' % end for end in ENDS)):
+            break
+        if line.startswith(b'{"type":"turn"'):
+            await asyncio.sleep(think_s)
+            await client.send_raw(tavern_move(team, played))
+            played += 1
+    return played
+
+
+ENDS = (b"win-game", b"loss-game", b"draw-game", b"error")
+
+
+async def test_a_page_in_chromium_on_node_c_watches_a_game_played_on_node_a(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
+        simulation_id = await create(a)
+        one, one_info = await join(a, simulation_id, nick="Ada")
+        two, two_info = await join(b, simulation_id, nick="Bo")
+        bots = [
+            asyncio.create_task(play(client, info["team"], 0.03, turns=60))
+            for client, info in ((one, one_info), (two, two_info))
+        ]
+        await listed_on(session, c, simulation_id)
+        await asyncio.sleep(0.3)  # a late watcher: turns were played before the page came
+        async with chromium_pages(f"http://127.0.0.1:{c.http_port}") as visor:
+            page = await visor.open(f"/watch/{simulation_id}")
+            nicks = {one_info["team"]: "Ada", two_info["team"]: "Bo"}
+            for team, nick in nicks.items():
+                await expect(page.locator(f"#players .seat-{team} .nick")).to_have_text(nick)
+            await expect(page.locator("#turn")).to_have_text(re.compile(r"^[1-9]\d* of 1000$"))
+            first = await page.locator("#turn").text_content()
+            await expect(page.locator("#turn")).not_to_have_text(first or "", timeout=5000)
+        await asyncio.gather(*bots)
+        for client in (one, two):
+            await client.close()
+
+
+async def test_redis_restarted_mid_game_local_games_play_on_and_the_arena_comes_back(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b), aiohttp.ClientSession() as session:
+        local_game = await create(a)
+        first, first_info = await join(a, local_game)
+        second, second_info = await join(a, local_game)
+        by_team = {first_info["team"]: first, second_info["team"]: second}
+        crossing = await create(a, seed=8)
+        here, _ = await join(a, crossing)
+        there, _ = await join(b, crossing)
+        await listed_on(session, b, local_game)
+
+        redis.restart()
+        lost = await there.expect_error("Arena link lost")
+        assert "lost its link" in lost["reason"]
+        assert await there.is_closed(timeout=5)
+        # The game whose seats are all on node A plays on, through and after the outage.
+        for step, team in enumerate(("team1", "team2", "team1", "team2")):
+            await by_team[team].expect("turn")
+            await by_team[team].send_raw(tavern_move(team, step // 2))
+        # Once Redis is back, every node registers everything again.
+        await listed_on(session, b, local_game)
+        again = await create(a, seed=10)
+        joined_here, _ = await join(a, again)
+        joined_there, info = await join(b, again)
+        assert info["simulationId"] == again
+        for index in range(2):  # each node said what happened
+            log = (tmp_path / f"node-{index}.log").read_text()
+            assert "retrying in" in log and log.count("in the arena on") == 2, log
+        for client in (first, second, here, there, joined_here, joined_there):
+            await client.close()
+
+
+async def test_the_thud_api_and_matchmaking_on_any_node_reach_a_game_on_another(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b), aiohttp.ClientSession() as session:
+
+        async def call(node: ServerProcess, path: str, body: dict[str, Any]) -> Any:
+            url = f"http://127.0.0.1:{node.http_port}{path}"
+            async with session.post(url, data=orjson.dumps(body)) as response:
+                assert response.status == 200, await response.text()
+                return orjson.loads(await response.read())
+
+        game = await call(a, "/start", {"player_one": "Will", "player_two": "Tom"})
+        token = {"game": game["game"]}
+        assert await call(b, "/game", token) == game["board"]
+        move = thud_rules.legal_moves(thud_rules.initial_state())[0]
+        body = {
+            "game": game["game"],
+            "player": game["player_one"],
+            "start": list(move.start),
+            "destination": list(move.end),
+        }
+        assert await call(b, "/move", {**body, "player": game["player_two"]}) is False
+        assert await call(b, "/move/validate", body) is True
+        assert await call(b, "/move", body) is True
+        board = await call(a, "/game", token)
+        assert board != game["board"] and await call(b, "/game", token) == board
+        assert await call(b, "/save", token) is True
+        # The matchmaking socket of node B reaches it too.
+        async with session.ws_connect(f"http://127.0.0.1:{b.http_port}/match/Ann") as socket:
+            assert (await socket.receive_json(timeout=WAIT_S))[0] == "list"
+            await socket.send_json(["game", token])
+            assert await socket.receive_json(timeout=WAIT_S) == ["game", board]
+
+
+async def scrape(session: aiohttp.ClientSession, node: ServerProcess) -> dict[str, float]:
+    """GET /metrics, as Prometheus reads it: sample name with labels -> value."""
+    async with session.get(f"http://127.0.0.1:{node.http_port}/metrics") as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain; version=")
+        text = await response.text()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
+async def test_every_node_serves_its_metrics_and_an_arena_without_redis_too(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    alone = tmp_path / "alone.json"
+    alone.write_bytes(orjson.dumps({"port": 0, "httpPort": 0, "database": str(tmp_path / "a.db")}))
+    async with (
+        nodes(redis, tmp_path, count=2) as (a, b),
+        tavern_serve(alone) as single,
+        aiohttp.ClientSession() as session,
+    ):
+        for node in (a, single):
+            simulation_id = await create(node)
+            one, one_info = await join(node, simulation_id)
+            two, two_info = await join(b if node is a else node, simulation_id)
+            by_team = {one_info["team"]: one, two_info["team"]: two}
+            for step, team in enumerate(("team1", "team2", "team1")):
+                await by_team[team].expect("turn")
+                await by_team[team].send_raw(tavern_move(team, step // 2))
+            await by_team["team2"].expect("turn")
+            samples = await scrape(session, node)
+            assert samples["tavern_games_playing"] == 1
+            assert samples['tavern_turns_total{game="tavern"}'] == 3
+            assert samples['tavern_reply_seconds_count{game="tavern"}'] == 3
+            assert samples["tavern_connections"] == (2 if node is single else 1)
+            assert samples["tavern_pages"] == 0
+            assert ("tavern_redis_round_trip_seconds" in samples) is (node is a)
+            await one.close()
+            await two.close()
+        assert 0 < (await scrape(session, b))["tavern_redis_round_trip_seconds"] < 1
+
+
+def test_logs_show_the_arena_without_its_password() -> None:
+    assert without_password("redis://:s3cret@10.0.0.5:6379/0") == "redis://:***@10.0.0.5:6379/0"
+    assert without_password("redis://app:s3cret@redis/1") == "redis://app:***@redis/1"
+    assert without_password("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+def test_an_arena_without_redis_never_imports_the_client() -> None:
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, server.cli; print('redis' in sys.modules)"],
+        capture_output=True,
+        check=True,
+        text=True,
+        timeout=60,
+    )
+    assert imported.stdout.strip() == "False"
+
+
+async def test_a_person_on_node_b_plays_a_thud_game_a_bot_created_on_node_a(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b), aiohttp.ClientSession() as session:
+        simulation_id = await create(a, game="thud")
+        dwarf, dwarf_info = await join(a, simulation_id, game="thud", nick="bot")
+        assert dwarf_info["side"] == "dwarf"
+        async with session.ws_connect(f"http://127.0.0.1:{b.http_port}/ws") as page:
+            await page.send_json(
+                {
+                    "type": "play",
+                    "game": "thud",
+                    "side": "troll",
+                    "nick": "Ann",
+                    "simulationId": simulation_id,
+                }
+            )
+
+            async def next_of(kind: str, for_the_seat: bool = True) -> dict[str, Any]:
+                """The next message of this kind (for the seat, or the page's own)."""
+
+                async def check() -> dict[str, Any] | None:
+                    message: dict[str, Any] = await page.receive_json(timeout=WAIT_S)
+                    if for_the_seat:
+                        seat = message["message"] if message["type"] == "seat" else {}
+                        return seat if seat.get("type") == kind else None
+                    return message if message["type"] == kind else None
+
+                found: dict[str, Any] = await eventually(check)
+                return found
+
+            assert (await next_of("game-info"))["side"] == "troll"
+            seated = await next_of("seated", for_the_seat=False)
+            assert seated["simulationId"] == simulation_id
+            turn = await dwarf.expect("turn")
+            first = turn["state"]["moves"][0]
+            await dwarf.send(
+                {"type": "player-turn", "move": {"from": first["from"], "to": first["to"]}}
+            )
+            troll_turn = await next_of("turn")
+            reply = troll_turn["state"]["moves"][0]
+            await page.send_json(
+                {"type": "move", "move": {"from": reply["from"], "to": reply["to"]}}
+            )
+            await dwarf.expect("turn")  # the person's move was played, on node A
+        await dwarf.close()
+
+
+async def test_the_clock_of_a_game_is_its_node_s_and_a_remote_seat_times_out_alike(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    timing = {"turnTimeoutMs": 300, "firstTurnTimeoutMs": 300, "maxConsecutiveTimeouts": 5}
+    async with nodes(redis, tmp_path, count=2, **timing) as (a, b):
+        simulation_id = await create(a)
+        here, here_info = await join(a, simulation_id)
+        there, there_info = await join(b, simulation_id)
+        by_team = {here_info["team"]: here, there_info["team"]: there}
+        timed_out = encode(error_message("Turn timeout", "no reply in 0.3 s: you passed"))
+        for team, other in (("team1", "team2"), ("team2", "team1")):
+            await by_team[team].expect("turn")
+            assert await by_team[team].receive_line() == timed_out  # the same on either node
+            await by_team[other].expect("turn")
+            await by_team[other].send_raw(tavern_move(other, 0))
+            if team == "team1":
+                await by_team[team].expect("turn")
+                await by_team[team].send_raw(tavern_move(team, 0))
+        for client in (here, there):
+            await client.close()
