@@ -13,7 +13,7 @@ from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, ListenError, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
-from server.records import Records, recording
+from server.records import Records, is_postgres, recording
 from server.replay import DamagedRecord, replay_text
 from server.tcp import TcpServer
 from server.tournament import (
@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/tournaments.md)",
     )
     tournament.add_argument("--config", type=Path, help="settings file naming the database")
-    tournament.add_argument("--database", type=Path, help="records file (overrides the config)")
+    tournament.add_argument(
+        "--database", help="records: a file or a postgresql:// URL (overrides the config)"
+    )
     tournament.add_argument("--schedule", action="store_true", help="print the games and stop")
     validate = commands.add_parser(
         "validate", help="play a bot against the house players and check that it plays legally"
@@ -76,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="print a recorded game turn by turn")
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
-    replay.add_argument("--database", type=Path, help="records file (overrides the config)")
+    replay.add_argument(
+        "--database", help="records: a file or a postgresql:// URL (overrides the config)"
+    )
     return parser
 
 
@@ -90,8 +94,6 @@ def config_for(args: argparse.Namespace) -> ArenaConfig:
     overrides = {
         name: getattr(args, name, None) for name in ("host", "port", "http_port", "database")
     }
-    if overrides["database"] is not None:
-        overrides["database"] = str(overrides["database"])
     return config.with_overrides(**overrides)
 
 
@@ -117,7 +119,7 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
     print(f"tavern: {spec.name}: the arena's log is {log_file}", file=sys.stderr)
 
     async def play() -> list[GameResult]:
-        records = Records(Path(config.database))
+        records = Records(config.database)
         await asyncio.to_thread(records.open)
         try:
             return await TournamentRunner(spec, config, records).run()
@@ -161,8 +163,8 @@ def validate_bot(game: str, side: str, command: list[str], games: int, turn_time
     return 0 if valid else 1
 
 
-def print_replay(database: Path, game_id: str) -> int:
-    if not database.exists():
+def print_replay(database: str, game_id: str) -> int:
+    if not is_postgres(database) and not Path(database).exists():
         print(f"tavern: no records file at {database}", file=sys.stderr)
         return 1
     records = Records(database)
@@ -188,16 +190,17 @@ async def serve(config: ArenaConfig) -> None:
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signal_number, stop.set)
-    async with (
-        recording(arena.listeners, Path(config.database)) as records,
-        arena.running(),
-        TcpServer(arena).serving() as tcp,
-        visor.serving(arena, config.host, config.http_port, records) as http_port,
-    ):
-        print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
-        print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
-        await stop.wait()
-        print("tavern: shutting down", flush=True)
+    async with recording(arena.listeners, config.database) as records:
+        arena.id_tag = records.id_tag
+        async with (
+            arena.running(),
+            TcpServer(arena).serving() as tcp,
+            visor.serving(arena, config.host, config.http_port, records) as http_port,
+        ):
+            print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
+            print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
+            await stop.wait()
+            print("tavern: shutting down", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
     if args.command == "replay":
-        return print_replay(Path(config.database), args.game_id)
+        return print_replay(config.database, args.game_id)
     if args.command == "tournament":
         return run_tournament(args.file, config, args.schedule)
     if args.command == "validate":

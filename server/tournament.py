@@ -447,6 +447,7 @@ class TournamentRunner:
         progress.update("resuming" if finished else "")
         arena = Arena(self.config)
         arena.listeners += [Recorder(self.records), self._on_update]
+        arena.id_tag = self.records.id_tag
         try:
             async with arena.running(), TcpServer(arena).serving() as tcp:
                 games = asyncio.create_task(self._play(arena, tcp, todo, progress, sandbox))

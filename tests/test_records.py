@@ -1,4 +1,7 @@
-"""Records: every game kept in SQLite, served over HTTP, replayed exactly, and surviving kill -9."""
+"""Records: every game kept, served over HTTP, replayed exactly, and surviving kill -9.
+
+Every test that keeps records runs twice, on SQLite and on PostgreSQL (``records_database``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import asyncio
 import contextlib
 import signal
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,6 @@ from bots import tavern_dummy
 from bots.house import replies, run_games
 from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
-from server import records as records_module
 from server.arena import Arena
 from server.cli import main as tavern_main
 from server.games.base import Player
@@ -28,37 +30,83 @@ from server.house import HOUSE_PLAYERS
 from server.house.tavern import choose_actions, view_of_wire
 from server.match import Seat
 from server.records import (
-    MIGRATIONS,
     SCHEMA_VERSION,
     GameFilter,
     Recorder,
     Records,
+    backend_for,
     connect,
-    migrate,
 )
+from server.records.backends import Connection
 from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
 from server.tournament import AbsentSeat
-from tests.conftest import RawClient, Served, test_config
+from tests.conftest import RawClient, Served, serving_visor, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture
+async def served(records_database: str) -> AsyncIterator[Served]:
+    async with serving_visor(test_config(), records_database) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def connected(database: str) -> Iterator[Connection]:
+    """A connection of the records' own backend, as the writer and the queries have."""
+    connection = backend_for(database).connect()
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def rows(db: Connection, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in db.execute(sql).fetchall()]
+
+
+def schema_version(database: str) -> int:
+    with connected(database) as db:
+        if database.startswith("postgresql://"):
+            version: int = db.execute("SELECT version FROM schema_version").fetchone()[0]
+        else:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+    return version
+
+
+def table_names(database: str) -> set[str]:
+    with connected(database) as db:
+        if database.startswith("postgresql://"):
+            rows = db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+            ).fetchall()
+        else:
+            rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {row[0] for row in rows}
+
+
+def at_version(database: str, version: int) -> Connection:
+    """A database whose schema stops at ``version``, as an older server left it."""
+    backend = backend_for(database)
+    connection = backend.connect()
+    backend.migrate(connection, version)
+    return connection
+
+
 # --- the schema ----------------------------------------------------------------------------------
-def test_a_new_file_gets_the_current_schema(tmp_path: Path) -> None:
-    records = Records(tmp_path / "new" / "arena.db")
+def test_a_new_database_gets_the_current_schema(tmp_path: Path, records_database: str) -> None:
+    records = Records(records_database)
     records.open()
     records.close()
-    connection = sqlite3.connect(tmp_path / "new" / "arena.db")
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert schema_version(records_database) == SCHEMA_VERSION
+    if not records_database.startswith("postgresql://"):
+        connection = sqlite3.connect(records_database)
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_a_newer_server_opens_an_older_file(tmp_path: Path) -> None:
-    path = tmp_path / "old.db"
-    old = records_module.connect(path)
-    old.executescript(MIGRATIONS[0])
-    old.execute("PRAGMA user_version = 1")
+def test_a_newer_server_opens_an_older_database(records_database: str) -> None:
+    old = at_version(records_database, 1)
     old.execute(
         "INSERT INTO games (id, game, seed, settings, status, started_at, reason, winner, score, "
         "turn_count) VALUES ('0abcdef', 'thud', 7, '{}', 'finished', 1.0, 'Timeout', NULL, "
@@ -69,7 +117,7 @@ def test_a_newer_server_opens_an_older_file(tmp_path: Path) -> None:
         "VALUES ('0abcdef', 0, 'dwarf', 'old bot', '[]', 'bot')"
     )
     old.close()
-    records = Records(path)
+    records = Records(records_database)
     records.open()
     records.close()
     record = records.game("0abcdef")
@@ -84,12 +132,14 @@ def test_a_newer_server_opens_an_older_file(tmp_path: Path) -> None:
     assert record["tournament"] is None
 
 
-def test_a_file_from_a_newer_server_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "future.db"
-    connection = records_module.connect(path)
-    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+def test_a_database_from_a_newer_server_is_refused(records_database: str) -> None:
+    with contextlib.closing(at_version(records_database, SCHEMA_VERSION)) as connection:
+        if records_database.startswith("postgresql://"):
+            connection.execute("UPDATE schema_version SET version = version + 1")
+        else:
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(RuntimeError, match="newer than this server"):
-        migrate(connection)
+        Records(records_database).open_to_read()
 
 
 # --- recording real games ------------------------------------------------------------------------
@@ -214,23 +264,25 @@ async def test_the_games_api_filters_and_pages(served: Served) -> None:
 
 
 async def test_tavern_replay_prints_the_game(
-    served: Served, capsys: pytest.CaptureFixture[str]
+    served: Served, records_database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     game_id, _ = await tavern_game(served, seed=8)
-    assert tavern_main(["replay", game_id, "--database", str(served.records.path)]) == 0
+    assert tavern_main(["replay", game_id, "--database", records_database]) == 0
     out = capsys.readouterr().out
     assert f"tavern {game_id} (seed 8)" in out
     assert "turn 1: team1" in out
     assert "~~~~~~~~~~~~~~~~~~~~~" in out  # the home rows
     assert "Points to win reached" in out
-    assert tavern_main(["replay", "nope123", "--database", str(served.records.path)]) == 1
+    assert tavern_main(["replay", "nope123", "--database", records_database]) == 1
 
 
 # --- kill -9 -------------------------------------------------------------------------------------
-async def test_a_killed_server_keeps_every_finished_game(tmp_path: Path) -> None:
-    database = tmp_path / "arena.db"
+async def test_a_killed_server_keeps_every_finished_game(
+    tmp_path: Path, records_database: str
+) -> None:
+    database = records_database
     config = tmp_path / "config.json"
-    config.write_text(orjson.dumps({"port": 0, "httpPort": 0, "database": str(database)}).decode())
+    config.write_text(orjson.dumps({"port": 0, "httpPort": 0, "database": database}).decode())
     async with tavern_serve(config) as server:
         port = server.tcp_port
         finished = await run_games("thud", "dwarf", "troll", "127.0.0.1", port, 1, seed=2)
@@ -280,9 +332,9 @@ async def play_turns(clients: dict[str, RawClient], count: int) -> dict[str, Any
     return state
 
 
-async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> None:
+async def test_an_unfinished_game_resumes_from_its_record(records_database: str) -> None:
     """A game cut short by a stopped server is restored exactly and plays on to its end."""
-    records = Records(tmp_path / "arena.db")
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     try:
         first = Arena(test_config())
@@ -339,8 +391,10 @@ async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> Non
         await asyncio.to_thread(records.close)
 
 
-async def test_one_failing_write_does_not_lose_the_others_of_its_batch(tmp_path: Path) -> None:
-    records = Records(tmp_path / "arena.db")
+async def test_one_failing_write_does_not_lose_the_others_of_its_batch(
+    records_database: str,
+) -> None:
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     try:
         records.submit(one_game("a"))
@@ -369,10 +423,10 @@ def test_an_sqlite_too_old_for_the_records_is_named(
         connect(tmp_path / "arena.db")
 
 
-def one_game(game_id: str, owner: str | None = None) -> Callable[[sqlite3.Connection], None]:
+def one_game(game_id: str, owner: str | None = None) -> Callable[[Connection], None]:
     """A write of a playing Thud game and its seats, as the records keep them."""
 
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Connection) -> None:
         db.execute(
             "INSERT INTO games (id, game, seed, settings, status, started_at, owner) "
             "VALUES (?, 'thud', 1, '{}', 'playing', 0, ?)",
@@ -387,10 +441,10 @@ def one_game(game_id: str, owner: str | None = None) -> Callable[[sqlite3.Connec
     return write
 
 
-async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
-    """A batch's turns go to SQLite as one chunk per game in one JSON array: every field must
-    come back as it was, and each game's turn count, timed-out turns included."""
-    records = Records(tmp_path / "arena.db")
+async def test_a_batch_of_turns_reads_back_as_written(records_database: str) -> None:
+    """A batch's turns go to the database as one chunk per game in one statement: every field
+    must come back as it was, and each game's turn count, timed-out turns included."""
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     try:
         records.submit(one_game("a"))
@@ -419,21 +473,19 @@ async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
         other = records.game("b")
         assert other is not None and other["turnCount"] == 7
         assert [turn["number"] for turn in other["turns"]] == [1, 2, 3, 7]
-        with contextlib.closing(sqlite3.connect(records.path)) as db:
-            chunks = db.execute(
-                "SELECT game_id, first_number, count FROM turn_chunks ORDER BY 1, 2"
-            ).fetchall()
-            late = db.execute("SELECT game_id, seat, timed_out_turns FROM seats").fetchall()
+        with connected(records_database) as db:
+            chunks = rows(db, "SELECT game_id, first_number, count FROM turn_chunks ORDER BY 1, 2")
+            late = rows(db, "SELECT game_id, seat, timed_out_turns FROM seats")
         assert chunks == [("a", 1, 3), ("a", 4, 1), ("b", 1, 3), ("b", 7, 1)]
         assert sorted(late) == [("a", 0, 0), ("a", 1, 2), ("b", 0, 0), ("b", 1, 0)]
     finally:
         await asyncio.to_thread(records.close)
 
 
-async def test_games_cut_short_keep_their_turn_count(tmp_path: Path) -> None:
+async def test_games_cut_short_keep_their_turn_count(records_database: str) -> None:
     """A game's row is not written per turn: its count comes from its turns while it is played,
     and is written when it is marked unfinished, by its own process or by the next one."""
-    path = tmp_path / "arena.db"
+    path = records_database
     records = Records(path)
     await asyncio.to_thread(records.open)
     records.submit(one_game("mine", records.owner))
@@ -449,17 +501,17 @@ async def test_games_cut_short_keep_their_turn_count(tmp_path: Path) -> None:
     after = Records(path)
     await asyncio.to_thread(after.open)
     await asyncio.to_thread(after.close)
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        rows = db.execute("SELECT id, status, turn_count FROM games ORDER BY id").fetchall()
-    assert rows == [("gone", "unfinished", 3), ("mine", "unfinished", 4)]
+    with connected(path) as db:
+        games = rows(db, "SELECT id, status, turn_count FROM games ORDER BY id")
+    assert games == [("gone", "unfinished", 3), ("mine", "unfinished", 4)]
 
 
-async def test_a_chunk_that_does_not_read_is_a_damaged_record(tmp_path: Path) -> None:
-    records = Records(tmp_path / "arena.db")
+async def test_a_chunk_that_does_not_read_is_a_damaged_record(records_database: str) -> None:
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     chunks = [("a", 1, "[[0, {}]]"), ("b", 1, "{"), ("c", 2, "[]")]  # game, count, turns
 
-    def damaged(db: sqlite3.Connection) -> None:
+    def damaged(db: Connection) -> None:
         db.executemany(
             "INSERT INTO turn_chunks (game_id, first_number, count, turns) VALUES (?, 1, ?, ?)",
             chunks,
@@ -477,13 +529,10 @@ async def test_a_chunk_that_does_not_read_is_a_damaged_record(tmp_path: Path) ->
         await asyncio.to_thread(records.close)
 
 
-def test_the_turns_of_a_version_4_file_become_chunks(tmp_path: Path) -> None:
+def test_the_turns_of_a_version_4_database_become_chunks(records_database: str) -> None:
     """Runs of consecutive turns become one chunk each, and each seat counts its late turns."""
-    path = tmp_path / "old.db"
-    old = connect(path)
-    for migration in MIGRATIONS[:4]:
-        old.executescript(migration)
-    old.execute("PRAGMA user_version = 4")
+    path = records_database
+    old = at_version(path, 4)
     one_game("a")(old)
     turns = [
         ("a", number, (number - 1) % 2, orjson.dumps({"n": number, "s": "\u00e9"}).decode(), late)
@@ -506,12 +555,10 @@ def test_the_turns_of_a_version_4_file_become_chunks(tmp_path: Path) -> None:
         (number, ("dwarf", "troll")[seat], action, bool(late))
         for number, (seat, action, late) in sorted(expected.items())
     ]
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        chunks = db.execute(
-            "SELECT first_number, count FROM turn_chunks ORDER BY first_number"
-        ).fetchall()
-        late = db.execute("SELECT seat, timed_out_turns FROM seats ORDER BY seat").fetchall()
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    with connected(path) as db:
+        chunks = rows(db, "SELECT first_number, count FROM turn_chunks ORDER BY first_number")
+        late = rows(db, "SELECT seat, timed_out_turns FROM seats ORDER BY seat")
+    tables = table_names(path)
     assert chunks == [(1, 7), (9, 1)]
     assert late == [(0, 1), (1, 2)]
     assert "turns" not in tables
