@@ -13,7 +13,8 @@ from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, ListenError, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
-from server.records import Records, is_postgres, recording
+from server.records import Records, backend_for, is_postgres, recording
+from server.records.copy import copy_records
 from server.replay import DamagedRecord, replay_text
 from server.tcp import TcpServer
 from server.tournament import (
@@ -81,7 +82,38 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--database", help="records: a file or a postgresql:// URL (overrides the config)"
     )
+    records = commands.add_parser("records", help="manage the records")
+    records_commands = records.add_subparsers(dest="records_command", required=True)
+    copy = records_commands.add_parser(
+        "copy", help="copy every record from one database to another (SQLite file or PostgreSQL)"
+    )
+    copy.add_argument("source", metavar="FROM", help="an SQLite file or a postgresql:// URL")
+    copy.add_argument("target", metavar="TO", help="an SQLite file or a postgresql:// URL")
     return parser
+
+
+def copy_command(source: str, target: str) -> int:
+    if not is_postgres(source) and not Path(source).is_file():
+        print(f"tavern: no records file at {source}", file=sys.stderr)
+        return 1
+
+    def progress(table: str, rows: int) -> None:
+        print(f"\r{table}: {rows} rows", end="", file=sys.stderr, flush=True)
+
+    failures: tuple[type[Exception], ...] = (
+        ValueError,
+        RuntimeError,
+        *backend_for(source).errors,
+        *backend_for(target).errors,
+    )
+    try:
+        counts = copy_records(source, target, progress)
+    except failures as error:
+        print(f"\ntavern: records copy failed: {error}", file=sys.stderr)
+        return 1
+    print("\r", end="", file=sys.stderr)
+    print(", ".join(f"{table}: {rows} rows" for table, rows in counts.items()))
+    return 0
 
 
 def config_for(args: argparse.Namespace) -> ArenaConfig:
@@ -211,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
+    if args.command == "records":
+        return copy_command(args.source, args.target)
     if args.command == "replay":
         return print_replay(config.database, args.game_id)
     if args.command == "tournament":

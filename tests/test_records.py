@@ -38,10 +38,11 @@ from server.records import (
     connect,
 )
 from server.records.backends import Connection
-from server.replay import DamagedRecord, frames, game_of
+from server.replay import DamagedRecord, frames, game_of, replay_text
 from server.tcp import TcpServer
 from server.tournament import AbsentSeat
 from tests.conftest import RawClient, Served, serving_visor, test_config
+from tests.services import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -571,3 +572,80 @@ def test_a_seat_keeps_what_the_records_need_of_its_reply_times() -> None:
     assert (seat.replies, seat.reply_total_s, seat.reply_worst_s) == (3, 2.5, 1.5)
     stats = seat.stats()
     assert (stats.replies, stats.reply_mean_ms, stats.reply_worst_ms) == (3, 2500 / 3, 1500)
+
+
+# --- copying between databases -------------------------------------------------------------------
+async def test_records_copy_both_ways_keeps_every_record_and_replay(
+    tmp_path: Path, postgres: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite to PostgreSQL and back: every game, tournament and API token reads the same, and
+    every game replays to the same positions."""
+    source = tmp_path / "arena.db"
+    async with serving_visor(test_config(), source) as served:
+        await run_games("thud", "random", "random", "127.0.0.1", served.tcp_port, 1, seed=3)
+        await tavern_game(served, seed=4)
+        served.records.tournament_started("cup", "Cup", "thud", {"seed": 7})
+        served.records.submit(one_game("hanging"))  # a game still playing when copied
+        served.records.record_turn("hanging", 1, 0, b'{"note":"\\u00e9"}', True)
+        served.records.thud_api_game_created("digest", "hanging", ("d1", "d2"), ("p1", "p2"))
+        await served.records.flush()
+    url = postgres.create_database("copy_round_trip")
+    assert tavern_main(["records", "copy", str(source), url]) == 0
+    assert "games: 3 rows" in capsys.readouterr().out
+    back = tmp_path / "back.db"
+    assert tavern_main(["records", "copy", url, str(back)]) == 0
+    original = Records(source)
+    everything = GameFilter(per_page=200)
+    ids = [game["id"] for game in original.games(everything)["games"]]
+    assert len(ids) == 3
+    for database in (url, str(back)):
+        copied = Records(database)
+        assert copied.games(everything) == original.games(everything)
+        assert copied.tournaments() == original.tournaments()
+        assert copied.thud_api_game("digest") == original.thud_api_game("digest")
+        for game_id in ids:
+            record = copied.game(game_id)
+            assert record == original.game(game_id)
+            assert record is not None
+            if game_id != "hanging":
+                assert list(replay_text(record)) == list(replay_text(original.game(game_id) or {}))
+    assert tavern_main(["records", "copy", url, url]) == 1  # the same database
+
+
+async def test_the_nodes_that_remain_mark_only_a_killed_nodes_games_unfinished(
+    tmp_path: Path, records_database: str
+) -> None:
+    """Two nodes on one database: while both run, neither touches the other's games; once one
+    is killed with kill -9, the other marks that node's games unfinished, and only those."""
+    config = tmp_path / "config.json"
+    config.write_text(
+        orjson.dumps({"port": 0, "httpPort": 0, "database": records_database}).decode()
+    )
+    remaining = Records(records_database, sweep_s=0.1)
+    await asyncio.to_thread(remaining.open)
+    try:
+        remaining.submit(one_game("mine", remaining.owner))
+        await remaining.flush()
+        async with tavern_serve(config) as server:
+            async with (
+                await ArenaClient.connect("127.0.0.1", server.tcp_port) as one,
+                await ArenaClient.connect("127.0.0.1", server.tcp_port) as two,
+            ):
+                theirs = (await one.join(None, nick="one", names=["A"]))["simulationId"]
+                await two.join(None, nick="two", names=["B"])
+                await one.receive()  # the first turn: the game is recorded as playing
+                await asyncio.sleep(0.6)  # several sweeps of the remaining node
+                statuses = {g["id"]: g["status"] for g in remaining.games(GameFilter())["games"]}
+                assert statuses == {"mine": "playing", theirs: "playing"}
+                server.process.send_signal(signal.SIGKILL)
+                await asyncio.wait_for(server.process.wait(), 10)
+            async with asyncio.timeout(10):
+                while (remaining.game(theirs) or {}).get("status") != "unfinished":
+                    await asyncio.sleep(0.05)
+        mine = remaining.game("mine")
+        assert mine is not None and mine["status"] == "playing"
+        if records_database.startswith("postgresql://"):  # a shared database: ids name the node
+            tag = theirs.partition("-")[2]
+            assert tag and f"-{tag}" != remaining.id_tag
+    finally:
+        await asyncio.to_thread(remaining.close)
