@@ -9,6 +9,8 @@ import signal
 import sys
 from pathlib import Path
 
+import redis.asyncio as aioredis
+
 from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, ListenError, load_config
 from server.games import GAMES
@@ -26,6 +28,7 @@ from server.tournament import (
     schedule,
     until_signalled,
 )
+from server.tournament_queue import CLAIM_TIMEOUT_MS, Worker, local_workers, run_queued
 from server.validate import validate
 from visor import app as visor
 
@@ -64,6 +67,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--database", help="records: a file or a postgresql:// URL (overrides the config)"
     )
     tournament.add_argument("--schedule", action="store_true", help="print the games and stop")
+    tournament.add_argument(
+        "--redis", help="queue the games on this Redis for tavern workers (overrides the config)"
+    )
+    tournament.add_argument(
+        "--workers",
+        type=int,
+        help="with redis: also start this many workers here (0: play every game here, unqueued)",
+    )
+    tournament.add_argument(
+        "--log", type=Path, help="the arena's log (default: beside the records)"
+    )
+    worker = commands.add_parser(
+        "worker", help="play queued tournament games (needs redis, and the tournament's database)"
+    )
+    worker.add_argument("--config", type=Path, help="settings file naming database and redis")
+    worker.add_argument("--database", help="records: a file or a postgresql:// URL")
+    worker.add_argument("--redis", help="the Redis the tournaments queue their games on")
+    worker.add_argument(
+        "--claim-timeout-ms",
+        type=int,
+        default=CLAIM_TIMEOUT_MS,
+        help="take over a game another worker has not kept claimed for this long",
+    )
+    worker.add_argument("--log", type=Path, help="write the log here instead of on stderr")
     validate = commands.add_parser(
         "validate", help="play a bot against the house players and check that it plays legally"
     )
@@ -124,12 +151,25 @@ def config_for(args: argparse.Namespace) -> ArenaConfig:
         path = DEFAULT_CONFIG
     config = load_config(path)
     overrides = {
-        name: getattr(args, name, None) for name in ("host", "port", "http_port", "database")
+        name: getattr(args, name, None)
+        for name in ("host", "port", "http_port", "database", "redis")
     }
     return config.with_overrides(**overrides)
 
 
-def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
+def log_beside_records(config: ArenaConfig, name: str) -> Path:
+    """An SQLite file's folder, else ``data/`` (the default records' folder)."""
+    folder = Path("data") if is_postgres(config.database) else Path(config.database).parent
+    return folder / f"{name}.log"
+
+
+def run_tournament(
+    path: Path,
+    config: ArenaConfig,
+    only_schedule: bool,
+    workers: int | None = None,
+    log_file: Path | None = None,
+) -> int:
     try:
         spec = load_spec(path)
     except TournamentError as error:
@@ -140,7 +180,7 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
         return 0
     # The arena's log (a bot's connection reset, ...) goes to a file beside the records, so
     # that it never breaks into the progress line.
-    log_file = Path(config.database).parent / f"{spec.id}.log"
+    log_file = log_file or log_beside_records(config, spec.id)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(
         filename=log_file,
@@ -150,11 +190,16 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
     )
     print(f"tavern: {spec.name}: the arena's log is {log_file}", file=sys.stderr)
 
+    queued = bool(config.redis) and workers != 0
+
     async def play() -> list[GameResult]:
         records = Records(config.database)
         await asyncio.to_thread(records.open)
         try:
-            return await TournamentRunner(spec, config, records).run()
+            if not queued:
+                return await TournamentRunner(spec, config, records).run()
+            async with local_workers(workers or 0, config, log_file):
+                return await run_queued(spec, records, config.redis)
         finally:
             await asyncio.to_thread(records.close)
 
@@ -172,6 +217,39 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
         return stopped.code if isinstance(stopped, Stopped) else 130
     print(f"{spec.name}: {len(results)} games")
     print(format_tables(results))
+    return 0
+
+
+def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None) -> int:
+    if not config.redis:
+        print("tavern: a worker needs redis (in the config, or --redis URL)", file=sys.stderr)
+        return 2
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        logging.basicConfig(
+            filename=log_file,
+            level=logging.INFO,
+            format="%(asctime)s %(name)s %(message)s",
+            force=True,
+        )
+
+    async def work() -> None:
+        records = Records(config.database)
+        await asyncio.to_thread(records.open)
+        client = aioredis.from_url(config.redis)
+        try:
+            worker = Worker(config, records, client, claim_timeout_ms)
+            print(f"tavern: worker {worker.name} takes games from {config.redis}", flush=True)
+            await worker.run()
+        finally:
+            await client.aclose()
+            await asyncio.to_thread(records.close)
+
+    try:
+        asyncio.run(until_signalled(work()))
+    except Stopped as stopped:
+        print("tavern: worker stopped; its game in progress is kept unfinished", file=sys.stderr)
+        return stopped.code
     return 0
 
 
@@ -248,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "replay":
         return print_replay(config.database, args.game_id)
     if args.command == "tournament":
-        return run_tournament(args.file, config, args.schedule)
+        return run_tournament(args.file, config, args.schedule, args.workers, args.log)
+    if args.command == "worker":
+        return run_worker(config, args.claim_timeout_ms, args.log)
     if args.command == "validate":
         command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
         return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)

@@ -78,6 +78,7 @@ class ArenaConfig:
     max_message_bytes: int = 65_536
     message_gap_ms: int = 50
     database: str = "data/arena.db"
+    redis: str = ""  # a redis:// URL: tournaments queue their games for ``tavern worker``s
     first_turn_timeout_ms: int = 30_000
     max_connections: int = 10_000
     max_connections_per_address: int = 4_096
@@ -126,7 +127,8 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxHouseGamesPerPage": ("max_house_games_per_page", 0, 100_000),
     "maxThudApiGamesPerAddress": ("max_thud_api_games_per_address", 1, 1_000_000),
 }
-_STR_KEYS: dict[str, str] = {"host": "host", "database": "database"}
+_STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}
 
 
@@ -165,6 +167,8 @@ def config_from_mapping(raw: object) -> ArenaConfig:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"key {key!r}: must be a non-empty string, got {value!r}")
             values[field] = value
+    if "redis" in values and not values["redis"].startswith(REDIS_SCHEMES):
+        raise ConfigError(f"key 'redis': must be a redis:// URL, got {values['redis']!r}")
     config = dataclasses.replace(ArenaConfig(), **values)
     positions_raw = raw.get("positions", DEFAULT_POSITIONS)
     positions = _positions(positions_raw, config)

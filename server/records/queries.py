@@ -130,6 +130,19 @@ class Queries:
         )
         return {row["pairing"] for row in rows}
 
+    def playing(self, tournament_id: str) -> int:
+        """How many of a tournament's games are being played, on whichever node."""
+        row = (
+            self._reader()
+            .execute(
+                "SELECT COUNT(*) FROM games WHERE tournament_id = ? AND status = 'playing'",
+                (tournament_id,),
+            )
+            .fetchone()
+        )
+        count: int = row[0]
+        return count
+
     def games(self, where: GameFilter) -> JsonObject:
         """One page of game summaries, newest first."""
         clauses, parameters = _filter_sql(where)
