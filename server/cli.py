@@ -209,11 +209,18 @@ def run_tournament(
         print(f"tavern: {error}", file=sys.stderr)
         return 2
     except (Stopped, KeyboardInterrupt) as stopped:
-        print(
-            "\ntavern: tournament stopped; the games in progress are kept unfinished; "
-            "run the same command to resume it",
-            file=sys.stderr,
-        )
+        if queued and not workers:
+            print(
+                "\ntavern: stopped following the tournament; the workers go on with its "
+                "queued games; run the same command to follow it again",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                "\ntavern: tournament stopped; the games in progress are kept unfinished; "
+                "run the same command to resume it",
+                file=sys.stderr,
+            )
         return stopped.code if isinstance(stopped, Stopped) else 130
     print(f"{spec.name}: {len(results)} games")
     print(format_tables(results))

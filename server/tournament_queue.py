@@ -139,12 +139,23 @@ async def run_queued(
     client = aioredis.from_url(redis_url)
     try:
         await ensure_group(client)
+        # A run that resumes does not queue again the games still in the stream.
+        entries: Any = await client.xrange(STREAM)
+        queued = {(fields.get(b"tournament"), fields.get(b"number")) for _, fields in entries}
+        missing = [
+            pairing
+            for pairing in todo
+            if (spec.id.encode(), str(pairing.number).encode()) not in queued
+        ]
         async with client.pipeline(transaction=False) as pipe:
-            for pairing in todo:
+            for pairing in missing:
                 pipe.xadd(STREAM, QueuedGame.of(spec, pairing).fields())  # type: ignore[arg-type]
             await pipe.execute()
         progress = Progress(len(pairings), len(pairings) - len(todo), out)
-        progress.update(f"{len(todo)} games queued" + (", resuming" if finished else ""))
+        note = f"{len(missing)} games queued"
+        if len(missing) < len(todo):
+            note += f", {len(todo) - len(missing)} still in the queue"
+        progress.update(note + (", resuming" if finished else ""))
         while progress.done < progress.total:
             await asyncio.sleep(PROGRESS_S)
             done = len(await asyncio.to_thread(records.finished_pairings, spec.id))
