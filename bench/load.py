@@ -43,9 +43,9 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import baseline
 from bench.common import (
-    CLOCK_TICKS,
     ServerProcess,
     arena_process,
+    cluster_cpu_seconds,
     describe_ms,
     percentile,
     use_loop,
@@ -162,23 +162,6 @@ class Figures:
     client_cpu: float  # this process's (the bots') CPU time per second of wall time
     rss: int  # server resident memory at the end, bytes
     database_cpu_per_turn: float = 0.0  # PostgreSQL's CPU seconds per turn (0 for SQLite)
-
-
-def cluster_cpu_seconds(postmaster: int) -> float:
-    """CPU time of a PostgreSQL cluster: its postmaster with the backends it has reaped
-    (``cutime``/``cstime``), and the backends still running."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        pid, parent = int(stat.parent.name), int(fields[1])
-        if pid == postmaster:
-            total += sum(int(field) for field in fields[11:15])
-        elif parent == postmaster:
-            total += int(fields[11]) + int(fields[12])
-    return total / CLOCK_TICKS
 
 
 async def measure(

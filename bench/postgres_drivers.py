@@ -6,10 +6,11 @@ asyncpg (async), writing what the writer writes.
 Starts a PostgreSQL cluster on loopback (``tests/services.py``), makes the records' schema, and
 for each N writes ``--batches`` batches as the writer hands them over every 50 ms with N games in
 play: one transaction holding one chunk of ``--turns`` real-sized Tavern turns per game. Each
-driver writes the batch's chunks in one statement (four arrays through ``unnest``, as
-``PostgresBackend.insert_chunks``) and, for comparison, as one row each (``executemany``, which
-psycopg pipelines). Prints this process's CPU per chunk and the wall time per batch (the
-database's own work is the same for every driver and is not counted).
+driver writes the batch's chunks in one statement (its columns as four arrays through
+``unnest``) and as one row each (``executemany``, which psycopg pipelines); psycopg also with
+the statement the records use (``PostgresBackend.insert_chunks``: the turns in one ``bytea``,
+each chunk's at an offset). Prints this process's CPU per chunk and the wall time per batch (the
+database's own work is about the same for every way and is not counted).
 """
 
 from __future__ import annotations
@@ -99,18 +100,37 @@ async def asyncpg_run(url: str, work: list[Batch], one_statement: bool) -> list[
 
 
 RUNS = (
-    "psycopg 3, one (unnest)",
+    "psycopg 3, the records'",
+    "psycopg 3, four arrays",
     "psycopg 3, executemany",
-    "asyncpg, one (unnest)",
+    "asyncpg, four arrays",
     "asyncpg, executemany",
 )
 
 
+def records_run(url: str, work: list[Batch]) -> list[float]:
+    """The records' own statement, through their own connection."""
+    backend = PostgresBackend(url)
+    connection = backend.connect()
+    walls = []
+    for batch in work:
+        rows = [(game, first, count, text.encode()) for game, first, count, text in batch]
+        began = time.perf_counter()
+        connection.execute("BEGIN")
+        backend.insert_chunks(connection, rows)
+        connection.execute("COMMIT")
+        walls.append(time.perf_counter() - began)
+    connection.close()
+    return walls
+
+
 def measure(run: str, url: str, work: list[Batch]) -> tuple[float, float]:
     """This process's CPU per chunk, and the median wall time per batch."""
-    one_statement = "unnest" in run
+    one_statement = "arrays" in run
     before = time.process_time()
-    if run.startswith("psycopg"):
+    if run.endswith("records'"):
+        walls = records_run(url, work)
+    elif run.startswith("psycopg"):
         walls = psycopg_run(url, work, one_statement)
     else:
         walls = asyncio.run(asyncpg_run(url, work, one_statement))

@@ -228,17 +228,29 @@ class PostgresBackend:
         return found
 
     def insert_chunks(self, db: Connection, rows: list[ChunkRow]) -> None:
-        """One statement, whatever the number of chunks: its columns as four arrays."""
+        """One statement, whatever the number of chunks, as in SQLite: the turns one after the
+        other in one ``bytea``, each chunk's at its offset, the other columns as arrays. (The
+        turns as an array of text cost psycopg some 200 µs a chunk to send, this 5:
+        docs/performance.md.)"""
+        offsets, offset = [], 1
+        for row in rows:
+            offsets.append(offset)
+            offset += len(row[3])
         db.execute(
             "INSERT INTO turn_chunks (game_id, first_number, count, turns) "
-            "SELECT * FROM unnest(?::text[], ?::bigint[], ?::bigint[], ?::text[]) "
+            "SELECT game_id, first_number, count, "
+            "convert_from(substring(?::bytea FROM at FOR length), 'UTF8') "
+            "FROM unnest(?::text[], ?::bigint[], ?::bigint[], ?::int[], ?::int[]) "
+            "AS chunk (game_id, first_number, count, at, length) "
             "ON CONFLICT (game_id, first_number) DO UPDATE SET count = excluded.count, "
             "turns = excluded.turns",
             (
+                b"".join(row[3] for row in rows),
                 [row[0] for row in rows],
                 [row[1] for row in rows],
                 [row[2] for row in rows],
-                [row[3].decode() for row in rows],
+                offsets,
+                [len(row[3]) for row in rows],
             ),
         )
 
