@@ -191,6 +191,12 @@ def run_tournament(
     print(f"tavern: {spec.name}: the arena's log is {log_file}", file=sys.stderr)
 
     queued = bool(config.redis) and workers != 0
+    if queued and not is_postgres(config.database):
+        print(
+            f"tavern: the records are the file {config.database}: only workers on this machine "
+            "can record games in it (workers elsewhere need a shared postgresql:// database)",
+            file=sys.stderr,
+        )
 
     async def play() -> list[GameResult]:
         records = Records(config.database)

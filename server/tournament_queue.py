@@ -113,6 +113,15 @@ class QueuedGame:
         return spec, pairings[self.number - 1]
 
 
+def stop_if_cancelled() -> None:
+    """Raise the cancellation a Redis call swallowed: redis-py's (8.1) pipelines sometimes
+    return normally when cancelled, which would keep a worker, or the command, going after
+    SIGTERM. A task that was cancelled and not uncancelled is still ``cancelling``."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 async def ensure_group(client: aioredis.Redis) -> None:
     """The stream and its consumer group, from the stream's start (idempotent)."""
     try:
@@ -157,6 +166,7 @@ async def run_queued(
             note += f", {len(todo) - len(missing)} still in the queue"
         progress.update(note + (", resuming" if finished else ""))
         while progress.done < progress.total:
+            stop_if_cancelled()
             await asyncio.sleep(PROGRESS_S)
             done = len(await asyncio.to_thread(records.finished_pairings, spec.id))
             running = await asyncio.to_thread(records.playing, spec.id)
@@ -193,6 +203,7 @@ class Worker:
         """Play games until cancelled."""
         await ensure_group(self.client)
         while True:
+            stop_if_cancelled()
             entry = await self._next()
             if entry is not None:
                 await self._take(*entry)
@@ -234,8 +245,7 @@ class Worker:
                 await self.records.flush()  # the game's record is committed: only then, ack
             finally:
                 keeping.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await keeping
+                await asyncio.wait({keeping})  # a cancellation of this task still propagates
         await self._done(entry_id)
 
     async def _keep_claim(self, entry_id: bytes) -> None:

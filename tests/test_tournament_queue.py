@@ -133,3 +133,29 @@ def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
         worker.send_signal(signal.SIGTERM)
         worker.communicate(timeout=30)
         assert worker.returncode == 143
+
+
+def test_a_tournament_with_its_own_workers_on_an_sqlite_file(
+    tmp_path: Path, redis: RedisServer, processes: Processes
+) -> None:
+    """``--workers 2``: the command starts its workers, which record in its SQLite file (they
+    are on its machine), and stops them at the end; the league is the local run's."""
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(SLOW_CUP))
+    database = str(tmp_path / "arena.db")
+    reference = processes.start(
+        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
+    )
+    queued = processes.start(
+        *("tournament", str(path), "--database", database, "--redis", redis.url),
+        *("--workers", "2", "--log", str(tmp_path / "cup.log")),
+    )
+    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert queued.returncode == 0, errors
+    assert "only workers on this machine can record games in it" in errors
+    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert reference.returncode == 0, reference_errors
+    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+    owners = {owner.rsplit("-", 2)[1] for _, _, owner, _ in games(database)}
+    assert len(owners) == 2  # the games were played by two worker processes
+    assert str(queued.pid) not in owners
