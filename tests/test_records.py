@@ -96,7 +96,7 @@ def at_version(database: str, version: int) -> Connection:
 
 
 # --- the schema ----------------------------------------------------------------------------------
-def test_a_new_database_gets_the_current_schema(tmp_path: Path, records_database: str) -> None:
+def test_a_new_database_gets_the_current_schema(records_database: str) -> None:
     records = Records(records_database)
     records.open()
     records.close()
@@ -649,3 +649,30 @@ async def test_the_nodes_that_remain_mark_only_a_killed_nodes_games_unfinished(
             assert tag and f"-{tag}" != remaining.id_tag
     finally:
         await asyncio.to_thread(remaining.close)
+
+
+async def test_a_node_carries_on_when_postgresql_restarts(postgres: PostgresServer) -> None:
+    """The database restarts under a node: its writer connects again (the batch that failed
+    is written then), its reads too, and it takes its owner lock again, so that the other
+    nodes still see it alive."""
+    url = postgres.create_database("restarted")
+    records = Records(url)
+    await asyncio.to_thread(records.open)
+    try:
+        records.submit(one_game("a", records.owner))
+        for number in (1, 2):
+            records.record_turn("a", number, number - 1, b"{}", False)
+        await records.flush()
+        await asyncio.to_thread(postgres.stop)
+        await asyncio.to_thread(postgres.start)
+        records.record_turn("a", 3, 0, b'{"after":true}', False)
+        await asyncio.wait_for(records.flush(), 30)
+        game = records.game("a")
+        assert game is not None and game["status"] == "playing"
+        assert [turn["number"] for turn in game["turns"]] == [1, 2, 3]
+        with connected(url) as other:  # another node's view of this one
+            assert backend_for(url).owners().is_alive(records.owner, other)
+    finally:
+        await asyncio.to_thread(records.close)
+    game = records.game("a")
+    assert game is not None and game["status"] == "unfinished"

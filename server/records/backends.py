@@ -67,6 +67,7 @@ class Owners(Protocol):
     def claim(self) -> str: ...
     def is_alive(self, owner: str, db: Connection) -> bool: ...
     def forget(self, owner: str) -> None: ...
+    def renew(self) -> None: ...
     def release(self) -> None: ...
 
 
@@ -79,6 +80,7 @@ class Backend(Protocol):
     def migrate(self, db: Connection, target: int = SCHEMA_VERSION) -> int: ...
     def insert_chunks(self, db: Connection, rows: list[ChunkRow]) -> None: ...
     def owners(self) -> Owners: ...
+    def lost(self, db: Connection) -> bool: ...
 
 
 def backend_for(database: str | Path) -> Backend:
@@ -124,6 +126,10 @@ class SqliteBackend:
 
     def owners(self) -> Owners:
         return OwnerLocks(self.path.with_name(self.path.name + ".owners"))
+
+    def lost(self, db: Connection) -> bool:
+        """A file does not go away as a server does."""
+        return False
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------------
@@ -257,6 +263,10 @@ class PostgresBackend:
     def owners(self) -> Owners:
         return AdvisoryLocks(self.url)
 
+    def lost(self, db: Connection) -> bool:
+        """Was the connection cut (PostgreSQL restarted, the network went down)?"""
+        return isinstance(db, PostgresConnection) and (db.connection.broken or db.connection.closed)
+
 
 def lock_key(owner: str) -> int:
     """The advisory lock of an owner id: 64 bits of its digest, as a signed bigint."""
@@ -274,6 +284,11 @@ class AdvisoryLocks:
 
     def claim(self) -> str:
         owner = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._session, self._owner = self._locked(owner), owner
+        return owner
+
+    def _locked(self, owner: str) -> PostgresConnection:
+        """A session of its own that holds the owner's lock."""
         session = PostgresConnection(
             self.url,
             keepalives=1,
@@ -287,8 +302,18 @@ class AdvisoryLocks:
         if not taken[0]:
             session.close()
             raise RuntimeError(f"records: the owner id {owner} is taken")
-        self._session, self._owner = session, owner
-        return owner
+        return session
+
+    def renew(self) -> None:
+        """Take the lock again on a new session if the database cut the old one: until then
+        the other nodes take this node for gone (and mark its games unfinished)."""
+        if self._session is None:
+            return
+        try:
+            self._session.execute("SELECT 1")  # a cut session says so only when used
+        except psycopg.Error:
+            self._session.close()
+            self._session = self._locked(self._owner)
 
     def is_alive(self, owner: str, db: Connection) -> bool:
         """Can ``db`` (not the lock's own session) take the owner's lock? Then its node is gone."""

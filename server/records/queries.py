@@ -48,7 +48,7 @@ class Queries:
 
     def _reader(self) -> Connection:
         reader: Connection | None = getattr(self._local, "reader", None)
-        if reader is None:
+        if reader is None or self.backend.lost(reader):  # a new one after a database restart
             reader = self.backend.connect()
             self._local.reader = reader
         return reader

@@ -307,6 +307,9 @@ class OwnerLocks:
             os.close(descriptor)  # also releases the lock, if it was taken
         return False
 
+    def renew(self) -> None:
+        """A file's lock lasts as long as the process."""
+
     def forget(self, owner: str) -> None:
         if OWNER_ID.fullmatch(owner):
             with contextlib.suppress(FileNotFoundError):

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 BATCH_S = 0.05  # how long writes wait on the event loop's side before going to the writer
 SWEEP_S = 10.0  # how often a writer looks for games of processes that are gone
+RECONNECT_FOR_S = 60.0  # how long a writer tries to reach a database that cut its connection
+RECONNECT_EVERY_S = 1.0
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # base 28, as the games' ids
 TIMED_OUT = (b"false", b"true")
 MARK_UNFINISHED = (
@@ -198,8 +200,30 @@ class Writer:
         the original's seven characters."""
         return "" if self.backend.name == "sqlite" else f"-{base28(self.node)}"
 
+    def _reconnected(self, lost: Connection) -> Connection:
+        """A new connection once the database is back (PostgreSQL restarted, the network came
+        back), and this node's owner lock taken again; tried for ``RECONNECT_FOR_S``, then the
+        lost connection is kept, its batch dropped (logged), and the next batch tries again."""
+        with contextlib.suppress(*self.backend.errors):
+            lost.close()
+        deadline = time.monotonic() + RECONNECT_FOR_S
+        while True:
+            try:
+                connection = self.backend.connect()
+                self._owners.renew()
+            except self.backend.errors:
+                if time.monotonic() > deadline:
+                    log.exception("records: the database stays out of reach")
+                    return lost
+                time.sleep(RECONNECT_EVERY_S)
+                continue
+            log.warning("records: connected again to %s", self.backend.describe())
+            return connection
+
     def _sweep(self, connection: Connection) -> None:
-        """Mark unfinished the games of every owner that is gone, and only those."""
+        """Mark unfinished the games of every owner that is gone, and only those (after making
+        sure that this node's own lock still holds)."""
+        self._owners.renew()
         owners = [
             row[0]
             for row in connection.execute(
@@ -287,6 +311,8 @@ class Writer:
                 first = self._operations.get(timeout=max(0.0, next_sweep - time.monotonic()))
             except queue.Empty:
                 try:
+                    if self.backend.lost(connection):
+                        connection = self._reconnected(connection)
                     self._sweep(connection)
                 except self.backend.errors:
                     log.exception("records: looking for the games of stopped processes failed")
@@ -302,7 +328,11 @@ class Writer:
                 running = False
             queued = [op for batch in batches if batch is not None for op in batch]
             operations = [op for op in queued if not isinstance(op, _AfterCommit)]
-            if operations and not _commit(self.backend, connection, operations):
+            committed = not operations or _commit(self.backend, connection, operations)
+            if not committed and self.backend.lost(connection):
+                connection = self._reconnected(connection)
+                committed = _commit(self.backend, connection, operations)
+            if not committed:
                 # One bad write must not take the others of its batch with it: one at a time,
                 # and each game's turns on their own.
                 for operation in operations:
