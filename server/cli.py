@@ -28,7 +28,13 @@ from server.tournament import (
     schedule,
     until_signalled,
 )
-from server.tournament_queue import CLAIM_TIMEOUT_MS, Worker, local_workers, run_queued
+from server.tournament_queue import (
+    CLAIM_TIMEOUT_MS,
+    MIN_CLAIM_TIMEOUT_MS,
+    Worker,
+    local_workers,
+    run_queued,
+)
 from server.validate import validate
 from visor import app as visor
 
@@ -236,6 +242,13 @@ def run_tournament(
 def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None) -> int:
     if not config.redis:
         print("tavern: a worker needs redis (in the config, or --redis URL)", file=sys.stderr)
+        return 2
+    if claim_timeout_ms < MIN_CLAIM_TIMEOUT_MS:
+        print(
+            f"tavern: --claim-timeout-ms must be at least {MIN_CLAIM_TIMEOUT_MS}: a worker "
+            "claims its game again every third of it",
+            file=sys.stderr,
+        )
         return 2
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 STREAM = "tavern:tournament-games"
 GROUP = "workers"
 CLAIM_TIMEOUT_MS = 60_000  # an entry idle this long belongs to a worker that is gone
+MIN_CLAIM_TIMEOUT_MS = 300
 READ_BLOCK_MS = 1_000  # how long a worker waits on the stream before it looks for lost games
 PROGRESS_S = 0.5  # how often the queuing command reads the progress from the records
 
@@ -267,20 +268,23 @@ class Worker:
 @contextlib.asynccontextmanager
 async def local_workers(count: int, config: ArenaConfig, log_file: Path) -> AsyncIterator[None]:
     """``count`` ``tavern worker`` processes on this machine for the block (``--workers N``),
-    logging to the tournament's log; stopped with SIGTERM at its end, as a user would."""
-    workers = [
-        await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "server", "worker", "--redis", config.redis),
-            *("--database", config.database, "--log", str(log_file)),
-            stdout=asyncio.subprocess.DEVNULL,
-        )
-        for _ in range(count)
-    ]
-    try:
-        yield
-    finally:
-        for worker in workers:
-            if worker.returncode is None:
-                worker.send_signal(signal.SIGTERM)
-        for worker in workers:
-            await worker.wait()
+    writing to the tournament's log (so that nothing breaks into the command's progress line);
+    stopped with SIGTERM at its end, as a user would."""
+    with log_file.open("ab") as log_output:
+        workers = [
+            await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "server", "worker", "--redis", config.redis),
+                *("--database", config.database, "--log", str(log_file)),
+                stdout=log_output,
+                stderr=log_output,
+            )
+            for _ in range(count)
+        ]
+        try:
+            yield
+        finally:
+            for worker in workers:
+                if worker.returncode is None:
+                    worker.send_signal(signal.SIGTERM)
+            for worker in workers:
+                await worker.wait()

@@ -197,6 +197,7 @@ _POSTGRES_CHUNKS = """
         FROM turns
     ) numbered
     GROUP BY game_id, run;
+    DROP FUNCTION pg_temp.json_or_string(TEXT);
     DROP TABLE turns;
 """
 POSTGRES_MIGRATIONS: tuple[str, ...] = (
