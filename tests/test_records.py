@@ -676,3 +676,38 @@ async def test_a_node_carries_on_when_postgresql_restarts(postgres: PostgresServ
         await asyncio.to_thread(records.close)
     game = records.game("a")
     assert game is not None and game["status"] == "unfinished"
+
+
+async def test_a_pairing_played_twice_counts_once(records_database: str) -> None:
+    """Two workers that both finished one pairing's game (one was thought dead): the league
+    counts the game that finished first, once."""
+    records = Records(records_database)
+    await asyncio.to_thread(records.open)
+
+    def finished(game_id: str, pairing: str, at: float, winner: str) -> Callable[[Any], None]:
+        def write(db: Connection) -> None:
+            one_game(game_id)(db)
+            db.execute(
+                "UPDATE games SET status = 'finished', finished_at = ?, winner = ?, "
+                "reason = 'No more dwarfs', score = '{}', tournament_id = 'cup', pairing = ? "
+                "WHERE id = ?",
+                (at, winner, pairing, game_id),
+            )
+            db.execute("UPDATE seats SET bot = seat_name WHERE game_id = ?", (game_id,))
+
+        return write
+
+    try:
+        records.tournament_started("cup", "Cup", "thud", {})
+        records.submit(finished("late", "dwarf:a v troll:b", 20.0, "dwarf"))
+        records.submit(finished("first", "dwarf:a v troll:b", 10.0, "troll"))
+        records.submit(finished("other", "dwarf:c v troll:d", 15.0, "dwarf"))
+        await records.flush()
+        results = records.results("cup")
+        assert [(result.game_id, result.winner) for result in results] == [
+            ("first", 1),
+            ("other", 0),
+        ]
+        assert [result.game_id for result in records.results()] == ["first", "other"]
+    finally:
+        await asyncio.to_thread(records.close)

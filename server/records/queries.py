@@ -88,22 +88,25 @@ class Queries:
 
         A tournament's pairing counts once: should two games of one pairing finish (a worker
         thought dead that played on), the first to finish is its result."""
-        sql = (
-            "SELECT g.id, g.game, g.winner, g.score, g.reason, s0.bot AS bot0, s1.bot AS bot1, "
-            "s0.seat_name AS seat0, s1.seat_name AS seat1, s0.exit AS exit0, s1.exit AS exit1, "
-            "s0.timed_out_turns AS late0, s1.timed_out_turns AS late1 FROM games g "
-            "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
-            "JOIN seats s1 ON s1.game_id = g.id AND s1.seat = 1 "
-            "WHERE g.status = 'finished' AND s0.bot IS NOT NULL AND s1.bot IS NOT NULL "
-            "AND (g.pairing IS NULL OR NOT EXISTS (SELECT 1 FROM games e "
-            "WHERE e.tournament_id = g.tournament_id AND e.pairing = g.pairing "
-            "AND e.status = 'finished' AND (e.finished_at < g.finished_at "
-            "OR (e.finished_at = g.finished_at AND e.id < g.id))))"
+        # Each finished game with its rank among its pairing's finished games (one pass over
+        # them: a pairing's other games are not looked up game by game).
+        finished = (
+            "SELECT id, game, winner, score, reason, pairing, finished_at, row_number() OVER "
+            "(PARTITION BY tournament_id, pairing ORDER BY finished_at, id) AS nth "
+            "FROM games WHERE status = 'finished'"
         )
         parameters: list[Any] = []
         if tournament_id is not None:
-            sql += " AND g.tournament_id = ?"
+            finished += " AND tournament_id = ?"
             parameters.append(tournament_id)
+        sql = (
+            "SELECT g.id, g.game, g.winner, g.score, g.reason, s0.bot AS bot0, s1.bot AS bot1, "
+            "s0.seat_name AS seat0, s1.seat_name AS seat1, s0.exit AS exit0, s1.exit AS exit1, "
+            f"s0.timed_out_turns AS late0, s1.timed_out_turns AS late1 FROM ({finished}) g "
+            "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
+            "JOIN seats s1 ON s1.game_id = g.id AND s1.seat = 1 "
+            "WHERE s0.bot IS NOT NULL AND s1.bot IS NOT NULL AND (g.pairing IS NULL OR g.nth = 1)"
+        )
         results = []
         for row in self._reader().execute(sql + " ORDER BY g.finished_at, g.id", parameters):
             seats = (row["seat0"], row["seat1"])
