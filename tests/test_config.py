@@ -48,6 +48,7 @@ def positions_with_barrel(x: int, y: int) -> dict[str, object]:
         ({"turnTimeoutMs": -1}, "'turnTimeoutMs'", "between"),
         ({"prot": 9000}, "'prot'", "unknown key"),
         ({"host": ""}, "'host'", "non-empty string"),
+        ({"redis": "localhost:6379"}, "'redis'", "redis:// URL"),
         ({"botsPerPlayer": 6}, "'positions.team1.bots'", "botsPerPlayer"),
         ({"positions": {"team1": {}}}, "'positions'", "team1"),
         (

@@ -159,3 +159,32 @@ def test_a_tournament_with_its_own_workers_on_an_sqlite_file(
     owners = {owner.rsplit("-", 2)[1] for _, _, owner, _ in games(database)}
     assert len(owners) == 2  # the games were played by two worker processes
     assert str(queued.pid) not in owners
+
+
+def test_a_worker_needs_redis_and_a_claim_timeout_it_can_keep(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    result = subprocess.run(
+        [TAVERN, "worker", "--database", database],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (
+        2,
+        "tavern: a worker needs redis (in the config, or --redis URL)\n",
+    )
+    result = subprocess.run(
+        [
+            *(TAVERN, "worker", "--database", database),
+            *("--redis", "redis://127.0.0.1:1/0", "--claim-timeout-ms", "10"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--claim-timeout-ms must be at least 300" in result.stderr
