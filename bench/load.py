@@ -1,7 +1,8 @@
 """The arena under load: N simultaneous games of fast bots against a server in another process.
 
     python bench/load.py [--games 10 100 1000] [--seconds 10] [--loop asyncio|uvloop]
-                         [--mix tavern|thud|both] [--think-ms 0] [--database sqlite|postgresql]
+                         [--mix tavern|thud|both] [--think-ms 0]
+                         [--database sqlite|postgresql|postgresql://...]
 
 For each N, prints the turns played per second, the server's CPU time per turn (process CPU
 seconds, its records thread included, over the turns played: the figure this shared machine's
@@ -23,6 +24,8 @@ With ``--database postgresql`` the server keeps its records in a PostgreSQL clus
 bench starts on loopback (``tests/services.py``; a fresh database for each figure) instead of
 an SQLite file, and the cluster's CPU per turn (its server processes, those that ended
 included) is printed beside the server's: together they are what the records cost there.
+With a ``postgresql://`` URL the records go to that database (every figure to the same one),
+and only the server's CPU is counted.
 """
 
 from __future__ import annotations
@@ -222,6 +225,7 @@ async def run_arena(
     mix: str,
     think_s: float,
     cluster: PostgresServer | None = None,
+    url: str | None = None,
 ) -> tuple[list[Figures], float]:
     """A fresh server (and database) for each figure, so one load does not tax the next."""
     figures = []
@@ -229,6 +233,8 @@ async def run_arena(
         settings: dict[str, object] = dict(UNCAPPED)
         if cluster is not None:
             settings["database"] = cluster.create_database(f"load_{number}")
+        elif url is not None:
+            settings["database"] = url
         async with arena_process(loop, **settings) as server:
             await asyncio.sleep(1.0)
             figures.append(await measure(server, games, seconds, mix, think_s, cluster))
@@ -249,16 +255,22 @@ def main() -> None:
     parser.add_argument("--think-ms", type=float, default=0.0, help="each bot's time per move")
     parser.add_argument(
         "--database",
-        choices=("sqlite", "postgresql"),
         default="sqlite",
-        help="the records: an SQLite file, or a PostgreSQL cluster the bench starts",
+        help="the records: sqlite (a file), postgresql (a cluster the bench starts) or a URL",
     )
     args = parser.parse_args()
+    if args.database not in ("sqlite", "postgresql") and not args.database.startswith(
+        "postgresql://"
+    ):
+        parser.error("--database: sqlite, postgresql or a postgresql:// URL")
     use_loop(args.loop)
     with contextlib.ExitStack() as stack:
         cluster = stack.enter_context(postgres_server()) if args.database == "postgresql" else None
+        url = args.database if args.database.startswith("postgresql://") else None
         figures, idle = asyncio.run(
-            run_arena(args.games, args.seconds, args.loop, args.mix, args.think_ms / 1000, cluster)
+            run_arena(
+                args.games, args.seconds, args.loop, args.mix, args.think_ms / 1000, cluster, url
+            )
         )
     thinking = f", bots think {args.think_ms:g} ms" if args.think_ms else ""
     print(
