@@ -8,8 +8,8 @@ failed write raises, and how a process tells whether another one that writes gam
 On PostgreSQL a writing process (a node) holds a session-level advisory lock, keyed by its
 owner id, on a connection of its own for as long as it runs. PostgreSQL releases the lock when
 that session ends, whether the process stopped, was killed or its machine went away (the
-session's TCP keepalives find a dead peer within ``KEEPALIVE_S``), so a lock that another
-session can take is the lock of a node that is gone, on whichever machine it ran.
+session's TCP keepalives find a dead peer within about 2.5 ``KEEPALIVE_S``), so a lock that
+another session can take is the lock of a node that is gone, on whichever machine it ran.
 """
 
 from __future__ import annotations
