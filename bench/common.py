@@ -92,6 +92,23 @@ async def arena_process(loop: str, **settings: object) -> AsyncIterator[ServerPr
             yield server
 
 
+def cluster_cpu_seconds(postmaster: int) -> float:
+    """CPU time of a PostgreSQL cluster: its postmaster with the backends it has reaped
+    (``cutime``/``cstime``), and the backends still running."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        pid, parent = int(stat.parent.name), int(fields[1])
+        if pid == postmaster:
+            total += sum(int(field) for field in fields[11:15])
+        elif parent == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     if not values:
         return float("nan")

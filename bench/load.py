@@ -2,6 +2,7 @@
 
     python bench/load.py [--games 10 100 1000] [--seconds 10] [--loop asyncio|uvloop]
                          [--mix tavern|thud|both] [--think-ms 0]
+                         [--database sqlite|postgresql|postgresql://...]
 
 For each N, prints the turns played per second, the server's CPU time per turn (process CPU
 seconds, its records thread included, over the turns played: the figure this shared machine's
@@ -18,12 +19,20 @@ between T/2 and 3T/2 ms (bots that all took exactly T would answer in lockstep):
 then carries a load it can keep up with, and the reply latency is what it adds to each turn.
 (With instant bots every game waits on the server, so the latency is the number of games over
 the turns per second.)
+
+With ``--database postgresql`` the server keeps its records in a PostgreSQL cluster that the
+bench starts on loopback (``tests/services.py``; a fresh database for each figure) instead of
+an SQLite file, and the cluster's CPU per turn (its server processes, those that ended
+included) is printed beside the server's: together they are what the records cost there.
+With a ``postgresql://`` URL the records go to that database (every figure to the same one),
+and only the server's CPU is counted.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import random
 import re
@@ -36,7 +45,15 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import baseline
-from bench.common import ServerProcess, arena_process, describe_ms, percentile, use_loop
+from bench.common import (
+    ServerProcess,
+    arena_process,
+    cluster_cpu_seconds,
+    describe_ms,
+    percentile,
+    use_loop,
+)
+from tests.services import PostgresServer, postgres_server
 
 TURN = b'{"type":"turn"'
 GAME_INFO = b'{"type":"game-info"'
@@ -155,10 +172,16 @@ class Figures:
     cpu_per_turn: float  # server CPU seconds per turn played
     client_cpu: float  # this process's (the bots') CPU time per second of wall time
     rss: int  # server resident memory at the end, bytes
+    database_cpu_per_turn: float = 0.0  # PostgreSQL's CPU seconds per turn (0 for SQLite)
 
 
 async def measure(
-    server: ServerProcess, games: int, seconds: float, mix: str, think_s: float
+    server: ServerProcess,
+    games: int,
+    seconds: float,
+    mix: str,
+    think_s: float,
+    cluster: PostgresServer | None = None,
 ) -> Figures:
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
@@ -167,6 +190,8 @@ async def measure(
         Pair(server.tcp_port, kinds[i % len(kinds)], deadline, latencies, think_s)
         for i in range(games)
     ]
+    postmaster = None if cluster is None or cluster.process is None else cluster.process.pid
+    database_before = 0.0 if postmaster is None else cluster_cpu_seconds(postmaster)
     cpu_before, started = server.cpu_seconds(), time.perf_counter()
     client_before = time.process_time()
     await asyncio.gather(*(pair.run() for pair in pairs))
@@ -174,8 +199,16 @@ async def measure(
     turns = sum(pair.turns for pair in pairs)
     cpu = server.cpu_seconds() - cpu_before
     client = (time.process_time() - client_before) / elapsed
+    await asyncio.sleep(0.2)  # the last batch of turns, committed
+    database = 0.0 if postmaster is None else cluster_cpu_seconds(postmaster) - database_before
     return Figures(
-        turns / elapsed, latencies, cpu / elapsed, cpu / max(turns, 1), client, server.rss_bytes()
+        turns / elapsed,
+        latencies,
+        cpu / elapsed,
+        cpu / max(turns, 1),
+        client,
+        server.rss_bytes(),
+        database / max(turns, 1),
     )
 
 
@@ -194,14 +227,25 @@ async def idle_memory(server: ServerProcess, count: int) -> float:
 
 
 async def run_arena(
-    counts: list[int], seconds: float, loop: str, mix: str, think_s: float
+    counts: list[int],
+    seconds: float,
+    loop: str,
+    mix: str,
+    think_s: float,
+    cluster: PostgresServer | None = None,
+    url: str | None = None,
 ) -> tuple[list[Figures], float]:
-    """A fresh server for each figure, so one load does not tax the next."""
+    """A fresh server (and database) for each figure, so one load does not tax the next."""
     figures = []
-    for games in counts:
-        async with arena_process(loop, **UNCAPPED) as server:
+    for number, games in enumerate(counts):
+        settings: dict[str, object] = dict(UNCAPPED)
+        if cluster is not None:
+            settings["database"] = cluster.create_database(f"load_{number}")
+        elif url is not None:
+            settings["database"] = url
+        async with arena_process(loop, **settings) as server:
             await asyncio.sleep(1.0)
-            figures.append(await measure(server, games, seconds, mix, think_s))
+            figures.append(await measure(server, games, seconds, mix, think_s, cluster))
     async with arena_process(loop, **UNCAPPED) as server:
         await asyncio.sleep(1.0)
         idle = await idle_memory(server, IDLE_SIMULATIONS)
@@ -217,14 +261,34 @@ def main() -> None:
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
     parser.add_argument("--mix", choices=("tavern", "thud", "both"), default="both")
     parser.add_argument("--think-ms", type=float, default=0.0, help="each bot's time per move")
-    args = parser.parse_args()
-    use_loop(args.loop)
-    figures, idle = asyncio.run(
-        run_arena(args.games, args.seconds, args.loop, args.mix, args.think_ms / 1000)
+    parser.add_argument(
+        "--database",
+        default="sqlite",
+        help="the records: sqlite (a file), postgresql (a cluster the bench starts) or a URL",
     )
+    args = parser.parse_args()
+    if args.database not in ("sqlite", "postgresql") and not args.database.startswith(
+        "postgresql://"
+    ):
+        parser.error("--database: sqlite, postgresql or a postgresql:// URL")
+    use_loop(args.loop)
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(postgres_server()) if args.database == "postgresql" else None
+        url = args.database if args.database.startswith("postgresql://") else None
+        figures, idle = asyncio.run(
+            run_arena(
+                args.games, args.seconds, args.loop, args.mix, args.think_ms / 1000, cluster, url
+            )
+        )
     thinking = f", bots think {args.think_ms:g} ms" if args.think_ms else ""
-    print(f"load: {args.mix} games, {args.loop} loop, {args.seconds:g} s per figure{thinking}")
+    print(
+        f"load: {args.mix} games, {args.loop} loop, {args.seconds:g} s per figure{thinking}, "
+        f"records in {args.database}"
+    )
     for games, result in zip(args.games, figures, strict=True):
+        database = ""
+        if args.database == "postgresql":
+            database = f" (+ PostgreSQL {result.database_cpu_per_turn * 1e6:.0f} us/turn)"
         compared = ""
         if not args.think_ms:  # the relay's bots never think: compare instant bots only
             rate, relayed = baseline.run(games, args.seconds, args.loop)
@@ -234,7 +298,7 @@ def main() -> None:
             )
         print(
             f"{games:>6} games: {result.turns_per_s:>8,.0f} turns/s, server CPU "
-            f"{result.cpu_per_turn * 1e6:.0f} us/turn{compared}; reply "
+            f"{result.cpu_per_turn * 1e6:.0f} us/turn{database}{compared}; reply "
             f"{describe_ms(result.latencies)}; server CPU {result.cpu:.0%} (the bots' "
             f"{result.client_cpu:.0%}), RSS {result.rss / 2**20:.0f} MiB"
         )

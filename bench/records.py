@@ -1,7 +1,8 @@
-"""What recording games costs: real Dwarven Tavern turns through a real ``Recorder`` into SQLite.
+"""What recording games costs: real Dwarven Tavern turns through a real ``Recorder`` into
+SQLite or PostgreSQL.
 
     python bench/records.py [--games 10 100 1000] [--rate 10000] [--work-us 60]
-                            [--turns 40000] [--repeat 5]
+                            [--turns 40000] [--repeat 5] [--database sqlite|postgresql]
 
 For each N, N games are always in play (one that ends is followed by a new one, and the first
 ones are under way when the measure starts), their turns fed round-robin on an event loop at
@@ -19,12 +20,17 @@ first run less that of the second, over the turns fed: the median over ``--repea
 machine is shared: a pair sees the same neighbours, and the median leaves out a pair that did
 not). Beside it, its two parts: the event loop's thread (the ``Recorder`` and the hand-overs) and
 the writer thread.
+
+With ``--database postgresql`` the records go to a PostgreSQL cluster the bench starts on
+loopback (``tests/services.py``, a new database for each run), and the cluster's own CPU per
+turn (``bench.common.cluster_cpu_seconds``) is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import random
 import sys
@@ -39,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
+from bench.common import cluster_cpu_seconds
 from server.config import ArenaConfig
 from server.games.base import Outcome, Player
 from server.games.tavern.codec import TavernCodec
@@ -55,6 +62,7 @@ from server.match import (
     Update,
 )
 from server.records import Recorder, Records
+from tests.services import PostgresServer, postgres_server
 
 CODEC = TavernCodec.from_config(ArenaConfig())
 LIMITS = MatchLimits(turn_timeout_s=10.0, max_consecutive_timeouts=3)
@@ -200,16 +208,31 @@ class Run:
     loop: float
     writer: float
     wall: float
+    database: float = 0.0  # the PostgreSQL cluster's CPU seconds
+
+
+RUNS = itertools.count()
 
 
 def ignore(update: Update) -> None:
     """The listener of the runs without records."""
 
 
-async def run(scripts: list[list[Turn]], games: int, load: Load, record: bool) -> Run:
-    """The feed into a records file of its own (``record``), or into nothing."""
+async def run(
+    scripts: list[list[Turn]],
+    games: int,
+    load: Load,
+    record: bool,
+    cluster: PostgresServer | None = None,
+) -> Run:
+    """The feed into records of its own (``record``: a new file, or a new database of
+    ``cluster``), or into nothing."""
     with tempfile.TemporaryDirectory() as folder:
-        records = Records(Path(folder) / "arena.db")
+        database: str | Path = Path(folder) / "arena.db"
+        if cluster is not None and record:
+            database = cluster.create_database(f"records_{next(RUNS)}")
+        postmaster = None if cluster is None or cluster.process is None else cluster.process.pid
+        records = Records(database)
         listener: Callable[[Update], None] = ignore
         if record:
             await asyncio.to_thread(records.open)
@@ -220,6 +243,7 @@ async def run(scripts: list[list[Turn]], games: int, load: Load, record: bool) -
         writer = next((t for t in threading.enumerate() if t.name == "records-writer"), None)
         loop = threading.main_thread()
         writer_before = 0.0 if writer is None else thread_cpu_s(writer)
+        database_before = 0.0 if postmaster is None else cluster_cpu_seconds(postmaster)
         began, before, loop_before = time.perf_counter(), time.process_time(), thread_cpu_s(loop)
         await feed.play(load)
         if record:
@@ -229,6 +253,9 @@ async def run(scripts: list[list[Turn]], games: int, load: Load, record: bool) -
             loop=thread_cpu_s(loop) - loop_before,
             writer=0.0 if writer is None else thread_cpu_s(writer) - writer_before,
             wall=time.perf_counter() - began,
+            database=0.0
+            if postmaster is None
+            else cluster_cpu_seconds(postmaster) - database_before,
         )
         if record:
             await asyncio.to_thread(records.close)
@@ -242,19 +269,33 @@ def main() -> None:
     parser.add_argument("--work-us", type=float, default=60.0, help="other work per turn")
     parser.add_argument("--turns", type=int, default=40_000, help="turns per run")
     parser.add_argument("--repeat", type=int, default=5, help="pairs of runs; the median is kept")
+    parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
     options = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if options.database == "postgresql":
+            cluster = stack.enter_context(postgres_server())
+        measure(options, cluster)
+
+
+def measure(options: argparse.Namespace, cluster: PostgresServer | None) -> None:
     scripts = [script(seed) for seed in range(SCRIPTS)]
     load = Load(options.turns, options.rate, spins_for(options.work_us / 1e6))
     us = 1e6 / load.turns
     print(
         f"{options.rate:g} turns/s wanted, {options.work_us:g} us of other work a turn, "
-        f"{load.turns} turns a run"
+        f"{load.turns} turns a run, records in {options.database}"
     )
-    print("games | turns/s | records' CPU a turn | on the loop | writer thread | feed alone")
+    print(
+        "games | turns/s | records' CPU a turn | on the loop | writer thread | feed alone"
+        " | PostgreSQL's CPU a turn"
+    )
     for games in options.games:
         # A run with records, then one without, so that both of a pair see the same machine.
         pairs = [
-            tuple(asyncio.run(run(scripts, games, load, record)) for record in (True, False))
+            tuple(
+                asyncio.run(run(scripts, games, load, record, cluster)) for record in (True, False)
+            )
             for _ in range(options.repeat)
         ]
         print(
@@ -263,6 +304,7 @@ def main() -> None:
             f" | {median(one.loop - bare.loop for one, bare in pairs) * us:6.1f} us"
             f" | {median(one.writer for one, _ in pairs) * us:6.1f} us"
             f" | {median(bare.process for _, bare in pairs) * us:6.1f} us"
+            f" | {median(one.database for one, _ in pairs) * us:6.1f} us"
         )
 
 

@@ -99,6 +99,9 @@ class Arena:
         self.matches: dict[str, Match] = {}
         self.listeners: list[Listener] = []  # the visor, the records, the Thud API...
         self.elsewhere: Elsewhere | None = None  # the other nodes, when the arena has any
+        # Ends every new game's id: a node's own tag where several nodes share one database
+        # (``Records.id_tag``), so that no two of them give a game the same id.
+        self.id_tag = ""
         self._codecs: dict[str, AnyCodec] = {
             name: kind.from_config(config) for name, kind in GAMES.items()
         }
@@ -204,7 +207,7 @@ class Arena:
         while True:
             first = secrets.choice(ID_ALPHABET[:9])
             rest = "".join(secrets.choice(ID_ALPHABET) for _ in range(6))
-            match_id = first + rest
+            match_id = first + rest + self.id_tag
             if match_id not in self.matches:
                 return match_id
 

@@ -10,12 +10,15 @@ import signal
 import sys
 from pathlib import Path
 
+import redis.asyncio as aioredis
+
 from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, ListenError, check_cluster, load_config
 from server.games import GAMES
 from server.league import GameResult, format_tables
 from server.play import PlayError, PlayOptions, play
-from server.records import Records, recording
+from server.records import Records, backend_for, is_postgres, recording
+from server.records.copy import copy_records
 from server.replay import DamagedRecord, TurnRange, replay_text
 from server.tcp import TcpServer
 from server.tournament import (
@@ -26,6 +29,13 @@ from server.tournament import (
     load_spec,
     schedule,
     until_signalled,
+)
+from server.tournament_queue import (
+    CLAIM_TIMEOUT_MS,
+    MIN_CLAIM_TIMEOUT_MS,
+    Worker,
+    local_workers,
+    run_queued,
 )
 from server.validate import validate
 from visor import app as visor
@@ -67,8 +77,34 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/tournaments.md)",
     )
     tournament.add_argument("--config", type=Path, help="settings file naming the database")
-    tournament.add_argument("--database", type=Path, help="records file (overrides the config)")
+    tournament.add_argument(
+        "--database", help="records: a file or a postgresql:// URL (overrides the config)"
+    )
     tournament.add_argument("--schedule", action="store_true", help="print the games and stop")
+    tournament.add_argument(
+        "--redis", help="queue the games on this Redis for tavern workers (overrides the config)"
+    )
+    tournament.add_argument(
+        "--workers",
+        type=int,
+        help="with redis: also start this many workers here (0: play every game here, unqueued)",
+    )
+    tournament.add_argument(
+        "--log", type=Path, help="the arena's log (default: beside the records)"
+    )
+    worker = commands.add_parser(
+        "worker", help="play queued tournament games (needs redis, and the tournament's database)"
+    )
+    worker.add_argument("--config", type=Path, help="settings file naming database and redis")
+    worker.add_argument("--database", help="records: a file or a postgresql:// URL")
+    worker.add_argument("--redis", help="the Redis the tournaments queue their games on")
+    worker.add_argument(
+        "--claim-timeout-ms",
+        type=int,
+        default=CLAIM_TIMEOUT_MS,
+        help="take over a game another worker has not kept claimed for this long",
+    )
+    worker.add_argument("--log", type=Path, help="write the log here instead of on stderr")
     validate = commands.add_parser(
         "validate", help="play a bot against the house players and check that it plays legally"
     )
@@ -101,11 +137,44 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="print a recorded game turn by turn")
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
-    replay.add_argument("--database", type=Path, help="records file (overrides the config)")
+    replay.add_argument(
+        "--database", help="records: a file or a postgresql:// URL (overrides the config)"
+    )
     replay.add_argument(
         "--turns", metavar="A-B", help="show only these turns: A-B, A- (to the end), -B or N"
     )
+    records = commands.add_parser("records", help="manage the records")
+    records_commands = records.add_subparsers(dest="records_command", required=True)
+    copy = records_commands.add_parser(
+        "copy", help="copy every record from one database to another (SQLite file or PostgreSQL)"
+    )
+    copy.add_argument("source", metavar="FROM", help="an SQLite file or a postgresql:// URL")
+    copy.add_argument("target", metavar="TO", help="an SQLite file or a postgresql:// URL")
     return parser
+
+
+def copy_command(source: str, target: str) -> int:
+    if not is_postgres(source) and not Path(source).is_file():
+        print(f"tavern: no records file at {source}", file=sys.stderr)
+        return 1
+
+    def progress(table: str, rows: int) -> None:
+        print(f"\r{table}: {rows} rows", end="", file=sys.stderr, flush=True)
+
+    failures: tuple[type[Exception], ...] = (
+        ValueError,
+        RuntimeError,
+        *backend_for(source).errors,
+        *backend_for(target).errors,
+    )
+    try:
+        counts = copy_records(source, target, progress)
+    except failures as error:
+        print(f"\ntavern: records copy failed: {error}", file=sys.stderr)
+        return 1
+    print("\r", end="", file=sys.stderr)
+    print(", ".join(f"{table}: {rows} rows" for table, rows in counts.items()))
+    return 0
 
 
 def config_for(args: argparse.Namespace) -> ArenaConfig:
@@ -126,7 +195,19 @@ def config_for(args: argparse.Namespace) -> ArenaConfig:
     return config
 
 
-def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
+def log_beside_records(config: ArenaConfig, name: str) -> Path:
+    """An SQLite file's folder, else ``data/`` (the default records' folder)."""
+    folder = Path("data") if is_postgres(config.database) else Path(config.database).parent
+    return folder / f"{name}.log"
+
+
+def run_tournament(
+    path: Path,
+    config: ArenaConfig,
+    only_schedule: bool,
+    workers: int | None = None,
+    log_file: Path | None = None,
+) -> int:
     try:
         spec = load_spec(path)
     except TournamentError as error:
@@ -137,7 +218,7 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
         return 0
     # The arena's log (a bot's connection reset, ...) goes to a file beside the records, so
     # that it never breaks into the progress line.
-    log_file = Path(config.database).parent / f"{spec.id}.log"
+    log_file = log_file or log_beside_records(config, spec.id)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(
         filename=log_file,
@@ -147,11 +228,23 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
     )
     print(f"tavern: {spec.name}: the arena's log is {log_file}", file=sys.stderr)
 
+    redis_url = config.redis or ""
+    queued = bool(redis_url) and workers != 0
+    if queued and not is_postgres(config.database):
+        print(
+            f"tavern: the records are the file {config.database}: only workers on this machine "
+            "can record games in it (workers elsewhere need a shared postgresql:// database)",
+            file=sys.stderr,
+        )
+
     async def play() -> list[GameResult]:
-        records = Records(Path(config.database))
+        records = Records(config.database)
         await asyncio.to_thread(records.open)
         try:
-            return await TournamentRunner(spec, config, records).run()
+            if not queued:
+                return await TournamentRunner(spec, config, records).run()
+            async with local_workers(workers or 0, config, log_file, redis_url):
+                return await run_queued(spec, records, redis_url)
         finally:
             await asyncio.to_thread(records.close)
 
@@ -161,14 +254,62 @@ def run_tournament(path: Path, config: ArenaConfig, only_schedule: bool) -> int:
         print(f"tavern: {error}", file=sys.stderr)
         return 2
     except (Stopped, KeyboardInterrupt) as stopped:
-        print(
-            "\ntavern: tournament stopped; the games in progress are kept unfinished; "
-            "run the same command to resume it",
-            file=sys.stderr,
-        )
+        if queued and not workers:
+            print(
+                "\ntavern: stopped following the tournament; the workers go on with its "
+                "queued games; run the same command to follow it again",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                "\ntavern: tournament stopped; the games in progress are kept unfinished; "
+                "run the same command to resume it",
+                file=sys.stderr,
+            )
         return stopped.code if isinstance(stopped, Stopped) else 130
     print(f"{spec.name}: {len(results)} games")
     print(format_tables(results))
+    return 0
+
+
+def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None) -> int:
+    redis_url = config.redis
+    if not redis_url:
+        print("tavern: a worker needs redis (in the config, or --redis URL)", file=sys.stderr)
+        return 2
+    if claim_timeout_ms < MIN_CLAIM_TIMEOUT_MS:
+        print(
+            f"tavern: --claim-timeout-ms must be at least {MIN_CLAIM_TIMEOUT_MS}: a worker "
+            "claims its game again every third of it",
+            file=sys.stderr,
+        )
+        return 2
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        logging.basicConfig(
+            filename=log_file,
+            level=logging.INFO,
+            format="%(asctime)s %(name)s %(message)s",
+            force=True,
+        )
+
+    async def work() -> None:
+        records = Records(config.database)
+        await asyncio.to_thread(records.open)
+        client = aioredis.from_url(redis_url)
+        try:
+            worker = Worker(config, records, client, claim_timeout_ms)
+            print(f"tavern: worker {worker.name} takes games from {config.redis}", flush=True)
+            await worker.run()
+        finally:
+            await client.aclose()
+            await asyncio.to_thread(records.close)
+
+    try:
+        asyncio.run(until_signalled(work()))
+    except Stopped as stopped:
+        print("tavern: worker stopped; its game in progress is kept unfinished", file=sys.stderr)
+        return stopped.code
     return 0
 
 
@@ -220,13 +361,13 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0 if finished is not None else 1
 
 
-def print_replay(database: Path, game_id: str, turns_option: str | None) -> int:
+def print_replay(database: str, game_id: str, turns_option: str | None) -> int:
     try:
         turns = None if turns_option is None else TurnRange.parse(turns_option)
     except ValueError as error:
         print(f"tavern: --turns: {error}", file=sys.stderr)
         return 2
-    if not database.exists():
+    if not is_postgres(database) and not Path(database).exists():
         print(f"tavern: no records file at {database}", file=sys.stderr)
         return 1
     records = Records(database)
@@ -269,22 +410,28 @@ async def serve(config: ArenaConfig) -> None:
             "The last heartbeat's round trip to Redis (NaN while Redis is out of reach)",
             lambda: math.nan if node is None or node.round_trip_s is None else node.round_trip_s,
         )
-    async with (
-        recording(arena.listeners, Path(config.database)) as records,
-        arena.running(),
-        tcp_server.serving() as tcp,
-        visor.serving(arena, config.host, config.http_port, records, node, metrics) as http_port,
-    ):
-        print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
-        print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
-        if node is None:
-            await stop.wait()
-        else:
-            addresses = {"tcp": f"{config.host}:{tcp.port}", "http": f"{config.host}:{http_port}"}
-            async with node.running(addresses):
-                print(f"tavern: arena {node.arena_name()}, node {node.id}", flush=True)
+    async with recording(arena.listeners, config.database) as records:
+        arena.id_tag = records.id_tag
+        async with (
+            arena.running(),
+            tcp_server.serving() as tcp,
+            visor.serving(
+                arena, config.host, config.http_port, records, node, metrics
+            ) as http_port,
+        ):
+            print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
+            print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
+            if node is None:
                 await stop.wait()
-        print("tavern: shutting down", flush=True)
+            else:
+                addresses = {
+                    "tcp": f"{config.host}:{tcp.port}",
+                    "http": f"{config.host}:{http_port}",
+                }
+                async with node.running(addresses):
+                    print(f"tavern: arena {node.arena_name()}, node {node.id}", flush=True)
+                    await stop.wait()
+            print("tavern: shutting down", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,12 +442,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
+    if args.command == "records":
+        return copy_command(args.source, args.target)
     if args.command == "replay":
-        return print_replay(Path(config.database), args.game_id, args.turns)
+        return print_replay(config.database, args.game_id, args.turns)
     if args.command == "play":
         return play_game(args, config)
     if args.command == "tournament":
-        return run_tournament(args.file, config, args.schedule)
+        return run_tournament(args.file, config, args.schedule, args.workers, args.log)
+    if args.command == "worker":
+        return run_worker(config, args.claim_timeout_ms, args.log)
     if args.command == "validate":
         command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
         return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)

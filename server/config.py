@@ -91,7 +91,8 @@ class ArenaConfig:
     max_house_games: int = 16  # games between house players at once ("Run a game")
     max_house_games_per_page: int = 2
     max_thud_api_games_per_address: int = 20
-    # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it.
+    # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it,
+    # and tournaments queue their games there for `tavern worker`s.
     redis: str | None = None
     node_heartbeat_ms: int = 1000  # how often a node says it is alive and refreshes its games
     node_ttl_ms: int = 3000  # a node silent this long is dead: its games leave every lobby

@@ -440,14 +440,25 @@ class TournamentRunner:
         self.records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
         finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
         todo = [pairing for pairing in pairings if pairing.key not in finished]
+        progress = Progress(len(pairings), len(pairings) - len(todo), self.out)
+        progress.update("resuming" if finished else "")
+        await self.play(todo, progress)
+        if len(finished) + len(todo) == len(pairings):
+            self.records.tournament_finished(spec.id)
+        await self.records.flush()
+        return await asyncio.to_thread(self.records.results, spec.id)
+
+    async def play(self, todo: list[Pairing], progress: Progress) -> None:
+        """Play these games on an arena of the runner's own (``spec.parallel`` at once), each
+        bot in the sandbox: what ``run`` does once it knows which games are left, and what a
+        ``tavern worker`` does with each game it takes from the queue."""
         sandbox = Sandbox.create()
         if sandbox.warning is not None and sandbox.warning not in _WARNED:
             _WARNED.add(sandbox.warning)
             self.out.write(f"tavern: {sandbox.warning}\n")
-        progress = Progress(len(pairings), len(pairings) - len(todo), self.out)
-        progress.update("resuming" if finished else "")
         arena = Arena(self.config)
         arena.listeners += [Recorder(self.records), self._on_update]
+        arena.id_tag = self.records.id_tag
         try:
             async with arena.running(), TcpServer(arena).serving() as tcp:
                 games = asyncio.create_task(self._play(arena, tcp, todo, progress, sandbox))
@@ -462,10 +473,6 @@ class TournamentRunner:
             for bot in list(self._running):
                 await self._finish(bot)
             await sandbox.close()
-        if len(finished) + len(todo) == len(pairings):
-            self.records.tournament_finished(spec.id)
-        await self.records.flush()
-        return await asyncio.to_thread(self.records.results, spec.id)
 
     async def _play(
         self,

@@ -113,16 +113,17 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serving_visor(config: ArenaConfig, database: Path) -> AsyncIterator[Served]:
+async def serving_visor(config: ArenaConfig, database: str | Path) -> AsyncIterator[Served]:
     """An arena and its visor with these settings and records in ``database``."""
     arena = Arena(config)
-    async with (
-        recording(arena.listeners, database) as records,
-        arena.running(),
-        TcpServer(arena).serving() as tcp,
-        visor_app.serving(arena, "127.0.0.1", 0, records) as http_port,
-    ):
-        yield Served(arena, tcp, http_port, records)
+    async with recording(arena.listeners, database) as records:
+        arena.id_tag = records.id_tag
+        async with (
+            arena.running(),
+            TcpServer(arena).serving() as tcp,
+            visor_app.serving(arena, "127.0.0.1", 0, records) as http_port,
+        ):
+            yield Served(arena, tcp, http_port, records)
 
 
 @pytest.fixture
@@ -215,3 +216,23 @@ def postgres() -> Iterator[PostgresServer]:
     """One PostgreSQL cluster for the session; each test makes its own database in it."""
     with postgres_server() as server:
         yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def records_database(
+    request: pytest.FixtureRequest, tmp_path: Path, postgres_databases: list[str]
+) -> str:
+    """Where a test keeps its records: a fresh SQLite file, or a fresh PostgreSQL database.
+    The records tests take it, so that each of them runs on both backends."""
+    if request.param == "sqlite":
+        return str(tmp_path / "arena.db")
+    server: PostgresServer = request.getfixturevalue("postgres")
+    name = f"records_{len(postgres_databases)}"
+    postgres_databases.append(name)
+    return server.create_database(name)
+
+
+@pytest.fixture(scope="session")
+def postgres_databases() -> list[str]:
+    """The databases made in the session's cluster so far (each test makes a new one)."""
+    return []

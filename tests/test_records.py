@@ -1,4 +1,7 @@
-"""Records: every game kept in SQLite, served over HTTP, replayed exactly, and surviving kill -9."""
+"""Records: every game kept, served over HTTP, replayed exactly, and surviving kill -9.
+
+Every test that keeps records runs twice, on SQLite and on PostgreSQL (``records_database``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import asyncio
 import contextlib
 import signal
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,6 @@ from bots import tavern_dummy
 from bots.house import replies, run_games
 from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
-from server import records as records_module
 from server.arena import Arena
 from server.cli import main as tavern_main
 from server.games.base import Player
@@ -28,37 +30,84 @@ from server.house import HOUSE_PLAYERS
 from server.house.tavern import choose_actions, view_of_wire
 from server.match import Seat
 from server.records import (
-    MIGRATIONS,
     SCHEMA_VERSION,
     GameFilter,
     Recorder,
     Records,
+    backend_for,
     connect,
-    migrate,
 )
-from server.replay import DamagedRecord, frames, game_of
+from server.records.backends import Connection
+from server.replay import DamagedRecord, frames, game_of, replay_text
 from server.tcp import TcpServer
 from server.tournament import AbsentSeat
-from tests.conftest import RawClient, Served, test_config
+from tests.conftest import RawClient, Served, serving_visor, test_config
+from tests.services import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture
+async def served(records_database: str) -> AsyncIterator[Served]:
+    async with serving_visor(test_config(), records_database) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def connected(database: str) -> Iterator[Connection]:
+    """A connection of the records' own backend, as the writer and the queries have."""
+    connection = backend_for(database).connect()
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def rows(db: Connection, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in db.execute(sql).fetchall()]
+
+
+def schema_version(database: str) -> int:
+    with connected(database) as db:
+        if database.startswith("postgresql://"):
+            version: int = db.execute("SELECT version FROM schema_version").fetchone()[0]
+        else:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+    return version
+
+
+def table_names(database: str) -> set[str]:
+    with connected(database) as db:
+        if database.startswith("postgresql://"):
+            rows = db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+            ).fetchall()
+        else:
+            rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {row[0] for row in rows}
+
+
+def at_version(database: str, version: int) -> Connection:
+    """A database whose schema stops at ``version``, as an older server left it."""
+    backend = backend_for(database)
+    connection = backend.connect()
+    backend.migrate(connection, version)
+    return connection
+
+
 # --- the schema ----------------------------------------------------------------------------------
-def test_a_new_file_gets_the_current_schema(tmp_path: Path) -> None:
-    records = Records(tmp_path / "new" / "arena.db")
+def test_a_new_database_gets_the_current_schema(records_database: str) -> None:
+    records = Records(records_database)
     records.open()
     records.close()
-    connection = sqlite3.connect(tmp_path / "new" / "arena.db")
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert schema_version(records_database) == SCHEMA_VERSION
+    if not records_database.startswith("postgresql://"):
+        connection = sqlite3.connect(records_database)
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_a_newer_server_opens_an_older_file(tmp_path: Path) -> None:
-    path = tmp_path / "old.db"
-    old = records_module.connect(path)
-    old.executescript(MIGRATIONS[0])
-    old.execute("PRAGMA user_version = 1")
+def test_a_newer_server_opens_an_older_database(records_database: str) -> None:
+    old = at_version(records_database, 1)
     old.execute(
         "INSERT INTO games (id, game, seed, settings, status, started_at, reason, winner, score, "
         "turn_count) VALUES ('0abcdef', 'thud', 7, '{}', 'finished', 1.0, 'Timeout', NULL, "
@@ -69,7 +118,7 @@ def test_a_newer_server_opens_an_older_file(tmp_path: Path) -> None:
         "VALUES ('0abcdef', 0, 'dwarf', 'old bot', '[]', 'bot')"
     )
     old.close()
-    records = Records(path)
+    records = Records(records_database)
     records.open()
     records.close()
     record = records.game("0abcdef")
@@ -84,12 +133,14 @@ def test_a_newer_server_opens_an_older_file(tmp_path: Path) -> None:
     assert record["tournament"] is None
 
 
-def test_a_file_from_a_newer_server_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "future.db"
-    connection = records_module.connect(path)
-    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+def test_a_database_from_a_newer_server_is_refused(records_database: str) -> None:
+    with contextlib.closing(at_version(records_database, SCHEMA_VERSION)) as connection:
+        if records_database.startswith("postgresql://"):
+            connection.execute("UPDATE schema_version SET version = version + 1")
+        else:
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(RuntimeError, match="newer than this server"):
-        migrate(connection)
+        Records(records_database).open_to_read()
 
 
 # --- recording real games ------------------------------------------------------------------------
@@ -214,24 +265,26 @@ async def test_the_games_api_filters_and_pages(served: Served) -> None:
 
 
 async def test_tavern_replay_prints_the_game(
-    served: Served, capsys: pytest.CaptureFixture[str]
+    served: Served, records_database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     game_id, _ = await tavern_game(served, seed=8)
-    assert tavern_main(["replay", game_id, "--database", str(served.records.path)]) == 0
+    assert tavern_main(["replay", game_id, "--database", records_database]) == 0
     out = capsys.readouterr().out
     assert f"tavern {game_id}, seed 8: team1 (watched) against team2 (other)" in out
     assert "turn 1: team1 (watched)" in out
     assert " 0 ~~~~~~~~~~~~~~~~~~~~~" in out  # the home rows, numbered
     assert "wins" in out
     assert "Points to win reached" in out
-    assert tavern_main(["replay", "nope123", "--database", str(served.records.path)]) == 1
+    assert tavern_main(["replay", "nope123", "--database", records_database]) == 1
 
 
 # --- kill -9 -------------------------------------------------------------------------------------
-async def test_a_killed_server_keeps_every_finished_game(tmp_path: Path) -> None:
-    database = tmp_path / "arena.db"
+async def test_a_killed_server_keeps_every_finished_game(
+    tmp_path: Path, records_database: str
+) -> None:
+    database = records_database
     config = tmp_path / "config.json"
-    config.write_text(orjson.dumps({"port": 0, "httpPort": 0, "database": str(database)}).decode())
+    config.write_text(orjson.dumps({"port": 0, "httpPort": 0, "database": database}).decode())
     async with tavern_serve(config) as server:
         port = server.tcp_port
         finished = await run_games("thud", "dwarf", "troll", "127.0.0.1", port, 1, seed=2)
@@ -281,9 +334,9 @@ async def play_turns(clients: dict[str, RawClient], count: int) -> dict[str, Any
     return state
 
 
-async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> None:
+async def test_an_unfinished_game_resumes_from_its_record(records_database: str) -> None:
     """A game cut short by a stopped server is restored exactly and plays on to its end."""
-    records = Records(tmp_path / "arena.db")
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     try:
         first = Arena(test_config())
@@ -340,8 +393,10 @@ async def test_an_unfinished_game_resumes_from_its_record(tmp_path: Path) -> Non
         await asyncio.to_thread(records.close)
 
 
-async def test_one_failing_write_does_not_lose_the_others_of_its_batch(tmp_path: Path) -> None:
-    records = Records(tmp_path / "arena.db")
+async def test_one_failing_write_does_not_lose_the_others_of_its_batch(
+    records_database: str,
+) -> None:
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     try:
         records.submit(one_game("a"))
@@ -370,10 +425,10 @@ def test_an_sqlite_too_old_for_the_records_is_named(
         connect(tmp_path / "arena.db")
 
 
-def one_game(game_id: str, owner: str | None = None) -> Callable[[sqlite3.Connection], None]:
+def one_game(game_id: str, owner: str | None = None) -> Callable[[Connection], None]:
     """A write of a playing Thud game and its seats, as the records keep them."""
 
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Connection) -> None:
         db.execute(
             "INSERT INTO games (id, game, seed, settings, status, started_at, owner) "
             "VALUES (?, 'thud', 1, '{}', 'playing', 0, ?)",
@@ -388,10 +443,10 @@ def one_game(game_id: str, owner: str | None = None) -> Callable[[sqlite3.Connec
     return write
 
 
-async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
-    """A batch's turns go to SQLite as one chunk per game in one JSON array: every field must
-    come back as it was, and each game's turn count, timed-out turns included."""
-    records = Records(tmp_path / "arena.db")
+async def test_a_batch_of_turns_reads_back_as_written(records_database: str) -> None:
+    """A batch's turns go to the database as one chunk per game in one statement: every field
+    must come back as it was, and each game's turn count, timed-out turns included."""
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     try:
         records.submit(one_game("a"))
@@ -420,21 +475,19 @@ async def test_a_batch_of_turns_reads_back_as_written(tmp_path: Path) -> None:
         other = records.game("b")
         assert other is not None and other["turnCount"] == 7
         assert [turn["number"] for turn in other["turns"]] == [1, 2, 3, 7]
-        with contextlib.closing(sqlite3.connect(records.path)) as db:
-            chunks = db.execute(
-                "SELECT game_id, first_number, count FROM turn_chunks ORDER BY 1, 2"
-            ).fetchall()
-            late = db.execute("SELECT game_id, seat, timed_out_turns FROM seats").fetchall()
+        with connected(records_database) as db:
+            chunks = rows(db, "SELECT game_id, first_number, count FROM turn_chunks ORDER BY 1, 2")
+            late = rows(db, "SELECT game_id, seat, timed_out_turns FROM seats")
         assert chunks == [("a", 1, 3), ("a", 4, 1), ("b", 1, 3), ("b", 7, 1)]
         assert sorted(late) == [("a", 0, 0), ("a", 1, 2), ("b", 0, 0), ("b", 1, 0)]
     finally:
         await asyncio.to_thread(records.close)
 
 
-async def test_games_cut_short_keep_their_turn_count(tmp_path: Path) -> None:
+async def test_games_cut_short_keep_their_turn_count(records_database: str) -> None:
     """A game's row is not written per turn: its count comes from its turns while it is played,
     and is written when it is marked unfinished, by its own process or by the next one."""
-    path = tmp_path / "arena.db"
+    path = records_database
     records = Records(path)
     await asyncio.to_thread(records.open)
     records.submit(one_game("mine", records.owner))
@@ -450,17 +503,17 @@ async def test_games_cut_short_keep_their_turn_count(tmp_path: Path) -> None:
     after = Records(path)
     await asyncio.to_thread(after.open)
     await asyncio.to_thread(after.close)
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        rows = db.execute("SELECT id, status, turn_count FROM games ORDER BY id").fetchall()
-    assert rows == [("gone", "unfinished", 3), ("mine", "unfinished", 4)]
+    with connected(path) as db:
+        games = rows(db, "SELECT id, status, turn_count FROM games ORDER BY id")
+    assert games == [("gone", "unfinished", 3), ("mine", "unfinished", 4)]
 
 
-async def test_a_chunk_that_does_not_read_is_a_damaged_record(tmp_path: Path) -> None:
-    records = Records(tmp_path / "arena.db")
+async def test_a_chunk_that_does_not_read_is_a_damaged_record(records_database: str) -> None:
+    records = Records(records_database)
     await asyncio.to_thread(records.open)
     chunks = [("a", 1, "[[0, {}]]"), ("b", 1, "{"), ("c", 2, "[]")]  # game, count, turns
 
-    def damaged(db: sqlite3.Connection) -> None:
+    def damaged(db: Connection) -> None:
         db.executemany(
             "INSERT INTO turn_chunks (game_id, first_number, count, turns) VALUES (?, 1, ?, ?)",
             chunks,
@@ -478,13 +531,10 @@ async def test_a_chunk_that_does_not_read_is_a_damaged_record(tmp_path: Path) ->
         await asyncio.to_thread(records.close)
 
 
-def test_the_turns_of_a_version_4_file_become_chunks(tmp_path: Path) -> None:
+def test_the_turns_of_a_version_4_database_become_chunks(records_database: str) -> None:
     """Runs of consecutive turns become one chunk each, and each seat counts its late turns."""
-    path = tmp_path / "old.db"
-    old = connect(path)
-    for migration in MIGRATIONS[:4]:
-        old.executescript(migration)
-    old.execute("PRAGMA user_version = 4")
+    path = records_database
+    old = at_version(path, 4)
     one_game("a")(old)
     turns = [
         ("a", number, (number - 1) % 2, orjson.dumps({"n": number, "s": "\u00e9"}).decode(), late)
@@ -507,12 +557,10 @@ def test_the_turns_of_a_version_4_file_become_chunks(tmp_path: Path) -> None:
         (number, ("dwarf", "troll")[seat], action, bool(late))
         for number, (seat, action, late) in sorted(expected.items())
     ]
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        chunks = db.execute(
-            "SELECT first_number, count FROM turn_chunks ORDER BY first_number"
-        ).fetchall()
-        late = db.execute("SELECT seat, timed_out_turns FROM seats ORDER BY seat").fetchall()
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    with connected(path) as db:
+        chunks = rows(db, "SELECT first_number, count FROM turn_chunks ORDER BY first_number")
+        late = rows(db, "SELECT seat, timed_out_turns FROM seats ORDER BY seat")
+    tables = table_names(path)
     assert chunks == [(1, 7), (9, 1)]
     assert late == [(0, 1), (1, 2)]
     assert "turns" not in tables
@@ -525,3 +573,142 @@ def test_a_seat_keeps_what_the_records_need_of_its_reply_times() -> None:
     assert (seat.replies, seat.reply_total_s, seat.reply_worst_s) == (3, 2.5, 1.5)
     stats = seat.stats()
     assert (stats.replies, stats.reply_mean_ms, stats.reply_worst_ms) == (3, 2500 / 3, 1500)
+
+
+# --- copying between databases -------------------------------------------------------------------
+async def test_records_copy_both_ways_keeps_every_record_and_replay(
+    tmp_path: Path, postgres: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite to PostgreSQL and back: every game, tournament and API token reads the same, and
+    every game replays to the same positions."""
+    source = tmp_path / "arena.db"
+    async with serving_visor(test_config(), source) as served:
+        await run_games("thud", "random", "random", "127.0.0.1", served.tcp_port, 1, seed=3)
+        await tavern_game(served, seed=4)
+        served.records.tournament_started("cup", "Cup", "thud", {"seed": 7})
+        served.records.submit(one_game("hanging"))  # a game still playing when copied
+        served.records.record_turn("hanging", 1, 0, b'{"note":"\\u00e9"}', True)
+        served.records.thud_api_game_created("digest", "hanging", ("d1", "d2"), ("p1", "p2"))
+        await served.records.flush()
+    url = postgres.create_database("copy_round_trip")
+    assert tavern_main(["records", "copy", str(source), url]) == 0
+    assert "games: 3 rows" in capsys.readouterr().out
+    back = tmp_path / "back.db"
+    assert tavern_main(["records", "copy", url, str(back)]) == 0
+    original = Records(source)
+    everything = GameFilter(per_page=200)
+    ids = [game["id"] for game in original.games(everything)["games"]]
+    assert len(ids) == 3
+    for database in (url, str(back)):
+        copied = Records(database)
+        assert copied.games(everything) == original.games(everything)
+        assert copied.tournaments() == original.tournaments()
+        assert copied.thud_api_game("digest") == original.thud_api_game("digest")
+        for game_id in ids:
+            record = copied.game(game_id)
+            assert record == original.game(game_id)
+            assert record is not None
+            if game_id != "hanging":
+                assert list(replay_text(record)) == list(replay_text(original.game(game_id) or {}))
+    assert tavern_main(["records", "copy", url, url]) == 1  # the same database
+
+
+async def test_the_nodes_that_remain_mark_only_a_killed_nodes_games_unfinished(
+    tmp_path: Path, records_database: str
+) -> None:
+    """Two nodes on one database: while both run, neither touches the other's games; once one
+    is killed with kill -9, the other marks that node's games unfinished, and only those."""
+    config = tmp_path / "config.json"
+    config.write_text(
+        orjson.dumps({"port": 0, "httpPort": 0, "database": records_database}).decode()
+    )
+    remaining = Records(records_database, sweep_s=0.1)
+    await asyncio.to_thread(remaining.open)
+    try:
+        remaining.submit(one_game("mine", remaining.owner))
+        await remaining.flush()
+        async with tavern_serve(config) as server:
+            async with (
+                await ArenaClient.connect("127.0.0.1", server.tcp_port) as one,
+                await ArenaClient.connect("127.0.0.1", server.tcp_port) as two,
+            ):
+                theirs = (await one.join(None, nick="one", names=["A"]))["simulationId"]
+                await two.join(None, nick="two", names=["B"])
+                await one.receive()  # the first turn: the game is recorded as playing
+                await asyncio.sleep(0.6)  # several sweeps of the remaining node
+                statuses = {g["id"]: g["status"] for g in remaining.games(GameFilter())["games"]}
+                assert statuses == {"mine": "playing", theirs: "playing"}
+                server.process.send_signal(signal.SIGKILL)
+                await asyncio.wait_for(server.process.wait(), 10)
+            async with asyncio.timeout(10):
+                while (remaining.game(theirs) or {}).get("status") != "unfinished":
+                    await asyncio.sleep(0.05)
+        mine = remaining.game("mine")
+        assert mine is not None and mine["status"] == "playing"
+        if records_database.startswith("postgresql://"):  # a shared database: ids name the node
+            tag = theirs.partition("-")[2]
+            assert tag and f"-{tag}" != remaining.id_tag
+    finally:
+        await asyncio.to_thread(remaining.close)
+
+
+async def test_a_node_carries_on_when_postgresql_restarts(postgres: PostgresServer) -> None:
+    """The database restarts under a node: its writer connects again (the batch that failed
+    is written then), its reads too, and it takes its owner lock again, so that the other
+    nodes still see it alive."""
+    url = postgres.create_database("restarted")
+    records = Records(url)
+    await asyncio.to_thread(records.open)
+    try:
+        records.submit(one_game("a", records.owner))
+        for number in (1, 2):
+            records.record_turn("a", number, number - 1, b"{}", False)
+        await records.flush()
+        await asyncio.to_thread(postgres.stop)
+        await asyncio.to_thread(postgres.start)
+        records.record_turn("a", 3, 0, b'{"after":true}', False)
+        await asyncio.wait_for(records.flush(), 30)
+        game = records.game("a")
+        assert game is not None and game["status"] == "playing"
+        assert [turn["number"] for turn in game["turns"]] == [1, 2, 3]
+        with connected(url) as other:  # another node's view of this one
+            assert backend_for(url).owners().is_alive(records.owner, other)
+    finally:
+        await asyncio.to_thread(records.close)
+    game = records.game("a")
+    assert game is not None and game["status"] == "unfinished"
+
+
+async def test_a_pairing_played_twice_counts_once(records_database: str) -> None:
+    """Two workers that both finished one pairing's game (one was thought dead): the league
+    counts the game that finished first, once."""
+    records = Records(records_database)
+    await asyncio.to_thread(records.open)
+
+    def finished(game_id: str, pairing: str, at: float, winner: str) -> Callable[[Any], None]:
+        def write(db: Connection) -> None:
+            one_game(game_id)(db)
+            db.execute(
+                "UPDATE games SET status = 'finished', finished_at = ?, winner = ?, "
+                "reason = 'No more dwarfs', score = '{}', tournament_id = 'cup', pairing = ? "
+                "WHERE id = ?",
+                (at, winner, pairing, game_id),
+            )
+            db.execute("UPDATE seats SET bot = seat_name WHERE game_id = ?", (game_id,))
+
+        return write
+
+    try:
+        records.tournament_started("cup", "Cup", "thud", {})
+        records.submit(finished("late", "dwarf:a v troll:b", 20.0, "dwarf"))
+        records.submit(finished("first", "dwarf:a v troll:b", 10.0, "troll"))
+        records.submit(finished("other", "dwarf:c v troll:d", 15.0, "dwarf"))
+        await records.flush()
+        results = records.results("cup")
+        assert [(result.game_id, result.winner) for result in results] == [
+            ("first", 1),
+            ("other", 0),
+        ]
+        assert [result.game_id for result in records.results()] == ["first", "other"]
+    finally:
+        await asyncio.to_thread(records.close)

@@ -1,12 +1,15 @@
-"""Every game the arena plays, kept in SQLite: who played, every turn, the result.
+"""Every game the arena plays, kept in SQLite or PostgreSQL: who played, every turn, the result.
 
-``schema`` holds what is SQLite's own (the connections, the schema and its migrations, the
-statement that writes a batch of turns) and the owner locks that tell which processes still
-write; ``writer`` the writer thread, its batches and ``Recorder``, the arena's listener;
-``queries`` the reads and their JSON. ``Records`` is one records file, both sides of it.
+``schema`` holds the schema and its migrations (in both dialects) and what is SQLite's own;
+``backends`` what differs between SQLite and PostgreSQL (connections, where the version is
+kept, the statement that writes a batch of turns, which writing processes are alive);
+``writer`` the writer thread, its batches and ``Recorder``, the arena's listener; ``queries``
+the reads and their JSON; ``copy`` copies records between databases. ``Records`` is one
+database, both sides of it.
 
-The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[n]`` upgrades a file from
-version n to n + 1, so a newer server opens an older file.
+The schema is versioned (``PRAGMA user_version`` in SQLite, the ``schema_version`` table in
+PostgreSQL); ``MIGRATIONS[n]`` upgrades a database from version n to n + 1, so a newer server
+opens an older one.
 """
 
 from __future__ import annotations
@@ -17,17 +20,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from server.match import Listener
+from server.records.backends import Backend, backend_for, is_postgres
 from server.records.queries import GameFilter, Queries
 from server.records.schema import MIGRATIONS, SCHEMA_VERSION, connect, migrate
-from server.records.writer import Recorder, Writer
+from server.records.writer import SWEEP_S, Recorder, Writer
 
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "Backend",
     "GameFilter",
     "Recorder",
     "Records",
+    "backend_for",
     "connect",
+    "is_postgres",
     "migrate",
     "recording",
 ]
@@ -35,22 +42,36 @@ __all__ = [
 
 class Records(Writer, Queries):
     """The arena's store of games: a process that plays games ``open``s it and writes; any
-    process reads (``tavern replay`` after ``open_to_read``)."""
+    process reads (``tavern replay`` after ``open_to_read``).
 
-    def __init__(self, path: Path) -> None:
-        Writer.__init__(self, path)
-        Queries.__init__(self, path)
+    ``database`` is an SQLite file's path or a ``postgresql://`` URL (``backends``)."""
+
+    def __init__(self, database: str | Path, sweep_s: float = SWEEP_S) -> None:
+        backend = backend_for(database)
+        Writer.__init__(self, backend, sweep_s)
+        Queries.__init__(self, backend)
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (a PostgreSQL database has none)."""
+        path = getattr(self.backend, "path", None)
+        if not isinstance(path, Path):
+            raise TypeError(f"the records are not a file: {self.backend.describe()}")
+        return path
 
     def open_to_read(self) -> None:
-        """Upgrade the file if it is older than this code, and nothing else."""
-        with contextlib.closing(connect(self.path)) as connection:
-            migrate(connection)
+        """Upgrade the records if they are older than this code, and nothing else."""
+        connection = self.backend.connect()
+        try:
+            self.backend.migrate(connection)
+        finally:
+            connection.close()
 
 
 @contextlib.asynccontextmanager
-async def recording(listeners: list[Listener], path: Path) -> AsyncIterator[Records]:
-    """Keep every game in the records file for the block: ``listeners`` are the arena's."""
-    records = Records(path)
+async def recording(listeners: list[Listener], database: str | Path) -> AsyncIterator[Records]:
+    """Keep every game in the records for the block: ``listeners`` are the arena's."""
+    records = Records(database)
     await asyncio.to_thread(records.open)
     listeners.append(Recorder(records))
     try:

@@ -1,23 +1,22 @@
 """Reading the records: games, tournaments and results, shaped as the API serves them.
 
-Reads use their own connections, one per thread (WAL readers never block the writer), and run
-in worker threads: ``await asyncio.to_thread(records.game, id)``.
+Reads use their own connections, one per thread (neither SQLite's WAL readers nor PostgreSQL's
+block the writer), and run in worker threads: ``await asyncio.to_thread(records.game, id)``.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from server.games.base import JsonObject
 from server.league import GameResult
-from server.records.schema import LAST_TURN, connect
+from server.records.backends import Backend, Connection
+from server.records.schema import LAST_TURN
 from server.replay import DamagedRecord
 
 log = logging.getLogger(__name__)
@@ -41,16 +40,16 @@ class GameFilter:
 
 
 class Queries:
-    """The reading side of a records file."""
+    """The reading side of the records."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
         self._local = threading.local()
 
-    def _reader(self) -> sqlite3.Connection:
-        reader: sqlite3.Connection | None = getattr(self._local, "reader", None)
-        if reader is None:
-            reader = connect(self.path)
+    def _reader(self) -> Connection:
+        reader: Connection | None = getattr(self._local, "reader", None)
+        if reader is None or self.backend.lost(reader):  # a new one after a database restart
+            reader = self.backend.connect()
             self._local.reader = reader
         return reader
 
@@ -85,19 +84,29 @@ class Queries:
 
     def results(self, tournament_id: str | None = None) -> list[GameResult]:
         """Finished games between named bots (a tournament's, or all), in the order they ended,
-        with how each seat's bot process ended and how many of its turns timed out."""
-        sql = (
-            "SELECT g.id, g.game, g.winner, g.score, g.reason, s0.bot AS bot0, s1.bot AS bot1, "
-            "s0.seat_name AS seat0, s1.seat_name AS seat1, s0.exit AS exit0, s1.exit AS exit1, "
-            "s0.timed_out_turns AS late0, s1.timed_out_turns AS late1 FROM games g "
-            "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
-            "JOIN seats s1 ON s1.game_id = g.id AND s1.seat = 1 "
-            "WHERE g.status = 'finished' AND s0.bot IS NOT NULL AND s1.bot IS NOT NULL"
+        with how each seat's bot process ended and how many of its turns timed out.
+
+        A tournament's pairing counts once: should two games of one pairing finish (a worker
+        thought dead that played on), the first to finish is its result."""
+        # Each finished game with its rank among its pairing's finished games (one pass over
+        # them: a pairing's other games are not looked up game by game).
+        finished = (
+            "SELECT id, game, winner, score, reason, pairing, finished_at, row_number() OVER "
+            "(PARTITION BY tournament_id, pairing ORDER BY finished_at, id) AS nth "
+            "FROM games WHERE status = 'finished'"
         )
         parameters: list[Any] = []
         if tournament_id is not None:
-            sql += " AND g.tournament_id = ?"
+            finished += " AND tournament_id = ?"
             parameters.append(tournament_id)
+        sql = (
+            "SELECT g.id, g.game, g.winner, g.score, g.reason, s0.bot AS bot0, s1.bot AS bot1, "
+            "s0.seat_name AS seat0, s1.seat_name AS seat1, s0.exit AS exit0, s1.exit AS exit1, "
+            f"s0.timed_out_turns AS late0, s1.timed_out_turns AS late1 FROM ({finished}) g "
+            "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
+            "JOIN seats s1 ON s1.game_id = g.id AND s1.seat = 1 "
+            "WHERE s0.bot IS NOT NULL AND s1.bot IS NOT NULL AND (g.pairing IS NULL OR g.nth = 1)"
+        )
         results = []
         for row in self._reader().execute(sql + " ORDER BY g.finished_at, g.id", parameters):
             seats = (row["seat0"], row["seat1"])
@@ -123,6 +132,19 @@ class Queries:
             (tournament_id,),
         )
         return {row["pairing"] for row in rows}
+
+    def playing(self, tournament_id: str) -> int:
+        """How many of a tournament's games are being played, on whichever node."""
+        row = (
+            self._reader()
+            .execute(
+                "SELECT COUNT(*) FROM games WHERE tournament_id = ? AND status = 'playing'",
+                (tournament_id,),
+            )
+            .fetchone()
+        )
+        count: int = row[0]
+        return count
 
     def games(self, where: GameFilter) -> JsonObject:
         """One page of game summaries, newest first."""
@@ -186,7 +208,7 @@ def _turns(seat_names: list[str], first: int, count: int, text: str) -> list[Jso
     ]
 
 
-def _listed(reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
+def _listed(reader: Connection, row: Any) -> JsonObject:
     """A game's summary for a list; a damaged one is listed as such, not left out."""
     try:
         return _summary(reader, row)
@@ -201,7 +223,7 @@ def _listed(reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
         }
 
 
-def _summary(reader: sqlite3.Connection, row: sqlite3.Row) -> JsonObject:
+def _summary(reader: Connection, row: Any) -> JsonObject:
     players = [
         {
             "seat": seat["seat_name"],
@@ -249,7 +271,7 @@ def _seat_name(seat_names: list[str], seat: object) -> str:
     return seat_names[seat]
 
 
-def _tournament(row: sqlite3.Row) -> JsonObject:
+def _tournament(row: Any) -> JsonObject:
     return {
         "id": row["id"],
         "name": row["name"],

@@ -22,28 +22,32 @@ import collections
 import contextlib
 import logging
 import queue
-import sqlite3
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import orjson
 
 from server.games.base import JsonObject
 from server.match import GameFinished, GameStarted, TurnPlayed, Update
-from server.records.schema import INSERT_CHUNKS, LAST_TURN, OwnerLocks, connect, migrate
+from server.records.backends import Backend, Connection, Owners
+from server.records.schema import LAST_TURN
 
 log = logging.getLogger(__name__)
 
 BATCH_S = 0.05  # how long writes wait on the event loop's side before going to the writer
+SWEEP_S = 10.0  # how often a writer looks for games of processes that are gone
+RECONNECT_FOR_S = 60.0  # how long a writer tries to reach a database that cut its connection
+RECONNECT_EVERY_S = 1.0
+ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # base 28, as the games' ids
 TIMED_OUT = (b"false", b"true")
 MARK_UNFINISHED = (
     f"UPDATE games SET status = 'unfinished', turn_count = coalesce({LAST_TURN}, turn_count) "
     "WHERE status = 'playing' AND owner IS ?"
 )
 
-Operation = Callable[[sqlite3.Connection], object]
+Operation = Callable[[Connection], object]
 Turn = tuple[int, bytes, bytes]  # seat, the action as JSON, timed out as JSON
 
 
@@ -61,18 +65,23 @@ class Chunk:
 class TurnChunks:
     """The chunks of a batch, written as one operation."""
 
-    def __init__(self, chunks: list[Chunk]) -> None:
+    def __init__(self, chunks: list[Chunk], backend: Backend) -> None:
         self.chunks = chunks
+        self.backend = backend
 
-    def __call__(self, db: sqlite3.Connection) -> None:
-        rows, texts, offset = [], [], 1
-        for chunk in self.chunks:
-            text = b"[%s]" % b",".join([b"[%d,%s,%s]" % turn for turn in chunk.turns])
-            row = (orjson.dumps(chunk.game_id), chunk.first, len(chunk.turns), offset, len(text))
-            rows.append(b"[%s,%d,%d,%d,%d]" % row)
-            texts.append(text)
-            offset += len(text)
-        db.execute(INSERT_CHUNKS, ((b"[%s]" % b",".join(rows)).decode(), b"".join(texts)))
+    def __call__(self, db: Connection) -> None:
+        self.backend.insert_chunks(
+            db,
+            [
+                (
+                    chunk.game_id,
+                    chunk.first,
+                    len(chunk.turns),
+                    b"[%s]" % b",".join([b"[%d,%s,%s]" % turn for turn in chunk.turns]),
+                )
+                for chunk in self.chunks
+            ],
+        )
         late = collections.Counter(
             (chunk.game_id, seat)
             for chunk in self.chunks
@@ -87,7 +96,7 @@ class TurnChunks:
             )
 
     def one_by_one(self) -> Iterator[TurnChunks]:
-        return (TurnChunks([chunk]) for chunk in self.chunks)
+        return (TurnChunks([chunk], self.backend) for chunk in self.chunks)
 
 
 class _AfterCommit:
@@ -96,70 +105,77 @@ class _AfterCommit:
     def __init__(self, callback: Callable[[], object]) -> None:
         self.callback = callback
 
-    def __call__(self, db: sqlite3.Connection) -> None:
+    def __call__(self, db: Connection) -> None:
         raise TypeError("an _AfterCommit is called after the transaction, not inside it")
 
 
-def _commit(connection: sqlite3.Connection, operations: list[Operation]) -> bool:
+def _commit(backend: Backend, connection: Connection, operations: list[Operation]) -> bool:
     """Run writes in one transaction; False (and nothing written) if any of them fails."""
     try:
         connection.execute("BEGIN")
         for operation in operations:
             operation(connection)
         connection.execute("COMMIT")
-    except sqlite3.Error:
+    except backend.errors:
         log.exception("records: a transaction of %d writes failed", len(operations))
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(*backend.errors):
             connection.execute("ROLLBACK")
         return False
     return True
 
 
-class Writer:
-    """The writing side of a records file, for a process that plays games.
+def base28(number: int) -> str:
+    digits = ""
+    while True:
+        number, digit = divmod(number, 28)
+        digits = ID_ALPHABET[digit] + digits
+        if not number:
+            return digits
 
-    The database is in WAL mode with ``synchronous=NORMAL``: a server killed with ``kill -9``
-    keeps every committed transaction, so every finished game and the finished part of the
-    others; games still marked as playing when a server opens the file are marked unfinished.
+
+class Writer:
+    """The writing side of the records, for a process that plays games (a node).
+
+    A batch is acknowledged once its transaction commits: an SQLite file is in WAL mode with
+    ``synchronous=NORMAL``, PostgreSQL commits durably, so a node killed with ``kill -9`` loses
+    nothing committed: every finished game and the finished part of the others. Games still
+    marked as playing whose node is gone are marked unfinished by the next node to open the
+    records, and every ``sweep_s`` by every node that writes.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, backend: Backend, sweep_s: float = SWEEP_S) -> None:
+        self.backend = backend
+        self.sweep_s = sweep_s
         self._operations: queue.SimpleQueue[list[Operation] | None] = queue.SimpleQueue()
         self._writes: list[Operation] = []  # in the order they came
         self._chunks: dict[str, Chunk] = {}  # this batch's turns, by game; written after the rest
         self._pending_lock = threading.Lock()  # close() may run in a worker thread
         self._hand_over_scheduled = False  # a timer will hand the batch over (event loop only)
         self._thread: threading.Thread | None = None
-        self._owners = OwnerLocks(path.with_name(path.name + ".owners"))
+        self._owners: Owners = backend.owners()
         self.owner = ""  # this process's owner id, once open
+        self.node = 0  # this process's number in ``nodes``, once open
 
     # --- lifecycle ---------------------------------------------------------------------------
     def open(self) -> None:
-        """Create or upgrade the file, close out interrupted games, start the writer.
+        """Create or upgrade the records, close out interrupted games, start the writer.
 
         Only a process that plays games opens records this way. It claims an owner id, and
         marks unfinished the games still marked as playing whose owner is gone (a process that
         stopped or was killed); games that another live process is playing are left alone.
         Readers such as ``tavern replay`` use ``open_to_read``.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        writer = connect(self.path)
-        migrate(writer)
+        writer = self.backend.connect()
+        self.backend.migrate(writer)
         self.owner = self._owners.claim()
-        owners = [
-            row[0]
-            for row in writer.execute(
-                "SELECT DISTINCT owner FROM games WHERE status = 'playing'"
-            ).fetchall()
-        ]
-        for owner in owners:
-            if owner is not None and self._owners.is_alive(owner):
-                continue
-            interrupted = writer.execute(MARK_UNFINISHED, (owner,)).rowcount
-            log.info("records: %d games of a stopped process marked unfinished", interrupted)
-            if owner is not None:
-                self._owners.forget(owner)
+        writer.execute(
+            "INSERT INTO nodes (owner, host, started_at) VALUES (?, ?, ?)",
+            (self.owner, socket.gethostname(), time.time()),
+        )
+        self.node = writer.execute(
+            "SELECT number FROM nodes WHERE owner = ?", (self.owner,)
+        ).fetchone()[0]
+        self._sweep(writer)
         self._thread = threading.Thread(
             target=self._write_loop, args=(writer,), name="records-writer", daemon=True
         )
@@ -176,6 +192,51 @@ class Writer:
         self._thread.join()
         self._thread = None
         self._owners.release()
+
+    @property
+    def id_tag(self) -> str:
+        """What ends the ids of this node's games on a shared database (PostgreSQL): its
+        number, so that two nodes never give a game the same id. An SQLite file's games keep
+        the original's seven characters."""
+        return "" if self.backend.name == "sqlite" else f"-{base28(self.node)}"
+
+    def _reconnected(self, lost: Connection) -> Connection:
+        """A new connection once the database is back (PostgreSQL restarted, the network came
+        back), and this node's owner lock taken again; tried for ``RECONNECT_FOR_S``, then the
+        lost connection is kept, its batch dropped (logged), and the next batch tries again."""
+        with contextlib.suppress(*self.backend.errors):
+            lost.close()
+        deadline = time.monotonic() + RECONNECT_FOR_S
+        while True:
+            try:
+                connection = self.backend.connect()
+                self._owners.renew()
+            except self.backend.errors:
+                if time.monotonic() > deadline:
+                    log.exception("records: the database stays out of reach")
+                    return lost
+                time.sleep(RECONNECT_EVERY_S)
+                continue
+            log.warning("records: connected again to %s", self.backend.describe())
+            return connection
+
+    def _sweep(self, connection: Connection) -> None:
+        """Mark unfinished the games of every owner that is gone, and only those (after making
+        sure that this node's own lock still holds)."""
+        self._owners.renew()
+        owners = [
+            row[0]
+            for row in connection.execute(
+                "SELECT DISTINCT owner FROM games WHERE status = 'playing'"
+            ).fetchall()
+        ]
+        for owner in owners:
+            if owner is not None and self._owners.is_alive(owner, connection):
+                continue
+            interrupted = connection.execute(MARK_UNFINISHED, (owner,)).rowcount
+            log.info("records: %d games of a stopped process marked unfinished", interrupted)
+            if owner is not None:
+                self._owners.forget(owner)
 
     # --- batching ----------------------------------------------------------------------------
     def submit(self, operation: Operation, *, urgent: bool = False) -> None:
@@ -198,7 +259,7 @@ class Writer:
             chunk = self._chunks.get(game_id)
             if chunk is None or chunk.first + len(chunk.turns) != number:
                 if chunk is not None:  # a chunk's turns follow each other; these jumped
-                    self._writes.append(TurnChunks([chunk]))
+                    self._writes.append(TurnChunks([chunk], self.backend))
                 chunk = self._chunks[game_id] = Chunk(game_id, number)
             chunk.turns.append((seat, action_json, TIMED_OUT[timed_out]))
         if not self._hand_over_scheduled:
@@ -226,7 +287,7 @@ class Writer:
             batch, self._writes = self._writes, []
             chunks, self._chunks = self._chunks, {}
         if chunks:
-            batch.append(TurnChunks(list(chunks.values())))
+            batch.append(TurnChunks(list(chunks.values()), self.backend))
         if batch:
             self._operations.put(batch)
 
@@ -242,10 +303,22 @@ class Writer:
         self.submit(_AfterCommit(lambda: loop.call_soon_threadsafe(resolve)), urgent=True)
         await done
 
-    def _write_loop(self, connection: sqlite3.Connection) -> None:
+    def _write_loop(self, connection: Connection) -> None:
         running = True
+        next_sweep = time.monotonic() + self.sweep_s
         while running:
-            batches = [self._operations.get()]
+            try:
+                first = self._operations.get(timeout=max(0.0, next_sweep - time.monotonic()))
+            except queue.Empty:
+                try:
+                    if self.backend.lost(connection):
+                        connection = self._reconnected(connection)
+                    self._sweep(connection)
+                except self.backend.errors:
+                    log.exception("records: looking for the games of stopped processes failed")
+                next_sweep = time.monotonic() + self.sweep_s
+                continue
+            batches = [first]
             while len(batches) < 100:
                 try:
                     batches.append(self._operations.get_nowait())
@@ -255,7 +328,11 @@ class Writer:
                 running = False
             queued = [op for batch in batches if batch is not None for op in batch]
             operations = [op for op in queued if not isinstance(op, _AfterCommit)]
-            if operations and not _commit(connection, operations):
+            committed = not operations or _commit(self.backend, connection, operations)
+            if not committed and self.backend.lost(connection):
+                connection = self._reconnected(connection)
+                committed = _commit(self.backend, connection, operations)
+            if not committed:
                 # One bad write must not take the others of its batch with it: one at a time,
                 # and each game's turns on their own.
                 for operation in operations:
@@ -263,7 +340,7 @@ class Writer:
                         operation.one_by_one() if isinstance(operation, TurnChunks) else [operation]
                     )
                     for single in singles:
-                        if not _commit(connection, [single]):
+                        if not _commit(self.backend, connection, [single]):
                             log.error("records: a write failed and was dropped: %r", single)
             for operation in queued:
                 if isinstance(operation, _AfterCommit):
@@ -382,7 +459,7 @@ def _started(started: GameStarted, owner: str) -> Operation:
         if player is not None
     ]
 
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Connection) -> None:
         # A resumed game (one restored from its record) is the same row playing on; its
         # dwarves keep the names they started with, which the replay needs.
         db.execute(
@@ -429,7 +506,7 @@ def _finished(finished: GameFinished) -> Operation:
         if stats is not None
     ]
 
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Connection) -> None:
         db.execute(
             "UPDATE games SET status = 'finished', finished_at = ?, reason = ?, winner = ?, "
             "score = ?, turn_count = ? WHERE id = ?",

@@ -1,0 +1,192 @@
+"""Tournaments queued on Redis and played by ``tavern worker`` processes, with their records in
+PostgreSQL: real commands in subprocesses, a real redis-server and PostgreSQL, kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.league import tables
+from server.records import Records, backend_for
+from tests.services import PostgresServer, RedisServer
+from tests.test_tournament_cli import COMMAND_TIMEOUT_S, ROOT, SLOW_CUP, TAVERN, scratch
+
+CLAIM_TIMEOUT_MS = 1000  # short, so that a killed worker's game is taken over quickly
+
+
+class Processes:
+    """``tavern`` processes; any still running when the test ends is killed."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[subprocess.Popen[str]] = []
+
+    def start(self, *arguments: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [TAVERN, *arguments],
+            cwd=ROOT,
+            env={**os.environ, "TMPDIR": str(scratch(self.tmp_path))},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.started.append(process)
+        return process
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[Processes]:
+    started = Processes(tmp_path)
+    yield started
+    for process in started.started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def league(database: str) -> dict[str, list[tuple[Any, ...]]]:
+    records = Records(database)
+    records.open_to_read()
+    return {
+        table: [(s.bot, s.played, s.wins, s.losses, s.draws, s.score, s.crashes) for s in rows]
+        for table, rows in tables(records.results("slow-cup")).items()
+    }
+
+
+def games(database: str) -> list[tuple[Any, ...]]:
+    connection = backend_for(database).connect()
+    try:
+        rows = connection.execute("SELECT id, status, owner, pairing FROM games").fetchall()
+    finally:
+        connection.close()
+    return [tuple(row) for row in rows]
+
+
+def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
+    tmp_path: Path, postgres: PostgresServer, redis: RedisServer, processes: Processes
+) -> None:
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(SLOW_CUP))
+    database = postgres.create_database("queued_cup")
+    Records(database).open_to_read()  # the schema, for the test's own reads
+    reference = processes.start(
+        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
+    )
+    workers = [
+        processes.start(
+            *("worker", "--redis", redis.url, "--database", database),
+            *("--claim-timeout-ms", str(CLAIM_TIMEOUT_MS), "--log", str(tmp_path / f"w{n}.log")),
+        )
+        for n in range(3)
+    ]
+    queued = processes.start(
+        *("tournament", str(path), "--database", database, "--redis", redis.url),
+        *("--log", str(tmp_path / "cup.log")),
+    )
+    # Once a worker is playing a game, kill it.
+    deadline = time.monotonic() + 60
+    killed: list[str] = []
+    while not killed:
+        assert time.monotonic() < deadline, "no worker played a game"
+        assert queued.poll() is None, queued.communicate()
+        for victim in workers:
+            killed = [
+                game_id
+                for game_id, status, owner, _ in games(database)
+                if status == "playing" and f"-{victim.pid}-" in (owner or "")
+            ]
+            if killed:
+                break
+        time.sleep(0.02)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+
+    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert queued.returncode == 0, errors
+    assert "slow cup: 6 games" in out
+    assert "6 games queued" in errors
+    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert reference.returncode == 0, reference_errors
+    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+    assert league(database) == league(str(tmp_path / "reference.db"))
+    # Every pairing finished once: the killed worker's game was played again by another
+    # worker, and no game was played twice.
+    rows = games(database)
+    finished = [pairing for _, status, _, pairing in rows if status == "finished"]
+    assert sorted(finished) == sorted(set(finished)) and len(finished) == 6
+    killed_pairing = next(pairing for game_id, _, _, pairing in rows if game_id == killed[0])
+    assert killed_pairing in finished
+    # The killed worker's game is marked unfinished by the nodes that remain (their sweep).
+    deadline = time.monotonic() + 15
+    while next(status for game_id, status, _, _ in games(database) if game_id == killed[0]) != (
+        "unfinished"
+    ):
+        assert time.monotonic() < deadline, "the killed worker's game was not marked unfinished"
+        time.sleep(0.1)
+    for worker in (worker for worker in workers if worker is not victim):
+        worker.send_signal(signal.SIGTERM)
+        worker.communicate(timeout=30)
+        assert worker.returncode == 143
+
+
+def test_a_tournament_with_its_own_workers_on_an_sqlite_file(
+    tmp_path: Path, redis: RedisServer, processes: Processes
+) -> None:
+    """``--workers 2``: the command starts its workers, which record in its SQLite file (they
+    are on its machine), and stops them at the end; the league is the local run's."""
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(SLOW_CUP))
+    database = str(tmp_path / "arena.db")
+    reference = processes.start(
+        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
+    )
+    queued = processes.start(
+        *("tournament", str(path), "--database", database, "--redis", redis.url),
+        *("--workers", "2", "--log", str(tmp_path / "cup.log")),
+    )
+    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert queued.returncode == 0, errors
+    assert "only workers on this machine can record games in it" in errors
+    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert reference.returncode == 0, reference_errors
+    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+    owners = {owner.rsplit("-", 2)[1] for _, _, owner, _ in games(database)}
+    assert len(owners) == 2  # the games were played by two worker processes
+    assert str(queued.pid) not in owners
+
+
+def test_a_worker_needs_redis_and_a_claim_timeout_it_can_keep(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    result = subprocess.run(
+        [TAVERN, "worker", "--database", database],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (
+        2,
+        "tavern: a worker needs redis (in the config, or --redis URL)\n",
+    )
+    result = subprocess.run(
+        [
+            *(TAVERN, "worker", "--database", database),
+            *("--redis", "redis://127.0.0.1:1/0", "--claim-timeout-ms", "10"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--claim-timeout-ms must be at least 300" in result.stderr
