@@ -10,8 +10,6 @@ import signal
 import sys
 from pathlib import Path
 
-import redis.asyncio as aioredis
-
 from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, ListenError, check_cluster, load_config
 from server.games import GAMES
@@ -34,6 +32,7 @@ from server.tournament_queue import (
     CLAIM_TIMEOUT_MS,
     MIN_CLAIM_TIMEOUT_MS,
     Worker,
+    connect,
     local_workers,
     run_queued,
 )
@@ -296,7 +295,7 @@ def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None
     async def work() -> None:
         records = Records(config.database)
         await asyncio.to_thread(records.open)
-        client = aioredis.from_url(redis_url)
+        client = connect(redis_url)
         try:
             worker = Worker(config, records, client, claim_timeout_ms)
             print(f"tavern: worker {worker.name} takes games from {config.redis}", flush=True)

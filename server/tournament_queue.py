@@ -34,11 +34,9 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
-import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
 
 from server.config import ArenaConfig
 from server.league import GameResult
@@ -53,6 +51,9 @@ from server.tournament import (
     schedule,
     spec_from_mapping,
 )
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,18 @@ def stop_if_cancelled() -> None:
         raise asyncio.CancelledError
 
 
+def connect(redis_url: str) -> aioredis.Redis:
+    """A client of the queue's Redis, imported only here: an arena without Redis never loads
+    the client."""
+    import redis.asyncio as aioredis  # noqa: PLC0415
+
+    return aioredis.from_url(redis_url)
+
+
 async def ensure_group(client: aioredis.Redis) -> None:
     """The stream and its consumer group, from the stream's start (idempotent)."""
+    from redis.exceptions import ResponseError  # noqa: PLC0415
+
     try:
         await client.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
     except ResponseError as error:
@@ -146,7 +157,7 @@ async def run_queued(
     await records.flush()
     finished = await asyncio.to_thread(records.finished_pairings, spec.id)
     todo = [pairing for pairing in pairings if pairing.key not in finished]
-    client = aioredis.from_url(redis_url)
+    client = connect(redis_url)
     try:
         await ensure_group(client)
         # A run that resumes does not queue again the games still in the stream.
