@@ -257,14 +257,16 @@ async def test_the_editor_highlights_numbers_lines_and_scrolls_long_ones(
     await page.goto(browsing.base_url + "/clients")
     editor = page.locator(".CodeMirror")
     await expect(editor).to_be_visible()
-    # The starter, highlighted, with a number on every line.
-    await expect(editor.locator(".cm-keyword").first).to_be_visible()
-    await expect(editor.locator(".cm-comment").first).to_contain_text("A Thud client")
+    # The starter, highlighted, with a number on every line (in the code shown, not in the
+    # editor's hidden measuring copy of a line).
+    code = editor.locator(".CodeMirror-code")
+    await expect(code.locator(".cm-keyword").first).to_be_visible()
+    await expect(code.locator(".cm-comment").first).to_contain_text("A Thud client")
     lines = await page.locator("#source").input_value()
     numbers = editor.locator(".CodeMirror-code .CodeMirror-linenumber")
     assert (await numbers.all_text_contents())[:5] == ["1", "2", "3", "4", "5"]
     # Typing: the client is saved as it changes; Tab indents by two spaces.
-    await editor.locator(".CodeMirror-line").first.click()
+    await code.locator(".CodeMirror-line").first.click()
     await page.keyboard.press("Control+Home")
     await page.keyboard.press("Tab")
     await page.keyboard.type("// mine")
@@ -280,7 +282,7 @@ async def test_the_editor_highlights_numbers_lines_and_scrolls_long_ones(
         "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
     )
     # Escape leaves the editor (Tab indents inside it).
-    await editor.locator(".CodeMirror-line").first.click()
+    await code.locator(".CodeMirror-line").first.click()
     await page.keyboard.press("Escape")
     await expect(page.locator("#validate")).to_be_focused()
     # The controller's API beside the editor.
