@@ -257,14 +257,16 @@ async def test_the_editor_highlights_numbers_lines_and_scrolls_long_ones(
     await page.goto(browsing.base_url + "/clients")
     editor = page.locator(".CodeMirror")
     await expect(editor).to_be_visible()
-    # The starter, highlighted, with a number on every line.
-    await expect(editor.locator(".cm-keyword").first).to_be_visible()
-    await expect(editor.locator(".cm-comment").first).to_contain_text("A Thud client")
+    # The starter, highlighted, with a number on every line (in the code shown, not in the
+    # editor's hidden measuring copy of a line).
+    code = editor.locator(".CodeMirror-code")
+    await expect(code.locator(".cm-keyword").first).to_be_visible()
+    await expect(code.locator(".cm-comment").first).to_contain_text("A Thud client")
     lines = await page.locator("#source").input_value()
     numbers = editor.locator(".CodeMirror-code .CodeMirror-linenumber")
     assert (await numbers.all_text_contents())[:5] == ["1", "2", "3", "4", "5"]
     # Typing: the client is saved as it changes; Tab indents by two spaces.
-    await editor.locator(".CodeMirror-line").first.click()
+    await code.locator(".CodeMirror-line").first.click()
     await page.keyboard.press("Control+Home")
     await page.keyboard.press("Tab")
     await page.keyboard.type("// mine")
@@ -280,7 +282,7 @@ async def test_the_editor_highlights_numbers_lines_and_scrolls_long_ones(
         "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
     )
     # Escape leaves the editor (Tab indents inside it).
-    await editor.locator(".CodeMirror-line").first.click()
+    await code.locator(".CodeMirror-line").first.click()
     await page.keyboard.press("Escape")
     await expect(page.locator("#validate")).to_be_focused()
     # The controller's API beside the editor.
@@ -320,6 +322,31 @@ async def test_the_starter_beats_the_house_random_player_to_the_last_ply(
     plies = record["turnCount"]
     await expect(page.locator("#ply")).to_have_text(f"{plies} of 500")
     await expect(page.locator("#log li").first.locator(".log-turn")).to_have_text(str(plies))
+
+
+async def test_the_starter_as_the_dwarfs_holds_out_against_the_house_troll(
+    served: Served, browsing: Pages
+) -> None:
+    """The starter's dwarfs look a move ahead: against the house troll (which beats the house
+    dwarf 32 to 0) they keep dwarfs to the last ply and take trolls. Both players are
+    deterministic, the troll by its seed (measured over more seeds: bench/clients_starter.py)."""
+    page = await browsing.open("/clients")
+    await expect(page.locator("#client-list li")).to_have_count(1)
+    await page.select_option("#opponent", "")  # the house troll joins by id, over TCP
+    await page.click("#run")
+    await expect(page.locator("#wait-bot")).to_be_visible()
+    simulation_id = await page.locator("#wait-id").text_content()
+    assert simulation_id
+    final = await asyncio.wait_for(
+        play_house(
+            HOUSE_PLAYERS["thud"]["troll"], "127.0.0.1", served.tcp_port, simulation_id, 16, "troll"
+        ),
+        GAMES_MS / 1000,
+    )
+    result = final["result"]
+    assert result["reason"] == "Timeout"  # the 500th ply, with dwarfs left
+    assert result["score"]["dwarfs"] >= 10 and result["score"]["trolls"] < 32
+    await expect(page.locator("#result")).to_contain_text(result["reason"])
 
 
 async def test_a_client_plays_a_seat_that_a_spectator_watches(

@@ -8,11 +8,14 @@ export const STORAGE_KEY = "visor.clients";
 const MAX_NAME = 64;
 
 // Offered for every new client: plays either side, passes validation, and shows the controller's
-// main calls. (No forbidden term may appear in it, comments included.) As the dwarfs it beats the
-// house random player and takes trolls from the house troll; as the trolls it beats both house
-// players of the dwarfs (measured: docs/tournaments.md, "The /clients page").
+// main calls. (No forbidden term may appear in it, comments included.) It looks one move ahead on
+// a copy of the board. As the dwarfs it beats the house random player and holds out against the
+// house troll to the last ply, taking trolls in most games; as the trolls it beats both house
+// players of the dwarfs (measured: bench/clients_starter.py, docs/tournaments.md).
 export const STARTER = `// A Thud client in the style of the king-of-the-hill challenge.
 // The arena calls turn() on each of your turns and end_turn() right after your move.
+const DIRECTIONS = [[0, -1], [1, -1], [1, 0], [1, 1], [0, 1], [-1, 1], [-1, 0], [-1, -1]];
+
 module.exports = class {
   constructor(controller, utils) {
     this.controller = controller; // your only way to look at the board and to move
@@ -21,30 +24,23 @@ module.exports = class {
 
   turn() {
     const c = this.controller;
-    // Kill when you can: killing_moves() lists {from, to, kills} for your pieces.
+    const dwarfs = c.side === 'd';
+    // Dwarfs kill when they can (a troll is worth 4 dwarfs): killing_moves() lists
+    // {from, to, kills} for your pieces.
     const kills = c.killing_moves();
-    if (kills.length > 0) {
-      const best = kills.reduce((a, b) => (b.kills > a.kills ? b : a));
-      c.select_space(best.from.x, best.from.y);
-      c.move(best.to.x, best.to.y);
+    if (dwarfs && kills.length > 0) {
+      c.select_space(kills[0].from.x, kills[0].from.y);
+      c.move(kills[0].to.x, kills[0].to.y);
       return;
     }
-    // Otherwise weigh every move of every piece and play the best one.
-    const mine = c.pieces();
-    const dwarfs = c.space_info(mine[0].x, mine[0].y).piece === 'd';
-    const rivals = dwarfs ? c.trolls() : c.dwarfs();
-    // space_info(x, y) gives the moves of any piece, with how many pieces each would kill now:
-    // the rival's moves are what it could take next.
-    const replies = [];
-    for (const r of rivals) replies.push(...c.space_info(r.x, r.y).moves);
-    this.friends = new Set(mine.map((p) => p.x + ',' + p.y));
-    this.rivals = new Set(rivals.map((p) => p.x + ',' + p.y));
-    this.squares = new Set(c.spaces().map((s) => s.x + ',' + s.y));
+    // Otherwise try every move of every piece on a copy of the board and play the best one.
+    // spaces() is the whole board: {x, y, piece} with piece 'd', 't' or null.
+    this.board = new Map(c.spaces().map((s) => [s.x + ',' + s.y, s.piece]));
     let best = null;
-    for (const piece of mine) {
-      const info = c.space_info(piece.x, piece.y);
-      for (const move of info.moves) {
-        const score = this.weigh(piece, move, info.in_danger, rivals, replies, dwarfs);
+    for (const piece of c.pieces()) {
+      // space_info(x, y).moves: where the piece can go, {x, y, type, kills, in_danger}.
+      for (const move of c.space_info(piece.x, piece.y).moves) {
+        const score = dwarfs ? this.weighDwarf(piece, move) : this.weighTroll(piece, move);
         if (!best || score > best.score) best = { piece: piece, move: move, score: score };
       }
     }
@@ -53,61 +49,109 @@ module.exports = class {
     c.move(best.move.x, best.move.y);
   }
 
-  weigh(piece, move, threatened, rivals, replies, dwarfs) {
-    const distance = (a, b) => Math.max(Math.abs(a.x - b.x), Math.abs(a.y - b.y));
-    let score = 0;
-    if (move.in_danger) score -= 40; // a square the other side could strike next turn
-    if (threatened) score += 30; // a piece in danger where it stands: get it out
-    // The most the other side could kill in reply, once this piece has moved.
-    let worst = 0;
-    for (const r of replies) {
-      if (r.x === move.x && r.y === move.y) continue;
-      const left = distance(r, piece) === 1 ? 1 : 0;
-      const arrived = distance(r, move) === 1 ? 1 : 0;
-      worst = Math.max(worst, r.kills - left + arrived);
-    }
-    score -= 25 * worst;
-    // Dwarfs: a line of dwarfs behind a safe square threatens the trolls in its reach.
-    if (dwarfs && !move.in_danger) score += 12 * this.hurls(piece, move);
-    // Stay together: dwarfs hurl along their lines, trolls shove along theirs.
-    for (const key of this.friends) {
-      const [x, y] = key.split(',').map(Number);
-      const other = x !== piece.x || y !== piece.y;
-      if (other && distance({ x: x, y: y }, move) === 1) score += dwarfs ? 1 : 2;
-    }
-    // Trolls close in on the dwarfs; dwarfs keep out of a troll's reach.
-    let closest = 99;
-    for (const r of rivals) closest = Math.min(closest, distance(r, move));
-    score -= dwarfs ? 5 * Math.max(0, 3 - closest) : closest;
-    return score;
-  }
-
-  // How many trolls a dwarf on \`move\` could hurl at next turn: along each line of dwarfs
-  // behind it, as far as the line is long, over empty squares.
-  hurls(piece, move) {
-    const at = (x, y) => x + ',' + y;
-    const from = at(piece.x, piece.y);
-    let threats = 0;
-    for (let dx = -1; dx <= 1; dx++) {
-      for (let dy = -1; dy <= 1; dy++) {
-        if (!dx && !dy) continue;
-        let line = 1; // this dwarf and those right behind it (not the one that leaves)
-        for (;;) {
-          const behind = at(move.x - dx * line, move.y - dy * line);
-          if (behind === from || !this.friends.has(behind)) break;
-          line++;
-        }
-        for (let d = 1; d <= line; d++) {
-          const square = at(move.x + dx * d, move.y + dy * d);
-          if (this.rivals.has(square)) {
-            threats++;
-            break;
-          }
-          if (!this.squares.has(square) || this.friends.has(square)) break;
-        }
+  // Dwarfs look one move ahead: after this move, what could the trolls take in reply (a troll
+  // kills every dwarf next to where it lands), and how many trolls could our lines hurl at?
+  weighDwarf(piece, move) {
+    const from = piece.x + ',' + piece.y;
+    const to = move.x + ',' + move.y;
+    this.board.set(from, null);
+    this.board.set(to, 'd');
+    let lost = 0; // the most one troll move could kill, less 4 if it would be hurled at then
+    const exposed = new Set(); // every dwarf some troll move could kill so
+    let threats = 0; // trolls a line of dwarfs could hurl at next turn
+    for (const [square, there] of this.board) {
+      if (there !== 't') continue;
+      const [x, y] = square.split(',').map(Number);
+      if (this.hurlable(x, y)) threats++;
+      for (const [tx, ty] of this.trollMoves(x, y)) {
+        const gain = this.trollGain(x, y, tx, ty);
+        lost = Math.max(lost, gain);
+        if (gain > 0) this.dwarfsNextTo(tx, ty).forEach((d) => exposed.add(d));
       }
     }
-    return threats;
+    this.board.set(to, null);
+    this.board.set(from, 'd');
+    // Stay in solid groups: neighbours make the lines that hurl, and lines cover each other.
+    const friends = this.dwarfsNextTo(move.x, move.y).filter((d) => d !== from).length;
+    return -100 * lost - 30 * exposed.size + 10 * threats + 2 * friends;
+  }
+
+  // Trolls kill, but never where a line of dwarfs could hurl at a troll next; otherwise they
+  // close in on the dwarfs and keep together, in lines that can shove.
+  weighTroll(piece, move) {
+    const from = piece.x + ',' + piece.y;
+    const to = move.x + ',' + move.y;
+    const dead = this.dwarfsNextTo(move.x, move.y);
+    this.board.set(from, null);
+    this.board.set(to, 't');
+    dead.forEach((d) => this.board.set(d, null));
+    let exposed = 0;
+    let closest = 99;
+    let friends = 0;
+    for (const [square, there] of this.board) {
+      const [x, y] = square.split(',').map(Number);
+      const distance = Math.max(Math.abs(x - move.x), Math.abs(y - move.y));
+      if (there === 't' && this.hurlable(x, y)) exposed++;
+      if (there === 't' && distance === 1) friends++;
+      if (there === 'd') closest = Math.min(closest, distance);
+    }
+    dead.forEach((d) => this.board.set(d, 'd'));
+    this.board.set(to, null);
+    this.board.set(from, 't');
+    return 100 * (dead.length - 4 * exposed) - 2 * closest + 2 * friends;
+  }
+
+  // Where a troll at (x, y) can go: a step to an empty neighbour, or a shove along the line of
+  // trolls behind it, as far as the line is long, onto an empty square next to a dwarf.
+  trollMoves(x, y) {
+    const moves = [];
+    for (const [dx, dy] of DIRECTIONS) {
+      const reach = this.line(x, y, -dx, -dy, 't');
+      for (let k = 1; k <= reach; k++) {
+        const [tx, ty] = [x + dx * k, y + dy * k];
+        if (this.board.get(tx + ',' + ty) !== null) break; // a piece, the edge or the Thudstone
+        if (k === 1 || this.dwarfsNextTo(tx, ty).length > 0) moves.push([tx, ty]);
+      }
+    }
+    return moves;
+  }
+
+  // What the trolls gain by moving (x, y) to (tx, ty): the dwarfs next to it, less 4 if a line
+  // of dwarfs could hurl onto it once they are gone.
+  trollGain(x, y, tx, ty) {
+    const dead = this.dwarfsNextTo(tx, ty);
+    if (dead.length === 0) return 0;
+    this.board.set(x + ',' + y, null);
+    this.board.set(tx + ',' + ty, 't');
+    dead.forEach((d) => this.board.set(d, null));
+    const gain = dead.length - (this.hurlable(tx, ty) ? 4 : 0);
+    dead.forEach((d) => this.board.set(d, 'd'));
+    this.board.set(tx + ',' + ty, null);
+    this.board.set(x + ',' + y, 't');
+    return gain;
+  }
+
+  // Whether a dwarf could hurl onto (x, y): the first piece along some line from it is a dwarf
+  // with enough dwarfs behind it (itself included) to cover the distance.
+  hurlable(x, y) {
+    for (const [dx, dy] of DIRECTIONS) {
+      let k = 1;
+      while (this.board.get(x + dx * k + ',' + (y + dy * k)) === null) k++;
+      if (this.line(x + dx * k, y + dy * k, dx, dy, 'd') >= k) return true;
+    }
+    return false;
+  }
+
+  // How many pieces of one kind stand in a row from (x, y) on, stepping (dx, dy).
+  line(x, y, dx, dy, piece) {
+    let n = 0;
+    while (this.board.get(x + dx * n + ',' + (y + dy * n)) === piece) n++;
+    return n;
+  }
+
+  dwarfsNextTo(x, y) {
+    const squares = DIRECTIONS.map(([dx, dy]) => x + dx + ',' + (y + dy));
+    return squares.filter((square) => this.board.get(square) === 'd');
   }
 
   end_turn() {
