@@ -196,7 +196,7 @@ async def test_random_join_finds_a_waiting_simulation_on_another_node(
             await client.close()
 
 
-async def test_every_lobby_shows_every_node_s_simulations_live(
+async def test_every_lobby_shows_every_node_s_simulations_live_then_finished(
     redis: RedisServer, tmp_path: Path
 ) -> None:
     async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
@@ -215,9 +215,11 @@ async def test_every_lobby_shows_every_node_s_simulations_live(
                 return message["type"] == "lobby" and on_a2 in ids
 
             await eventually(lobby_lists_it)
-        # A game played across nodes shows as playing everywhere, then leaves when it ends.
+        # A game played across nodes shows as playing everywhere, then leaves the live list
+        # when it ends...
         local, _ = await join(a, on_a2)
-        remote, _ = await join(b, on_a2)
+        remote, remote_info = await join(b, on_a2)
+        remote_team = remote_info["team"]
 
         async def playing_on_c() -> bool:
             rows = [s for s in await simulations(session, c) if s["simulationId"] == on_a2]
@@ -229,6 +231,29 @@ async def test_every_lobby_shows_every_node_s_simulations_live(
         for node in (a, b, c):
             await listed_on(session, node, on_a2, present=False)
         await remote.close()
+        # ...for every lobby's finished games, with its result; every node's /watch shows it.
+        result = None
+        for node in (a, b, c):
+            async with session.ws_connect(f"http://127.0.0.1:{node.http_port}/ws") as page:
+                await page.send_json({"type": "lobby"})
+                lobby = await page.receive_json(timeout=WAIT_S)
+                rows = [s for s in lobby["simulations"] if s["simulationId"] == on_a2]
+                assert [row["status"] for row in rows] == ["finished"], lobby
+                result = result or rows[0]["result"]
+                assert rows[0]["result"] == result and result["winner"] == remote_team, rows
+                await page.send_json({"type": "watch", "simulationId": on_a2})
+                told = await page.receive_json(timeout=WAIT_S)
+                assert told["message"] == "This game has finished" and told["result"] == result
+        # A node that joins the arena later lists it too.
+        (tmp_path / "later").mkdir()
+        async with (
+            nodes(redis, tmp_path / "later", count=1) as (later,),
+            session.ws_connect(f"http://127.0.0.1:{later.http_port}/ws") as page,
+        ):
+            await page.send_json({"type": "lobby"})
+            lobby = await page.receive_json(timeout=WAIT_S)
+            ended = [s for s in lobby["simulations"] if s["status"] == "finished"]
+            assert [(s["simulationId"], s["result"]) for s in ended] == [(on_a2, result)]
 
 
 async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_told(

@@ -8,6 +8,10 @@ What lives in Redis, all of it with an expiry, so that a node that dies leaves n
   seats and nicks, turn, scores, when it was created), refreshed by its node every heartbeat,
   deleted when it ends. Changes are also published on ``tavern:lobby`` so that every node's
   lobby follows them live.
+* ``tavern:finished``: the lobby rows (with their result) of the arena's last finished games,
+  newest first, as many as a lobby lists; its expiry is renewed by every node's heartbeat. A
+  finished game leaves the directory for this list, and is published on ``tavern:lobby`` too,
+  so that every node's lobby lists it and its ``/watch`` page shows its result.
 * ``tavern:alias:{name}``: another name of a live simulation (a Thud API game's token digest),
   refreshed with it, so that any node finds the node to pass an API request to.
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
@@ -71,6 +75,8 @@ log = logging.getLogger(__name__)
 PREFIX = "tavern:"
 NODES = PREFIX + "nodes"
 LOBBY = PREFIX + "lobby"
+FINISHED = PREFIX + "finished"
+FINISHED_KEPT = 100  # as many as a lobby lists (visor.hub.FINISHED_KEPT)
 WRONG_SIMULATION_ID = "Wrong simulation ID"
 NODE_LOST = "Arena node lost"
 NODE_LOST_REASON = "the node playing this game stopped answering"
@@ -208,6 +214,7 @@ class ClusterNode:
         self._created: dict[str, float] = {}
         self._changed: set[str] = set()  # entries to write and publish at once
         self._removed: set[str] = set()
+        self._finished: list[JsonObject] = []  # lobby rows of games finished here, to announce
         self._turned: dict[str, TurnResult] = {}  # last turn of each, written every heartbeat
         self._aliases: dict[str, set[str]] = {}  # other names of live simulations here
         self._removed_aliases: set[str] = set()
@@ -525,7 +532,12 @@ class ClusterNode:
         elif isinstance(update, GameFinished | Removed):
             match_id = update.view.match_id if isinstance(update, GameFinished) else update.match_id
             self._own.pop(match_id, None)
-            self._created.pop(match_id, None)
+            created = self._created.pop(match_id, time.time())
+            if isinstance(update, GameFinished):
+                entry = lobby_entry(update.view, self.id, created)
+                entry["result"] = update.view.result()
+                self._finished.append(entry)
+                del self._finished[:-FINISHED_KEPT]  # while Redis is away, only the last few
             self._turned.pop(match_id, None)
             self._changed.discard(match_id)
             self._removed.add(match_id)
@@ -576,8 +588,13 @@ class ClusterNode:
         removed_aliases, self._removed_aliases = self._removed_aliases, set()
         if removed_aliases:
             commands.append(("DEL", *(alias_key(name) for name in removed_aliases)))
+        finished, self._finished = self._finished, []
+        if finished:
+            commands.append(("LPUSH", FINISHED, *(orjson.dumps(entry) for entry in finished)))
+            commands.append(("LTRIM", FINISHED, 0, FINISHED_KEPT - 1))
+            commands.append(("PEXPIRE", FINISHED, self.ttl_ms))
         if entries or removed:
-            change = {"node": self.id, "set": entries, "del": sorted(removed)}
+            change = {"node": self.id, "set": entries, "del": sorted(removed), "ended": finished}
             commands.append(("PUBLISH", LOBBY, orjson.dumps(change)))
         return commands
 
@@ -615,6 +632,8 @@ class ClusterNode:
             if self.directory.get(name, {}).get("node") == node:
                 del self.directory[name]
         if self.spectators is not None:
+            for entry in change.get("ended", ()):
+                self.spectators.finished_elsewhere(entry)
             self.spectators.lobby_changed()
 
     # --- heartbeat ----------------------------------------------------------------------------
@@ -631,6 +650,7 @@ class ClusterNode:
         pipe = redis.pipeline(transaction=False)
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.ttl_ms)
         pipe.sadd(NODES, self.id)
+        pipe.pexpire(FINISHED, self.ttl_ms)  # kept while any node of the arena lives
         updated = []
         for name, entry in self._own.items():
             result = turned.get(name)
@@ -674,6 +694,10 @@ class ClusterNode:
                     directory[entry["simulationId"]] = entry
         self.directory = directory
         if self.spectators is not None:
+            for raw in reversed(await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)):
+                entry = orjson.loads(raw)
+                if entry["node"] != self.id:
+                    self.spectators.finished_elsewhere(entry)
             self.spectators.lobby_changed()
 
     async def _linked(self) -> None:
