@@ -196,6 +196,21 @@ async def test_random_join_finds_a_waiting_simulation_on_another_node(
             await client.close()
 
 
+async def test_random_joins_through_two_nodes_at_the_same_moment_meet_in_one_game(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b):
+        for _ in range(8):
+            pair = [await bot(a), await bot(b)]
+            message = {"type": "join-simulation", "game": "tavern", "nick": "random"}
+            await asyncio.gather(*(client.send(message) for client in pair))
+            infos = await asyncio.gather(*(client.expect("game-info") for client in pair))
+            assert infos[0]["simulationId"] == infos[1]["simulationId"], infos
+            assert {info["team"] for info in infos} == {"team1", "team2"}
+            for client in pair:
+                await client.close()
+
+
 async def test_every_lobby_shows_every_node_s_simulations_live_then_finished(
     redis: RedisServer, tmp_path: Path
 ) -> None:

@@ -14,6 +14,10 @@ What lives in Redis, all of it with an expiry, so that a node that dies leaves n
   so that every node's lobby lists it and its ``/watch`` page shows its result.
 * ``tavern:alias:{name}``: another name of a live simulation (a Thud API game's token digest),
   refreshed with it, so that any node finds the node to pass an API request to.
+* ``tavern:claim:{game}``: ``{node} {simulation id}``, the match a random join that found nothing
+  waiting opens, set only if absent (``SET NX GET``, atomic) so that random joins arriving
+  through different nodes at once meet in one match; deleted once that match is full, and
+  short-lived in any case (the directory lists it by then).
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
 
@@ -50,7 +54,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from server.arena import Arena, RemotePeer
+from server.arena import Arena, RandomJoiner, RemotePeer
 from server.cluster import Deliver, Spectators, wire
 from server.config import ArenaConfig
 from server.games.base import JoinRejected, JsonObject
@@ -99,6 +103,16 @@ def sim_key(simulation_id: str) -> str:
 
 def alias_key(name: str) -> str:
     return f"{PREFIX}alias:{name}"
+
+
+def claim_key(game: str) -> str:
+    return f"{PREFIX}claim:{game}"
+
+
+RELEASE_CLAIM = """if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0"""  # a claim is deleted by the node that made it, and only while it is still that one
 
 
 def inbox(node_id: str) -> str:
@@ -217,6 +231,8 @@ class ClusterNode:
         self._finished: list[JsonObject] = []  # lobby rows of games finished here, to announce
         self._turned: dict[str, TurnResult] = {}  # last turn of each, written every heartbeat
         self._aliases: dict[str, set[str]] = {}  # other names of live simulations here
+        self._claims: dict[str, tuple[str, bytes]] = {}  # simulation id -> its claim, value
+        self._released: list[tuple[str, bytes]] = []  # claims to delete
         self._removed_aliases: set[str] = set()
         # Other nodes' matches, as this node's connections and pages reach them.
         self.peers: dict[int, PeerSeat] = {}
@@ -326,6 +342,50 @@ class ClusterNode:
             return None
         candidates.sort(key=lambda candidate: candidate[:2])  # half-full ones first, oldest
         return str(candidates[0][2]["simulationId"])
+
+    def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> PeerSeat:
+        handle = PeerSeat(self, next(self._connections), peer)
+        self.peers[handle.connection] = handle
+        if not self.up or self._tasks is None:
+            asyncio.get_running_loop().call_soon(self._open_here, handle, peer, None)
+        else:
+            self._tasks.create_task(self._claim(handle, peer, game, message))
+        return handle
+
+    async def _claim(
+        self, handle: PeerSeat, peer: RandomJoiner, game: str, message: JsonObject
+    ) -> None:
+        """Open the match of this game's random joins here, unless another node just did:
+        then join that one."""
+        candidate = self.arena.new_id()
+        key, value = claim_key(game), f"{self.id} {candidate}".encode()
+        claimed: bytes | None = value
+        redis = self._redis
+        if redis is not None:
+            with contextlib.suppress(RedisError, OSError):
+                answer = await redis.set(key, value, nx=True, get=True, px=self.ttl_ms)
+                claimed = answer if isinstance(answer, bytes) else None
+        if claimed is None:  # this node's to open
+            self._open_here(handle, peer, candidate)
+            if self.arena.get(candidate) is None:  # it joined one waiting here instead
+                self._release(key, value)
+            else:
+                self._claims[candidate] = (key, value)
+            return
+        owner, _, simulation_id = claimed.decode().partition(" ")
+        if owner == self.id:
+            self._open_here(handle, peer, None)
+        elif handle.connection in self.peers:
+            request = {"simulationId": simulation_id, "message": message, "rejoin": False}
+            await self._look_up(handle, simulation_id, request)
+
+    def _open_here(self, handle: PeerSeat, peer: RandomJoiner, simulation_id: str | None) -> None:
+        if self.peers.pop(handle.connection, None) is not None:
+            peer.open_here(simulation_id)
+
+    def _release(self, key: str, value: bytes) -> None:
+        self._released.append((key, value))
+        self._wake.set()
 
     def _ask(self, handle: PeerSeat, owner: str, request: JsonObject) -> None:
         handle.owner = owner
@@ -525,6 +585,10 @@ class ClusterNode:
             self._turned[update.result.match_id] = update.result
         elif isinstance(update, SeatsChanged | GameStarted):
             view = update.view
+            if view.match_id in self._claims and (
+                view.status is not Status.WAITING or None not in view.players
+            ):  # full: the next random join opens another
+                self._release(*self._claims.pop(view.match_id))
             created = self._created.setdefault(view.match_id, time.time())
             self._own[view.match_id] = lobby_entry(view, self.id, created)
             self._changed.add(view.match_id)
@@ -542,6 +606,8 @@ class ClusterNode:
             self._changed.discard(match_id)
             self._removed.add(match_id)
             self._removed_aliases.update(self._aliases.pop(match_id, ()))
+            if match_id in self._claims:
+                self._release(*self._claims.pop(match_id))
             self._wake.set()
 
     # --- sending ------------------------------------------------------------------------------
@@ -573,6 +639,8 @@ class ClusterNode:
                 for node, frames in outgoing.items()
             ]
             commands += self._directory_writes(changed, removed)
+            released, self._released = self._released, []
+            commands += [("EVAL", RELEASE_CLAIM, 1, key, value) for key, value in released]
             if commands:
                 await sender.send_packed_command(sender.pack_commands(commands), False)
 
