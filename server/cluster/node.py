@@ -41,11 +41,12 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
+import hiredis
 import orjson
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
@@ -204,6 +205,43 @@ class Relay:
         self.deliver = deliver
 
 
+class Link(asyncio.Protocol):
+    """A connection to Redis once redis-py has made it: written to directly, and read by
+    hiredis's parser as bytes arrive (no task wakes up, no reply is awaited)."""
+
+    def __init__(self, lost: asyncio.Future[None], pushed: Callable[[bytes, bytes], None] | None):
+        self.lost = lost
+        self.pushed = pushed
+        self.parser = hiredis.Reader()
+
+    @classmethod
+    def take_over(
+        cls,
+        connection: AbstractConnection,
+        lost: asyncio.Future[None],
+        pushed: Callable[[bytes, bytes], None] | None,
+    ) -> asyncio.Transport:
+        """The connection's transport, now read by a Link: ``pushed`` gets each published
+        message (channel, data), and ``lost`` fails when the connection is lost."""
+        writer = connection._writer  # redis-py's stream, idle: every reply so far was read
+        assert writer is not None
+        transport = cast(asyncio.Transport, writer.transport)
+        transport.set_protocol(cls(lost, pushed))
+        return transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.pushed is None:
+            return  # the sender asked for no replies
+        self.parser.feed(data)
+        while (reply := self.parser.gets()) is not False:
+            if isinstance(reply, list) and reply[0] == b"message":
+                self.pushed(reply[1], reply[2])
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.lost.done():
+            self.lost.set_exception(RedisConnectionError(f"Redis connection lost: {exc}"))
+
+
 class ClusterNode:
     """This process as one node of the arena on a Redis server."""
 
@@ -243,8 +281,11 @@ class ClusterNode:
         # Frames waiting for the sender, by destination node.
         self._outgoing: dict[str, list[bytes]] = {}
         self._outgoing_bytes = 0
-        self._wake = asyncio.Event()
+        self._sender: asyncio.Transport | None = None  # toward Redis, while linked
+        self._flush_due = False
+        self._publish_heads: dict[str, bytes] = {}  # by destination node
         self._header = self.id.encode()
+        self._own_inbox = inbox(self.id).encode()
         arena.listeners.append(self._on_update)
 
     # --- what the visor asks (server.cluster.OtherNodes) --------------------------------------
@@ -385,7 +426,7 @@ class ClusterNode:
 
     def _release(self, key: str, value: bytes) -> None:
         self._released.append((key, value))
-        self._wake.set()
+        self._flush_soon()
 
     def _ask(self, handle: PeerSeat, owner: str, request: JsonObject) -> None:
         handle.owner = owner
@@ -592,7 +633,7 @@ class ClusterNode:
             created = self._created.setdefault(view.match_id, time.time())
             self._own[view.match_id] = lobby_entry(view, self.id, created)
             self._changed.add(view.match_id)
-            self._wake.set()
+            self._flush_soon()
         elif isinstance(update, GameFinished | Removed):
             match_id = update.view.match_id if isinstance(update, GameFinished) else update.match_id
             self._own.pop(match_id, None)
@@ -608,41 +649,58 @@ class ClusterNode:
             self._removed_aliases.update(self._aliases.pop(match_id, ()))
             if match_id in self._claims:
                 self._release(*self._claims.pop(match_id))
-            self._wake.set()
+            self._flush_soon()
 
     # --- sending ------------------------------------------------------------------------------
     def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
         """Queue a frame for ``node``: sent with everything else due to it this loop round."""
         if not self.up or self._outgoing_bytes > MAX_OUTGOING_BYTES:
-            return  # past the bound, the link is about to be made again (see _send_loop)
+            return  # past the bound, the link is about to be made again (see _flush)
         frame = wire.frame(kind, connection, payload)
-        self._outgoing.setdefault(node, []).append(frame)
+        frames = self._outgoing.get(node)
+        if frames is None:
+            self._outgoing[node] = [frame]
+        else:
+            frames.append(frame)
         self._outgoing_bytes += len(frame)
-        self._wake.set()
+        if not self._flush_due:
+            self._flush_soon()
 
-    async def _send_loop(self, sender: AbstractConnection) -> None:
+    def _flush_soon(self) -> None:
+        if not self._flush_due and self._sender is not None:
+            self._flush_due = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
         """Everything due this loop round, in one write: the frames for each node (a PUBLISH
-        per node) and the directory's changes. ``sender`` asked Redis for no replies, so no
+        per node) and the directory's changes. The sender asked Redis for no replies, so no
         write waits for one."""
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if self._outgoing_bytes > MAX_OUTGOING_BYTES:
-                # Redis takes less than this node sends: the link counts as lost, and is made
-                # again, rather than let the backlog grow.
-                raise RedisConnectionError(f"{self._outgoing_bytes} bytes queued toward Redis")
-            outgoing, self._outgoing, self._outgoing_bytes = self._outgoing, {}, 0
-            changed, self._changed = self._changed, set()
-            removed, self._removed = self._removed, set()
-            commands: list[tuple[Any, ...]] = [
-                ("PUBLISH", inbox(node), self._header + b"".join(frames))
-                for node, frames in outgoing.items()
-            ]
-            commands += self._directory_writes(changed, removed)
-            released, self._released = self._released, []
-            commands += [("EVAL", RELEASE_CLAIM, 1, key, value) for key, value in released]
-            if commands:
-                await sender.send_packed_command(sender.pack_commands(commands), False)
+        self._flush_due = False
+        sender = self._sender
+        if sender is None:
+            return
+        if sender.get_write_buffer_size() + self._outgoing_bytes > MAX_OUTGOING_BYTES:
+            # Redis takes less than this node sends: the link counts as lost, and is made
+            # again, rather than let the backlog grow.
+            log.warning("node %s: %d bytes queued toward Redis", self.id, self._outgoing_bytes)
+            sender.abort()
+            return
+        outgoing, self._outgoing, self._outgoing_bytes = self._outgoing, {}, 0
+        parts: list[bytes] = []
+        for node, frames in outgoing.items():
+            head = self._publish_heads.get(node)
+            if head is None:
+                head = self._publish_heads[node] = wire.publish_head(inbox(node))
+            size = len(self._header) + sum(map(len, frames))
+            parts += (head, b"$%d\r\n" % size, self._header, *frames, b"\r\n")
+        changed, self._changed = self._changed, set()
+        removed, self._removed = self._removed, set()
+        commands = self._directory_writes(changed, removed)
+        released, self._released = self._released, []
+        commands += [("EVAL", RELEASE_CLAIM, 1, key, value) for key, value in released]
+        parts += (wire.command(*command) for command in commands)
+        if parts:
+            sender.write(b"".join(parts))
 
     def _directory_writes(self, changed: set[str], removed: set[str]) -> list[tuple[Any, ...]]:
         commands: list[tuple[Any, ...]] = []
@@ -672,19 +730,12 @@ class ClusterNode:
         return [("SET", alias_key(name), value, "PX", self.ttl_ms) for name in names]
 
     # --- receiving ----------------------------------------------------------------------------
-    async def _receive_loop(self, listener: AbstractConnection) -> None:
-        """What is published to this node's inbox and to the lobby, read straight off a
-        subscribed connection (RESP2: a message is [b"message", channel, data])."""
-        own_inbox = inbox(self.id).encode()
-        while True:
-            response = await listener.read_response()
-            if not isinstance(response, list) or response[0] != b"message":
-                continue  # a subscription's confirmation
-            _, channel, data = response
-            if channel == own_inbox:
-                self.received(data)
-            else:
-                self._lobby_message(data)
+    def pushed(self, channel: bytes, data: bytes) -> None:
+        """A message published to this node's inbox or to the lobby."""
+        if channel == self._own_inbox:
+            self.received(data)
+        else:
+            self._lobby_message(data)
 
     def _lobby_message(self, data: bytes) -> None:
         change = orjson.loads(data)
@@ -773,16 +824,19 @@ class ClusterNode:
         # No retries inside redis-py: a failed command means the link is down, handled here.
         options: dict[str, Any] = {"retry": Retry(NoBackoff(), 0), "socket_connect_timeout": 2}
         redis = Redis.from_url(self.url, socket_timeout=max(2.0, self.ttl_ms / 1000), **options)
-        # The traffic goes over two connections of its own, without redis-py's pub/sub and
-        # pipeline layers, which cost more than the rest of a relayed turn.
+        # The traffic goes over two connections of its own, made (address, password, database)
+        # by redis-py, then written and read directly (see Link).
         pool = ConnectionPool.from_url(self.url, protocol=2, **options)
         sender = pool.connection_class(**pool.connection_kwargs)
         listener = pool.connection_class(**pool.connection_kwargs)
+        lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
             await sender.connect()  # type: ignore[no-untyped-call]
             await sender.send_command("CLIENT", "REPLY", "OFF")
             await listener.connect()  # type: ignore[no-untyped-call]
-            await listener.send_command("SUBSCRIBE", inbox(self.id), LOBBY)
+            listening = Link.take_over(listener, lost, self.pushed)
+            listening.write(wire.command("SUBSCRIBE", inbox(self.id), LOBBY))
+            self._sender = Link.take_over(sender, lost, None)
             self._redis = redis
             self._changed.update(self._own)  # everything again: Redis may have lost it all
             await self._beat(redis)  # which follows the other nodes' simulations
@@ -790,14 +844,18 @@ class ClusterNode:
             self.connected.set()
             log.info("node %s: in the arena on %s", self.id, without_password(self.url))
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._receive_loop(listener))
-                tasks.create_task(self._send_loop(sender))
                 tasks.create_task(self._heartbeat_loop(redis))
+                await lost
         finally:
-            self._redis = None
+            self._redis = self._sender = None
+            self._flush_due = False
+            if not lost.done():
+                lost.cancel()  # closed here, not lost
+            elif not lost.cancelled():
+                lost.exception()  # raised above already, or never awaited: retrieved
             for connection in (sender, listener):
                 with contextlib.suppress(RedisError, OSError):
-                    await connection.disconnect()
+                    await connection.disconnect(nowait=True)
             with contextlib.suppress(RedisError, OSError):
                 await redis.aclose()
 
