@@ -734,8 +734,11 @@ class ClusterNode:
         """A message published to this node's inbox or to the lobby."""
         if channel == self._own_inbox:
             self.received(data)
-        else:
+            return
+        try:
             self._lobby_message(data)
+        except Exception:  # one bad announcement must not cost the link
+            log.exception("node %s: lobby message failed", self.id)
 
     def _lobby_message(self, data: bytes) -> None:
         change = orjson.loads(data)
@@ -839,6 +842,7 @@ class ClusterNode:
             self._sender = Link.take_over(sender, lost, None)
             self._redis = redis
             self._changed.update(self._own)  # everything again: Redis may have lost it all
+            self._flush_soon()
             await self._beat(redis)  # which follows the other nodes' simulations
             self.up = True
             self.connected.set()
