@@ -60,6 +60,13 @@ class RemotePeer(Protocol):
         """The seat's channel was closed (the game is over, or the seat was rejoined)."""
 
 
+class RandomJoiner(RemotePeer, Protocol):
+    """A connection on this node whose random join the other nodes help to place."""
+
+    def open_here(self, simulation_id: str | None) -> None:
+        """Join a waiting match here, or open one with this id (any id, if None)."""
+
+
 class RemoteSeat(Protocol):
     """A seat asked for, or taken, on another node, as the connection on this node sees it."""
 
@@ -88,6 +95,11 @@ class Elsewhere(Protocol):
 
     def waiting(self, game: str, fields: JsonObject) -> str | None:
         """The id of a waiting match of this game on another node that could seat the request."""
+
+    def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> RemoteSeat:
+        """A random join that found no waiting match anywhere: the nodes agree, atomically, on
+        which of them opens the one match the random joins arriving at that moment share.
+        ``peer`` is told to open it (``open_here``), or is seated in another node's."""
 
 
 class Arena:
@@ -146,7 +158,7 @@ class Arena:
                     TOO_MANY_SIMULATIONS, f"at most {most} waiting simulations from one address"
                 )
         match = Match(
-            options.match_id or self._new_id(),
+            options.match_id or self.new_id(),
             codec,
             secrets.randbits(32) if options.seed is None else options.seed,
             options.limits or self.limits(),
@@ -203,7 +215,9 @@ class Arena:
         if match.status is Status.WAITING and match.is_empty():
             self._drop(match)
 
-    def _new_id(self) -> str:
+    def new_id(self) -> str:
+        """An id no match here has (ids are random: other nodes' collide with it only by a
+        chance of one in billions)."""
         while True:
             first = secrets.choice(ID_ALPHABET[:9])
             rest = "".join(secrets.choice(ID_ALPHABET) for _ in range(6))

@@ -223,6 +223,7 @@ class Connection(asyncio.Protocol):
         self.seat: tuple[Match, int] | None = None
         self.remote: RemoteSeat | None = None  # a seat asked for or taken on another node
         self._random_join: JsonObject | None = None  # the random join a remote seat answers
+        self._claimed = False  # the random join went through the nodes' claim (see _join)
         self.simulations_created = 0
         self.address = self.peer = "?"
         self.transport: asyncio.Transport | None = None
@@ -347,11 +348,23 @@ class Connection(asyncio.Protocol):
 
     def remote_refused(self, message: str, reason: str | None) -> None:
         self.remote = None
+        random_join = self._random_join
+        elsewhere = self.arena.elsewhere
+        if random_join is None or self._closing:
+            self.error(message, reason)
+        elif not self._claimed and elsewhere is not None:
+            # Taken meanwhile: the nodes agree on where the next one opens.
+            self._claimed = True
+            game = random_join.get("game", DEFAULT_GAME) or DEFAULT_GAME
+            self.remote = elsewhere.random_join(self, game, random_join)
+        else:  # refused even so: it waits for a partner here
+            self.open_here(None)
+
+    def open_here(self, simulation_id: str | None) -> None:
+        self.remote = None
         random_join, self._random_join = self._random_join, None
         if random_join is not None and not self._closing:
-            self._join_here(random_join)  # taken meanwhile: a random join opens one here
-        else:
-            self.error(message, reason)
+            self._join_here(random_join, simulation_id)
 
     # --- SeatChannel -------------------------------------------------------------------------
     def send(self, message: SeatMessage) -> None:
@@ -535,15 +548,22 @@ class Connection(asyncio.Protocol):
             return
         if not simulation_id and elsewhere is not None:
             game = message.get("game", DEFAULT_GAME) or DEFAULT_GAME
-            if isinstance(game, str) and self.arena.waiting(game, message) is None:
+            if game in self.arena.games and self.arena.waiting(game, message) is None:
+                # Nothing waits here: one waiting on another node, or else the one the nodes
+                # agree is opened for the random joins arriving at this moment.
+                self._random_join = message
                 found_id = elsewhere.waiting(game, message)
+                self._claimed = found_id is None
                 if found_id is not None:
-                    self._random_join = message
                     self.remote = elsewhere.seat(self, found_id, message, rejoin=False)
-                    return
+                else:
+                    self.remote = elsewhere.random_join(self, game, message)
+                return
         self._join_here(message)
 
-    def _join_here(self, message: JsonObject) -> None:
+    def _join_here(self, message: JsonObject, new_id: str | None = None) -> None:
+        """Seat the bot in the match it names, or for a random join in a waiting match here or
+        a new one (with ``new_id``, if the nodes agreed on it)."""
         simulation_id = message.get("simulationId")
         if simulation_id:
             found = self.arena.get(simulation_id)
@@ -560,7 +580,7 @@ class Connection(asyncio.Protocol):
             valid, seed = self._seed(message)
             if game is None or not valid:
                 return
-            options = MatchOptions(seed=seed, creator=self.address, by_join=True)
+            options = MatchOptions(seed=seed, creator=self.address, by_join=True, match_id=new_id)
             try:
                 match = self.arena.waiting(game, message) or self.arena.open(game, options)
             except JoinRejected as rejected:

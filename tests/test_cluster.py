@@ -135,6 +135,9 @@ async def test_a_simulation_is_joined_played_and_rejoined_through_any_node(
                 refused = await by_team[other].receive_line()
                 assert refused == encode(error_message("Not your turn", "wait for a turn message"))
                 await by_team[team].send_raw(tavern_move(team, step))
+        # The last move was played (the next turn came) before the remote bot goes: its move
+        # and its rejoin through node C travel different ways and could arrive in either order.
+        await by_team["team1"].expect("turn")
 
         # The remote bot loses its connection and takes its seat back through node C.
         await remote.close()
@@ -196,7 +199,22 @@ async def test_random_join_finds_a_waiting_simulation_on_another_node(
             await client.close()
 
 
-async def test_every_lobby_shows_every_node_s_simulations_live(
+async def test_random_joins_through_two_nodes_at_the_same_moment_meet_in_one_game(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    async with nodes(redis, tmp_path, count=2) as (a, b):
+        for _ in range(8):
+            pair = [await bot(a), await bot(b)]
+            message = {"type": "join-simulation", "game": "tavern", "nick": "random"}
+            await asyncio.gather(*(client.send(message) for client in pair))
+            infos = await asyncio.gather(*(client.expect("game-info") for client in pair))
+            assert infos[0]["simulationId"] == infos[1]["simulationId"], infos
+            assert {info["team"] for info in infos} == {"team1", "team2"}
+            for client in pair:
+                await client.close()
+
+
+async def test_every_lobby_shows_every_node_s_simulations_live_then_finished(
     redis: RedisServer, tmp_path: Path
 ) -> None:
     async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
@@ -215,9 +233,11 @@ async def test_every_lobby_shows_every_node_s_simulations_live(
                 return message["type"] == "lobby" and on_a2 in ids
 
             await eventually(lobby_lists_it)
-        # A game played across nodes shows as playing everywhere, then leaves when it ends.
+        # A game played across nodes shows as playing everywhere, then leaves the live list
+        # when it ends...
         local, _ = await join(a, on_a2)
-        remote, _ = await join(b, on_a2)
+        remote, remote_info = await join(b, on_a2)
+        remote_team = remote_info["team"]
 
         async def playing_on_c() -> bool:
             rows = [s for s in await simulations(session, c) if s["simulationId"] == on_a2]
@@ -229,6 +249,29 @@ async def test_every_lobby_shows_every_node_s_simulations_live(
         for node in (a, b, c):
             await listed_on(session, node, on_a2, present=False)
         await remote.close()
+        # ...for every lobby's finished games, with its result; every node's /watch shows it.
+        result = None
+        for node in (a, b, c):
+            async with session.ws_connect(f"http://127.0.0.1:{node.http_port}/ws") as page:
+                await page.send_json({"type": "lobby"})
+                lobby = await page.receive_json(timeout=WAIT_S)
+                rows = [s for s in lobby["simulations"] if s["simulationId"] == on_a2]
+                assert [row["status"] for row in rows] == ["finished"], lobby
+                result = result or rows[0]["result"]
+                assert rows[0]["result"] == result and result["winner"] == remote_team, rows
+                await page.send_json({"type": "watch", "simulationId": on_a2})
+                told = await page.receive_json(timeout=WAIT_S)
+                assert told["message"] == "This game has finished" and told["result"] == result
+        # A node that joins the arena later lists it too.
+        (tmp_path / "later").mkdir()
+        async with (
+            nodes(redis, tmp_path / "later", count=1) as (later,),
+            session.ws_connect(f"http://127.0.0.1:{later.http_port}/ws") as page,
+        ):
+            await page.send_json({"type": "lobby"})
+            lobby = await page.receive_json(timeout=WAIT_S)
+            ended = [s for s in lobby["simulations"] if s["status"] == "finished"]
+            assert [(s["simulationId"], s["result"]) for s in ended] == [(on_a2, result)]
 
 
 async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_told(

@@ -181,9 +181,7 @@ class SpectatorHub:
             view = update.view
             match_id = view.match_id
             self._drop_live(match_id)
-            self.finished[match_id] = self.summary(view)
-            while len(self.finished) > FINISHED_KEPT:
-                self.opened_at.pop(self.finished.popitem(last=False)[0], None)
+            self._keep_finished(self.summary(view))
             text = dumps(
                 {
                     "type": "end",
@@ -211,6 +209,12 @@ class SpectatorHub:
         # Pushed in the loop's next round, so that the players' next turn, held briefly in a
         # server.tcp.WriteBatch, is not written after hundreds of pages' copies.
         asyncio.get_running_loop().call_soon(self._push, match_id, list(pages), text)
+
+    def _keep_finished(self, entry: JsonObject) -> None:
+        self.finished[entry["simulationId"]] = entry
+        while len(self.finished) > FINISHED_KEPT:
+            self.opened_at.pop(self.finished.popitem(last=False)[0], None)
+        self._lobby_dirty.set()
 
     def _drop_live(self, match_id: str) -> None:
         self.live.pop(match_id, None)
@@ -267,6 +271,25 @@ class SpectatorHub:
             message["result"] = view.result()
         return message
 
+    def not_live(self, simulation_id: str) -> JsonObject:
+        """What a page asking to watch a game that is not being played is told: its result,
+        if it finished (on this node or another), or that there is no such game."""
+        finished = self.finished.get(simulation_id)
+        if finished is None:
+            return {
+                "type": "error",
+                "message": "There is no simulation with this id",
+                "simulationId": simulation_id,
+            }
+        return {
+            "type": "error",
+            "message": "This game has finished",
+            "simulationId": simulation_id,
+            "game": finished["game"],
+            "players": finished["players"],
+            "result": finished.get("result"),
+        }
+
     def live_simulations(self) -> list[JsonObject]:
         """Every live simulation of the arena, this node's and the other nodes'."""
         live = [self.summary(view) for view in self.live.values()]
@@ -301,26 +324,7 @@ class SpectatorHub:
             self.watchers.setdefault(simulation_id, set()).add(page)
             return
         if view is None:
-            finished = self.finished.get(simulation_id)
-            if finished is not None:
-                page.send(
-                    {
-                        "type": "error",
-                        "message": "This game has finished",
-                        "simulationId": simulation_id,
-                        "game": finished["game"],
-                        "players": finished["players"],
-                        "result": finished.get("result"),
-                    }
-                )
-            else:
-                page.send(
-                    {
-                        "type": "error",
-                        "message": "There is no simulation with this id",
-                        "simulationId": simulation_id,
-                    }
-                )
+            page.send(self.not_live(simulation_id))
             return
         page.watching = simulation_id
         self.watchers.setdefault(simulation_id, set()).add(page)
@@ -344,8 +348,8 @@ class SpectatorHub:
     # --- other nodes (server.cluster.Spectators) ---------------------------------------------
     def relay(self, simulation_id: str, deliver: Deliver) -> None:
         view = self.live.get(simulation_id)
-        if view is None:
-            deliver(dumps({"type": "error", "message": "There is no simulation with this id"}))
+        if view is None:  # it ended a moment ago
+            deliver(dumps(self.not_live(simulation_id)))
             return
         self.relays.setdefault(simulation_id, set()).add(deliver)
         self._lobby_dirty.set()
@@ -367,6 +371,10 @@ class SpectatorHub:
             for page in self.watchers.pop(simulation_id, set()):
                 page.watching = None
                 page.close(hang_up=True)
+
+    def finished_elsewhere(self, entry: JsonObject) -> None:
+        if entry["simulationId"] not in self.finished:
+            self._keep_finished(entry)
 
     def lobby_changed(self) -> None:
         self._lobby_dirty.set()

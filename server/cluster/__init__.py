@@ -31,6 +31,10 @@ class Spectators(Protocol):
         """A message for this node's pages watching another node's match; ``last``: the match
         can no longer be watched (its node is lost)."""
 
+    def finished_elsewhere(self, entry: JsonObject) -> None:
+        """Another node's game finished: its lobby row, with its result, joins the finished
+        ones here."""
+
     def lobby_changed(self) -> None:
         """The other nodes' simulations changed."""
 

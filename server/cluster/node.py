@@ -8,8 +8,16 @@ What lives in Redis, all of it with an expiry, so that a node that dies leaves n
   seats and nicks, turn, scores, when it was created), refreshed by its node every heartbeat,
   deleted when it ends. Changes are also published on ``tavern:lobby`` so that every node's
   lobby follows them live.
+* ``tavern:finished``: the lobby rows (with their result) of the arena's last finished games,
+  newest first, as many as a lobby lists; its expiry is renewed by every node's heartbeat. A
+  finished game leaves the directory for this list, and is published on ``tavern:lobby`` too,
+  so that every node's lobby lists it and its ``/watch`` page shows its result.
 * ``tavern:alias:{name}``: another name of a live simulation (a Thud API game's token digest),
   refreshed with it, so that any node finds the node to pass an API request to.
+* ``tavern:claim:{game}``: ``{node} {simulation id}``, the match a random join that found nothing
+  waiting opens, set only if absent (``SET NX GET``, atomic) so that random joins arriving
+  through different nodes at once meet in one match; deleted once that match is full, and
+  short-lived in any case (the directory lists it by then).
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
 
@@ -33,11 +41,12 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
+import hiredis
 import orjson
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
@@ -46,7 +55,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from server.arena import Arena, RemotePeer
+from server.arena import Arena, RandomJoiner, RemotePeer
 from server.cluster import Deliver, Spectators, wire
 from server.config import ArenaConfig
 from server.games.base import JoinRejected, JsonObject
@@ -71,6 +80,8 @@ log = logging.getLogger(__name__)
 PREFIX = "tavern:"
 NODES = PREFIX + "nodes"
 LOBBY = PREFIX + "lobby"
+FINISHED = PREFIX + "finished"
+FINISHED_KEPT = 100  # as many as a lobby lists (visor.hub.FINISHED_KEPT)
 WRONG_SIMULATION_ID = "Wrong simulation ID"
 NODE_LOST = "Arena node lost"
 NODE_LOST_REASON = "the node playing this game stopped answering"
@@ -93,6 +104,16 @@ def sim_key(simulation_id: str) -> str:
 
 def alias_key(name: str) -> str:
     return f"{PREFIX}alias:{name}"
+
+
+def claim_key(game: str) -> str:
+    return f"{PREFIX}claim:{game}"
+
+
+RELEASE_CLAIM = """if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0"""  # a claim is deleted by the node that made it, and only while it is still that one
 
 
 def inbox(node_id: str) -> str:
@@ -184,6 +205,43 @@ class Relay:
         self.deliver = deliver
 
 
+class Link(asyncio.Protocol):
+    """A connection to Redis once redis-py has made it: written to directly, and read by
+    hiredis's parser as bytes arrive (no task wakes up, no reply is awaited)."""
+
+    def __init__(self, lost: asyncio.Future[None], pushed: Callable[[bytes, bytes], None] | None):
+        self.lost = lost
+        self.pushed = pushed
+        self.parser = hiredis.Reader()
+
+    @classmethod
+    def take_over(
+        cls,
+        connection: AbstractConnection,
+        lost: asyncio.Future[None],
+        pushed: Callable[[bytes, bytes], None] | None,
+    ) -> asyncio.Transport:
+        """The connection's transport, now read by a Link: ``pushed`` gets each published
+        message (channel, data), and ``lost`` fails when the connection is lost."""
+        writer = connection._writer  # redis-py's stream, idle: every reply so far was read
+        assert writer is not None
+        transport = cast(asyncio.Transport, writer.transport)
+        transport.set_protocol(cls(lost, pushed))
+        return transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.pushed is None:
+            return  # the sender asked for no replies
+        self.parser.feed(data)
+        while (reply := self.parser.gets()) is not False:
+            if isinstance(reply, list) and reply[0] == b"message":
+                self.pushed(reply[1], reply[2])
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.lost.done():
+            self.lost.set_exception(RedisConnectionError(f"Redis connection lost: {exc}"))
+
+
 class ClusterNode:
     """This process as one node of the arena on a Redis server."""
 
@@ -208,8 +266,11 @@ class ClusterNode:
         self._created: dict[str, float] = {}
         self._changed: set[str] = set()  # entries to write and publish at once
         self._removed: set[str] = set()
+        self._finished: list[JsonObject] = []  # lobby rows of games finished here, to announce
         self._turned: dict[str, TurnResult] = {}  # last turn of each, written every heartbeat
         self._aliases: dict[str, set[str]] = {}  # other names of live simulations here
+        self._claims: dict[str, tuple[str, bytes]] = {}  # simulation id -> its claim, value
+        self._released: list[tuple[str, bytes]] = []  # claims to delete
         self._removed_aliases: set[str] = set()
         # Other nodes' matches, as this node's connections and pages reach them.
         self.peers: dict[int, PeerSeat] = {}
@@ -220,8 +281,11 @@ class ClusterNode:
         # Frames waiting for the sender, by destination node.
         self._outgoing: dict[str, list[bytes]] = {}
         self._outgoing_bytes = 0
-        self._wake = asyncio.Event()
+        self._sender: asyncio.Transport | None = None  # toward Redis, while linked
+        self._flush_due = False
+        self._publish_heads: dict[str, bytes] = {}  # by destination node
         self._header = self.id.encode()
+        self._own_inbox = inbox(self.id).encode()
         arena.listeners.append(self._on_update)
 
     # --- what the visor asks (server.cluster.OtherNodes) --------------------------------------
@@ -319,6 +383,50 @@ class ClusterNode:
             return None
         candidates.sort(key=lambda candidate: candidate[:2])  # half-full ones first, oldest
         return str(candidates[0][2]["simulationId"])
+
+    def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> PeerSeat:
+        handle = PeerSeat(self, next(self._connections), peer)
+        self.peers[handle.connection] = handle
+        if not self.up or self._tasks is None:
+            asyncio.get_running_loop().call_soon(self._open_here, handle, peer, None)
+        else:
+            self._tasks.create_task(self._claim(handle, peer, game, message))
+        return handle
+
+    async def _claim(
+        self, handle: PeerSeat, peer: RandomJoiner, game: str, message: JsonObject
+    ) -> None:
+        """Open the match of this game's random joins here, unless another node just did:
+        then join that one."""
+        candidate = self.arena.new_id()
+        key, value = claim_key(game), f"{self.id} {candidate}".encode()
+        claimed: bytes | None = value
+        redis = self._redis
+        if redis is not None:
+            with contextlib.suppress(RedisError, OSError):
+                answer = await redis.set(key, value, nx=True, get=True, px=self.ttl_ms)
+                claimed = answer if isinstance(answer, bytes) else None
+        if claimed is None:  # this node's to open
+            self._open_here(handle, peer, candidate)
+            if self.arena.get(candidate) is None:  # it joined one waiting here instead
+                self._release(key, value)
+            else:
+                self._claims[candidate] = (key, value)
+            return
+        owner, _, simulation_id = claimed.decode().partition(" ")
+        if owner == self.id:
+            self._open_here(handle, peer, None)
+        elif handle.connection in self.peers:
+            request = {"simulationId": simulation_id, "message": message, "rejoin": False}
+            await self._look_up(handle, simulation_id, request)
+
+    def _open_here(self, handle: PeerSeat, peer: RandomJoiner, simulation_id: str | None) -> None:
+        if self.peers.pop(handle.connection, None) is not None:
+            peer.open_here(simulation_id)
+
+    def _release(self, key: str, value: bytes) -> None:
+        self._released.append((key, value))
+        self._flush_soon()
 
     def _ask(self, handle: PeerSeat, owner: str, request: JsonObject) -> None:
         handle.owner = owner
@@ -518,51 +626,81 @@ class ClusterNode:
             self._turned[update.result.match_id] = update.result
         elif isinstance(update, SeatsChanged | GameStarted):
             view = update.view
+            if view.match_id in self._claims and (
+                view.status is not Status.WAITING or None not in view.players
+            ):  # full: the next random join opens another
+                self._release(*self._claims.pop(view.match_id))
             created = self._created.setdefault(view.match_id, time.time())
             self._own[view.match_id] = lobby_entry(view, self.id, created)
             self._changed.add(view.match_id)
-            self._wake.set()
+            self._flush_soon()
         elif isinstance(update, GameFinished | Removed):
             match_id = update.view.match_id if isinstance(update, GameFinished) else update.match_id
             self._own.pop(match_id, None)
-            self._created.pop(match_id, None)
+            created = self._created.pop(match_id, time.time())
+            if isinstance(update, GameFinished):
+                entry = lobby_entry(update.view, self.id, created)
+                entry["result"] = update.view.result()
+                self._finished.append(entry)
+                del self._finished[:-FINISHED_KEPT]  # while Redis is away, only the last few
             self._turned.pop(match_id, None)
             self._changed.discard(match_id)
             self._removed.add(match_id)
             self._removed_aliases.update(self._aliases.pop(match_id, ()))
-            self._wake.set()
+            if match_id in self._claims:
+                self._release(*self._claims.pop(match_id))
+            self._flush_soon()
 
     # --- sending ------------------------------------------------------------------------------
     def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
         """Queue a frame for ``node``: sent with everything else due to it this loop round."""
         if not self.up or self._outgoing_bytes > MAX_OUTGOING_BYTES:
-            return  # past the bound, the link is about to be made again (see _send_loop)
+            return  # past the bound, the link is about to be made again (see _flush)
         frame = wire.frame(kind, connection, payload)
-        self._outgoing.setdefault(node, []).append(frame)
+        frames = self._outgoing.get(node)
+        if frames is None:
+            self._outgoing[node] = [frame]
+        else:
+            frames.append(frame)
         self._outgoing_bytes += len(frame)
-        self._wake.set()
+        if not self._flush_due:
+            self._flush_soon()
 
-    async def _send_loop(self, sender: AbstractConnection) -> None:
+    def _flush_soon(self) -> None:
+        if not self._flush_due and self._sender is not None:
+            self._flush_due = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
         """Everything due this loop round, in one write: the frames for each node (a PUBLISH
-        per node) and the directory's changes. ``sender`` asked Redis for no replies, so no
+        per node) and the directory's changes. The sender asked Redis for no replies, so no
         write waits for one."""
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if self._outgoing_bytes > MAX_OUTGOING_BYTES:
-                # Redis takes less than this node sends: the link counts as lost, and is made
-                # again, rather than let the backlog grow.
-                raise RedisConnectionError(f"{self._outgoing_bytes} bytes queued toward Redis")
-            outgoing, self._outgoing, self._outgoing_bytes = self._outgoing, {}, 0
-            changed, self._changed = self._changed, set()
-            removed, self._removed = self._removed, set()
-            commands: list[tuple[Any, ...]] = [
-                ("PUBLISH", inbox(node), self._header + b"".join(frames))
-                for node, frames in outgoing.items()
-            ]
-            commands += self._directory_writes(changed, removed)
-            if commands:
-                await sender.send_packed_command(sender.pack_commands(commands), False)
+        self._flush_due = False
+        sender = self._sender
+        if sender is None:
+            return
+        if sender.get_write_buffer_size() + self._outgoing_bytes > MAX_OUTGOING_BYTES:
+            # Redis takes less than this node sends: the link counts as lost, and is made
+            # again, rather than let the backlog grow.
+            log.warning("node %s: %d bytes queued toward Redis", self.id, self._outgoing_bytes)
+            sender.abort()
+            return
+        outgoing, self._outgoing, self._outgoing_bytes = self._outgoing, {}, 0
+        parts: list[bytes] = []
+        for node, frames in outgoing.items():
+            head = self._publish_heads.get(node)
+            if head is None:
+                head = self._publish_heads[node] = wire.publish_head(inbox(node))
+            size = len(self._header) + sum(map(len, frames))
+            parts += (head, b"$%d\r\n" % size, self._header, *frames, b"\r\n")
+        changed, self._changed = self._changed, set()
+        removed, self._removed = self._removed, set()
+        commands = self._directory_writes(changed, removed)
+        released, self._released = self._released, []
+        commands += [("EVAL", RELEASE_CLAIM, 1, key, value) for key, value in released]
+        parts += (wire.command(*command) for command in commands)
+        if parts:
+            sender.write(b"".join(parts))
 
     def _directory_writes(self, changed: set[str], removed: set[str]) -> list[tuple[Any, ...]]:
         commands: list[tuple[Any, ...]] = []
@@ -576,8 +714,13 @@ class ClusterNode:
         removed_aliases, self._removed_aliases = self._removed_aliases, set()
         if removed_aliases:
             commands.append(("DEL", *(alias_key(name) for name in removed_aliases)))
+        finished, self._finished = self._finished, []
+        if finished:
+            commands.append(("LPUSH", FINISHED, *(orjson.dumps(entry) for entry in finished)))
+            commands.append(("LTRIM", FINISHED, 0, FINISHED_KEPT - 1))
+            commands.append(("PEXPIRE", FINISHED, self.ttl_ms))
         if entries or removed:
-            change = {"node": self.id, "set": entries, "del": sorted(removed)}
+            change = {"node": self.id, "set": entries, "del": sorted(removed), "ended": finished}
             commands.append(("PUBLISH", LOBBY, orjson.dumps(change)))
         return commands
 
@@ -587,19 +730,15 @@ class ClusterNode:
         return [("SET", alias_key(name), value, "PX", self.ttl_ms) for name in names]
 
     # --- receiving ----------------------------------------------------------------------------
-    async def _receive_loop(self, listener: AbstractConnection) -> None:
-        """What is published to this node's inbox and to the lobby, read straight off a
-        subscribed connection (RESP2: a message is [b"message", channel, data])."""
-        own_inbox = inbox(self.id).encode()
-        while True:
-            response = await listener.read_response()
-            if not isinstance(response, list) or response[0] != b"message":
-                continue  # a subscription's confirmation
-            _, channel, data = response
-            if channel == own_inbox:
-                self.received(data)
-            else:
-                self._lobby_message(data)
+    def pushed(self, channel: bytes, data: bytes) -> None:
+        """A message published to this node's inbox or to the lobby."""
+        if channel == self._own_inbox:
+            self.received(data)
+            return
+        try:
+            self._lobby_message(data)
+        except Exception:  # one bad announcement must not cost the link
+            log.exception("node %s: lobby message failed", self.id)
 
     def _lobby_message(self, data: bytes) -> None:
         change = orjson.loads(data)
@@ -615,6 +754,8 @@ class ClusterNode:
             if self.directory.get(name, {}).get("node") == node:
                 del self.directory[name]
         if self.spectators is not None:
+            for entry in change.get("ended", ()):
+                self.spectators.finished_elsewhere(entry)
             self.spectators.lobby_changed()
 
     # --- heartbeat ----------------------------------------------------------------------------
@@ -631,6 +772,7 @@ class ClusterNode:
         pipe = redis.pipeline(transaction=False)
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.ttl_ms)
         pipe.sadd(NODES, self.id)
+        pipe.pexpire(FINISHED, self.ttl_ms)  # kept while any node of the arena lives
         updated = []
         for name, entry in self._own.items():
             result = turned.get(name)
@@ -674,6 +816,10 @@ class ClusterNode:
                     directory[entry["simulationId"]] = entry
         self.directory = directory
         if self.spectators is not None:
+            for raw in reversed(await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)):
+                entry = orjson.loads(raw)
+                if entry["node"] != self.id:
+                    self.spectators.finished_elsewhere(entry)
             self.spectators.lobby_changed()
 
     async def _linked(self) -> None:
@@ -681,31 +827,39 @@ class ClusterNode:
         # No retries inside redis-py: a failed command means the link is down, handled here.
         options: dict[str, Any] = {"retry": Retry(NoBackoff(), 0), "socket_connect_timeout": 2}
         redis = Redis.from_url(self.url, socket_timeout=max(2.0, self.ttl_ms / 1000), **options)
-        # The traffic goes over two connections of its own, without redis-py's pub/sub and
-        # pipeline layers, which cost more than the rest of a relayed turn.
+        # The traffic goes over two connections of its own, made (address, password, database)
+        # by redis-py, then written and read directly (see Link).
         pool = ConnectionPool.from_url(self.url, protocol=2, **options)
         sender = pool.connection_class(**pool.connection_kwargs)
         listener = pool.connection_class(**pool.connection_kwargs)
+        lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
             await sender.connect()  # type: ignore[no-untyped-call]
             await sender.send_command("CLIENT", "REPLY", "OFF")
             await listener.connect()  # type: ignore[no-untyped-call]
-            await listener.send_command("SUBSCRIBE", inbox(self.id), LOBBY)
+            listening = Link.take_over(listener, lost, self.pushed)
+            listening.write(wire.command("SUBSCRIBE", inbox(self.id), LOBBY))
+            self._sender = Link.take_over(sender, lost, None)
             self._redis = redis
             self._changed.update(self._own)  # everything again: Redis may have lost it all
+            self._flush_soon()
             await self._beat(redis)  # which follows the other nodes' simulations
             self.up = True
             self.connected.set()
             log.info("node %s: in the arena on %s", self.id, without_password(self.url))
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._receive_loop(listener))
-                tasks.create_task(self._send_loop(sender))
                 tasks.create_task(self._heartbeat_loop(redis))
+                await lost
         finally:
-            self._redis = None
+            self._redis = self._sender = None
+            self._flush_due = False
+            if not lost.done():
+                lost.cancel()  # closed here, not lost
+            elif not lost.cancelled():
+                lost.exception()  # raised above already, or never awaited: retrieved
             for connection in (sender, listener):
                 with contextlib.suppress(RedisError, OSError):
-                    await connection.disconnect()
+                    await connection.disconnect(nowait=True)
             with contextlib.suppress(RedisError, OSError):
                 await redis.aclose()
 
