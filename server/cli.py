@@ -41,6 +41,7 @@ from visor import app as visor
 from visor.metrics import Metrics
 
 DEFAULT_CONFIG = Path("config.json")
+LOG_FORMAT = "%(asctime)s %(name)s %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,6 +195,12 @@ def config_for(args: argparse.Namespace) -> ArenaConfig:
     return config
 
 
+def log_to(log_file: Path) -> None:
+    """Send the log to a file instead of stderr."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(filename=log_file, level=logging.INFO, format=LOG_FORMAT, force=True)
+
+
 def log_beside_records(config: ArenaConfig, name: str) -> Path:
     """An SQLite file's folder, else ``data/`` (the default records' folder)."""
     folder = Path("data") if is_postgres(config.database) else Path(config.database).parent
@@ -218,13 +225,7 @@ def run_tournament(
     # The arena's log (a bot's connection reset, ...) goes to a file beside the records, so
     # that it never breaks into the progress line.
     log_file = log_file or log_beside_records(config, spec.id)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(
-        filename=log_file,
-        level=logging.INFO,
-        format="%(asctime)s %(name)s %(message)s",
-        force=True,
-    )
+    log_to(log_file)
     print(f"tavern: {spec.name}: the arena's log is {log_file}", file=sys.stderr)
 
     redis_url = config.redis or ""
@@ -284,13 +285,7 @@ def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None
         )
         return 2
     if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        logging.basicConfig(
-            filename=log_file,
-            level=logging.INFO,
-            format="%(asctime)s %(name)s %(message)s",
-            force=True,
-        )
+        log_to(log_file)
 
     async def work() -> None:
         records = Records(config.database)
@@ -435,7 +430,7 @@ async def serve(config: ArenaConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     try:
         config = config_for(args)
     except ConfigError as error:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -243,3 +244,12 @@ def _positions(raw: object, config: ArenaConfig) -> tuple[TeamPositions, TeamPos
     if len(set(cells)) != len(cells):
         raise ConfigError("key 'positions': two pieces start on the same cell")
     return teams[0], teams[1]
+
+
+def without_password(url: str) -> str:
+    """A Redis or PostgreSQL URL as logs and messages may show it."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    address = parts.netloc.rpartition("@")[2]  # host and port as written
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{address}"))

@@ -187,6 +187,21 @@ class MatchView:
             return None
         return self.codec.result_to_wire(self.state, self.outcome)
 
+    def lobby_row(self, spectators: int) -> JsonObject:
+        """The match as one row of a lobby (a node's own, or the directory every node reads)."""
+        row: JsonObject = {
+            "simulationId": self.match_id,
+            "game": self.game,
+            "status": self.status.value,
+            "players": [None if p is None else p.to_wire() for p in self.players],
+            "scores": self.scores(),
+            "turn": self.turn,
+            "spectators": spectators,
+        }
+        if self.outcome is not None:
+            row["result"] = self.result()
+        return row
+
 
 def clock_to_wire(codec: AnyCodec, clock: TurnClock | None) -> JsonObject | None:
     """The clock as pages show it: whose reply is awaited and the milliseconds it may take."""

@@ -22,7 +22,7 @@ import orjson
 from playwright.async_api import expect
 
 from bench.common import ServerProcess, tavern_serve
-from server.cluster.node import without_password
+from server.config import without_password
 from server.games.thud import rules as thud_rules
 from server.protocol import encode, error_message
 from tests.browser import chromium_pages
@@ -489,6 +489,10 @@ def test_logs_show_the_arena_without_its_password() -> None:
     assert without_password("redis://:s3cret@10.0.0.5:6379/0") == "redis://:***@10.0.0.5:6379/0"
     assert without_password("redis://app:s3cret@redis/1") == "redis://app:***@redis/1"
     assert without_password("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+    assert (
+        without_password("postgresql://tavern:pw@[::1]:5432/arena")
+        == "postgresql://tavern:***@[::1]:5432/arena"
+    )
 
 
 def test_an_arena_without_redis_never_imports_the_client() -> None:

@@ -232,18 +232,7 @@ class SpectatorHub:
     # --- views -------------------------------------------------------------------------------
     def summary(self, view: MatchView) -> JsonObject:
         """One lobby row."""
-        entry: JsonObject = {
-            "simulationId": view.match_id,
-            "game": view.game,
-            "status": view.status.value,
-            "players": [None if p is None else p.to_wire() for p in view.players],
-            "scores": view.scores(),
-            "turn": view.turn,
-            "spectators": len(self.watchers.get(view.match_id, ())),
-        }
-        if view.outcome is not None:
-            entry["result"] = view.result()
-        return entry
+        return view.lobby_row(len(self.watchers.get(view.match_id, ())))
 
     def snapshot(self, view: MatchView) -> JsonObject:
         """Everything a watcher needs at once, whenever it arrives."""

@@ -44,7 +44,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
-from urllib.parse import urlsplit, urlunsplit
 
 import hiredis
 import orjson
@@ -57,7 +56,7 @@ from redis.retry import Retry
 
 from server.arena import Arena, RandomJoiner, RemotePeer
 from server.cluster import Deliver, Spectators, wire
-from server.config import ArenaConfig
+from server.config import ArenaConfig, without_password
 from server.games.base import JoinRejected, JsonObject
 from server.match import (
     GameFinished,
@@ -120,26 +119,10 @@ def inbox(node_id: str) -> str:
     return f"{PREFIX}inbox:{node_id}"
 
 
-def without_password(url: str) -> str:
-    """The URL as logs may show it."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def lobby_entry(view: MatchView, node_id: str, created: float) -> JsonObject:
     """A simulation as the directory keeps it: a lobby row, with its node and free seats."""
     return {
-        "simulationId": view.match_id,
-        "game": view.game,
-        "status": view.status.value,
-        "players": [None if p is None else p.to_wire() for p in view.players],
-        "scores": view.scores(),
-        "turn": view.turn,
-        "spectators": 0,
+        **view.lobby_row(spectators=0),
         "node": node_id,
         "free": [index for index, p in enumerate(view.players) if p is None],
         "created": created,
@@ -639,9 +622,7 @@ class ClusterNode:
             self._own.pop(match_id, None)
             created = self._created.pop(match_id, time.time())
             if isinstance(update, GameFinished):
-                entry = lobby_entry(update.view, self.id, created)
-                entry["result"] = update.view.result()
-                self._finished.append(entry)
+                self._finished.append(lobby_entry(update.view, self.id, created))
                 del self._finished[:-FINISHED_KEPT]  # while Redis is away, only the last few
             self._turned.pop(match_id, None)
             self._changed.discard(match_id)

@@ -28,6 +28,7 @@ import orjson
 import psycopg
 from psycopg.rows import RowMaker
 
+from server.config import without_password
 from server.records.schema import (
     INSERT_CHUNKS,
     OWNER_ID,
@@ -206,7 +207,7 @@ class PostgresBackend:
 
     def describe(self) -> str:
         """The URL without its password."""
-        return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", self.url)
+        return without_password(self.url)
 
     def connect(self) -> Connection:
         return PostgresConnection(self.url)
