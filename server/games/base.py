@@ -53,6 +53,9 @@ class SeatClock:
     reconnect_grace_ms: int
 
 
+INVALID_TURN = "Invalid turn"  # a player-turn that cannot be read (each game has its cases)
+
+
 class ActionRejected(Exception):
     """A seat sent something the game cannot accept; nothing changed and it may try again.
 
