@@ -34,7 +34,7 @@ type Message struct {
 	Width        int             `json:"width"`
 	Height       int             `json:"height"`
 	State        json.RawMessage `json:"state"`
-	Turn         int             `json:"turn"` // turn: its number, which the reply names
+	Turn         int             `json:"turn"` // turn: its number; the reply names it
 	Result       json.RawMessage `json:"result"`
 }
 

@@ -53,7 +53,7 @@ class SeatClock:
     reconnect_grace_ms: int
 
 
-INVALID_TURN = "Invalid turn"  # a player-turn that cannot be read (each game has its cases)
+INVALID_TURN = "Invalid turn"  # a player-turn the game cannot take (each game says why)
 
 
 class ActionRejected(Exception):
