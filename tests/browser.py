@@ -13,7 +13,9 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
 from playwright.async_api import Error as PlaywrightError
@@ -41,6 +43,8 @@ class Pages:
     base_url: str
     problems: list[str] = field(default_factory=list)
     http_errors_expected: bool = False  # a test that asks for missing records on purpose
+    # What each page sent on its websockets, frame by frame.
+    sent: dict[Page, list[str | bytes]] = field(default_factory=dict)
 
     async def open(
         self,
@@ -59,11 +63,23 @@ class Pages:
         page.on("dialog", self._on_dialog)
         page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
         page.on("console", self._on_console)
+        frames: list[str | bytes] = []
+        self.sent[page] = frames
+
+        def keep(frame: str | bytes) -> None:  # Playwright calls Python functions, not builtins
+            frames.append(frame)
+
+        page.on("websocket", lambda socket: socket.on("framesent", keep))
         await page.goto(self.base_url + path)
         if connected:
             # Every page with a websocket shows its state in #connection.
             await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
         return page
+
+    def messages_sent(self, page: Page, kind: str) -> list[dict[str, Any]]:
+        """The messages of type ``kind`` that ``page`` sent on its websockets, in order."""
+        messages = [orjson.loads(frame) for frame in self.sent[page]]
+        return [message for message in messages if message.get("type") == kind]
 
     def _on_dialog(self, dialog: Dialog) -> None:
         # A dialog would mean a nick ran as script: fail the test, and unblock the page.

@@ -322,6 +322,9 @@ async def test_the_starter_beats_the_house_random_player_to_the_last_ply(
     plies = record["turnCount"]
     await expect(page.locator("#ply")).to_have_text(f"{plies} of 500")
     await expect(page.locator("#log li").first.locator(".log-turn")).to_have_text(str(plies))
+    # Each of the client's moves named the ply it answered: the dwarfs', the odd ones.
+    moves = browsing.messages_sent(page, "move")
+    assert [move["turn"] for move in moves] == list(range(1, plies + 1, 2))
 
 
 async def test_the_starter_as_the_dwarfs_holds_out_against_the_house_troll(

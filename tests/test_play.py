@@ -137,6 +137,38 @@ def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
     ]
 
 
+def test_a_bot_that_thinks_too_long_now_and_then_never_has_a_late_reply_played(
+    tmp_path: Path,
+) -> None:
+    """Team1 answers turns 3, 11 and 19 after 500 ms, with 200 ms to answer: each times out (and
+    the turn after it too, the bot still thinking), its late replies are refused, and every turn
+    it plays is the move it computed for that very turn."""
+    output, log, config = tmp_path / "game.jsonl", tmp_path / "late.jsonl", tmp_path / "fast.json"
+    config.write_text('{"turnTimeoutMs": 200, "maxConsecutiveTimeouts": 10, "messageGapMs": 0}')
+    late = (
+        f"{{python}} {ROOT / 'tests' / 'bots' / 'late.py'} --simulation {{simulation}} "
+        f"--port {{port}} --late 3,11,19 --late-ms 500 --log {log}"
+    )
+    run = tavern(
+        "tavern", late, WANDERER, "--seed", "2", "--turns", "24", "--config", str(config),
+        "--output", str(output),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    computed = {entry["turn"]: entry["actions"] for entry in read_lines(log) if "turn" in entry}
+    played = [line for line in read_lines(output)[1:-1] if line["seat"] == "team1"]
+    timed_out = {turn["turn"] for turn in played if turn["timedOut"]}
+    assert {3, 11, 19} <= timed_out
+    answered = [turn for turn in played if not turn["timedOut"]]
+    assert len(answered) >= 6
+    for turn in answered:
+        assert turn["action"]["actions"] == computed[turn["turn"]], turn["turn"]
+    # Every late reply was refused, naming the turn it answered: one that had timed out.
+    stale = [e["reason"] for e in read_lines(log) if e.get("notice") == "Stale turn"]
+    refused = [int(re.findall(r"answers turn (\d+);", reason)[0]) for reason in stale]
+    assert {3, 11, 19} <= set(refused) <= timed_out
+    assert read_lines(output)[-1]["result"]["reason"] == "Turn limit reached"
+
+
 def test_a_bot_that_crashes_loses_and_its_stderr_is_shown(tmp_path: Path) -> None:
     crash = f"{{python}} {BROKEN} crash tavern --simulation {{simulation}} --port {{port}} --side x"
     run = tavern("tavern", TAVERN_DUMMY, crash, "--seed", "1")

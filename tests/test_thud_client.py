@@ -31,7 +31,7 @@ from server.house import HOUSE_PLAYERS
 from server.match import Match, MatchOptions, TurnResult
 from server.records import GameFilter, Records
 from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
-from tests.conftest import Running, TurnLog
+from tests.conftest import Running, TurnLog, tap
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = ROOT / "bots" / "js" / "thud-controller.js"
@@ -514,10 +514,15 @@ class GameRun:
 
 
 async def play(
-    arena: Running, dwarf: str | Path, troll: str | Path, seed: int = 1, *options: str
+    arena: Running,
+    dwarf: str | Path,
+    troll: str | Path,
+    seed: int = 1,
+    *options: str,
+    via: int | None = None,
 ) -> GameRun:
-    """One game; a seat is a client file (played by the adapter, with ``options``) or
-    "house NAME"."""
+    """One game; a seat is a client file (played by the adapter, with ``options``, connecting
+    to the port ``via`` if given, else the arena's) or "house NAME"."""
     assert arena.tcp_port is not None
     simulation = arena.arena.open("thud", MatchOptions(seed=seed))
     log = TurnLog(arena)
@@ -535,7 +540,7 @@ async def play(
                 continue
             processes[side] = await asyncio.create_subprocess_exec(
                 *(shutil.which("node") or "node", str(ADAPTER), "--side", side),
-                *("--file", str(seat), "--port", str(arena.tcp_port)),
+                *("--file", str(seat), "--port", str(via or arena.tcp_port)),
                 *("--simulation", simulation.id, *options),
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -684,6 +689,27 @@ async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
     assert outcome.reason in rules.END_REASONS
     assert [run.returncode for run in normal.clients.values()] == [0, 0]
     assert all(run.stderr == "" for run in normal.clients.values())
+
+
+async def test_every_reply_names_the_ply_it_answers(node: str, arena: Running) -> None:
+    """Moves and a stop alike carry their ply, so that a late one is never played as another:
+    seen on the wire, through a tap."""
+    assert arena.tcp_port is not None
+    async with tap(arena.tcp_port) as (port, connections):
+        whole, stopped = await asyncio.gather(
+            play(arena, client("cautious"), client("killer"), via=port),
+            play(arena, client("killer"), client("idle"), via=port),
+        )
+    assert len(connections) == 4
+    for connection in connections:
+        replies, turns = connection.replies_and_turns()
+        assert replies == turns
+    answered = sorted(len(connection.replies_and_turns()[0]) for connection in connections)
+    assert answered[:2] == [1, 1]  # the killer's one move and the idle troll's stop
+    assert answered[-1] >= 10
+    stops = [m for c in connections for m in c.from_bot if m.get("stop")]
+    assert stops == [{"type": "player-turn", "turn": 2, "stop": True}]
+    assert len(whole.turns) >= 20 and len(stopped.turns) == 2
 
 
 # --- tournaments ---------------------------------------------------------------------------------

@@ -444,6 +444,8 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
         "declare": True,
     }
     assert await canvas_pixels(page) != untouched
+    # Both moves (the refused one and the one played) named the turn they answered.
+    assert [move["turn"] for move in visor.messages_sent(page, "move")] == [1, 1]
 
 
 async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pages) -> None:

@@ -5,7 +5,7 @@ websocket per page, ``/ws``, whose messages are JSON objects:
 
 page -> server: ``lobby``, ``watch`` {simulationId}, ``create`` {game}, ``run-game`` {game,
 players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move`` {move,
-declare}.
+declare, turn} (a ``player-turn`` of the page's seat).
 server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
 ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
 

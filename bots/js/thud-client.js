@@ -30,6 +30,7 @@
 // A turn() that returns without a successful move ends the game as the challenge's engine did:
 // it stopped there and scored the position as it stood. The adapter sends the arena's
 // {"type": "player-turn", "stop": true}, and the game ends with the reason "No move".
+// Every reply carries the `turn` it answers (the ply), so a late one is refused, never played.
 // Errors from the arena go to stderr. An `Illegal move` or `Invalid turn` means the arena and
 // the controller disagree about the rules; the adapter cannot recover a turn it has already
 // played, so it leaves (exit status 1). A finished game exits with status 0.
@@ -186,7 +187,7 @@ function main() {
         seated(message);
         break;
       case 'turn':
-        turn(message.state);
+        turn(message.state, message.turn);
         break;
       case 'win-game':
       case 'loss-game':
@@ -227,7 +228,7 @@ function main() {
     }
   }
 
-  function turn(state) {
+  function turn(state, number) {
     if (failed) {
       say('ply ' + state.ply + ': the client could not start; leaving the game');
       leave(failed);
@@ -248,10 +249,10 @@ function main() {
         'stands (dwarfs ' + score.dwarfs + ', trolls ' + score.trolls + '), as the challenge\'s ' +
         'engine did'
       );
-      send({ type: 'player-turn', stop: true });
+      send({ type: 'player-turn', turn: number, stop: true });
       return;
     }
-    send(Object.assign({ type: 'player-turn' }, reply));
+    send(Object.assign({ type: 'player-turn' }, reply, { turn: number }));
   }
 }
 

@@ -53,6 +53,9 @@ class SeatClock:
     reconnect_grace_ms: int
 
 
+INVALID_TURN = "Invalid turn"  # a player-turn the game cannot take (each game says why)
+
+
 class ActionRejected(Exception):
     """A seat sent something the game cannot accept; nothing changed and it may try again.
 

@@ -13,7 +13,14 @@ from typing import Any
 import orjson
 
 from server.config import ArenaConfig
-from server.games.base import ActionRejected, Codec, JoinRejected, JsonObject, Player
+from server.games.base import (
+    INVALID_TURN,
+    ActionRejected,
+    Codec,
+    JoinRejected,
+    JsonObject,
+    Player,
+)
 from server.games.thud import rules
 from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Run, Square, State, Stop
 from server.protocol import kept_json
@@ -21,7 +28,6 @@ from server.protocol import kept_json
 BOARD_SIZE = 15
 MAX_NICK_LENGTH = 64
 ILLEGAL_MOVE = "Illegal move"
-INVALID_TURN = "Invalid turn"
 
 
 class ThudCodec(Codec[State, Action | Stop, Action | Stop]):

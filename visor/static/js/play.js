@@ -56,6 +56,7 @@ function freshGame() {
     board: null,
     shown: null, // the frame on the board
     myTurn: false,
+    turn: null, // the number of the turn we are on: our move names it, so a late one is refused
     moves: [], // the legal moves of the turn we are on
     selected: null,
     hover: null,
@@ -208,6 +209,7 @@ function onSeat(message) {
       const { moves, ...position } = message.state;
       game.status = "playing";
       game.myTurn = true;
+      game.turn = message.turn;
       game.moves = moves || [];
       game.selected = null;
       // Normally the spectator turn already showed this position; after a snapshot it may not.
@@ -363,7 +365,7 @@ function clickSquare(at) {
 }
 
 function sendMove(from, to) {
-  const message = { type: "move", move: { from, to } };
+  const message = { type: "move", move: { from, to }, turn: game.turn };
   const declared = Boolean(game.shown && game.shown.state && game.shown.state.declared[game.side]);
   if (game.peace !== declared) message.declare = game.peace;
   if (!socket.send(message)) {
