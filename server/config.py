@@ -81,9 +81,12 @@ class ArenaConfig:
     database: str = "data/arena.db"
     first_turn_timeout_ms: int = 30_000
     max_connections: int = 10_000
-    max_connections_per_address: int = 4_096
+    max_connections_per_address: int = 1_000
     max_simulations_per_connection: int = 100
-    idle_timeout_ms: int = 300_000
+    idle_timeout_ms: int = 60_000
+    # What one connection may cost (server.meter): past it, it is read more slowly.
+    max_input_bytes_per_second: int = 1_048_576
+    max_errors_per_second: int = 20
     max_send_buffer_bytes: int = 1_048_576
     reconnect_grace_ms: int = 10_000
     thud_api_port: int = 0  # also serve the Thud HTTP API here (0: only on httpPort)
@@ -123,6 +126,8 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxConnectionsPerAddress": ("max_connections_per_address", 1, 1_000_000),
     "maxSimulationsPerConnection": ("max_simulations_per_connection", 1, 1_000_000),
     "idleTimeoutMs": ("idle_timeout_ms", 1, 24 * 3_600_000),
+    "maxInputBytesPerSecond": ("max_input_bytes_per_second", 1024, 1 << 30),
+    "maxErrorsPerSecond": ("max_errors_per_second", 1, 1_000_000),
     "maxSendBufferBytes": ("max_send_buffer_bytes", 4096, 1 << 30),
     "reconnectGraceMs": ("reconnect_grace_ms", 0, 3_600_000),
     "thudApiPort": ("thud_api_port", 0, 65535),

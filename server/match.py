@@ -512,16 +512,6 @@ class Match:
     def is_empty(self) -> bool:
         return all(seat is None for seat in self.seats)
 
-    def can_seat(self, fields: JsonObject) -> bool:
-        """Whether a join request would find a seat here now."""
-        if self.status is not Status.WAITING or self.is_full():
-            return False
-        try:
-            self.codec.choose_seat(self.free_seats(), fields)
-        except JoinRejected:
-            return False
-        return True
-
     # --- seats ---------------------------------------------------------------------------------
     def seat(self, channel: SeatChannel, request: SeatRequest) -> int:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""

@@ -48,7 +48,9 @@ async def test_connections_per_address_and_in_total_are_limited() -> None:
     async with serving(test_config(max_connections=1)) as arena:
         assert arena.tcp_port is not None
         first = await RawClient.connect(arena.tcp_port)
-        second = await RawClient.connect(arena.tcp_port)
+        await first.send({"type": "join-simulation", "nick": "seated"})
+        await first.expect("game-info")
+        second = await RawClient.connect(arena.tcp_port)  # a seated bot never gives way
         await second.expect_error("Too many connections")
         await first.close()
         await second.close()

@@ -140,6 +140,11 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         """The game a record was played with (the inverse of ``settings``)."""
 
     # --- seats -----------------------------------------------------------------------------------
+    def wanted_seats(self, request: JsonObject) -> tuple[int, ...]:
+        """The seats a join request may take, in the order it takes them when free; raises
+        ``JoinRejected`` for a request that names no seat of this game. By default: any."""
+        return tuple(range(len(self.seat_names)))
+
     @abstractmethod
     def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
         """Pick the seat a join request gets among the free ones, or raise ``JoinRejected``."""
