@@ -362,6 +362,31 @@ async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(
     assert await canvas_pixels(page) != frozen
 
 
+async def test_an_unknown_address_is_a_page_of_the_arena_with_the_ways_back(
+    visor: Pages,
+) -> None:
+    """Not aiohttp's bare "404: Not Found": the arena's own page, which names the path (as
+    text), and leads back to the lobby and the other pages."""
+    visor.http_errors_expected = True  # the page itself is answered with a 404
+    page = await visor.open("/no/such/<b>page</b>", width=390, height=844, connected=False)
+    await expect(page).to_have_title("Page not found · Dwarven Tavern Arena")
+    await expect(page.locator("h1")).to_have_text("No page here")
+    await expect(page.locator("#missing-path")).to_have_text("/no/such/<b>page</b>")
+    assert await page.locator("main b").count() == 0
+    await expect(page.locator(".topnav a")).to_have_text(
+        ["Lobby", "Play Thud", "Matches", "League", "Clients"]
+    )
+    # The arena's stylesheet: its buttons, and a phone's width.
+    lobby = page.locator("#to-lobby")
+    colour = await lobby.evaluate("node => getComputedStyle(node).backgroundColor")
+    assert colour == "rgb(233, 169, 60)"  # --accent
+    assert await fits_the_width(page)
+    await lobby.click()
+    await page.wait_for_url(visor.base_url + "/")
+    await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
+    await expect(page.locator("#sims-empty")).to_be_visible()
+
+
 async def test_an_unknown_id_shows_a_clear_message(visor: Pages) -> None:
     page = await visor.open("/watch/nope123")
     await expect(page.locator("#missing-title")).to_have_text("There is no simulation with this id")

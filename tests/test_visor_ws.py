@@ -57,6 +57,25 @@ async def test_pages_are_served_with_a_content_security_policy(served: Served) -
             assert response.status == 404
 
 
+async def test_an_unknown_path_is_a_page_of_the_arena_or_a_json_error(served: Served) -> None:
+    """A page request for an unknown path gets the arena's own 404 page, under the same policy
+    as every page, naming the path as text; the API, and any other method, a JSON error."""
+    async with aiohttp.ClientSession() as session:
+        async with session.get(served.url + "/no/such/%3Cscript%3Epage") as response:
+            assert response.status == 404
+            assert response.content_type == "text/html"
+            assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+            page = await response.text()
+        assert '<link rel="stylesheet" href="/static/css/visor.css">' in page
+        assert "/no/such/&lt;script&gt;page" in page and "<script>" not in page
+        assert '<a id="to-lobby" class="button button-primary" href="/">' in page
+        for path, method in (("/api/no-such-thing", "GET"), ("/no/such/page", "POST")):
+            async with session.request(method, served.url + path) as response:
+                assert response.status == 404
+                assert response.content_type == "application/json"
+                assert await response.json() == {"error": f"no such path: {path}"}
+
+
 async def test_the_lobby_shows_a_new_simulation(page_socket: Any) -> None:
     lobby, creator = await page_socket(), await page_socket()
     await lobby.send({"type": "lobby"})

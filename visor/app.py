@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -87,6 +88,30 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
     return response
 
 
+NOT_FOUND_PAGE = (STATIC / "not-found.html").read_text(encoding="utf-8")
+MAX_PATH_SHOWN = 200  # characters of an unknown path the 404 page repeats
+
+
+@web.middleware
+async def not_found(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """An unknown URL: a page of the visor's own with the ways back, or, for the API and for
+    anything but a page request, a JSON error as every API answer is."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        if request.path.startswith("/api/") or request.method not in ("GET", "HEAD"):
+            return json_error(404, f"no such path: {request.path}")
+        path = request.path
+        if len(path) > MAX_PATH_SHOWN:
+            path = path[:MAX_PATH_SHOWN] + "…"
+        return web.Response(
+            text=NOT_FOUND_PAGE.replace("{path}", html.escape(path)),
+            status=404,
+            content_type="text/html",
+            headers={"Cache-Control": "no-cache"},
+        )
+
+
 def page(name: str) -> Handler:
     async def serve(request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
@@ -113,7 +138,7 @@ async def clients_worker(request: web.Request) -> web.StreamResponse:
 
 
 def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Application:
-    app = web.Application(middlewares=[security_headers])
+    app = web.Application(middlewares=[security_headers, not_found])
     app[ARENA] = arena
     app[HUB] = hub
     app[RECORDS] = records
