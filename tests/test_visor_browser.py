@@ -471,6 +471,28 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
     assert await canvas_pixels(page) != untouched
 
 
+async def test_the_set_up_fits_a_phone(visor: Pages) -> None:
+    """Every part of the set-up is within a 390 px wide screen, whichever side is chosen: the
+    opponents' options are short, and what the chosen one does wraps under them."""
+    page = await visor.open("/play/thud", width=390, height=844)
+    for side, opponent, does in (
+        ("dwarf", "troll", "kills the most dwarfs"),
+        ("troll", "dwarf", "hurls at trolls"),
+    ):
+        await page.check(f"input[value={side}]")
+        await expect(page.locator("#opponent")).to_have_value(opponent)
+        outside = []
+        for element in await page.locator("#setup, #setup *").all():
+            box = await element.bounding_box()
+            if box is not None and (box["x"] < 0 or box["x"] + box["width"] > 390):
+                outside.append((await element.evaluate("e => e.outerHTML.slice(0, 60)"), box))
+        assert outside == []
+        assert await fits_the_width(page)
+        await expect(page.locator("#opponent-about")).to_contain_text(does)
+    await page.select_option("#opponent", "")
+    await expect(page.locator("#opponent-about")).to_contain_text("the id it joins with")
+
+
 async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pages) -> None:
     page = await visor.open("/play/thud")
     await page.fill("#nick", "Ann")

@@ -18,6 +18,7 @@ const ui = {
   setup: byId("setup"),
   form: byId("setup-form"),
   opponent: byId("opponent"),
+  opponentAbout: byId("opponent-about"),
   nick: byId("nick"),
   start: byId("start"),
   setupError: byId("setup-error"),
@@ -105,16 +106,24 @@ function chosenSide() {
 function setupForm() {
   const saved = localStorage.getItem(NICK_KEY);
   if (saved) ui.nick.value = saved;
+  // Short options (a phone's select is as wide as its longest one); what the chosen one does
+  // goes under it, where it can wrap.
   const fillOpponents = () => {
     const other = OTHER[chosenSide()];
     const options = housePlayersFor("thud", other).map((player) =>
-      el("option", { text: `House ${player.name}: ${player.description}`, attrs: { value: player.name } }),
+      el("option", { text: `House ${player.name}`, attrs: { value: player.name } }),
     );
     options.push(el("option", { text: "Wait for a bot to join by id", attrs: { value: "" } }));
     ui.opponent.replaceChildren(...options);
     ui.opponent.value = other; // the specialist house player for that side
+    describeOpponent();
+  };
+  const describeOpponent = () => {
+    const player = housePlayersFor("thud", OTHER[chosenSide()]).find((p) => p.name === ui.opponent.value);
+    setText(ui.opponentAbout, player ? `${player.name}: ${player.description}` : "once you start, this page shows the id it joins with");
   };
   for (const radio of ui.form.elements.side) radio.addEventListener("change", fillOpponents);
+  ui.opponent.addEventListener("change", describeOpponent);
   fillOpponents();
   ui.form.addEventListener("submit", (event) => {
     event.preventDefault();
