@@ -371,6 +371,13 @@ async def test_the_starter_as_the_dwarfs_holds_out_against_the_house_troll(
     assert result["reason"] == "Timeout"  # the 500th ply, with dwarfs left
     assert result["score"]["dwarfs"] >= 10 and result["score"]["trolls"] < 32
     await expect(page.locator("#result")).to_contain_text(result["reason"])
+    # The move list, newest first: the game's end on top, then the 500th ply, ... the first.
+    entries = page.locator("#log li")
+    await expect(entries.first).to_have_text("500Game over: Timeout")
+    await expect(entries.nth(1)).to_have_text(re.compile(r"^500Trolls: \[\d+, \d+\] → "))
+    turns = [int(turn) for turn in await page.locator("#log li .log-turn").all_text_contents()]
+    assert turns == sorted(turns, reverse=True)
+    assert set(turns) == set(range(1, 501))  # every ply, the first included
 
 
 async def test_a_client_plays_a_seat_that_a_spectator_watches(

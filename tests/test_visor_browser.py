@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, WebSocketRoute, expect
 
 from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import play as play_tavern_dummy
@@ -333,6 +333,66 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
     await page.reload()
     await expect(page.locator("#missing-title")).to_have_text("This game has finished")
     await expect(page.locator("#missing-result")).to_contain_text("Points to win reached")
+
+
+async def test_a_late_watcher_sees_every_turn_from_the_first(served: Served, visor: Pages) -> None:
+    """A page that opens a game in its middle lists every turn from turn 1, each once and in
+    order, the same list as a page that watched from the start; the turns played while it
+    loads the earlier ones are in it too, with no gap."""
+    simulation_id, bots = await slow_tavern_game(served, delay_s=0.04)
+    with background(*bots):
+        early = await visor.open(f"/watch/{simulation_id}")
+        simulation = served.arena.matches[simulation_id]
+        await turns_played(simulation, 30)
+        late = await visor.open(f"/watch/{simulation_id}")
+        await expect(late.locator("#status")).to_contain_text("Playing")
+        arrived = simulation.turn_count
+        await expect(early.locator("#result")).to_contain_text(
+            "Points to win reached", timeout=30_000
+        )
+        await expect(late.locator("#result")).to_contain_text("Points to win reached")
+    assert 30 <= arrived < simulation.turn_count
+    # Each Tavern turn is one line (a point adds one more), newest first.
+    summaries = late.locator("#log li.log-move .log-turn, #log li.log-hit .log-turn")
+    await expect(summaries).to_have_count(simulation.turn_count)
+    numbers = [int(text) for text in await summaries.all_text_contents()]
+    assert numbers == list(range(simulation.turn_count, 0, -1))
+    await expect(late.locator("#log li")).to_have_text(
+        await early.locator("#log li").all_text_contents()
+    )
+
+
+async def test_a_watcher_that_reconnects_lists_the_turns_it_missed(
+    served: Served, visor: Pages
+) -> None:
+    """The page's connection drops mid-game and comes back by itself: the turns played while
+    it was away join the move list, which goes on from turn 1 with no gap."""
+    simulation_id, bots = await slow_tavern_game(served, delay_s=0.04)
+    connections: list[WebSocketRoute] = []
+
+    def through_the_test(websocket: WebSocketRoute) -> None:
+        connections.append(websocket)
+        websocket.connect_to_server()
+
+    with background(*bots):
+        page = await visor.open(f"/watch/{simulation_id}", websockets=through_the_test)
+        simulation = served.arena.matches[simulation_id]
+        await turns_played(simulation, 20)
+        await connections[0].close()
+        dropped = simulation.turn_count
+
+        async def reconnected() -> bool:
+            return len(connections) == 2
+
+        await eventually(reconnected)
+        assert simulation.turn_count > dropped  # turns it was not there for
+        await expect(page.locator("#result")).to_contain_text(
+            "Points to win reached", timeout=30_000
+        )
+    summaries = page.locator("#log li.log-move .log-turn, #log li.log-hit .log-turn")
+    await expect(summaries).to_have_count(simulation.turn_count)
+    numbers = [int(text) for text in await summaries.all_text_contents()]
+    assert numbers == list(range(simulation.turn_count, 0, -1))
 
 
 async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(

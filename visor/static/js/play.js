@@ -6,7 +6,7 @@
 
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, housePlayersFor, seatLabel, square } from "./games.js";
-import { logEntries, prependLog, renderScoreboard } from "./panel.js";
+import { logEntries, MoveList, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 import { key, ThudView } from "./thud-view.js";
@@ -65,6 +65,8 @@ function freshGame() {
   };
 }
 
+const moveList = new MoveList(ui.log);
+
 const playback = new Playback(
   (from, to, t) => game.view && game.view.render(from, to, t),
   (frame) => frameShown(frame),
@@ -91,7 +93,7 @@ ui.again.addEventListener("click", () => {
   const { view, board } = game;
   game = { ...freshGame(), view, board };
   if (view) view.setOverlay({ movable: [], focus: null, moves: [], selected: null, hover: null });
-  ui.log.replaceChildren();
+  moveList.clear();
   show(ui.game, false);
   show(ui.setup, true);
   ui.start.disabled = false;
@@ -261,7 +263,7 @@ function showError(text) {
 function frameShown(frame) {
   game.shown = frame;
   renderPanel(frame);
-  if (frame.events) prependLog(ui.log, logEntries("thud", frame, game.players));
+  if (frame.events) moveList.add(frame.turn, logEntries("thud", frame, game.players));
 }
 
 function renderPanel(frame) {
