@@ -109,6 +109,30 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
     }
 
 
+def turns_to_wire(record: JsonObject, first: int, last: int) -> list[JsonObject]:
+    """Turns ``first`` to ``last`` of a record, as a live view's move list has them: each
+    turn's seat, whether the arena played it for a seat that did not answer, and its events,
+    as the live ``turn`` messages carry them (the positions are left out: the page has the
+    current one). Every turn before ``first`` is replayed too, as a position needs them all."""
+    game = game_of(record)
+    positions = frames(record)
+    next(positions)  # the start: no turn
+    wire = []
+    for turn, frame in zip(record["turns"], positions, strict=True):
+        if frame.turn > last:
+            break
+        if frame.turn >= first:
+            wire.append(
+                {
+                    "turn": frame.turn,
+                    "seat": turn["seat"],
+                    "timedOut": turn["timedOut"],
+                    "events": game.events_to_wire(frame.events),
+                }
+            )
+    return wire
+
+
 @dataclass(frozen=True, slots=True)
 class TurnRange:
     """The turns to show, both ends included (0 is the start position); ``last`` ``None``: to

@@ -10,14 +10,22 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    ConsoleMessage,
+    Dialog,
+    Page,
+    WebSocketRoute,
+    async_playwright,
+    expect,
+)
 from playwright.async_api import Error as PlaywrightError
 
 CHROMIUM = "/usr/bin/chromium"
@@ -54,8 +62,11 @@ class Pages:
         scale: float = 1,
         *,
         connected: bool = True,
+        websockets: Callable[[WebSocketRoute], None] | None = None,
     ) -> Page:
-        """A new page at ``path``; with ``connected``, once its websocket is up."""
+        """A new page at ``path``; with ``connected``, once its websocket is up. With
+        ``websockets``, each websocket the page opens to the visor is handed to it (which
+        connects it to the server, and may cut it)."""
         page = await self.browser.new_page(
             viewport={"width": width, "height": height}, device_scale_factor=scale
         )
@@ -70,6 +81,8 @@ class Pages:
             frames.append(frame)
 
         page.on("websocket", lambda socket: socket.on("framesent", keep))
+        if websockets is not None:
+            await page.route_web_socket(re.compile(r"/ws$"), websockets)
         await page.goto(self.base_url + path)
         if connected:
             # Every page with a websocket shows its state in #connection.

@@ -25,7 +25,7 @@ from bench.common import ServerProcess, tavern_serve
 from server.config import without_password
 from server.games.thud import rules as thud_rules
 from server.protocol import encode, error_message
-from tests.browser import chromium_pages
+from tests.browser import Pages, chromium_pages
 from tests.conftest import RawClient
 from tests.services import RedisServer
 
@@ -349,7 +349,15 @@ ENDS = (b"win-game", b"loss-game", b"draw-game", b"error")
 async def test_a_page_in_chromium_on_node_c_watches_a_game_played_on_node_a(
     redis: RedisServer, tmp_path: Path
 ) -> None:
-    async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
+    """A late page on another node than the game's sees it live, and lists every turn from
+    the first: the earlier ones come from the records of the node that plays it (each node
+    here has records of its own), as they do for a late page on that node."""
+    # No turn runs out of time while the bots stand still at the end.
+    settings = {"turnTimeoutMs": 60_000}
+    async with (
+        nodes(redis, tmp_path, **settings) as (a, b, c),
+        aiohttp.ClientSession() as session,
+    ):
         simulation_id = await create(a)
         one, one_info = await join(a, simulation_id, nick="Ada")
         two, two_info = await join(b, simulation_id, nick="Bo")
@@ -367,7 +375,15 @@ async def test_a_page_in_chromium_on_node_c_watches_a_game_played_on_node_a(
             await expect(page.locator("#turn")).to_have_text(re.compile(r"^[1-9]\d* of 1000$"))
             first = await page.locator("#turn").text_content()
             await expect(page.locator("#turn")).not_to_have_text(first or "", timeout=5000)
-        await asyncio.gather(*bots)
+            on_a = Pages(visor.browser, f"http://127.0.0.1:{a.http_port}", visor.problems)
+            here = await on_a.open(f"/watch/{simulation_id}")
+            total = sum(await asyncio.gather(*bots))  # then the bots stand still
+            for watcher in (page, here):
+                await expect(watcher.locator("#turn")).to_have_text(f"{total} of 1000")
+                summaries = watcher.locator("#log li.log-move .log-turn, #log li.log-hit .log-turn")
+                await expect(summaries).to_have_count(total)
+                turns = [int(turn) for turn in await summaries.all_text_contents()]
+                assert turns == list(range(total, 0, -1))
         for client in (one, two):
             await client.close()
 

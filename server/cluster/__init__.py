@@ -60,3 +60,6 @@ class OtherNodes(Protocol):
 
     async def locate(self, name: str) -> str | None:
         """The HTTP address of the other node with a live simulation of this name, if any."""
+
+    async def address_of(self, simulation_id: str) -> str | None:
+        """The HTTP address of the other node that plays this live simulation, if one does."""

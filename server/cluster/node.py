@@ -304,21 +304,34 @@ class ClusterNode:
             log.warning("node %s: cannot name %s: %s", self.id, simulation_id, error)
 
     async def locate(self, name: str) -> str | None:
+        raw = await self._read(alias_key(name), name)
+        if raw is None:
+            return None
+        node = orjson.loads(raw)["node"]
+        return None if node == self.id else await self._http_address(str(node), name)
+
+    async def address_of(self, simulation_id: str) -> str | None:
+        entry = self.directory.get(simulation_id)
+        if entry is None:
+            return None
+        return await self._http_address(str(entry["node"]), simulation_id)
+
+    async def _http_address(self, node: str, looked_for: str) -> str | None:
+        """Where ``node`` serves HTTP, from the addresses it registered."""
+        addresses = await self._read(node_key(node), looked_for)
+        return None if addresses is None else str(orjson.loads(addresses)["http"])
+
+    async def _read(self, key: str, looked_for: str) -> bytes | str | None:
+        """A key's value; None when Redis is out of reach (said in the log)."""
         redis = self._redis
         if redis is None:
             return None
         try:
-            raw = await redis.get(alias_key(name))
-            if raw is None:
-                return None
-            node = orjson.loads(raw)["node"]
-            if node == self.id:
-                return None
-            addresses = await redis.get(node_key(node))
+            value: bytes | str | None = await redis.get(key)
         except (RedisError, OSError) as error:
-            log.warning("node %s: cannot locate %s: %s", self.id, name, error)
+            log.warning("node %s: cannot locate %s: %s", self.id, looked_for, error)
             return None
-        return None if addresses is None else str(orjson.loads(addresses)["http"])
+        return value
 
     # --- what the TCP connections ask (server.arena.Elsewhere) --------------------------------
     def seat(
