@@ -201,12 +201,30 @@ def check_cluster(config: ArenaConfig) -> None:
         )
 
 
-def _int_in_range(key: str, value: object, low: int, high: int) -> int:
+def setting_range(field: str) -> tuple[int, int]:
+    """The values an integer setting may take, by its field name: a command-line flag that
+    sets it is held to the config file's range."""
+    for name, low, high in _INT_KEYS.values():
+        if name == field:
+            return low, high
+    raise KeyError(field)
+
+
+def bounded_int(value: object, low: int, high: int) -> int:
+    """``value`` if it is an integer from ``low`` to ``high``, else ``ValueError`` saying what
+    is wrong, in the words the config file's checks and the command line's flags share."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"key {key!r}: must be an integer, got {value!r}")
+        raise ValueError(f"must be an integer, got {value!r}")
     if not low <= value <= high:
-        raise ConfigError(f"key {key!r}: must be between {low} and {high}, got {value}")
+        raise ValueError(f"must be between {low} and {high}, got {value}")
     return value
+
+
+def _int_in_range(key: str, value: object, low: int, high: int) -> int:
+    try:
+        return bounded_int(value, low, high)
+    except ValueError as error:
+        raise ConfigError(f"key {key!r}: {error}") from None
 
 
 def _point(key: str, value: object, config: ArenaConfig) -> Point:

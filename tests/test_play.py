@@ -173,18 +173,49 @@ def test_a_bot_that_crashes_loses_and_its_stderr_is_shown(tmp_path: Path) -> Non
     crash = f"{{python}} {BROKEN} crash tavern --simulation {{simulation}} --port {{port}} --side x"
     run = tavern("tavern", TAVERN_DUMMY, crash, "--seed", "1")
     assert run.returncode == 0, run.stderr
-    assert "team1 (dummy) wins 0 to 0: Player disconnected" in run.stdout
-    assert "bot 2 (" in run.stdout
-    assert "RuntimeError: this bot crashes on purpose" in run.stdout
+    said = run.stdout.split("team1 (dummy) wins: team2 (broken crash) disconnected ")[1]
+    assert said.startswith("(the score was 0 to 0)\nbot 2 (")
+    # Its whole traceback, from its first line to the error.
+    assert "\n  | Traceback (most recent call last):\n" in said
+    assert said.endswith("\n  | RuntimeError: this bot crashes on purpose\n")
+
+
+def test_a_crashing_client_s_error_is_shown_above_its_stack_frames() -> None:
+    """Node.js writes an error's message above its stack frames: the message is shown."""
+    thrower = (
+        "node bots/js/thud-client.js --side {side} --file tests/js_clients/thrower.js "
+        "--port {port} --simulation {simulation}"
+    )
+    run = tavern("thud", thrower, HOUSE_THUD % "troll", "--seed", "2")
+    assert run.returncode == 0, run.stderr
+    said = run.stdout.split("troll (house troll) wins: dwarf (thrower) disconnected ")[1]
+    assert said.startswith("(the score was 32 to 31)\nbot 1 (node): exited with code 1\n")
+    assert "\n  | thrower: ply 5: the client threw:\n" in said
+    assert "\n  | Error: thrower gives up on its third turn\n  |     at " in said
+    assert "thrower.js:" in said
+
+
+def test_a_client_that_makes_no_move_is_named() -> None:
+    def client(name: str) -> str:
+        return (
+            f"node bots/js/thud-client.js --side {{side}} --file tests/js_clients/{name}.js "
+            "--port {port} --simulation {simulation}"
+        )
+
+    run = tavern("thud", client("killer"), client("idle"))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.endswith(
+        "\na draw at 32 to 32: troll (idle) made no move, so the game was scored as it stood\n"
+    )
 
 
 def test_bad_commands_are_refused_before_any_game() -> None:
     unknown = tavern("tavern", TAVERN_DUMMY, "{python} bot.py --port {prot}")
     assert unknown.returncode == 2
-    assert "unknown placeholder {prot}" in unknown.stderr
+    assert unknown.stderr.startswith("tavern: bot 2's command: unknown placeholder {prot} (")
     missing = tavern("tavern", TAVERN_DUMMY, "no-such-program-here --port {port}")
     assert missing.returncode == 2
-    assert "no-such-program-here" in missing.stderr
+    assert missing.stderr == "tavern: bot 2: the program no-such-program-here is not on the PATH\n"
     assert tavern("tavern", TAVERN_DUMMY, WANDERER, "--turns", "0").returncode == 2
 
 

@@ -24,6 +24,7 @@ from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
 from server.arena import Arena
 from server.cli import main as tavern_main
+from server.commentary import replay_text
 from server.games.base import Player
 from server.games.thud.codec import bot_state
 from server.house import HOUSE_PLAYERS
@@ -38,7 +39,7 @@ from server.records import (
     connect,
 )
 from server.records.backends import Connection
-from server.replay import DamagedRecord, frames, game_of, replay_text
+from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
 from server.tournament import AbsentSeat
 from tests.conftest import RawClient, Served, serving_visor, test_config

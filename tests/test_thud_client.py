@@ -13,6 +13,7 @@ import gzip
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -627,15 +628,12 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
     bare.write_text(source.replace("module.exports = class {", "class {"))
     needs_require = tmp_path / "needs_require.js"
     needs_require.write_text(source.replace("this.utils = utils;", "this.fs = require('fs');"))
-    broken = tmp_path / "broken.js"
-    broken.write_text("module.exports = class {\n  turn( {}\n};\n")
     endless = tmp_path / "endless.js"
     endless.write_text(source.replace("turn() {", "turn() {\n    while (true) {}"))
     runs = await asyncio.gather(
         play(arena, declared, client("peacemaker")),
         play(arena, client("peacemaker"), bare),
         play(arena, needs_require, client("peacemaker")),
-        play(arena, client("peacemaker"), broken),
         play(arena, endless, client("peacemaker"), 1, "--think-ms", "300"),
     )
     for run in runs[:2]:
@@ -644,8 +642,7 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
     assert "globals undefined undefined undefined" in runs[0].clients[DWARF].stderr
     for run, loser, status, text in (
         (runs[2], DWARF, 1, "ReferenceError: require is not defined"),
-        (runs[3], TROLL, 2, "SyntaxError"),
-        (runs[4], DWARF, 1, "Script execution timed out after 300ms"),
+        (runs[3], DWARF, 1, "Script execution timed out after 300ms"),
     ):
         outcome = run.simulation.outcome
         assert outcome is not None
@@ -653,6 +650,47 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
         assert outcome.winner == rules.SIDES.index(DWARF if loser == TROLL else TROLL)
         assert run.clients[loser].returncode == status
         assert text in run.clients[loser].stderr
+
+
+def test_a_file_that_does_not_load_is_said_in_one_line_and_joins_nothing(
+    node: str, tmp_path: Path
+) -> None:
+    """Before it connects: a missing file must not leave a simulation waiting for its player."""
+    broken = tmp_path / "broken.js"
+    broken.write_text("module.exports = class {\n  turn( {}\n};\n")
+    throws = tmp_path / "throws.js"
+    throws.write_text("const speed = warp * 2;\nmodule.exports = class {};\n")
+    empty = tmp_path / "empty.js"
+    empty.write_text("var answer = 42;\n")
+    with socket.create_server(("127.0.0.1", 0)) as arena:  # where it would join
+        port = str(arena.getsockname()[1])
+        for file, line in (
+            (tmp_path / "mine.js", f"mine: cannot load {tmp_path / 'mine.js'}: no such file"),
+            (
+                broken,
+                f"broken: cannot load {broken}: SyntaxError: Unexpected token '}}' ({broken}:3)",
+            ),
+            (
+                throws,
+                f"throws: cannot load {throws}: ReferenceError: warp is not defined ({throws}:1)",
+            ),
+            (
+                empty,
+                f"empty: cannot load {empty}: it holds no class: write `module.exports = class "
+                "{ ... }` or just the class",
+            ),
+        ):
+            done = subprocess.run(
+                [node, str(ADAPTER), "--side", "dwarf", "--file", str(file), "--port", port],
+                capture_output=True,
+                text=True,
+                timeout=NODE_TIMEOUT_S,
+                check=False,
+            )
+            assert (done.returncode, done.stdout, done.stderr) == (2, "", line + "\n")
+        arena.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            arena.accept()  # nobody connected
 
 
 async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
