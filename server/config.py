@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +39,13 @@ class ListenError(Exception):
     """A port the arena was configured with cannot be listened on (most often: it is in use)."""
 
     def __init__(self, what: str, host: str, port: int, error: OSError, change: str) -> None:
-        problem = os.strerror(error.errno) if error.errno else str(error)
+        if isinstance(error, socket.gaierror):  # the host, not the port, is the problem
+            problem = f"no address {host!r} here ({error.strerror})"
+            change = '--host H (or "host" in config.json)'
+        else:
+            problem = os.strerror(error.errno) if error.errno else str(error)
         super().__init__(
-            f"cannot listen for {what} on {host}:{port}: {problem}; "
-            f"choose another port with {change}"
+            f"cannot listen for {what} on {host}:{port}: {problem}; choose another with {change}"
         )
 
 

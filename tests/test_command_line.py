@@ -202,3 +202,25 @@ def test_the_config_s_own_records_folder_is_still_made(tmp_path: Path) -> None:
             if process.poll() is None:
                 process.kill()
     assert records.is_file()
+
+
+def test_a_host_that_does_not_exist_is_named_not_an_unknown_error(tmp_path: Path) -> None:
+    """``--host nonsense.invalid`` once ended in ``Unknown error -2``."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"database": str(tmp_path / "arena.db")}))
+    run = tavern(
+        "serve",
+        "--config",
+        str(config),
+        "--host",
+        "nonsense.invalid",
+        "--port",
+        "0",
+        "--http-port",
+        "0",
+    )
+    assert run.returncode == 2, run
+    assert "Traceback" not in run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert "no address 'nonsense.invalid' here" in last, last
+    assert "--host" in last
