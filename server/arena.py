@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
+from server.clock import Clock, LoopClock
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject
@@ -153,8 +154,9 @@ class WaitingIndex:
 class Arena:
     """Every match of a running server, and who listens to them."""
 
-    def __init__(self, config: ArenaConfig) -> None:
+    def __init__(self, config: ArenaConfig, clock: Clock | None = None) -> None:
         self.config = config
+        self.clock: Clock = clock or LoopClock()  # every match's
         self.bot_port: int | None = None  # the TCP port bots connect to, once it listens
         self.matches: dict[str, Match] = {}
         self.listeners: list[Listener] = []  # the visor, the records, the Thud API...
@@ -214,6 +216,7 @@ class Arena:
             options,
             self._notify,
             self._start,
+            self.clock,
         )
         self.matches[match.id] = match
         if creator is not None:

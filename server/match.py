@@ -25,11 +25,12 @@ import secrets
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, Protocol
 
 import orjson
 
+from server.clock import Clock, Timer
 from server.games.base import (
     INVALID_TURN,
     ActionRejected,
@@ -418,6 +419,24 @@ class Seat:
 Starter = Callable[["Match"], None]
 
 
+class Phase(Enum):
+    """Where a match is in its life; every other fact about it follows from this and its turn."""
+
+    WAITING = "waiting"  # its seats are being taken
+    PLAYING = "playing"  # every seat taken: turns are asked for and played
+    ENDED = "ended"  # decided (or stopped): each seat had its last message; the task finishes
+    FINISHED = "finished"  # the end was announced to every listener: nothing more happens
+
+
+@dataclass(slots=True)
+class OpenTurn:
+    """The turn being waited for: whose it is, since when, and the timer that ends it."""
+
+    seat: int
+    started: float  # clock time
+    timer: Timer
+
+
 class Match:
     """A game between seats, from the first seat taken to the result."""
 
@@ -430,6 +449,7 @@ class Match:
         options: MatchOptions,
         notify: Listener,
         start: Starter,
+        clock: Clock,
     ) -> None:
         self.id = match_id
         self.codec = codec
@@ -437,28 +457,37 @@ class Match:
         self.seed = seed
         self.limits = limits
         self.options = options
+        self.clock = clock
         self._notify = notify
         self._start = start
         seat_count = len(codec.seat_names)
         self.seat_bots = options.seat_bots or (None,) * seat_count
         self.seats: list[Seat | None] = [None] * seat_count
-        self.status = Status.WAITING
+        self.phase = Phase.WAITING
         self.state: Any = None
-        self.outcome: Outcome | None = None
+        self.outcome: Outcome | None = None  # once ENDED: None if it was stopped
         resume = options.resume
         self.rng = resume.rng if resume is not None else random.Random(seed)
         self.turn_count = resume.turn_count if resume is not None else 0
-        self.started_at: float | None = None
+        self.started_at: float | None = None  # wall-clock seconds, for the records
         self.finished_at: float | None = None
-        self.done = asyncio.Event()  # set once the game is over and its end announced
+        self._turn: OpenTurn | None = None  # while PLAYING, the seat awaited
+        self._graces: set[Timer] = set()  # seats that lost their connection, until they rejoin
+        self._ended = asyncio.Event()  # the phase left PLAYING: the task may finish
+        self.done = asyncio.Event()  # FINISHED
         self._seated = asyncio.Event()
-        self._over = asyncio.Event()
-        self._awaited: int | None = None  # the seat on move, while its turn is open
-        self._turn_started = 0.0
-        self._clock: asyncio.TimerHandle | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._helpers: set[asyncio.Task[None]] = set()
-        self._ending: Outcome | None = None  # set by a forfeit, until the match ends
+
+    @property
+    def status(self) -> Status:
+        """The phase as lobbies and records show it: an ended game plays until it is announced."""
+        return _STATUS[self.phase]
+
+    @property
+    def is_on(self) -> bool:
+        """Turns are being played."""
+        return self.phase is Phase.PLAYING
 
     # --- views ---------------------------------------------------------------------------------
     def view(self) -> MatchView:
@@ -487,9 +516,7 @@ class Match:
 
     def _next_clock(self) -> TurnClock | None:
         """The seat on move and its time, while the game is on."""
-        if self.status is not Status.PLAYING or self._over.is_set() or self.state is None:
-            return None
-        if self.rules.outcome(self.state) is not None:
+        if not self.is_on or self.state is None or self.rules.outcome(self.state) is not None:
             return None
         seat = self.rules.to_move(self.state)
         return TurnClock(seat, self._turn_timeout_s(seat))
@@ -515,7 +542,7 @@ class Match:
     # --- seats ---------------------------------------------------------------------------------
     def seat(self, channel: SeatChannel, request: SeatRequest) -> int:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
-        if self.status is not Status.WAITING or self.is_full():
+        if self.phase is not Phase.WAITING or self.is_full():
             raise JoinRejected("Simulation full", f"simulation {self.id} has no free seat")
         seat = self.codec.choose_seat(self.free_seats(), request.fields)
         player = self.codec.player_from_join(request.fields)
@@ -562,29 +589,35 @@ class Match:
         occupant = self.seats[seat]
         if occupant is None or occupant.channel is not channel:
             return
-        if self.status is Status.WAITING:
+        if self.phase is Phase.WAITING:
             if self.options.hold_seats:
                 occupant.gone = True
             else:
                 self.seats[seat] = None
             self._notify(SeatsChanged(self.view()))
-        elif self.status is Status.PLAYING and not self._over.is_set():
+        elif self.is_on:
             # Only a TCP bot holds a token it can rejoin with; a closed page cannot come back.
             if self.limits.reconnect_grace_s > 0 and occupant.kind == "bot":
                 detached = _Detached()
                 occupant.channel = detached
-                self.spawn(self._forfeit_unless_back(seat, occupant, detached))
+                self._hold_for_rejoin(seat, occupant, detached)
                 seconds = math.ceil(self.limits.reconnect_grace_s)
                 self._tell_opponents(seat, self.codec.opponent_gone_message(seconds))
             else:
                 self._forfeit_left(seat)
 
-    async def _forfeit_unless_back(self, seat: int, occupant: Seat, detached: _Detached) -> None:
-        """Forfeit if the seat is still on the channel it got when it left: a rejoin, even one
-        followed by another loss (with its own grace period), replaced it."""
-        await asyncio.sleep(self.limits.reconnect_grace_s)
-        if occupant.channel is detached and not self._over.is_set():
-            self._forfeit_left(seat)
+    def _hold_for_rejoin(self, seat: int, occupant: Seat, detached: _Detached) -> None:
+        """Forfeit once the grace period is over if the seat is still on the channel it got
+        when it left: a rejoin, even one followed by another loss (with its own grace period),
+        replaced it."""
+
+        def grace_over() -> None:
+            self._graces.discard(timer)
+            if occupant.channel is detached and self.is_on:
+                self._forfeit_left(seat)
+
+        timer = self.clock.call_later(self.limits.reconnect_grace_s, grace_over)
+        self._graces.add(timer)
 
     def _tell_opponents(self, seat: int, message: JsonObject) -> None:
         """A notice about ``seat`` to the other seats that asked for such notices."""
@@ -606,7 +639,7 @@ class Match:
         The new channel replaces the old one (which is closed if still open), gets the seat's
         ``game-info`` again and, if the seat is on move, the current turn.
         """
-        if self.status is Status.FINISHED or self._over.is_set():
+        if self.phase in (Phase.ENDED, Phase.FINISHED):
             raise JoinRejected("Game over", f"simulation {self.id} has ended")
         for seat, occupant in enumerate(self.seats):
             if (
@@ -621,8 +654,9 @@ class Match:
                 if isinstance(old, _Detached):  # it was gone: its opponents were told
                     self._tell_opponents(seat, self.codec.opponent_back_message())
                 channel.send(self._game_info(seat, occupant))
-                if seat == self._awaited and self._clock is not None:
-                    left_s = self._clock.when() - asyncio.get_running_loop().time()
+                turn = self._turn
+                if turn is not None and turn.seat == seat:
+                    left_s = turn.timer.when() - self.clock.now()
                     channel.send(self._turn_message(seat, max(0.0, left_s)))
                 return seat
         raise JoinRejected("Invalid token", "no seat of this simulation has that token")
@@ -632,7 +666,7 @@ class Match:
 
         Once the game is over there is nothing left to help with: the work is dropped.
         """
-        if self._tasks is None or self._over.is_set():
+        if self._tasks is None or not self.is_on:
             work.close()
             return
         try:
@@ -659,23 +693,24 @@ class Match:
         if occupant is None or occupant.channel is not channel:
             channel.send(SeatMessage(error_message("Not your seat", "this seat was rejoined")))
             return None
-        if self.status is Status.WAITING:
+        if self.phase is Phase.WAITING:
             channel.send(SeatMessage(error_message("Game not started", "waiting for the other")))
             return None
-        if self.status is Status.FINISHED or self._over.is_set():
+        turn = self._turn
+        if not self.is_on:
             channel.send(SeatMessage(error_message("Game over", "this game has ended")))
             return None
         try:
             # A late reply is stale whoever is on move now: it must never become a next move.
             check_answered_turn(message, self.turn_count + 1)
-            if seat != self._awaited:
+            if turn is None or seat != turn.seat:
                 raise ActionRejected("Not your turn", "wait for a turn message")
             action = self.rules.check(self.state, seat, self.codec.candidate(message))
         except ActionRejected as rejected:
             self._reject(occupant, rejected)
             return None
         occupant.consecutive_timeouts = 0
-        occupant.replied(time.monotonic() - self._turn_started)
+        occupant.replied(self.clock.now() - turn.started)
         return self._play(seat, action, timed_out=False)
 
     def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
@@ -688,11 +723,11 @@ class Match:
         seat = self.rules.to_move(self.state)
         occupant = self.seats[seat]
         assert occupant is not None
-        self._awaited = seat
-        self._turn_started = time.monotonic()
         timeout = self._turn_timeout_s(seat)
+        started = self.clock.now()
         occupant.channel.send(self._turn_message(seat, timeout))
-        self._clock = asyncio.get_running_loop().call_later(timeout, self._timed_out, seat)
+        timer = self.clock.call_later(timeout, lambda: self._timed_out(seat))
+        self._turn = OpenTurn(seat, started, timer)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         body = self.codec.turn_message(
@@ -703,7 +738,8 @@ class Match:
     def _timed_out(self, seat: int) -> None:
         """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""
         occupant = self.seats[seat]
-        if occupant is None or seat != self._awaited or self._over.is_set():
+        turn = self._turn
+        if occupant is None or turn is None or turn.seat != seat or not self.is_on:
             return
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
@@ -717,13 +753,18 @@ class Match:
         occupant.channel.send(SeatMessage(error_message(TURN_TIMEOUT, reason)))
         self._play(seat, action, timed_out=True)
 
+    def _close_turn(self) -> OpenTurn | None:
+        """No turn is waited for any more: its timer is stopped."""
+        turn, self._turn = self._turn, None
+        if turn is not None:
+            turn.timer.cancel()
+        return turn
+
     def _play(self, seat: int, action: Any, timed_out: bool) -> TurnResult | None:
         """Apply a checked action, tell everyone, and ask for the next turn or end the game."""
-        if self._clock is not None:
-            self._clock.cancel()
-            self._clock = None
-        self._awaited = None
-        reply_ms = round(1000 * (time.monotonic() - self._turn_started))
+        turn = self._close_turn()
+        now = self.clock.now()
+        reply_ms = 0 if turn is None else round(1000 * (now - turn.started))
         before = self.state
         try:
             self.state, events = self.rules.apply(before, seat, action, self.rng)
@@ -760,17 +801,19 @@ class Match:
             return None
         return result
 
-    def _end(self, outcome: Outcome) -> None:
-        """The game is over: each seat gets its last message, and the match's task finishes."""
-        if self._over.is_set():
+    def _end(self, outcome: Outcome | None) -> None:
+        """The game is decided (``None``: stopped with no result): each seat gets its last
+        message, and the match's task finishes."""
+        if self.phase in (Phase.ENDED, Phase.FINISHED):
             return
-        if self._clock is not None:
-            self._clock.cancel()
-            self._clock = None
-        self._awaited = None
+        self._close_turn()
+        for timer in self._graces:
+            timer.cancel()
+        self._graces.clear()
+        self.phase = Phase.ENDED
         self.outcome = outcome
-        self._over.set()
-        if self.state is None:
+        self._ended.set()
+        if self.state is None or outcome is None:
             return
         for index, occupant in enumerate(self.seats):
             if occupant is not None:
@@ -787,19 +830,18 @@ class Match:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
                 self._begin()
-                await self._over.wait()
+                await self._ended.wait()
                 for helper in self._helpers:
                     helper.cancel()  # a player still thinking about a game that is over
         except Exception:
             log.exception("simulation %s failed", self.id)
             if self.outcome is None:
                 self.outcome = Outcome(None, SERVER_ERROR)
+                self.phase = Phase.ENDED
         finally:
             self._tasks = None
-            if self._clock is not None:
-                self._clock.cancel()
-            self._over.set()
-            self.status = Status.FINISHED
+            self._end(None)  # cancelled: stopped with no result
+            self.phase = Phase.FINISHED
             self.finished_at = time.time()
             for seat in self.seats:
                 if seat is not None:
@@ -814,7 +856,7 @@ class Match:
         resume = self.options.resume
         players = [seat.player for seat in self.seats if seat is not None]
         self.state = resume.state if resume is not None else self.rules.initial_state(players)
-        self.status = Status.PLAYING
+        self.phase = Phase.PLAYING
         self.started_at = time.time()
         self._notify(GameStarted(self.view(), self.started_at))
         gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
@@ -829,11 +871,7 @@ class Match:
     def stop(self) -> None:
         """The arena is stopping: the game ends here with no result (it is kept as unfinished),
         whatever its players do meanwhile."""
-        if self._clock is not None:
-            self._clock.cancel()
-            self._clock = None
-        self._awaited = None
-        self._over.set()
+        self._end(None)
 
     async def finished(self) -> GameFinished | None:
         """Wait for the end; the game as it finished (``None`` if it was cut short)."""
@@ -842,3 +880,11 @@ class Match:
             return None
         stats = tuple(None if s is None else s.stats() for s in self.seats)
         return GameFinished(self.view(), self.outcome, stats, self.finished_at or time.time())
+
+
+_STATUS = {
+    Phase.WAITING: Status.WAITING,
+    Phase.PLAYING: Status.PLAYING,
+    Phase.ENDED: Status.PLAYING,
+    Phase.FINISHED: Status.FINISHED,
+}

@@ -1,0 +1,37 @@
+"""Time as a match sees it: the event loop's clock in the arena, a hand-wound one in tests.
+
+A match never reads the time or sleeps by itself: it asks its ``Clock``, so that timeouts,
+forfeits and grace periods can be tested in memory, to the millisecond, with no real waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Timer(Protocol):
+    """A callback due at a time; ``asyncio.TimerHandle`` is one."""
+
+    def cancel(self) -> None: ...
+
+    def when(self) -> float: ...
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds, on a monotonic scale of the clock's own."""
+
+    def call_later(self, delay_s: float, callback: Callable[[], object]) -> Timer:
+        """Call ``callback`` once ``delay_s`` have passed."""
+
+
+class LoopClock:
+    """The running event loop's clock."""
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def call_later(self, delay_s: float, callback: Callable[[], object]) -> Timer:
+        return asyncio.get_running_loop().call_later(delay_s, callback)
