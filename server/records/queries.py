@@ -152,21 +152,12 @@ class Queries:
 
     @read
     def finished_pairings(self, reader: Connection, tournament_id: str) -> set[str]:
-        rows = reader.execute(
-            "SELECT pairing FROM games WHERE tournament_id = ? AND status = 'finished'",
-            (tournament_id,),
-        )
-        return {row["pairing"] for row in rows}
+        return _pairings(reader, tournament_id, "finished")
 
     @read
-    def playing(self, reader: Connection, tournament_id: str) -> int:
-        """How many of a tournament's games are being played, on whichever node."""
-        row = reader.execute(
-            "SELECT COUNT(*) FROM games WHERE tournament_id = ? AND status = 'playing'",
-            (tournament_id,),
-        ).fetchone()
-        count: int = row[0]
-        return count
+    def playing_pairings(self, reader: Connection, tournament_id: str) -> set[str]:
+        """The pairings of a tournament's games being played, on whichever node."""
+        return _pairings(reader, tournament_id, "playing")
 
     @read
     def games(self, reader: Connection, where: GameFilter) -> JsonObject:
@@ -212,6 +203,13 @@ class Queries:
         except (IndexError, KeyError, TypeError, ValueError) as error:
             raise DamagedRecord(f"game {game_id}: its record does not read: {error}") from error
         return record
+
+
+def _pairings(reader: Connection, tournament_id: str, status: str) -> set[str]:
+    rows = reader.execute(
+        "SELECT pairing FROM games WHERE tournament_id = ? AND status = ?", (tournament_id, status)
+    )
+    return {row["pairing"] for row in rows}
 
 
 def _turns(seat_names: list[str], first: int, count: int, text: str) -> list[JsonObject]:
