@@ -167,20 +167,19 @@ class QueueLink:
         pause = RETRY_FIRST_S
         while True:
             stop_if_cancelled()
-            try:
-                answer = await operation(self.client)
-            except self._refusals as error:
-                raise self._refused(error) from None
-            except self._away_errors as error:
-                await self._gone(error)
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, RETRY_MAX_S)
-                continue
-            self._back()
-            return answer
+            answered = await self._made(operation)
+            if answered is not None:
+                return answered[0]
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, RETRY_MAX_S)
 
     async def attempt(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T | None:
         """What ``operation`` answers, or None at once if Redis is away."""
+        answered = await self._made(operation)
+        return None if answered is None else answered[0]
+
+    async def _made(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> tuple[T] | None:
+        """``operation``'s answer, or None if Redis is away."""
         try:
             answer = await operation(self.client)
         except self._refusals as error:
@@ -189,7 +188,7 @@ class QueueLink:
             await self._gone(error)
             return None
         self._back()
-        return answer
+        return (answer,)
 
     def _refused(self, error: Exception) -> Exception:
         """What to raise for a refusal: the queue lost with a restart is the caller's to

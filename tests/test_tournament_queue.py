@@ -70,26 +70,38 @@ def games(database: str) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in rows]
 
 
-def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
-    tmp_path: Path, postgres: PostgresServer, redis: RedisServer, processes: Processes
-) -> None:
+def queued_cup(
+    tmp_path: Path, processes: Processes, redis_url: str, database: str, *worker_options: str
+) -> tuple[subprocess.Popen[str], list[subprocess.Popen[str]], subprocess.Popen[str]]:
+    """``SLOW_CUP`` played on one machine (the reference), and queued on ``redis_url`` for the
+    workers (one for each ``worker_options``, logging to wN.log) that record in ``database``."""
     path = tmp_path / "cup.json"
     path.write_text(json.dumps(SLOW_CUP))
-    database = postgres.create_database("queued_cup")
-    Records(database).open_to_read()  # the schema, for the test's own reads
     reference = processes.start(
         "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
     )
     workers = [
         processes.start(
-            *("worker", "--redis", redis.url, "--database", database),
-            *("--claim-timeout-ms", str(CLAIM_TIMEOUT_MS), "--log", str(tmp_path / f"w{n}.log")),
+            *("worker", "--redis", redis_url, "--database", database),
+            *(*options.split(), "--log", str(tmp_path / f"w{n}.log")),
         )
-        for n in range(3)
+        for n, options in enumerate(worker_options)
     ]
     queued = processes.start(
-        *("tournament", str(path), "--database", database, "--redis", redis.url),
+        *("tournament", str(path), "--database", database, "--redis", redis_url),
         *("--log", str(tmp_path / "cup.log")),
+    )
+    return reference, workers, queued
+
+
+def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
+    tmp_path: Path, postgres: PostgresServer, redis: RedisServer, processes: Processes
+) -> None:
+    database = postgres.create_database("queued_cup")
+    Records(database).open_to_read()  # the schema, for the test's own reads
+    claim = f"--claim-timeout-ms {CLAIM_TIMEOUT_MS}"
+    reference, workers, queued = queued_cup(
+        tmp_path, processes, redis.url, database, claim, claim, claim
     )
     # Once a worker is playing a game, kill it.
     deadline = time.monotonic() + 60
@@ -239,24 +251,9 @@ def stop_workers(tmp_path: Path, workers: list[subprocess.Popen[str]]) -> None:
 def test_workers_and_a_queued_tournament_wait_for_redis_down_at_their_start(
     tmp_path: Path, redis: RedisServer, processes: Processes
 ) -> None:
-    path = tmp_path / "cup.json"
-    path.write_text(json.dumps(SLOW_CUP))
     database = str(tmp_path / "arena.db")
-    reference = processes.start(
-        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
-    )
     redis.stop()
-    workers = [
-        processes.start(
-            *("worker", "--redis", redis.url, "--database", database),
-            *("--log", str(tmp_path / f"w{n}.log")),
-        )
-        for n in range(2)
-    ]
-    queued = processes.start(
-        *("tournament", str(path), "--database", database, "--redis", redis.url),
-        *("--log", str(tmp_path / "cup.log")),
-    )
+    reference, workers, queued = queued_cup(tmp_path, processes, redis.url, database, "", "")
     for log in ("w0.log", "w1.log", "cup.log"):
         wait_for_line(tmp_path / log, f"waiting for Redis at {redis.url}", [*workers, queued])
     redis.start()
@@ -273,24 +270,9 @@ def test_redis_restarted_mid_tournament_loses_no_game_and_plays_none_twice(
     """Redis restarts without its data while workers play: the games being played are played
     to their end and recorded, the games Redis lost are queued again, and the league is the
     single machine's, every pairing finished once."""
-    path = tmp_path / "cup.json"
-    path.write_text(json.dumps(SLOW_CUP))
     database = str(tmp_path / "arena.db")
     Records(database).open_to_read()  # the schema, for the test's own reads
-    reference = processes.start(
-        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
-    )
-    workers = [
-        processes.start(
-            *("worker", "--redis", redis.url, "--database", database),
-            *("--log", str(tmp_path / f"w{n}.log")),
-        )
-        for n in range(2)
-    ]
-    queued = processes.start(
-        *("tournament", str(path), "--database", database, "--redis", redis.url),
-        *("--log", str(tmp_path / "cup.log")),
-    )
+    reference, workers, queued = queued_cup(tmp_path, processes, redis.url, database, "", "")
     deadline = time.monotonic() + 60
     while not (playing := [row for row in games(database) if row[1] == "playing"]):
         assert time.monotonic() < deadline, "no worker played a game"
