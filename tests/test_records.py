@@ -239,7 +239,7 @@ async def test_the_games_api_filters_and_pages(served: Served) -> None:
 
         async def get(path: str) -> tuple[int, Any]:
             async with session.get(served.url + path) as response:
-                return response.status, await response.text()
+                return response.status, await response.json()
 
         status, everything = await get("/api/games")
         assert status == 200
