@@ -50,8 +50,8 @@ from server.tournament import (
 from server.tournament_queue import (
     CLAIM_TIMEOUT_MS,
     MIN_CLAIM_TIMEOUT_MS,
+    QueueLink,
     Worker,
-    connect,
     local_workers,
     run_queued,
 )
@@ -391,17 +391,20 @@ def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None
     async def work() -> None:
         records = Records(config.database)
         await asyncio.to_thread(records.open)
-        client = connect(redis_url)
+        link = QueueLink(redis_url)
         try:
-            worker = Worker(config, records, client, claim_timeout_ms)
-            print(f"tavern: worker {worker.name} takes games from {config.redis}", flush=True)
+            worker = Worker(config, records, link, claim_timeout_ms)
+            print(f"tavern: worker {worker.name} takes games from {link.where}", flush=True)
             await worker.run()
         finally:
-            await client.aclose()
+            await link.close()
             await asyncio.to_thread(records.close)
 
     try:
         asyncio.run(until_signalled(work()))
+    except TournamentError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
     except Stopped as stopped:
         print("tavern: worker stopped; its game in progress is kept unfinished", file=sys.stderr)
         return stopped.code
