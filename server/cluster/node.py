@@ -60,6 +60,7 @@ from redis.retry import Retry
 
 from server.arena import Arena, RandomJoiner, RemotePeer
 from server.cluster import Deliver, Spectators, values, wire
+from server.cluster.directory import Directory
 from server.config import ArenaConfig, without_password
 from server.games.base import JoinRejected, JsonObject
 from server.match import (
@@ -263,7 +264,7 @@ class ClusterNode:
         self.peers: dict[int, PeerSeat] = {}
         self._connections = itertools.count(1)
         self._watching: dict[str, str] = {}  # simulation id -> its node
-        self.directory: dict[str, JsonObject] = {}  # the other nodes' live simulations
+        self.directory = Directory()  # the other nodes' live simulations
         self._alive: set[str] = set()  # the other nodes, at the last heartbeat
         # Frames waiting for the sender, by destination node.
         self._outgoing: dict[str, list[bytes]] = {}
@@ -388,23 +389,7 @@ class ClusterNode:
     def waiting(self, game: str, fields: JsonObject) -> str | None:
         if not self.up:
             return None
-        codec = self.arena.codec(game)
-        candidates = []
-        for entry in self.directory.values():
-            if entry["game"] != game or entry["status"] != Status.WAITING.value:
-                continue
-            free = entry["free"]
-            if not free:  # full, about to start
-                continue
-            try:
-                codec.choose_seat(free, fields)
-            except JoinRejected:
-                continue
-            candidates.append((len(free) == len(entry["players"]), entry["created"], entry))
-        if not candidates:
-            return None
-        candidates.sort(key=lambda candidate: candidate[:2])  # half-full ones first, oldest
-        return str(candidates[0][2]["simulationId"])
+        return self.directory.waiting(game, self.arena.codec(game).wanted_seats(fields))
 
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> PeerSeat:
         handle = PeerSeat(self, next(self._connections), peer)
@@ -643,8 +628,7 @@ class ClusterNode:
         if not nodes:
             return
         log.warning("node %s: lost %s: %s", self.id, ", ".join(sorted(nodes)), reason)
-        before = len(self.directory)
-        self.directory = {k: v for k, v in self.directory.items() if v["node"] not in nodes}
+        dropped = self.directory.drop_nodes(nodes)
         notice = encode(error_message(message, reason))
         for connection, handle in list(self.peers.items()):
             if handle.owner in nodes:
@@ -664,7 +648,7 @@ class ClusterNode:
                 self._leave(channel)
         for peer_node, simulation_id in [k for k in self._relays if k[0] in nodes]:
             self._unrelay(peer_node, simulation_id)
-        if len(self.directory) != before and self.spectators is not None:
+        if dropped and self.spectators is not None:
             self.spectators.lobby_changed()
 
     def _known_nodes(self) -> set[str]:
@@ -804,12 +788,12 @@ class ClusterNode:
             return
         for entry in self._entries_of(node, change.set, values.directory_entry):
             if entry["status"] == Status.FINISHED.value:
-                self.directory.pop(entry["simulationId"], None)
+                self.directory.pop(entry["simulationId"])
             else:
-                self.directory[entry["simulationId"]] = entry
+                self.directory.put(entry)
         for name in change.deleted:
-            if self.directory.get(name, {}).get("node") == node:
-                del self.directory[name]
+            if (self.directory.get(name) or {}).get("node") == node:
+                self.directory.pop(name)
         if self.spectators is not None:
             for entry in self._entries_of(node, change.ended, values.finished_entry):
                 self.spectators.finished_elsewhere(entry)
@@ -893,7 +877,7 @@ class ClusterNode:
     async def _load_directory(self, redis: Redis) -> None:
         """Every other node's live simulations, and the arena's last finished games; an entry
         that does not read is said and skipped."""
-        directory: dict[str, JsonObject] = {}
+        directory: list[JsonObject] = []
         keys = [key async for key in redis.scan_iter(match=sim_key("*"), count=1000)]
         for start in range(0, len(keys), 1000):
             batch = keys[start : start + 1000]
@@ -906,8 +890,8 @@ class ClusterNode:
                     self._complaints(key.decode(errors="replace"), bad)
                     continue
                 if entry["node"] != self.id:
-                    directory[entry["simulationId"]] = entry
-        self.directory = directory
+                    directory.append(entry)
+        self.directory.replace(directory)
         if self.spectators is not None:
             for raw in reversed(await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)):
                 try:
