@@ -34,7 +34,7 @@ from server.config import (
 from server.games import GAMES
 from server.league import GameResult, format_tables
 from server.play import PlayError, PlayOptions, play
-from server.records import Records, backend_for, is_postgres, recording
+from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
 from server.replay import DamagedRecord, TurnRange
 from server.tcp import TcpServer
@@ -538,6 +538,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
+    try:
+        return run_command(args, config)
+    except RecordsUnavailable as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+
+
+def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
+    """The command the command line names, with its settings."""
     if args.command == "records":
         return copy_command(args.source, args.target)
     if args.command == "replay":
@@ -567,4 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     except* ListenError as refused:  # raised inside the arena's task group, so in a group
         print(f"tavern: {refused.exceptions[0]}", file=sys.stderr)
         status = 2
+    except* RecordsUnavailable as unavailable:
+        print(f"tavern: {unavailable.exceptions[0]}", file=sys.stderr)
+        status = 1
     return status
