@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from server.arena import Arena
+from server.cluster import RedisRefused
 from server.commentary import replay_text
 from server.config import (
     ArenaConfig,
@@ -530,6 +531,14 @@ async def serve(config: ArenaConfig) -> None:
             print("tavern: shutting down", flush=True)
 
 
+def first_of(group: BaseExceptionGroup[Exception]) -> BaseException:
+    """The first error of a group, however deep (task groups nest)."""
+    error: BaseException = group.exceptions[0]
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
@@ -574,9 +583,12 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
     try:
         run(serve(config))
     except* ListenError as refused:  # raised inside the arena's task group, so in a group
-        print(f"tavern: {refused.exceptions[0]}", file=sys.stderr)
+        print(f"tavern: {first_of(refused)}", file=sys.stderr)
         status = 2
     except* RecordsUnavailable as unavailable:
-        print(f"tavern: {unavailable.exceptions[0]}", file=sys.stderr)
+        print(f"tavern: {first_of(unavailable)}", file=sys.stderr)
         status = 1
+    except* RedisRefused as redis_refused:
+        print(f"tavern: {first_of(redis_refused)}", file=sys.stderr)
+        status = 2
     return status

@@ -16,6 +16,7 @@ import pytest
 
 from server.config import ConfigError, config_from_mapping
 from tests.conftest import ROOT
+from tests.services import RedisServer
 
 TAVERN = str(Path(sys.executable).parent / "tavern")  # the command the package installs
 COMMAND_TIMEOUT_S = 60
@@ -251,3 +252,18 @@ def test_records_that_are_away_are_said_in_one_line_without_the_password(tmp_pat
         assert last.startswith(
             f"tavern: cannot open the records at postgresql://tavern:***@127.0.0.1:{port}/arena: "
         ), last
+
+
+def test_a_redis_that_refuses_a_node_is_said_in_one_line(
+    tmp_path: Path, redis: RedisServer
+) -> None:
+    """A database index Redis does not have will not mend itself: ``serve`` says so and stops
+    (a Redis that is away is waited for instead)."""
+    config = tmp_path / "config.json"
+    url = f"redis://:secret@127.0.0.1:{redis.port}/99"
+    config.write_text(json.dumps({"database": str(tmp_path / "a.db"), "port": 0, "httpPort": 0}))
+    run = tavern("serve", "--config", str(config), "--redis", url, cwd=tmp_path)
+    assert run.returncode == 2, run
+    assert "Traceback" not in run.stderr and "secret" not in run.stderr, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tavern: Redis at redis://:***@127.0.0.1:{redis.port}/99 refused"), last

@@ -54,12 +54,17 @@ import orjson
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    RedisError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from server.arena import Arena, RandomJoiner, RemotePeer
-from server.cluster import Deliver, Spectators, values, wire
+from server.cluster import Deliver, RedisRefused, Spectators, values, wire
 from server.cluster.directory import Directory
 from server.config import ArenaConfig, without_password
 from server.games.base import JoinRejected, JsonObject
@@ -962,9 +967,23 @@ class ClusterNode:
 
     async def _stay_linked(self) -> None:
         backoff = self.heartbeat_s / 4
+        linked_once = False
         while True:
             try:
                 await self._linked()
+            except* (AuthenticationError, AuthorizationError, ResponseError) as refused:
+                if not linked_once and not self.up:
+                    where = without_password(self.url)
+                    raise RedisRefused(
+                        f"Redis at {where} refused: {refused.exceptions[0]}"
+                    ) from None
+                log.warning(
+                    "node %s: Redis at %s refused: %s; retrying in %.1f s",
+                    self.id,
+                    without_password(self.url),
+                    refused.exceptions[0],
+                    backoff,
+                )
             except* (RedisError, OSError) as failed:
                 log.warning(
                     "node %s: Redis at %s: %s; retrying in %.1f s",
@@ -974,6 +993,7 @@ class ClusterNode:
                     backoff,
                 )
             if self.up:
+                linked_once = True
                 backoff = self.heartbeat_s / 4  # it was up: start the backoff again
             self._link_down(LINK_LOST_REASON)
             await asyncio.sleep(backoff)
