@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from server.arena import Arena
+from server.cluster import RedisRefused
 from server.commentary import replay_text
 from server.config import (
     ArenaConfig,
@@ -34,7 +35,7 @@ from server.config import (
 from server.games import GAMES
 from server.league import GameResult, format_tables
 from server.play import PlayError, PlayOptions, play
-from server.records import Records, backend_for, is_postgres, recording
+from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
 from server.replay import DamagedRecord, TurnRange
 from server.tcp import TcpServer
@@ -50,8 +51,8 @@ from server.tournament import (
 from server.tournament_queue import (
     CLAIM_TIMEOUT_MS,
     MIN_CLAIM_TIMEOUT_MS,
+    QueueLink,
     Worker,
-    connect,
     local_workers,
     run_queued,
 )
@@ -391,17 +392,20 @@ def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None
     async def work() -> None:
         records = Records(config.database)
         await asyncio.to_thread(records.open)
-        client = connect(redis_url)
+        link = QueueLink(redis_url)
         try:
-            worker = Worker(config, records, client, claim_timeout_ms)
-            print(f"tavern: worker {worker.name} takes games from {config.redis}", flush=True)
+            worker = Worker(config, records, link, claim_timeout_ms)
+            print(f"tavern: worker {worker.name} takes games from {link.where}", flush=True)
             await worker.run()
         finally:
-            await client.aclose()
+            await link.close()
             await asyncio.to_thread(records.close)
 
     try:
         asyncio.run(until_signalled(work()))
+    except TournamentError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
     except Stopped as stopped:
         print("tavern: worker stopped; its game in progress is kept unfinished", file=sys.stderr)
         return stopped.code
@@ -527,6 +531,14 @@ async def serve(config: ArenaConfig) -> None:
             print("tavern: shutting down", flush=True)
 
 
+def first_of(group: BaseExceptionGroup[Exception]) -> BaseException:
+    """The first error of a group, however deep (task groups nest)."""
+    error: BaseException = group.exceptions[0]
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
@@ -535,6 +547,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
+    try:
+        return run_command(args, config)
+    except RecordsUnavailable as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+
+
+def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
+    """The command the command line names, with its settings."""
     if args.command == "records":
         return copy_command(args.source, args.target)
     if args.command == "replay":
@@ -562,6 +583,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(serve(config))
     except* ListenError as refused:  # raised inside the arena's task group, so in a group
-        print(f"tavern: {refused.exceptions[0]}", file=sys.stderr)
+        print(f"tavern: {first_of(refused)}", file=sys.stderr)
+        status = 2
+    except* RecordsUnavailable as unavailable:
+        print(f"tavern: {first_of(unavailable)}", file=sys.stderr)
+        status = 1
+    except* RedisRefused as redis_refused:
+        print(f"tavern: {first_of(redis_refused)}", file=sys.stderr)
         status = 2
     return status

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -15,6 +16,7 @@ import pytest
 
 from server.config import ConfigError, config_from_mapping
 from tests.conftest import ROOT
+from tests.services import RedisServer
 
 TAVERN = str(Path(sys.executable).parent / "tavern")  # the command the package installs
 COMMAND_TIMEOUT_S = 60
@@ -224,3 +226,44 @@ def test_a_host_that_does_not_exist_is_named_not_an_unknown_error(tmp_path: Path
     last = run.stderr.strip().splitlines()[-1]
     assert "no address 'nonsense.invalid' here" in last, last
     assert "--host" in last
+
+
+def test_records_that_are_away_are_said_in_one_line_without_the_password(tmp_path: Path) -> None:
+    """A PostgreSQL that is not running once ended every command in psycopg's traceback."""
+    with socket.socket() as closed:  # a port where nothing listens
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    away = f"postgresql://tavern:secret@127.0.0.1:{port}/arena"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"database": away, "port": 0, "httpPort": 0}))
+    cup = tmp_path / "cup.json"
+    bots = [{"name": name, "command": WANDERER} for name in ("a", "b")]
+    cup.write_text(json.dumps({"name": "cup", "game": "tavern", "bots": bots}))
+    for arguments in (
+        ["serve", "--config", str(config)],
+        ["replay", "abc", "--database", away],
+        ["tournament", str(cup), "--database", away, "--log", str(tmp_path / "cup.log")],
+        ["worker", "--redis", "redis://127.0.0.1:1/0", "--database", away],
+    ):
+        run = tavern(*arguments, cwd=tmp_path)
+        assert run.returncode == 1, run
+        assert "Traceback" not in run.stderr and "secret" not in run.stderr, run.stderr
+        last = run.stderr.strip().splitlines()[-1]
+        assert last.startswith(
+            f"tavern: cannot open the records at postgresql://tavern:***@127.0.0.1:{port}/arena: "
+        ), last
+
+
+def test_a_redis_that_refuses_a_node_is_said_in_one_line(
+    tmp_path: Path, redis: RedisServer
+) -> None:
+    """A database index Redis does not have will not mend itself: ``serve`` says so and stops
+    (a Redis that is away is waited for instead)."""
+    config = tmp_path / "config.json"
+    url = f"redis://:secret@127.0.0.1:{redis.port}/99"
+    config.write_text(json.dumps({"database": str(tmp_path / "a.db"), "port": 0, "httpPort": 0}))
+    run = tavern("serve", "--config", str(config), "--redis", url, cwd=tmp_path)
+    assert run.returncode == 2, run
+    assert "Traceback" not in run.stderr and "secret" not in run.stderr, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tavern: Redis at redis://:***@127.0.0.1:{redis.port}/99 refused"), last

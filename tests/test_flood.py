@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from server.cluster.directory import Directory
 from server.games.base import JsonObject
 from server.match import MatchOptions
 from tests.conftest import RawClient, serving, test_config
@@ -153,3 +154,33 @@ async def test_idle_connections_from_a_few_addresses_give_way_to_a_new_bot() -> 
         assert (await seated.expect("turn"))["turn"] == 1
         for client in (seated, newcomer, *idle):
             await client.close()
+
+
+def test_the_directory_finds_another_nodes_waiting_simulation_by_seat() -> None:
+    """The other nodes' waiting simulations are indexed as a node's own are (item 12): a random
+    join through another node does not look at every entry either."""
+
+    def entry(name: str, node: str, free: list[int], status: str = "waiting") -> JsonObject:
+        players: list[Any] = [None if seat in free else {"nick": "x"} for seat in range(2)]
+        return {
+            "simulationId": name,
+            "game": "thud",
+            "node": node,
+            "status": status,
+            "players": players,
+            "free": free,
+        }
+
+    directory = Directory()
+    directory.replace(
+        [entry(f"empty{n}", "a", [0, 1]) for n in range(1000)]
+        + [entry("dwarf-waits", "b", [1]), entry("playing", "a", [], status="playing")]
+    )
+    assert directory.waiting("thud", (1,)) == "dwarf-waits"  # a troll meets the waiting dwarf
+    assert directory.waiting("thud", (0,)) == "empty0"  # a dwarf takes an empty one
+    assert directory.waiting("tavern", (0, 1)) is None
+    directory.put(entry("dwarf-waits", "b", [], status="playing"))  # it started
+    assert directory.waiting("thud", (1,)) == "empty0"
+    assert directory.drop_nodes({"a"}) == 1001
+    assert directory.waiting("thud", (0, 1)) is None
+    assert len(directory) == 1

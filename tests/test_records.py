@@ -44,6 +44,7 @@ from server.tcp import TcpServer
 from server.tournament import AbsentSeat
 from tests.conftest import RawClient, Served, serving_visor, test_config
 from tests.services import PostgresServer
+from tests.test_thud_api import api_client
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -713,3 +714,42 @@ async def test_a_pairing_played_twice_counts_once(records_database: str) -> None
         assert [result.game_id for result in records.results()] == ["first", "other"]
     finally:
         await asyncio.to_thread(records.close)
+
+
+async def test_the_first_reads_after_a_postgresql_restart_answer_200(
+    postgres: PostgresServer,
+) -> None:
+    """PostgreSQL restarts while a visor serves: the first request of each kind after it is
+    back finds its reader's connection cut, and is answered from a fresh one, not with a 500:
+    the games list, a game's record, and a Thud API game kept in the records (docs/thud-api.md:
+    a request never gets a 500)."""
+    database = postgres.create_database("reads_after_restart")
+    async with serving_visor(test_config(), database) as served, api_client(served.url) as api:
+        thud_game = await api.start()
+        assert await api.move(thud_game, 0, (6, 0), (6, 4)) is True
+    # The game's server stopped: its game is kept unfinished, and read back from the records.
+    async with (
+        serving_visor(test_config(), database) as served,
+        aiohttp.ClientSession() as session,
+    ):
+
+        async def games_list() -> tuple[int, str]:
+            async with session.get(f"{served.url}/api/games") as response:
+                return response.status, await response.text()
+
+        async def game_record() -> tuple[int, str]:
+            url = f"{served.url}/api/games/{thud_game['simulationId']}"
+            async with session.get(url) as response:
+                return response.status, await response.text()
+
+        async def thud_board() -> tuple[int, str]:
+            body = orjson.dumps({"game": thud_game["game"]})
+            async with session.post(f"{served.url}/game", data=body) as response:
+                return response.status, await response.text()
+
+        for ask in (games_list, game_record, thud_board):
+            before = await ask()  # the visor's reader connects, then the database restarts
+            assert before[0] == 200, before
+            await asyncio.to_thread(postgres.stop)
+            await asyncio.to_thread(postgres.start)
+            assert await ask() == before

@@ -13,6 +13,12 @@ from typing import Protocol
 
 from server.games.base import JsonObject
 
+
+class RedisRefused(Exception):
+    """The Redis of the arena answers but refuses this node (a wrong password, a database it
+    does not have) at its first link: that will not mend itself, unlike a Redis that is away."""
+
+
 Deliver = Callable[[str], None]
 """Where a page's message for another node's watchers goes."""
 
