@@ -35,6 +35,7 @@ from server.match import (
     Resume,
     SeatsChanged,
     Status,
+    TurnResult,
     Update,
 )
 from server.replay import frames, game_of
@@ -70,14 +71,20 @@ class RandomJoiner(RemotePeer, Protocol):
         """Join a waiting match here, or open one with this id (any id, if None)."""
 
 
-class RemoteSeat(Protocol):
-    """A seat asked for, or taken, on another node, as the connection on this node sees it."""
+class SeatHandle(Protocol):
+    """A client's seat, as its session holds it: here (``server.session.LocalSeat``), or asked
+    for or taken on another node (``server.cluster``)."""
 
-    def submit(self, message: JsonObject) -> None:
-        """A message for the match (a move), played the ordinary way on its node."""
+    @property
+    def playing(self) -> bool:
+        """Its game has not finished."""
+
+    def submit(self, message: JsonObject) -> TurnResult | None:
+        """A message for the match (a move), played the ordinary way on its node: the turn it
+        played, if it was played here."""
 
     def leave(self) -> None:
-        """The connection is gone."""
+        """The client is gone."""
 
 
 class Elsewhere(Protocol):
@@ -91,7 +98,7 @@ class Elsewhere(Protocol):
         message: JsonObject,
         rejoin: bool,
         kind: str = "bot",
-    ) -> RemoteSeat:
+    ) -> SeatHandle:
         """Ask the node playing ``simulation_id`` to seat ``peer`` (or to give its seat back,
         for a rejoin), as a player of this kind (``SeatRequest.kind``); the answer comes
         through ``peer``."""
@@ -99,7 +106,7 @@ class Elsewhere(Protocol):
     def waiting(self, game: str, fields: JsonObject) -> str | None:
         """The id of a waiting match of this game on another node that could seat the request."""
 
-    def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> RemoteSeat:
+    def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> SeatHandle:
         """A random join that found no waiting match anywhere: the nodes agree, atomically, on
         which of them opens the one match the random joins arriving at that moment share.
         ``peer`` is told to open it (``open_here``), or is seated in another node's."""

@@ -25,15 +25,13 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from typing import cast
 
-from server.arena import MAX_SEED, TOO_MANY_SIMULATIONS, Arena, RemoteSeat
+from server.arena import Arena
 from server.config import ListenError
-from server.games import DEFAULT_GAME
-from server.games.base import JoinRejected, JsonObject
-from server.match import SERVER_ERROR, Match, MatchOptions, SeatMessage, SeatRequest
+from server.errors import BotError
+from server.games.base import JsonObject
+from server.match import SeatMessage
 from server.meter import InputMeter, MeterLimits
 from server.protocol import (
-    INVALID_JSON,
-    MESSAGE_TOO_LONG,
     InvalidMessage,
     Message,
     MessageReader,
@@ -42,6 +40,7 @@ from server.protocol import (
     encode,
     error_message,
 )
+from server.session import Client, Session
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +51,6 @@ CLOSE_FLUSH_TIMEOUT_S = 5.0
 WRITE_BATCH_S = 0.001  # see WriteBatch: measured with bench/load.py, 300 to 1,000 games
 CLOSE_WAIT_S = 2.0
 LISTEN_BACKLOG = 4096  # bursts of connections (a load test, a tournament) must not be refused
-SHUTTING_DOWN = "Server shutting down"
-WRONG_SIMULATION_ID = "Wrong simulation ID"
-TOO_MANY_CONNECTIONS = "Too many connections"
 ERROR_LINE = b'{"type":"error"'  # how every error line starts (server.protocol.error_message)
 
 
@@ -171,14 +167,17 @@ class TcpServer:
         if full and self._unjoined:  # its place is the newcomer's
             oldest = next(iter(self._unjoined))
             oldest.refuse(
-                TOO_MANY_CONNECTIONS, "the arena is full: the longest idle connection gives way"
+                BotError.TOO_MANY_CONNECTIONS,
+                "the arena is full: the longest idle connection gives way",
             )
             full = False
         if full:
-            connection.refuse(TOO_MANY_CONNECTIONS, f"the arena takes {config.max_connections}")
+            connection.refuse(
+                BotError.TOO_MANY_CONNECTIONS, f"the arena takes {config.max_connections}"
+            )
         elif self._per_address[connection.address] >= config.max_connections_per_address:
             connection.refuse(
-                TOO_MANY_CONNECTIONS,
+                BotError.TOO_MANY_CONNECTIONS,
                 f"at most {config.max_connections_per_address} from one address",
             )
         else:
@@ -230,7 +229,7 @@ class TcpServer:
                     # closes cannot win one by forfeit), then tell every bot why it is closed.
                     self.arena.stop_matches()
                     for connection in list(self.connections):
-                        connection.refuse(SHUTTING_DOWN, "the arena is stopping")
+                        connection.refuse(BotError.SERVER_SHUTTING_DOWN, "the arena is stopping")
         finally:
             # Connections flush what they were told and close on their own; give them a moment.
             if self.connections:
@@ -242,18 +241,15 @@ class TcpServer:
 
 
 class Connection(asyncio.Protocol):
-    """A TCP peer and what it asks of the arena; implements ``SeatChannel`` for its seat."""
+    """A TCP peer's bytes: its session's messages in, and what the session sends it out
+    (``server.session.SessionChannel``)."""
 
     def __init__(self, server: TcpServer) -> None:
         self.server = server
         self.arena = server.arena
         config = self.arena.config
         self.protocol = MessageReader(config.max_message_bytes)
-        self.seat: tuple[Match, int] | None = None
-        self.remote: RemoteSeat | None = None  # a seat asked for or taken on another node
-        self._random_join: JsonObject | None = None  # the random join a remote seat answers
-        self._claimed = False  # the random join went through the nodes' claim (see _join)
-        self.simulations_created = 0
+        self.session = Session(self.arena, Client("?"), self)
         self.address = self.peer = "?"
         self.transport: asyncio.Transport | None = None
         self._gap_s = config.message_gap_ms / 1000
@@ -283,6 +279,7 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.session.client = Client(self.address)
         # Counted from the connection, not reset by each byte: a peer that trickles bytes
         # without joining is closed as surely as a silent one.
         loop = asyncio.get_running_loop()
@@ -331,8 +328,7 @@ class Connection(asyncio.Protocol):
         self.meter.received(len(chunk), now)
         self._received += len(chunk)
         if (
-            not self.seat
-            and self.remote is None
+            self.session.seat is None
             and self._received > UNMETERED_INPUT
             and not self.server.unjoined_input.take(len(chunk), lambda: self._resume(chunk))
         ):
@@ -375,56 +371,44 @@ class Connection(asyncio.Protocol):
                 event = held.popleft()
                 if isinstance(event, Message):
                     try:
-                        self.handle(event.payload)
+                        self._message(event.payload)
                     except Exception:  # a bug must cost this request, not the connection
                         log.exception("connection %s: handling %r failed", self.peer, event.type)
-                        self.error(SERVER_ERROR, "the request failed; it was logged")
+                        self.error(BotError.SERVER_ERROR, "the request failed; it was logged")
                 elif isinstance(event, InvalidMessage):
-                    self.error(INVALID_JSON, event.reason)
+                    self.error(BotError.INVALID_JSON, event.reason)
                 elif isinstance(event, MessageTooLong):
-                    self.refuse(MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes")
+                    limit = f"messages are limited to {event.limit} bytes"
+                    self.refuse(BotError.MESSAGE_TOO_LONG, limit)
                 if held and self.meter.pause_s(time.monotonic()) > 0:
                     break  # the rest waits until the peer is back within its budget
         finally:
             self._handling = False
 
+    def _message(self, message: JsonObject) -> None:
+        if message["type"] != "player-turn":
+            self.session.handle(message)
+            return
+        # What a move causes (a point, the other side's turn, the end) is the game's news, not
+        # an answer: it is paced like any message the bot did not ask for.
+        self._handling = False
+        try:
+            self.session.handle(message)
+        finally:
+            self._handling = True
+
     def _idle(self) -> None:
         self._join_deadline = None
-        if self.seat is None and self.remote is None:
-            self.refuse("Idle timeout", f"nothing joined in {self._idle_s:g} s")
+        if self.session.seat is None:
+            self.refuse(BotError.IDLE_TIMEOUT, f"nothing joined in {self._idle_s:g} s")
 
-    def _seated(self, match: Match, seat: int) -> None:
-        self.seat = (match, seat)
-        self.remote_seated()
-
-    # --- RemotePeer (a seat on another node) --------------------------------------------------
-    def remote_seated(self) -> None:
+    # --- SessionChannel ------------------------------------------------------------------------
+    def seated(self) -> None:
         self.server.joined(self)
         if self._join_deadline is not None:
             self._join_deadline.cancel()
             self._join_deadline = None
 
-    def remote_refused(self, message: str, reason: str | None) -> None:
-        self.remote = None
-        random_join = self._random_join
-        elsewhere = self.arena.elsewhere
-        if random_join is None or self._closing:
-            self.error(message, reason)
-        elif not self._claimed and elsewhere is not None:
-            # Taken meanwhile: the nodes agree on where the next one opens.
-            self._claimed = True
-            game = random_join.get("game", DEFAULT_GAME) or DEFAULT_GAME
-            self.remote = elsewhere.random_join(self, game, random_join)
-        else:  # refused even so: it waits for a partner here
-            self.open_here(None)
-
-    def open_here(self, simulation_id: str | None) -> None:
-        self.remote = None
-        random_join, self._random_join = self._random_join, None
-        if random_join is not None and not self._closing:
-            self._join_here(random_join, simulation_id)
-
-    # --- SeatChannel -------------------------------------------------------------------------
     def send(self, message: SeatMessage) -> None:
         self.send_body(message.body)
 
@@ -530,166 +514,6 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    # --- requests ------------------------------------------------------------------------------
-    def handle(self, message: JsonObject) -> None:
-        """Act on one message from the bot."""
-        kind = message["type"]
-        if kind == "create-simulation":
-            self._create(message)
-        elif kind == "join-simulation":
-            self._join(message)
-        elif kind == "player-turn":
-            if self.remote is not None:
-                self.remote.submit(message)
-                return
-            if self.seat is None:
-                self.error("Not in a game", "join a simulation first")
-                return
-            match, seat = self.seat
-            # What a move causes (a point, the other side's turn, the end) is the game's news,
-            # not an answer: it is paced like any message the bot did not ask for.
-            self._handling = False
-            try:
-                match.submit(seat, message, self)
-            finally:
-                self._handling = True
-        elif kind == "rejoin":
-            self._rejoin(message)
-        else:
-            self.error("Unknown message type", f"unknown type {kind!r}")
-
-    def _game_name(self, message: JsonObject) -> str | None:
-        name = message.get("game", DEFAULT_GAME)
-        if name is None:
-            name = DEFAULT_GAME
-        if not isinstance(name, str) or name not in self.arena.games:
-            self.error("Unknown game", f"game must be one of: {', '.join(self.arena.games)}")
-            return None
-        return name
-
-    def _seed(self, message: JsonObject) -> tuple[bool, int | None]:
-        seed = message.get("seed")
-        if seed is None:
-            return True, None
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-            self.error("Invalid seed", f"seed must be an integer from 0 to {MAX_SEED}")
-            return False, None
-        return True, seed
-
-    def _create(self, message: JsonObject) -> None:
-        game = self._game_name(message)
-        valid, seed = self._seed(message)
-        if game is None or not valid:
-            return
-        limit = self.arena.config.max_simulations_per_connection
-        if self.simulations_created >= limit:
-            self.refuse(TOO_MANY_SIMULATIONS, f"at most {limit} per connection")
-            return
-        try:
-            match = self.arena.open(game, MatchOptions(seed=seed, creator=self.address))
-        except JoinRejected as rejected:
-            self.error(rejected.message, rejected.reason)
-            return
-        self.simulations_created += 1
-        self.send_body(match.codec.ready_message(match.id, match.seed))
-
-    def _join(self, message: JsonObject) -> None:
-        if self.seat is not None or self.remote is not None:
-            self.error("Already in a game", "one game per connection")
-            return
-        simulation_id = message.get("simulationId")
-        elsewhere = self.arena.elsewhere
-        if (
-            isinstance(simulation_id, str)
-            and simulation_id
-            and elsewhere is not None
-            and self.arena.get(simulation_id) is None
-        ):
-            self.remote = elsewhere.seat(self, simulation_id, message, rejoin=False)
-            return
-        if not simulation_id and elsewhere is not None:
-            game = message.get("game", DEFAULT_GAME) or DEFAULT_GAME
-            try:
-                here = self.arena.waiting(game, message) if game in self.arena.games else None
-            except JoinRejected as rejected:
-                self.error(rejected.message, rejected.reason)
-                return
-            if game in self.arena.games and here is None:
-                # Nothing waits here: one waiting on another node, or else the one the nodes
-                # agree is opened for the random joins arriving at this moment.
-                self._random_join = message
-                found_id = elsewhere.waiting(game, message)
-                self._claimed = found_id is None
-                if found_id is not None:
-                    self.remote = elsewhere.seat(self, found_id, message, rejoin=False)
-                else:
-                    self.remote = elsewhere.random_join(self, game, message)
-                return
-        self._join_here(message)
-
-    def _join_here(self, message: JsonObject, new_id: str | None = None) -> None:
-        """Seat the bot in the match it names, or for a random join in a waiting match here or
-        a new one (with ``new_id``, if the nodes agreed on it)."""
-        simulation_id = message.get("simulationId")
-        if simulation_id:
-            found = self.arena.get(simulation_id)
-            if found is None:
-                self.error(WRONG_SIMULATION_ID)
-                return
-            named_game = message.get("game")
-            if named_game is not None and named_game != found.codec.name:
-                self.error("Wrong game", f"simulation {found.id} is a {found.codec.name} game")
-                return
-            match = found
-        else:
-            game = self._game_name(message)
-            valid, seed = self._seed(message)
-            if game is None or not valid:
-                return
-            options = MatchOptions(seed=seed, creator=self.address, by_join=True, match_id=new_id)
-            try:
-                match = self.arena.waiting(game, message) or self.arena.open(game, options)
-            except JoinRejected as rejected:
-                self.error(rejected.message, rejected.reason)
-                return
-        try:
-            seat = match.seat(self, SeatRequest(message))
-        except JoinRejected as rejected:
-            self.error(rejected.message, rejected.reason)
-            if match.options.by_join:
-                self.arena.drop_if_abandoned(match)
-            return
-        self._seated(match, seat)
-
-    def _rejoin(self, message: JsonObject) -> None:
-        """A bot that lost its connection takes its seat back with the seat's token."""
-        if self.seat is not None or self.remote is not None:
-            self.error("Already in a game", "one game per connection")
-            return
-        simulation_id = message.get("simulationId")
-        match = self.arena.get(simulation_id)
-        elsewhere = self.arena.elsewhere
-        if match is None and elsewhere is not None and isinstance(simulation_id, str):
-            self.remote = elsewhere.seat(self, simulation_id, message, rejoin=True)
-            return
-        if match is None:
-            self.error(WRONG_SIMULATION_ID)
-            return
-        try:
-            seat = match.rejoin(self, message.get("token"))
-        except JoinRejected as rejected:
-            self.error(rejected.message, rejected.reason)
-            return
-        self._seated(match, seat)
-
     def left(self) -> None:
         """The connection ended: its seat is freed or forfeited."""
-        if self.remote is not None:
-            self.remote.leave()
-            self.remote = None
-        if self.seat is None:
-            return
-        match, seat = self.seat
-        match.leave(seat, self)
-        if match.options.by_join:
-            self.arena.drop_if_abandoned(match)
+        self.session.closed()

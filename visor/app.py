@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-from server.arena import Arena, Elsewhere, RemoteSeat
+from server.arena import Arena, Elsewhere, SeatHandle
 from server.cluster import OtherNodes
 from server.config import ListenError
 from server.games.base import JoinRejected, JsonObject
@@ -345,7 +345,7 @@ class PageConnection:
         self.page = page
         self.address = address
         self.seat: tuple[Match, int] | None = None
-        self.remote: RemoteSeat | None = None  # a seat of a match another node plays
+        self.remote: SeatHandle | None = None  # a seat of a match another node plays
         self.channel = BrowserSeat(page)
         self.house_games: list[Match] = []  # the games between house players it started
 

@@ -67,15 +67,14 @@ from server.arena import Arena, RandomJoiner, RemotePeer
 from server.cluster import Deliver, RedisRefused, Spectators, values, wire
 from server.cluster.directory import Directory
 from server.config import ArenaConfig, without_password
-from server.games.base import JoinRejected, JsonObject
+from server.errors import BotError
+from server.games.base import JsonObject
 from server.match import (
     GameFinished,
     GameStarted,
-    Match,
     MatchView,
     Removed,
     SeatMessage,
-    SeatRequest,
     SeatsChanged,
     Status,
     TurnPlayed,
@@ -83,6 +82,7 @@ from server.match import (
     Update,
 )
 from server.protocol import encode, error_message
+from server.session import Client, Session
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,6 @@ NODES = PREFIX + "nodes"
 LOBBY = PREFIX + "lobby"
 FINISHED = PREFIX + "finished"
 FINISHED_KEPT = 100  # as many as a lobby lists (visor.hub.FINISHED_KEPT)
-WRONG_SIMULATION_ID = "Wrong simulation ID"
 NODE_LOST = "Arena node lost"
 NODE_LOST_REASON = "the node playing this game stopped answering"
 LINK_LOST = "Arena link lost"
@@ -119,6 +118,7 @@ def claim_key(game: str) -> str:
     return f"{PREFIX}claim:{game}"
 
 
+PEOPLE = ("person", "client")  # seats with a person's time (a page's own or its client's)
 RELEASE_CLAIM = """if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -140,19 +140,40 @@ def lobby_entry(view: MatchView, node_id: str, created: float) -> JsonObject:
 
 
 class RemoteSeatChannel:
-    """A seat of a match played here, whose bot is connected through another node."""
+    """The channel of a session here whose client is connected through another node: what the
+    session says goes back to that node, as frames (``server.session.SessionChannel``)."""
 
     def __init__(self, node: ClusterNode, peer_node: str, connection: int) -> None:
         self.node = node
         self.peer_node = peer_node
         self.connection = connection
-        self.match: Match | None = None
-        self.seat = 0
+        self.session: Session | None = None
         self.open = True
+        self.joined = False  # the seat was given: refusals are error lines from now on
 
     def send(self, message: SeatMessage) -> None:
+        self.send_data(encode(message.body))
+
+    def send_data(self, data: bytes) -> None:
         if self.open:
-            self.node.send(self.peer_node, wire.DATA, self.connection, encode(message.body))
+            self.node.send(self.peer_node, wire.DATA, self.connection, data)
+
+    def error(self, message: str, reason: str | None) -> None:
+        if self.joined:
+            self.send_data(encode(error_message(message, reason)))
+        elif self.open:  # the seat asked for is refused: the other node tells its client
+            refusal = orjson.dumps({"message": message, "reason": reason})
+            self.node.send(self.peer_node, wire.REFUSED, self.connection, refusal)
+            self.open = False
+            self.node.forget_channel(self)
+
+    def refuse(self, message: str, reason: str) -> None:
+        self.error(message, reason)
+        self.close()
+
+    def seated(self) -> None:
+        self.joined = True
+        self.node.send(self.peer_node, wire.SEATED, self.connection, b"")
 
     def close(self) -> None:
         if self.open:
@@ -162,13 +183,17 @@ class RemoteSeatChannel:
 
 
 class PeerSeat:
-    """A connection here playing a seat on another node (``server.arena.RemoteSeat``)."""
+    """A client here playing a seat on another node (``server.arena.SeatHandle``)."""
 
     def __init__(self, node: ClusterNode, connection: int, peer: RemotePeer) -> None:
         self.node = node
         self.connection = connection
         self.peer = peer
         self.owner: str | None = None  # the node playing the match, once known
+
+    @property
+    def playing(self) -> bool:
+        return self.connection in self.node.peers
 
     def submit(self, message: JsonObject) -> None:
         if self.owner is not None:
@@ -387,7 +412,7 @@ class ClusterNode:
         if handle.connection not in self.peers:
             return  # the connection is gone already
         if entry is None or entry["node"] == self.id:
-            self._refuse(handle, WRONG_SIMULATION_ID, None)
+            self._refuse(handle, BotError.WRONG_SIMULATION_ID, None)
         else:
             self._ask(handle, entry["node"], request)
 
@@ -552,59 +577,37 @@ class ClusterNode:
             self._unrelay(sender, values.text(payload))
 
     def _seat_remote(self, sender: str, connection: int, request: values.JoinRequest) -> None:
-        """A bot on ``sender`` asks for a seat of a match played here: exactly what a bot
-        connected here would get, refusals included."""
-
-        def refuse(message: str, reason: str | None) -> None:
-            refusal = orjson.dumps({"message": message, "reason": reason})
-            self.send(sender, wire.REFUSED, connection, refusal)
-
-        match = self.arena.get(request.simulation_id)
-        message = request.message
-        if match is None:
-            refuse(WRONG_SIMULATION_ID, None)
-            return
+        """A client on ``sender`` asks for a seat of a match played here: a session of its own
+        here asks for it, exactly as a client connected here would, refusals included."""
         channel = RemoteSeatChannel(self, sender, connection)
-        try:
-            if request.rejoin:
-                seat = match.rejoin(channel, message.get("token"))
-            else:
-                named_game = message.get("game")
-                if named_game is not None and named_game != match.codec.name:
-                    refuse("Wrong game", f"simulation {match.id} is a {match.codec.name} game")
-                    return
-                seat = match.seat(channel, self._seat_request(message, request.kind))
-        except JoinRejected as rejected:
-            channel.open = False
-            refuse(rejected.message, rejected.reason)
-            if match.options.by_join:
-                self.arena.drop_if_abandoned(match)
-            return
-        channel.match, channel.seat = match, seat
+        person = request.kind in PEOPLE
+        timeout_s = self.arena.config.person_turn_timeout_ms / 1000 if person else None
+        client = Client(
+            f"node {sender}",
+            kind=request.kind if person and request.kind else "bot",
+            turn_timeout_s=timeout_s,
+            routes=False,
+        )
+        session = channel.session = Session(self.arena, client, channel)
         self.channels[(sender, connection)] = channel
-        self.send(sender, wire.SEATED, connection, b"")
-
-    def _seat_request(self, message: JsonObject, kind: str | None) -> SeatRequest:
-        """As the node the player is connected to would ask: a person has a person's time."""
-        if kind == "person":
-            timeout_s = self.arena.config.person_turn_timeout_ms / 1000
-            return SeatRequest(message, kind="person", turn_timeout_s=timeout_s)
-        return SeatRequest(message)
+        fields = {**request.message, "simulationId": request.simulation_id}
+        if request.rejoin:
+            session.rejoin(fields)
+        else:
+            session.join(fields)
 
     def _move(self, sender: str, connection: int, payload: bytes) -> None:
         channel = self.channels.get((sender, connection))
-        if channel is None or channel.match is None:
-            data = encode(error_message("Not in a game", "join a simulation first"))
+        if channel is None or channel.session is None or not channel.joined:
+            data = encode(error_message(BotError.NOT_IN_A_GAME, "join a simulation first"))
             self.send(sender, wire.DATA, connection, data)
             return
-        channel.match.submit(channel.seat, values.move(payload), channel)
+        channel.session.move(values.move(payload))
 
-    def _leave(self, channel: RemoteSeatChannel) -> None:
-        match = channel.match
-        if match is not None:
-            match.leave(channel.seat, channel)
-            if match.options.by_join:
-                self.arena.drop_if_abandoned(match)
+    @staticmethod
+    def _leave(channel: RemoteSeatChannel) -> None:
+        if channel.session is not None:
+            channel.session.closed()
 
     def forget_channel(self, channel: RemoteSeatChannel) -> None:
         key = (channel.peer_node, channel.connection)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from server.config import ArenaConfig
+from server.errors import Rejected
 
 JsonObject = dict[str, Any]
 
@@ -56,25 +57,23 @@ class SeatClock:
 INVALID_TURN = "Invalid turn"  # a player-turn the game cannot take (each game says why)
 
 
-class ActionRejected(Exception):
+class ActionRejected(Rejected):
     """A seat sent something the game cannot accept; nothing changed and it may try again.
 
     ``message`` is the stable error text bots match on; ``reason`` explains this case.
     """
 
     def __init__(self, message: str, reason: str) -> None:
-        super().__init__(f"{message}: {reason}")
-        self.message = message
-        self.reason = reason
+        super().__init__(message, reason)
+        self.reason: str = reason
 
 
-class JoinRejected(Exception):
+class JoinRejected(Rejected):
     """A join request that cannot be honoured (for example, the wanted side is taken)."""
 
     def __init__(self, message: str, reason: str) -> None:
-        super().__init__(f"{message}: {reason}")
-        self.message = message
-        self.reason = reason
+        super().__init__(message, reason)
+        self.reason: str = reason
 
 
 StateT = TypeVar("StateT")

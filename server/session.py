@@ -1,0 +1,317 @@
+"""One client of the arena, and every command it gives: checked and carried out here, once.
+
+A ``Session`` is one client, whatever it connects through: a bot on TCP, a page's websocket, a
+player of the Thud HTTP API, or a seat another node asks for on behalf of its own client. Its
+front end turns bytes into messages and calls the session; the session checks each command
+and carries it out through the arena and its matches, and answers through the client's
+``SessionChannel``, which the front end turns into bytes (the h11 and websockets shape: no
+transport, no clock, tested in memory).
+
+Joining gives the session a ``SeatHandle`` (submit, leave), whether the match is played here
+(``LocalSeat``) or by another node (``server.cluster``'s): where a join goes is decided here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from server.arena import MAX_SEED, Arena, SeatHandle
+from server.errors import BotError, Rejected
+from server.games import DEFAULT_GAME
+from server.games.base import JoinRejected, JsonObject
+from server.match import Match, MatchOptions, SeatMessage, SeatRequest, Status, TurnResult
+
+
+class SessionChannel(Protocol):
+    """Where a session reaches its client: what each front end implements."""
+
+    def send(self, message: SeatMessage) -> None:
+        """A message for the client: its seat's, as the match sends them."""
+
+    def send_data(self, data: bytes) -> None:
+        """A message for the client's seat, already encoded by the node that plays it."""
+
+    def error(self, message: str, reason: str | None) -> None:
+        """A command was refused; nothing changed and the client may go on."""
+
+    def refuse(self, message: str, reason: str) -> None:
+        """A limit was reached: say which, then close the client."""
+
+    def seated(self) -> None:
+        """The client has a seat now (at once, or once another node gave it one)."""
+
+    def close(self) -> None:
+        """The seat's channel was closed (the game is over, or the seat was rejoined)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """Who a session's client is, as the checks and the seats need it."""
+
+    address: str  # where it connects from: the per-address caps count by it
+    kind: str = "bot"  # SeatRequest.kind: "bot", "person", "client", "http"
+    turn_timeout_s: float | None = None  # a person's time for a turn (None: the match's)
+    routes: bool = True  # may reach other nodes (False: a seat another node asked for)
+    noun: str = "connection"  # what one client is called in a refusal ("one game per ...")
+
+
+class LocalSeat:
+    """A seat of a match played here."""
+
+    def __init__(self, arena: Arena, match: Match, seat: int, channel: SessionChannel) -> None:
+        self.arena = arena
+        self.match = match
+        self.seat = seat
+        self.channel = channel
+
+    @property
+    def playing(self) -> bool:
+        return self.match.status is not Status.FINISHED
+
+    def submit(self, message: JsonObject) -> TurnResult | None:
+        return self.match.submit(self.seat, message, self.channel)
+
+    def leave(self) -> None:
+        """The client is gone: the seat is freed (before the start) or forfeited; a match a
+        random join opened is dropped once nobody is left in it."""
+        self.match.leave(self.seat, self.channel)
+        if self.match.options.by_join:
+            self.arena.drop_if_abandoned(self.match)
+
+
+class Session:
+    """One client's commands: create, join (by id or at random), rejoin, move, leave."""
+
+    def __init__(self, arena: Arena, client: Client, channel: SessionChannel) -> None:
+        self.arena = arena
+        self.client = client
+        self.channel = channel
+        self.seat: SeatHandle | None = None  # asked for, or taken
+        self.created = 0  # simulations created, for maxSimulationsPerConnection
+        self._random_join: JsonObject | None = None  # the random join another node answers
+        self._claimed = False  # the random join went through the nodes' claim
+        self._gone = False
+
+    @property
+    def in_game(self) -> bool:
+        """It holds a seat (or asked for one) of a game that has not finished."""
+        return self.seat is not None and self.seat.playing
+
+    # --- the bot protocol ---------------------------------------------------------------------
+    def handle(self, message: JsonObject) -> None:
+        """One message of the bot protocol (docs/protocol.md)."""
+        kind = message["type"]
+        if kind == "player-turn":
+            self.move(message)
+        elif kind == "join-simulation":
+            self.join(message)
+        elif kind == "create-simulation":
+            match = self.create(message)
+            if match is not None:
+                self.channel.send(SeatMessage(match.codec.ready_message(match.id, match.seed)))
+        elif kind == "rejoin":
+            self.rejoin(message)
+        else:
+            self.channel.error(BotError.UNKNOWN_MESSAGE_TYPE, f"unknown type {kind!r}")
+
+    # --- commands -----------------------------------------------------------------------------
+    def create(self, fields: JsonObject) -> Match | None:
+        """A new, empty simulation, which the client does not sit in."""
+        try:
+            game, seed = self._game(fields), self._seed(fields)
+            limit = self.arena.config.max_simulations_per_connection
+            if self.created >= limit:
+                reason = f"at most {limit} per {self.client.noun}"
+                self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
+                return None
+            match = self.arena.open(game, MatchOptions(seed=seed, creator=self.client.address))
+        except Rejected as rejected:
+            self._refused(rejected)
+            return None
+        self.created += 1
+        return match
+
+    def join(self, fields: JsonObject) -> None:
+        """Sit in the simulation ``simulationId`` names, or at random in a waiting one."""
+        try:
+            self._check_free()
+            simulation_id = fields.get("simulationId")
+            if not simulation_id:
+                self._random(fields)
+                return
+            match = self.arena.get(simulation_id)
+            if match is None:
+                if not (
+                    isinstance(simulation_id, str) and self._reach(simulation_id, fields, False)
+                ):
+                    raise Rejected(BotError.WRONG_SIMULATION_ID)
+                return
+            named_game = fields.get("game")
+            if named_game is not None and named_game != match.codec.name:
+                raise Rejected(
+                    BotError.WRONG_GAME, f"simulation {match.id} is a {match.codec.name} game"
+                )
+            self._sit(match, fields)
+        except Rejected as rejected:
+            self._refused(rejected)
+
+    def open_and_join(self, game: str, fields: JsonObject) -> Match | None:
+        """A new simulation with the client in it (a person on /play/thud); it is dropped if the
+        client leaves it before anyone else sits down."""
+        try:
+            self._check_free()
+            match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
+            self._sit(match, fields)
+        except Rejected as rejected:
+            self._refused(rejected)
+            return None
+        return match
+
+    def rejoin(self, fields: JsonObject) -> None:
+        """Take a seat back with its token, after a lost connection."""
+        try:
+            self._check_free()
+            simulation_id = fields.get("simulationId")
+            match = self.arena.get(simulation_id)
+            if match is None:
+                if not (
+                    isinstance(simulation_id, str) and self._reach(simulation_id, fields, True)
+                ):
+                    raise Rejected(BotError.WRONG_SIMULATION_ID)
+                return
+            seat = match.rejoin(self.channel, fields.get("token"))
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        self._took(LocalSeat(self.arena, match, seat, self.channel))
+
+    def move(self, fields: JsonObject) -> TurnResult | None:
+        """The client's turn: the turn played, or None (refused, or played on another node)."""
+        if self.seat is None:
+            self.channel.error(BotError.NOT_IN_A_GAME, "join a simulation first")
+            return None
+        return self.seat.submit(fields)
+
+    def closed(self) -> None:
+        """The client is gone: its seat is freed or forfeited."""
+        self._gone = True
+        seat, self.seat = self.seat, None
+        if seat is not None:
+            seat.leave()
+
+    # --- another node's answers (server.arena.RandomJoiner) -----------------------------------
+    def send_data(self, data: bytes) -> None:
+        self.channel.send_data(data)
+
+    def remote_seated(self) -> None:
+        self.channel.seated()
+
+    def remote_refused(self, message: str, reason: str | None) -> None:
+        self.seat = None
+        random_join = self._random_join
+        elsewhere = self.arena.elsewhere
+        if random_join is None or self._gone:
+            self.channel.error(message, reason)
+        elif not self._claimed and elsewhere is not None:
+            # Taken meanwhile: the nodes agree on where the next one opens.
+            self._claimed = True
+            self.seat = elsewhere.random_join(self, self._game(random_join), random_join)
+        else:  # refused even so: it waits for a partner here
+            self.open_here(None)
+
+    def open_here(self, simulation_id: str | None) -> None:
+        self.seat = None
+        random_join, self._random_join = self._random_join, None
+        if random_join is not None and not self._gone:
+            try:
+                self._random_here(random_join, simulation_id)
+            except Rejected as rejected:
+                self._refused(rejected)
+
+    def close(self) -> None:
+        """The seat another node played is over (or was rejoined elsewhere)."""
+        self.seat = None
+        self.channel.close()
+
+    # --- the checks ---------------------------------------------------------------------------
+    def _refused(self, rejected: Rejected) -> None:
+        self.channel.error(rejected.message, rejected.reason)
+
+    def _check_free(self) -> None:
+        if self.in_game:
+            raise Rejected(BotError.ALREADY_IN_A_GAME, f"one game per {self.client.noun}")
+
+    def _game(self, fields: JsonObject) -> str:
+        name = fields.get("game", DEFAULT_GAME)
+        if name is None:
+            name = DEFAULT_GAME
+        if not isinstance(name, str) or name not in self.arena.games:
+            games = ", ".join(self.arena.games)
+            raise Rejected(BotError.UNKNOWN_GAME, f"game must be one of: {games}")
+        return name
+
+    @staticmethod
+    def _seed(fields: JsonObject) -> int | None:
+        seed = fields.get("seed")
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED
+        ):
+            raise Rejected(BotError.INVALID_SEED, f"seed must be an integer from 0 to {MAX_SEED}")
+        return seed
+
+    # --- where a join goes --------------------------------------------------------------------
+    def _reach(self, simulation_id: str, fields: JsonObject, rejoin: bool) -> bool:
+        """Ask the node that plays ``simulation_id`` for the seat, if the arena has others."""
+        elsewhere = self.arena.elsewhere
+        if elsewhere is None or not self.client.routes:
+            return False
+        self.seat = elsewhere.seat(self, simulation_id, fields, rejoin, self.client.kind)
+        return True
+
+    def _random(self, fields: JsonObject) -> None:
+        """A random join: a waiting match here, else one on another node, else the one the
+        nodes agree is opened for the random joins arriving at this moment."""
+        game = self._game(fields)
+        self._seed(fields)
+        here = self.arena.waiting(game, fields)  # checks the request before any look-up
+        elsewhere = self.arena.elsewhere
+        if here is None and elsewhere is not None and self.client.routes:
+            self._random_join = fields
+            found = elsewhere.waiting(game, fields)
+            self._claimed = found is None
+            if found is not None:
+                self.seat = elsewhere.seat(self, found, fields, False, self.client.kind)
+            else:
+                self.seat = elsewhere.random_join(self, game, fields)
+            return
+        self._random_here(fields, None, here)
+
+    def _random_here(
+        self, fields: JsonObject, new_id: str | None, waiting: Match | None = None
+    ) -> None:
+        """Sit in a waiting match here, or in a new one (with ``new_id``, if the nodes agreed
+        on it)."""
+        game, seed = self._game(fields), self._seed(fields)
+        options = MatchOptions(
+            seed=seed, creator=self.client.address, by_join=True, match_id=new_id
+        )
+        match = waiting or self.arena.waiting(game, fields) or self.arena.open(game, options)
+        self._sit(match, fields)
+
+    def _sit(self, match: Match, fields: JsonObject) -> None:
+        request = SeatRequest(
+            fields, kind=self.client.kind, turn_timeout_s=self.client.turn_timeout_s
+        )
+        try:
+            seat = match.seat(self.channel, request)
+        except JoinRejected:
+            if match.options.by_join:
+                self.arena.drop_if_abandoned(match)
+            raise
+        self._took(LocalSeat(self.arena, match, seat, self.channel))
+
+    def _took(self, seat: LocalSeat) -> None:
+        self.seat = seat
+        self.channel.seated()
