@@ -3,10 +3,11 @@
     python bench/attackers.py KIND '{"port": ..., "seconds": ..., ...}'
 
 so that an attack has its own file descriptors (thousands of connections each) and its own
-CPU, and the honest players' measurements in the bench's process are not slowed by it. Each
-attacker runs until ``seconds`` after it started (opening its connections counts), closes
-everything, and prints its figures as one JSON object on its last line of output. Every
-connection goes to 127.0.0.1 only, from the loopback addresses it is given.
+CPU, and the honest players' measurements in the bench's process are not slowed by it. An
+attacker that holds connections first opens them all (a failed one is tried again, for at most
+``open_within`` seconds), then holds them for ``seconds``; a flood floods for ``seconds``. Then
+it closes everything and prints its figures as one JSON object on its last line of output.
+Every connection goes to 127.0.0.1 only, from the loopback addresses it is given.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from bench.load import random_thud_move
 Figures = dict[str, Any]
 CONNECT_TIMEOUT_S = 10.0
 OPENING_AT_ONCE = 256  # connections being opened at the same time by one attacker
+RETRY_S = 1.0  # before opening again a connection that failed, or that the server closed
 MESSAGE_BYTES = 65_000  # a burst's message: just under the default maxMessageBytes
 HTTP_HEAD = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # a request that never ends
 BAD_PAGE_REQUEST = b'{"type": "no such request"}'
@@ -108,36 +110,42 @@ def spread(sources: Sequence[str]) -> Iterator[str]:
 
 async def open_many(
     count: int,
-    sources: Sequence[str],
-    port: int,
-    deadline: float,
+    spec: dict[str, Any],
     then: Callable[[Held], Awaitable[None]] | None = None,
     read: bool = True,
     receive_buffer: int | None = None,
 ) -> tuple[list[Held], Counter[str]]:
-    """``count`` connections, at most ``OPENING_AT_ONCE`` being opened at once, until the
-    deadline; ``then`` is awaited on each once it is open (a request, a handshake)."""
+    """``count`` connections to ``spec["port"]`` from ``spec["sources"]``, at most
+    ``OPENING_AT_ONCE`` being opened at once; ``then`` is awaited on each once it is open (a
+    request, a handshake). A connection that fails is tried again until ``open_within``."""
     held: list[Held] = []
     failures: Counter[str] = Counter()
     gate = asyncio.Semaphore(OPENING_AT_ONCE)
-    addresses = spread(sources)
+    addresses = spread(spec["sources"])
+    give_up = time.monotonic() + spec["open_within"]
 
     async def one(source: str) -> None:
         async with gate:
-            if time.monotonic() >= deadline:
-                failures["not opened before the end"] += 1
+            while time.monotonic() < give_up:
+                try:
+                    connection = await open_held(source, spec["port"], read, receive_buffer)
+                    if then is not None:
+                        await then(connection)
+                except (OSError, TimeoutError) as error:
+                    failures[f"{type(error).__name__} (tried again)"] += 1
+                    await asyncio.sleep(RETRY_S)
+                    continue
+                held.append(connection)
                 return
-            try:
-                connection = await open_held(source, port, read, receive_buffer)
-                if then is not None:
-                    await then(connection)
-            except (OSError, TimeoutError) as error:
-                failures[type(error).__name__] += 1
-                return
-            held.append(connection)
+            failures["not opened in time"] += 1
 
     await asyncio.gather(*(one(next(addresses)) for _ in range(count)))
     return held, failures
+
+
+def ends(spec: dict[str, Any]) -> float:
+    """When the attack, starting now, ends."""
+    return time.monotonic() + float(spec["seconds"])
 
 
 async def hold_until(deadline: float) -> None:
@@ -158,26 +166,36 @@ def failed(failures: Counter[str]) -> str:
 
 
 # --- TCP connections that hold on ---------------------------------------------------------------
-async def idle_tcp(spec: dict[str, Any], deadline: float) -> Figures:
-    """Connections to the bots' port that send nothing and never join."""
+async def idle_tcp(spec: dict[str, Any]) -> Figures:
+    """Connections to the bots' port that send nothing and never join; one the server closes
+    (past its limits) is opened again a second later, so that the arena stays full."""
     started = time.monotonic()
-    held, failures = await open_many(spec["connections"], spec["sources"], spec["port"], deadline)
+    held, failures = await open_many(spec["connections"], spec)
     opened = time.monotonic() - started
     await asyncio.sleep(1.0)  # the server refuses what is past its limits at once
     refused = sum(1 for c in held if c.closed.is_set() and b"Too many connections" in c.head)
-    await hold_until(deadline)
+    deadline, reopened = ends(spec), 0
+    sources = spread(spec["sources"])
+    while time.monotonic() < deadline:
+        for index, connection in enumerate(held):
+            if connection.closed.is_set() and time.monotonic() < deadline:
+                with contextlib.suppress(OSError, TimeoutError):
+                    held[index] = await open_held(next(sources), spec["port"])
+                    reopened += 1
+        await asyncio.sleep(RETRY_S)
     figures = {
         "connections made": len(held),
-        "refused with Too many connections": refused,
-        "closed by the server in all": closed_by_server(held),
-        "failed to connect": failed(failures),
+        "at first refused with Too many connections": refused,
+        "opened again after the server closed them": reopened,
+        "closed by the server at the end": closed_by_server(held),
+        "failures": failed(failures),
         "seconds to open them": round(opened, 1),
     }
     abort_all(held)
     return figures
 
 
-async def idle_http(spec: dict[str, Any], deadline: float) -> Figures:
+async def idle_http(spec: dict[str, Any]) -> Figures:
     """Connections to the visor's port, each holding a request that never ends."""
 
     async def request(connection: Held) -> None:
@@ -185,15 +203,13 @@ async def idle_http(spec: dict[str, Any], deadline: float) -> Figures:
         connection.transport.write(HTTP_HEAD)
 
     started = time.monotonic()
-    held, failures = await open_many(
-        spec["connections"], spec["sources"], spec["port"], deadline, request
-    )
+    held, failures = await open_many(spec["connections"], spec, request)
     opened = time.monotonic() - started
-    await hold_until(deadline)
+    await hold_until(ends(spec))
     figures = {
         "connections made": len(held),
         "closed by the server": closed_by_server(held),
-        "failed to connect": failed(failures),
+        "failures": failed(failures),
         "bytes sent": len(held) * len(HTTP_HEAD),
         "seconds to open them": round(opened, 1),
     }
@@ -213,7 +229,7 @@ def burst_payload(kind: str) -> bytes:
     return head + b'"}",' * ((MESSAGE_BYTES - len(head)) // 4)
 
 
-async def burst(spec: dict[str, Any], deadline: float) -> Figures:
+async def burst(spec: dict[str, Any]) -> Figures:
     """Connections that each send one unterminated message of 65,000 bytes, as a network
     delivers it (1,460-byte segments), and wait."""
     data = burst_payload(spec["payload"])
@@ -224,15 +240,13 @@ async def burst(spec: dict[str, Any], deadline: float) -> Figures:
             connection.transport.write(data[offset : offset + 1460])
 
     started = time.monotonic()
-    held, failures = await open_many(
-        spec["connections"], spec["sources"], spec["port"], deadline, send
-    )
+    held, failures = await open_many(spec["connections"], spec, send)
     sent_in = time.monotonic() - started
-    await hold_until(deadline)
+    await hold_until(ends(spec))
     figures = {
         "connections made": len(held),
         "closed by the server": closed_by_server(held),
-        "failed to connect": failed(failures),
+        "failures": failed(failures),
         "bytes sent": len(held) * len(data),
         "seconds to send": round(sent_in, 1),
     }
@@ -241,10 +255,12 @@ async def burst(spec: dict[str, Any], deadline: float) -> Figures:
 
 
 # --- floods ------------------------------------------------------------------------------------
-async def brace_flood(spec: dict[str, Any], deadline: float) -> Figures:
-    """``rate`` connections a second from one address, each sending ``bytes`` ``{`` bytes and
-    reading what comes back for ``linger`` seconds; then one line of ``probe`` ``{``."""
+async def brace_flood(spec: dict[str, Any]) -> Figures:
+    """One line of ``probe`` ``{`` first; then ``rate`` connections a second from one address,
+    each sending ``bytes`` ``{`` bytes and reading what comes back for ``linger`` seconds."""
     source, port = spec["sources"][0], spec["port"]
+    figures: Figures = await brace_line(source, port, spec["probe"])
+    deadline = ends(spec)
     data = b"{" * spec["bytes"]
     counts: Counter[str] = Counter()
     replies: list[int] = []
@@ -279,9 +295,8 @@ async def brace_flood(spec: dict[str, Any], deadline: float) -> Figures:
         await asyncio.sleep(max(0.0, next_at - time.monotonic()))
     if tasks:
         await asyncio.wait(tasks, timeout=spec["linger"] + CONNECT_TIMEOUT_S)
-    figures: Figures = dict(counts)
+    figures.update(counts)
     figures["replies per connection (mean)"] = round(sum(replies) / max(len(replies), 1))
-    figures.update(await brace_line(source, port, spec["probe"]))
     return figures
 
 
@@ -299,7 +314,7 @@ async def brace_line(source: str, port: int, size: int) -> Figures:
         connection.transport.write(line[offset : offset + 1460])
         await asyncio.sleep(0.005)
     last, quiet_since = -1, time.monotonic()
-    while not connection.closed.is_set() and time.monotonic() - quiet_since < 2.0:
+    while not connection.closed.is_set() and time.monotonic() - quiet_since < 1.0:
         await asyncio.sleep(0.1)
         if connection.received != last:
             last, quiet_since = connection.received, time.monotonic()
@@ -308,11 +323,12 @@ async def brace_line(source: str, port: int, size: int) -> Figures:
     return {f"line of {size:,} braces": f"{connection.lines:,} replies, {outcome}"}
 
 
-async def random_joins(spec: dict[str, Any], deadline: float) -> Figures:
+async def random_joins(spec: dict[str, Any]) -> Figures:
     """Connections sending random joins the server must refuse (an empty nick), ``batch`` at a
     time, each batch once the previous one is answered."""
     join = b'{"type":"join-simulation","nick":""}\n' * spec["batch"]
     counts: Counter[str] = Counter()
+    deadline = ends(spec)
 
     async def one(source: str) -> None:
         try:
@@ -344,12 +360,14 @@ async def random_joins(spec: dict[str, Any], deadline: float) -> Figures:
     return dict(counts)
 
 
-async def seated_flood(spec: dict[str, Any], deadline: float) -> Figures:
-    """Pairs of connections seated in Thud games of their own, both sending ``{"type":"x"}``
-    as fast as the server takes it (reading and dropping the answers); a pair whose game ends
-    takes seats in a new one."""
+async def seated_flood(spec: dict[str, Any]) -> Figures:
+    """Pairs of connections seated in Thud games of their own (all seated first, a failed
+    seating tried again until ``open_within``), then all sending ``{"type":"x"}`` as fast as
+    the server takes it (reading and dropping the answers); a pair whose game ends takes seats
+    in a new one."""
     counts: Counter[str] = Counter()
     sources = spread(spec["sources"])
+    give_up = time.monotonic() + spec["open_within"]
 
     async def seat_pair(source: str) -> list[Held] | None:
         held: list[Held] = []
@@ -362,9 +380,7 @@ async def seated_flood(spec: dict[str, Any], deadline: float) -> Figures:
                 await first.until(lambda held: b"\n" in held.head)
             ready = orjson.loads(first.head.split(b"\n")[0])
             if ready.get("type") != "ready":
-                counts[f"refused: {ready.get('message')}"] += 1
-                abort_all(held)
-                return None
+                raise OSError(f"refused: {ready.get('message')}")
             second = await open_held(source, spec["port"])
             held.append(second)
             for connection, side in zip(held, ("dwarf", "troll"), strict=True):
@@ -382,14 +398,22 @@ async def seated_flood(spec: dict[str, Any], deadline: float) -> Figures:
                     await connection.until(lambda seated: b'"type":"game-info"' in seated.head)
             if not all(b'"type":"game-info"' in connection.head for connection in held):
                 raise OSError("not seated")
-        except (OSError, TimeoutError, ValueError):
-            counts["failed to seat"] += 1
+        except (OSError, TimeoutError, ValueError) as error:
+            counts[f"seating failed: {error}"[:80]] += 1
             abort_all(held)
             return None
         counts["games seated"] += 1
         return held
 
-    async def flood(connection: Held) -> None:
+    async def seated(source: str) -> list[Held] | None:
+        while time.monotonic() < give_up:
+            held = await seat_pair(source)
+            if held is not None:
+                return held
+            await asyncio.sleep(RETRY_S)
+        return None
+
+    async def flood(connection: Held, deadline: float) -> None:
         assert connection.transport is not None
         while time.monotonic() < deadline and not connection.closed.is_set():
             await connection.writable.wait()
@@ -399,18 +423,19 @@ async def seated_flood(spec: dict[str, Any], deadline: float) -> Figures:
             counts["bytes sent"] += len(SEATED_FLOOD)
             await asyncio.sleep(0)
 
-    async def pair() -> None:
-        while time.monotonic() < deadline:
-            held = await seat_pair(next(sources))
-            if held is None:
-                await asyncio.sleep(1.0)
-                continue
-            await asyncio.gather(*(flood(connection) for connection in held))
+    async def pair(held: list[Held] | None, deadline: float) -> None:
+        while held is not None:
+            await asyncio.gather(*(flood(connection, deadline) for connection in held))
             for connection in held:
                 counts["bytes received"] += connection.received
             abort_all(held)
+            held = await seat_pair(next(sources)) if time.monotonic() < deadline else None
 
-    await asyncio.gather(*(pair() for _ in range(spec["connections"] // 2)))
+    started = time.monotonic()
+    pairs = await asyncio.gather(*(seated(next(sources)) for _ in range(spec["connections"] // 2)))
+    counts["seconds to seat them"] = round(time.monotonic() - started)
+    deadline = ends(spec)
+    await asyncio.gather(*(pair(held, deadline) for held in pairs))
     figures: Figures = dict(counts)
     figures["connections"] = spec["connections"]
     return figures
@@ -443,7 +468,7 @@ async def upgraded(connection: Held) -> None:
         raise OSError(f"no websocket: {connection.head[:40]!r}")
 
 
-async def lobby_pages(spec: dict[str, Any], deadline: float) -> Figures:
+async def lobby_pages(spec: dict[str, Any]) -> Figures:
     """Pages that ask for the lobby and never read: each takes one read (the handshake's
     answer) and stops, with a 4 KiB receive buffer. One more page reads a lobby message, to
     tell its size."""
@@ -455,15 +480,13 @@ async def lobby_pages(spec: dict[str, Any], deadline: float) -> Figures:
         connection.transport.write(websocket_frame(b'{"type":"lobby"}'))
 
     started = time.monotonic()
-    held, failures = await open_many(
-        spec["pages"], spec["sources"], spec["port"], deadline, ask, False, 4096
-    )
+    held, failures = await open_many(spec["pages"], spec, ask, False, 4096)
     opened = time.monotonic() - started
-    await hold_until(deadline)
+    await hold_until(ends(spec))
     figures = {
         "pages open": len(held),
         "closed by the server": closed_by_server(held),
-        "refused or failed": failed(failures),
+        "failures": failed(failures),
         "seconds to open them": round(opened, 1),
         "lobby message bytes": lobby_bytes,
     }
@@ -485,10 +508,11 @@ async def lobby_size(source: str, port: int) -> int:
     return 0
 
 
-async def page_flood(spec: dict[str, Any], deadline: float) -> Figures:
+async def page_flood(spec: dict[str, Any]) -> Figures:
     """One page websocket sending bad requests as fast as it can, reading none of the answers."""
     connection = await open_held(spec["sources"][0], spec["port"], False, 4096)
     await upgraded(connection)
+    deadline = ends(spec)
     assert connection.transport is not None
     batch = websocket_frame(BAD_PAGE_REQUEST) * 1000
     sent = 0
@@ -508,7 +532,7 @@ async def page_flood(spec: dict[str, Any], deadline: float) -> Figures:
     }
 
 
-async def house_pages(spec: dict[str, Any], deadline: float) -> Figures:
+async def house_pages(spec: dict[str, Any]) -> Figures:
     """Pages each playing Thud as the dwarfs against the house troll, moving at once (a random
     legal move), game after game; a page refused a game asks again half a second later."""
     counts: Counter[str] = Counter()
@@ -521,6 +545,7 @@ async def house_pages(spec: dict[str, Any], deadline: float) -> Figures:
         for source in spec["sources"]
     }
     sources = spread(spec["sources"])
+    deadline = ends(spec)
 
     async def page(source: str) -> None:
         try:
@@ -567,11 +592,12 @@ async def house_pages(spec: dict[str, Any], deadline: float) -> Figures:
 
 
 # --- the Thud HTTP API --------------------------------------------------------------------------
-async def api_starts(spec: dict[str, Any], deadline: float) -> Figures:
+async def api_starts(spec: dict[str, Any]) -> Figures:
     """``/start``s of the Thud API, ``per_source`` from each address, none ever played."""
     statuses: Counter[str] = Counter()
     body = orjson.dumps({"game": "begin", "player_one": "a", "player_two": "b"})
     url = f"http://127.0.0.1:{spec['port']}/start"
+    deadline = ends(spec)
 
     async def from_source(source: str) -> None:
         connector = aiohttp.TCPConnector(local_addr=(source, 0))
@@ -593,11 +619,12 @@ async def api_starts(spec: dict[str, Any], deadline: float) -> Figures:
 
 
 # --- set-up -------------------------------------------------------------------------------------
-async def waiting_simulations(spec: dict[str, Any], deadline: float) -> Figures:
+async def waiting_simulations(spec: dict[str, Any]) -> Figures:
     """Simulations created and left waiting, ``per_source`` from each address, one connection
     per address (the caps: 100 waiting per address, 100 created per connection)."""
     counts: Counter[str] = Counter()
     create = b'{"type":"create-simulation"}\n'
+    deadline = ends(spec)
 
     async def from_source(source: str) -> None:
         sock = await connect_from(source, spec["port"], timeout_s=CONNECT_TIMEOUT_S)
@@ -619,7 +646,7 @@ async def waiting_simulations(spec: dict[str, Any], deadline: float) -> Figures:
     return dict(counts)
 
 
-ATTACKERS: dict[str, Callable[[dict[str, Any], float], Awaitable[Figures]]] = {
+ATTACKERS: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, Figures]]] = {
     "idle-tcp": idle_tcp,
     "idle-http": idle_http,
     "burst": burst,
@@ -634,14 +661,9 @@ ATTACKERS: dict[str, Callable[[dict[str, Any], float], Awaitable[Figures]]] = {
 }
 
 
-async def attack(kind: str, spec: dict[str, Any]) -> Figures:
-    deadline = time.monotonic() + spec["seconds"]
-    return await ATTACKERS[kind](spec, deadline)
-
-
 def main() -> None:
     kind, spec = sys.argv[1], orjson.loads(sys.argv[2])
-    figures = uvloop.run(attack(kind, spec))
+    figures: Figures = uvloop.run(ATTACKERS[kind](spec))
     print(orjson.dumps(figures).decode(), flush=True)
 
 

@@ -18,7 +18,8 @@ Thud attacks, Thud bots playing a legal move of each turn's ``moves``; each bot 
 two bots connect to different nodes. The attackers come from 127.0.1.x (and 127.0.2.x), in
 processes of their own (``bench/attackers.py``), each holding at most 9,000 connections.
 
-The timeline: ``--before`` seconds of honest games alone (after 2 s of warm-up): the baseline;
+The timeline: ``--before`` seconds of honest games alone (after as long a warm-up, 2 s at most):
+the baseline;
 ``--seconds`` of attack (opening its connections included); then the recovery, until the honest
 games are back to normal (over the last 3 s: at least half the baseline's turns, no 0.5 s
 without a turn, no set-up refused, the servers' CPU near the baseline's and every server
@@ -73,6 +74,7 @@ from tests.services import PostgresServer, RedisServer, postgres_server, redis_s
 
 ATTACKERS = Path(__file__).resolve().parent / "attackers.py"
 PER_ATTACKER = 9_000  # connections one attacker process holds (its descriptors: 20,000 here)
+OPEN_WITHIN_S = 60.0  # for an attacker to open all its connections before it holds them
 SAMPLE_S = 0.2
 WARM_UP_S = 2.0
 NORMAL_WINDOW_S = 3.0
@@ -179,31 +181,20 @@ async def target(options: Options, attack: Attack) -> AsyncIterator[Target]:
             for index in range(attack.nodes):
                 label = f"node {index}" if attack.nodes > 1 else "server"
                 if await arena.start(label) is None:
-                    raise RuntimeError(f"{label} did not start: see {arena.logs[label]}")
+                    log = arena.logs[label].read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"{label} did not start; its log ends:\n{log}")
             yield arena
 
 
 # --- what the servers use ----------------------------------------------------------------------
-def process_figures(pid: int) -> tuple[int, float] | None:
-    """RSS bytes and CPU seconds of a running process, None once it has ended."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-            return int(line.split()[1]) * 1024, cpu
-    return None  # a zombie: it has ended
-
-
 class Sampler:
-    """Every server's RSS and CPU time, every ``SAMPLE_S``, and when a server exited."""
+    """Every server's RSS, CPU time and open file descriptors, every ``SAMPLE_S``, and when a
+    server exited."""
 
     def __init__(self, arena: Target) -> None:
         self.arena = arena
         self.samples: dict[str, list[tuple[float, int, float]]] = {}
+        self.descriptors: dict[str, list[tuple[float, int]]] = {}
         self.exits: dict[str, tuple[float, int | None]] = {}
 
     def sample(self) -> None:
@@ -211,11 +202,14 @@ class Sampler:
         for label, server in self.arena.servers.items():
             if label in self.exits:
                 continue
-            figures = process_figures(server.process.pid)
-            if figures is None:
+            try:
+                rss, cpu = server.rss_bytes(), server.cpu_seconds()
+                descriptors = len(os.listdir(f"/proc/{server.process.pid}/fd"))
+            except (OSError, RuntimeError):  # it has ended (a zombie has no VmRSS)
                 self.exits[label] = (now, server.process.returncode)
                 continue
-            self.samples.setdefault(label, []).append((now, *figures))
+            self.samples.setdefault(label, []).append((now, rss, cpu))
+            self.descriptors.setdefault(label, []).append((now, descriptors))
 
     async def run(self) -> None:
         while True:
@@ -235,6 +229,10 @@ class Sampler:
         return max(
             (rss for when, rss, _ in self.samples.get(label, ()) if start <= when <= end), default=0
         )
+
+    def most_descriptors(self, label: str, start: float, end: float) -> int:
+        found = self.descriptors.get(label, ())
+        return max((count for when, count in found if start <= when <= end), default=0)
 
     def cpu(self, label: str, start: float, end: float) -> float:
         """CPU seconds over the window (from its first sample, if it started in the window)."""
@@ -304,7 +302,7 @@ class Run:
         started = []
         given = 0
         for index in range(processes):
-            share = dict(spec, seconds=self.options.seconds)
+            share = dict(spec, seconds=self.options.seconds, open_within=OPEN_WITHIN_S)
             share["sources"] = every[index::processes] or every
             if key is not None:
                 addresses = sum(len(every[i::processes]) for i in range(index + 1))
@@ -325,7 +323,7 @@ class Run:
 async def finished(process: asyncio.subprocess.Process, seconds: float) -> Figures:
     """An attacker's figures, once it has ended (killed if it overruns its time by far)."""
     try:
-        async with asyncio.timeout(seconds + 120):
+        async with asyncio.timeout(OPEN_WITHIN_S + seconds + 120):
             output, _ = await process.communicate()
     except TimeoutError:
         process.kill()
@@ -366,7 +364,7 @@ async def run_attack(attack: Attack, options: Options) -> Figures:
         sampling = asyncio.create_task(sampler.run())
         honest.start()
         try:
-            await asyncio.sleep(WARM_UP_S)
+            await asyncio.sleep(min(WARM_UP_S, options.before))
             before = time.perf_counter()
             await asyncio.sleep(options.before)
             started = time.perf_counter()
@@ -479,6 +477,7 @@ def report(
             "cpu attack s": round(sampler.cpu(label, started, stopped), 1),
             "cpu recovery s": round(sampler.cpu(label, stopped, ended), 1),
             "cpu before s/s": round(sampler.cpu(label, before, started) / (started - before), 2),
+            "descriptors peak": sampler.most_descriptors(label, started, ended),
             "exited": None if exited is None else f"{exited[0] - started:+.1f} s, code {exited[1]}",
         }
     print_report(figures, attack, options, record, started, ended)
@@ -531,7 +530,8 @@ def print_report(
             f"   {label}: RSS {server['rss before MiB']} -> peak {server['rss peak MiB']} -> "
             f"{server['rss after MiB']} MiB; CPU {server['cpu attack s']} s during the attack, "
             f"{server['cpu recovery s']} s during the recovery (before: "
-            f"{server['cpu before s/s']} s/s){exited}"
+            f"{server['cpu before s/s']} s/s); {server['descriptors peak']:,} descriptors at most"
+            f"{exited}"
         )
 
 
