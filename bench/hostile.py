@@ -5,6 +5,7 @@ players (issue 20, "Under attack"), measured the same way for any checkout of th
         [--server ROOT] [--scale 1.0] [--seconds 30] [--recovery 60] [--before 5]
         [--pairs 6] [--think-ms 5] [--loop asyncio|uvloop] [--json FILE]
         [--payload string|brackets|strings] [--trigger join|fake-node]
+    python bench/hostile.py --compare BEFORE.jsonl AFTER.jsonl
 
 Each attack runs against fresh servers in child processes, started from the checkout at ROOT
 (default: this one) with this interpreter (``cd ROOT; PYTHONPATH=ROOT python -m server
@@ -34,7 +35,9 @@ server's RSS (sampled from /proc every 0.2 s) before, at its peak and at the end
 seconds over the attack and over the recovery; servers that exited.
 
 ``--scale`` multiplies every attack's size (connections, pages, simulations, rates): the
-defaults are the issue's figures. ``all`` runs every attack in turn (about 25 minutes).
+defaults are the issue's figures. ``all`` runs every attack in turn (about 15 minutes).
+``--json`` keeps every figure, and ``--compare`` prints two such files side by side: run the
+same command with ``--server OLD`` and ``--server NEW``, then compare.
 """
 
 from __future__ import annotations
@@ -155,15 +158,22 @@ class Target:
         return {label: len(log.read_bytes().splitlines()) for label, log in self.logs.items()}
 
     def tracebacks(self, since: dict[str, int]) -> Counter[str]:
-        """The last line of each traceback in the servers' logs since ``since`` (line counts)."""
+        """The exception of each traceback in the servers' logs since ``since`` (line counts),
+        those inside exception groups included."""
         found: Counter[str] = Counter()
         for label, log in self.logs.items():
             lines = log.read_text(errors="replace").splitlines()[since.get(label, 0) :]
             for index, line in enumerate(lines):
-                if line.startswith("Traceback"):
-                    after = lines[index + 1 :]
-                    ends = [text for text in after if text and not text.startswith((" ", "\t"))]
-                    found[f"{label}: {ends[0][:160] if ends else line}"] += 1
+                head, mark, _ = line.partition("Traceback (most recent call last)")
+                if not mark or head.endswith("Exception Group "):
+                    continue
+                # The exception is the next line at the traceback's own indentation.
+                ends = (
+                    text[len(head) :]
+                    for text in lines[index + 1 :]
+                    if text.startswith(head) and text[len(head) : len(head) + 1] not in " \t"
+                )
+                found[f"{label}: {next(ends, line)[:160]}"] += 1
         return found
 
 
@@ -871,11 +881,75 @@ async def run_all(names: list[str], options: Options, json_path: Path | None) ->
                 out.write(orjson.dumps(figures) + b"\n")
 
 
+def servers_figure(figures: Figures, show: Callable[[Figures], str]) -> str:
+    return "; ".join(f"{label}: {show(server)}" for label, server in figures["servers"].items())
+
+
+SUMMARY: dict[str, Callable[[Figures], str]] = {
+    "attack": lambda f: describe(f["attack figures"]),
+    "honest probes": lambda f: describe(f["honest probes"]) or "-",
+    "honest games finished / forfeited / lost / set-ups refused": lambda f: (
+        f"{f['games finished']} / {f['games forfeited']} / {f['games lost']} / "
+        f"{f['set-ups refused']}"
+    ),
+    "longest wait for a turn / time without any honest turn (s)": lambda f: (
+        f"{f['longest bot wait s']:.2f} / {f['longest time without a turn s']:.2f}"
+    ),
+    "honest turns/s before / during / after": lambda f: (
+        f"{f['turns/s before']:,} / {f['turns/s during']:,} / {f['turns/s after']:,}"
+    ),
+    "honest reply p50 / p99 (ms)": lambda f: f"{f['reply p50 ms']} / {f['reply p99 ms']}",
+    "back to normal after the attack": lambda f: (
+        f"{f['recovery seconds']} s" if f["back to normal"] else f"not in {f['recovery seconds']} s"
+    ),
+    "RSS before / peak / after (MiB)": lambda f: servers_figure(
+        f, lambda s: f"{s['rss before MiB']} / {s['rss peak MiB']} / {s['rss after MiB']}"
+    ),
+    "CPU during the attack / the recovery (s)": lambda f: servers_figure(
+        f, lambda s: f"{s['cpu attack s']} / {s['cpu recovery s']}"
+    ),
+    "servers that exited": lambda f: (
+        servers_figure(
+            {"servers": {k: v for k, v in f["servers"].items() if v["exited"]}},
+            lambda s: f"{s['exited']} into the attack",
+        )
+        or "none"
+    ),
+    "tracebacks in the servers' logs": lambda f: str(sum(f["server log"].values())),
+}
+
+
+def compared(before: Path, after: Path) -> str:
+    """Two ``--json`` files' figures side by side, attack by attack, as a Markdown table."""
+
+    def load(path: Path) -> dict[str, Figures]:
+        lines = path.read_bytes().splitlines()
+        return {figures["attack"]: figures for figures in map(orjson.loads, lines)}
+
+    old, new = load(before), load(after)
+    rows = ["| attack | figure | before | after |", "|---|---|---|---|"]
+    for name in ATTACKS:
+        if name not in old and name not in new:
+            continue
+        for label, show in SUMMARY.items():
+            cells = [show(side[name]) if name in side else "-" for side in (old, new)]
+            cells = [cell.replace("|", "\\|") for cell in cells]
+            rows.append(f"| {name} | {label} | {cells[0]} | {cells[1]} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("attacks", nargs="+", choices=[*ATTACKS, "all"], metavar="ATTACK")
+    parser.add_argument("attacks", nargs="*", metavar="ATTACK", help=f"{', '.join(ATTACKS)}, all")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("BEFORE", "AFTER"),
+        help="print two --json files side by side (a Markdown table) and stop",
+    )
     parser.add_argument("--server", type=Path, default=ROOT, help="the checkout to measure")
     parser.add_argument("--scale", type=float, default=1.0, help="of every attack's size")
     parser.add_argument("--seconds", type=float, default=30.0, help="each attack's length")
@@ -888,6 +962,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--payload", choices=("string", "brackets", "strings"), default="brackets")
     parser.add_argument("--trigger", choices=("join", "fake-node"), default="join")
     args = parser.parse_args(argv)
+    if args.compare:
+        print(compared(*args.compare))
+        return
+    unknown = sorted(set(args.attacks) - {*ATTACKS, "all"})
+    if not args.attacks or unknown:
+        parser.error(f"name attacks among {', '.join(ATTACKS)}, or all")
     if not 1 <= args.pairs <= 90:
         parser.error("--pairs: from 1 to 90")
     names = list(ATTACKS) if "all" in args.attacks else args.attacks
