@@ -93,10 +93,11 @@ class Record:
         going_on = (end - bot.sent for bot in self.bots if bot.sent)
         return max(itertools.chain(ended, going_on), default=0.0)
 
-    def longest_gap(self, start: float, end: float) -> float:
-        """The longest time in the window in which no honest game got a turn."""
+    def longest_gap(self, start: float, end: float) -> tuple[float, float]:
+        """The longest time in the window in which no honest game got a turn, and when it
+        began."""
         turns = self.turns_between(start, end)
-        return max(b - a for a, b in itertools.pairwise([start, *turns, end]))
+        return max((b - a, a) for a, b in itertools.pairwise([start, *turns, end]))
 
 
 class Bot:

@@ -17,7 +17,10 @@ address (127.0.0.10 and up; ``bench/honest.py``): Tavern bots moving every dwarf
 Thud attacks, Thud bots playing a legal move of each turn's ``moves``; each bot thinks
 ``--think-ms`` (drawn between half and one and a half of it). On an arena of nodes, each pair's
 two bots connect to different nodes. The attackers come from 127.0.1.x (and 127.0.2.x), in
-processes of their own (``bench/attackers.py``), each holding at most 9,000 connections.
+processes of their own (``bench/attackers.py``), each holding at most 9,000 connections; from
+as many addresses as the issue says, else from enough to stay within any per-address cap
+(100 connections each for the burst and the lobby pages, 1,000 for idle HTTP, 10 for the
+house pages and the seated flood).
 
 The timeline: ``--before`` seconds of honest games alone (after as long a warm-up, 2 s at most):
 the baseline;
@@ -111,6 +114,13 @@ class Options:
 def sources(prefix: str, count: int) -> list[str]:
     """``count`` loopback addresses: ``prefix``.1 and up (at most 250 of them)."""
     return [f"{prefix}.{index}" for index in range(1, min(count, 250) + 1)]
+
+
+def addresses_for(count: int, per_address: int) -> list[str]:
+    """Attackers' addresses for ``count`` connections, ``per_address`` from each: where the
+    issue names no number of addresses, an attacker uses as many as it takes to stay within
+    any per-address cap, so that only the arena's limits on the whole can stop it."""
+    return sources("127.0.1", math.ceil(count / per_address))
 
 
 # --- the servers under attack -------------------------------------------------------------------
@@ -414,7 +424,7 @@ async def recover(run: Run, before: float, started: float, stopped: float) -> tu
         turns = record.turns_between(window, now)
         if (
             len(turns) >= 0.5 * turn_rate * NORMAL_WINDOW_S
-            and record.longest_gap(window, now) < NORMAL_GAP_S
+            and record.longest_gap(window, now)[0] < NORMAL_GAP_S
             and not record.outcomes(window, now)["refused"]
             and not sampler.exits
             and sampler.cpu_rate(window, now) <= max(1.5 * cpu_rate, cpu_rate + 0.25)
@@ -444,6 +454,7 @@ def report(
     before, started, stopped, ended = times
     attack, options, record, sampler = run.attack, run.options, run.honest.record, run.sampler
     outcomes = record.outcomes(started, ended)
+    gap, gap_from = record.longest_gap(started, ended)
     honest_latency = record.latencies_between(started, ended)
     baseline_latency = record.latencies_between(before, started)
     figures: Figures = {
@@ -463,7 +474,8 @@ def report(
         "set-ups made": len([when for when in record.setups if started <= when <= ended]),
         "why": dict(record.reasons(started, ended).most_common(6)),
         "longest bot wait s": round(record.longest_wait(started, ended), 3),
-        "longest time without a turn s": round(record.longest_gap(started, ended), 3),
+        "longest time without a turn s": round(gap, 3),
+        "it began, s into the attack": round(gap_from - started, 1),
         "turns/s before": round(len(record.turns_between(before, started)) / (started - before)),
         "turns/s during": round(len(record.turns_between(started, stopped)) / (stopped - started)),
         "turns/s after": round(
@@ -524,7 +536,8 @@ def print_report(
     )
     print(
         f"     longest wait for a turn {figures['longest bot wait s']:.2f} s; longest time no "
-        f"honest game got a turn {figures['longest time without a turn s']:.2f} s"
+        f"honest game got a turn {figures['longest time without a turn s']:.2f} s (from "
+        f"{figures['it began, s into the attack']:+.1f} s)"
     )
     replies = describe_ms(record.latencies_between(started, ended))
     print(
@@ -565,7 +578,7 @@ async def burst(run: Run) -> Figures:
         connections=count,
         count_key="connections",
         payload=run.options.payload,
-        sources=sources("127.0.1", 1 + count // 4000),
+        sources=addresses_for(count, 100),
     )
 
 
@@ -606,7 +619,7 @@ async def lobby_pages(run: Run) -> Figures:
         port=run.http_port,
         pages=count,
         count_key="pages",
-        sources=sources("127.0.1", 10),
+        sources=addresses_for(count, 100),
     )
 
 
@@ -624,7 +637,7 @@ async def idle_http(run: Run) -> Figures:
         port=run.http_port,
         connections=count,
         count_key="connections",
-        sources=sources("127.0.1", 1 + count // 4000),
+        sources=addresses_for(count, 1000),
     )
 
 
@@ -635,7 +648,7 @@ async def seated_flood(run: Run) -> Figures:
         count,
         port=run.tcp_port,
         connections=count - count % 2,
-        sources=sources("127.0.1", 2),
+        sources=addresses_for(count, 10),
     )
 
 
@@ -687,7 +700,7 @@ async def api_probe(run: Run) -> None:
 async def house_pages(run: Run) -> Figures:
     count = run.options.scaled(300)
     return await run.attackers(
-        "house-pages", count, port=run.http_port, pages=count, sources=sources("127.0.1", 3)
+        "house-pages", count, port=run.http_port, pages=count, sources=addresses_for(count, 10)
     )
 
 
