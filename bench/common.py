@@ -46,6 +46,12 @@ class ServerProcess:
         raise RuntimeError("no VmRSS")
 
 
+def with_python_path(root: Path) -> dict[str, str]:
+    """This environment with ``root`` first on the module path: its code, not this one's."""
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
 @contextlib.asynccontextmanager
 async def tavern_serve(
     config: Path, *options: str, log: Path | None = None, node: bool = False, root: Path = ROOT
@@ -58,7 +64,7 @@ async def tavern_serve(
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "server", "serve", "--config", str(config), *options),
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env=with_python_path(root),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL if log is None else log.open("ab"),
     )
@@ -109,7 +115,7 @@ def config_keys(root: Path) -> frozenset[str] | None:
     found = subprocess.run(
         [sys.executable, "-c", keys],
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env=with_python_path(root),
         capture_output=True,
         check=False,
         timeout=60,
