@@ -89,11 +89,17 @@ class MessageReader:
         self._reported = False
         self._resyncs = 0
         self._to_newline = False
+        self.more = False  # whole messages may wait in the buffer: ``feed(b"", most)`` reads on
 
-    def feed(self, data: bytes) -> list[ReaderEvent]:
-        """Consume a chunk as received; return what it completed."""
+    def feed(self, data: bytes, most: int | None = None) -> list[ReaderEvent]:
+        """Consume a chunk as received; return what it completed, at most ``most`` events (the
+        rest stays in the buffer, ``more`` is set, and ``feed(b"", most)`` reads on): a reader
+        that cannot handle a peer's whole chunk now need not parse it now either."""
         if self._closed:
             return []
+        if self.more:
+            self._buffer += data
+            return self._read(most)
         if self._to_newline:
             newline = data.find(b"\n")
             if newline < 0:
@@ -119,10 +125,14 @@ class MessageReader:
         self._buffer += data
         if not self._may_be_ready(b"\n" in data):
             return []
-        events = []
-        self._drain(events)
+        return self._read(most)
+
+    def _read(self, most: int | None) -> list[ReaderEvent]:
+        events: list[ReaderEvent] = []
+        self._drain(events, most)
         self._tracked, self._depth, self._in_string = 0, 0, False
-        if self._buffer:  # the start of the next message: follow its nesting from here on
+        if self._buffer and not self.more:
+            # The start of the next message: follow its nesting from here on.
             self._track()
             self._checked = len(self._buffer)
         return events
@@ -192,10 +202,14 @@ class MessageReader:
         self._tracked, self._depth = position, depth
         return False
 
-    def _drain(self, events: list[ReaderEvent]) -> None:
+    def _drain(self, events: list[ReaderEvent], most: int | None) -> None:
         buffer = self._buffer
         start, end = 0, len(buffer)
+        self.more = False
         while start < end:
+            if most is not None and len(events) >= most:
+                self.more = True
+                break
             found = _NOT_WHITESPACE.search(buffer, start)
             if found is None:
                 if buffer.find(b"\n", start) >= 0:
@@ -223,12 +237,23 @@ class MessageReader:
             self._value(events, value)
             start = stop
         del buffer[:start]
-        if len(buffer) > self.max_message_bytes:
+        if len(buffer) > self.max_message_bytes and not self.more:
             self._close(events)
 
     def _parse(self, start: int, end: int) -> tuple[object, int] | None:
         """The message that starts at ``start``: its value (or why it is garbage) and where it
-        stops; ``None`` if the bytes up to ``end`` are only its beginning."""
+        stops; ``None`` if the bytes up to ``end`` are only its beginning.
+
+        A message on a line of its own (the usual case) is read from that line alone: orjson
+        checks the UTF-8 of everything it is given, and a buffer of many lines would otherwise
+        be checked again for each of them."""
+        newline = self._buffer.find(b"\n", start, end)
+        if newline >= 0:
+            with memoryview(self._buffer) as view:
+                try:
+                    return orjson.loads(view[start:newline]), newline
+                except orjson.JSONDecodeError:
+                    pass  # garbage, or a message over several lines: judged below
         with memoryview(self._buffer) as view:
             chunk = view[start:end]
             try:

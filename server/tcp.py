@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 16_384  # at most this much of one peer's input is handled per loop round
 UNJOINED_INPUT_PER_ROUND = 32_768  # see RoundBudget
+# Messages parsed ahead of handling: a chunk of many small messages is parsed as they are
+# handled, so that a peer past its meter's budget costs nothing more until it is back within it.
+PARSED_AHEAD = 32
 UNMETERED_INPUT = 4096  # what a connection may send before the budget applies: a join fits
 CLOSE_FLUSH_TIMEOUT_S = 5.0
 WRITE_BATCH_S = 0.001  # see WriteBatch: measured with bench/load.py, 300 to 1,000 games
@@ -313,11 +316,11 @@ class Connection(asyncio.Protocol):
         assert self.transport is not None
         if self._closing or self._metered is not None:
             return
-        if self._held:
+        if self._unhandled():
             self._handle_held()
         now = time.monotonic()
         wait_s = self.meter.pause_s(now)
-        if wait_s > 0 and (self._held or self._pending):
+        if wait_s > 0 and (self._unhandled() or self._pending):
             # Past its budget: the peer is read again once it has paid it back.
             self.transport.pause_reading()
             self._metered = asyncio.get_running_loop().call_later(wait_s, self._meter_paid)
@@ -335,7 +338,7 @@ class Connection(asyncio.Protocol):
             self.transport.pause_reading()
             return
         self._handle(chunk)
-        if (self._pending or self._held) and not self._closing:
+        if (self._pending or self._unhandled()) and not self._closing:
             self.transport.pause_reading()
             asyncio.get_running_loop().call_soon(self._resume, b"")
 
@@ -349,16 +352,25 @@ class Connection(asyncio.Protocol):
             return
         if chunk:
             self._handle(chunk)
-        if self._pending or self._held:
+        if self._pending or self._unhandled():
             self._read_more()
-        if not self._pending and not self._held and not self._closing and self._metered is None:
+        if (
+            not self._pending
+            and not self._unhandled()
+            and not self._closing
+            and self._metered is None
+        ):
             self.transport.resume_reading()
 
     def _handle(self, data: bytes) -> None:
         """Act on what a chunk completed."""
         self._last_read = time.monotonic()
-        self._held.extend(self.protocol.feed(data))
+        self._held.extend(self.protocol.feed(data, PARSED_AHEAD))
         self._handle_held()
+
+    def _unhandled(self) -> bool:
+        """Messages read and not handled yet, or bytes read and not parsed yet."""
+        return bool(self._held) or self.protocol.more
 
     def _handle_held(self) -> None:
         """Act on the messages read and not handled yet, in order, until the peer is past its
@@ -367,7 +379,12 @@ class Connection(asyncio.Protocol):
         self._handling = True
         held = self._held
         try:
-            while held and not self._closing:
+            while not self._closing:
+                if not held:
+                    if not self.protocol.more:
+                        break
+                    held.extend(self.protocol.feed(b"", PARSED_AHEAD))
+                    continue
                 event = held.popleft()
                 if isinstance(event, Message):
                     try:
@@ -380,7 +397,7 @@ class Connection(asyncio.Protocol):
                 elif isinstance(event, MessageTooLong):
                     limit = f"messages are limited to {event.limit} bytes"
                     self.refuse(BotError.MESSAGE_TOO_LONG, limit)
-                if held and self.meter.pause_s(time.monotonic()) > 0:
+                if self._unhandled() and self.meter.pause_s(time.monotonic()) > 0:
                     break  # the rest waits until the peer is back within its budget
         finally:
             self._handling = False

@@ -360,3 +360,54 @@ def test_garbage_between_good_messages_is_reported_each_time() -> None:
         "InvalidMessage",
         CREATE,
     ]
+
+
+def test_a_chunk_of_many_messages_is_read_as_far_as_asked() -> None:
+    """A reader that may handle only a few of a peer's messages now parses only those (issue
+    20, item 14: seated bots flooding small messages)."""
+    reader = MessageReader(1024)
+    lines = [orjson.dumps({"type": "x", "n": n}) + b"\n" for n in range(100)]
+    events = reader.feed(b"".join(lines), most=32)
+    assert payloads(events) == [{"type": "x", "n": n} for n in range(32)]
+    assert reader.more
+    assert len(reader.feed(b"", most=32)) == 32
+    # What arrives meanwhile waits behind what was read first.
+    events = reader.feed(orjson.dumps(CREATE) + b"\n", most=100)
+    assert payloads(events) == [*({"type": "x", "n": n} for n in range(64, 100)), CREATE]
+    assert not reader.more
+    assert reader.feed(b"", most=10) == []
+
+
+def test_a_chunk_of_many_lines_is_parsed_once_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each message of a chunk is parsed from its own line, not from the rest of the chunk: a
+    16 KiB chunk of small messages once cost about as many parses of 16 KiB as it had lines."""
+    parsed: list[int] = []
+    real_loads = orjson.loads
+
+    def counting_loads(data: bytes | bytearray | memoryview | str) -> object:
+        parsed.append(len(data))
+        return real_loads(data)
+
+    monkeypatch.setattr(orjson, "loads", counting_loads)
+    chunk = b'{"type":"x"}\n' * 1000
+    assert len(MessageReader(65_536).feed(chunk)) == 1000
+    assert sum(parsed) < 3 * len(chunk)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(messages, min_size=1, max_size=8),
+    st.lists(st.integers(min_value=0), max_size=8),
+    st.integers(min_value=1, max_value=3),
+)
+def test_reading_a_few_at_a_time_gives_what_reading_all_gives(
+    sent: list[dict[str, object]], cuts: list[int], most: int
+) -> None:
+    data = b"".join(orjson.dumps(m) + b"\n" for m in sent)
+    reader = MessageReader(1 << 20)
+    events: list[ReaderEvent] = []
+    for chunk in split_at(data, cuts):
+        events += reader.feed(chunk, most)
+        while reader.more:
+            events += reader.feed(b"", most)
+    assert payloads(events) == sent

@@ -37,6 +37,7 @@ from server.records import (
     Records,
     backend_for,
     connect,
+    migrate,
 )
 from server.records.backends import Connection
 from server.replay import DamagedRecord, frames, game_of
@@ -106,6 +107,24 @@ def test_a_new_database_gets_the_current_schema(records_database: str) -> None:
     if not records_database.startswith("postgresql://"):
         connection = sqlite3.connect(records_database)
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_two_processes_opening_one_new_file_migrate_it_once(tmp_path: Path) -> None:
+    """A worker and a tournament started together on a new file: the second to take the write
+    lock finds the schema there and does nothing (it used to fail, "table games already
+    exists", having read the version before the first one wrote)."""
+    path = tmp_path / "arena.db"
+    first, second = connect(path), connect(path)
+
+    def first_migrates_meanwhile(statement: str) -> None:
+        if statement == "BEGIN IMMEDIATE" and not table_names(str(path)):
+            migrate(first)
+
+    second.set_trace_callback(first_migrates_meanwhile)
+    assert migrate(second) == 0
+    assert second.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    first.close()
+    second.close()
 
 
 def test_a_newer_server_opens_an_older_database(records_database: str) -> None:
