@@ -1,0 +1,183 @@
+"""Sessions in memory: every client command, its checks and its answers, through a channel that
+keeps what it is told, on a hand-wound clock. No sockets, no real waits: each case takes
+milliseconds, and what a front end (TCP, a page, another node) adds is only bytes."""
+
+from __future__ import annotations
+
+from server.errors import BotError
+from server.games.base import JsonObject
+from server.match import Phase, SeatMessage
+from server.session import Client, Session
+from tests.test_match import Table, settle, table, tavern_pass
+
+GRACE_S = 1.0
+
+
+class Channel:
+    """A client as the session sees it: what it was sent, refused and told."""
+
+    def __init__(self) -> None:
+        self.messages: list[JsonObject] = []
+        self.refused: list[str] = []
+        self.seats = 0
+        self.closed = False
+
+    def send(self, message: SeatMessage) -> None:
+        self.messages.append(message.body)
+
+    def send_data(self, data: bytes) -> None:
+        raise AssertionError("only seats played on another node arrive encoded")
+
+    def error(self, message: str, reason: str | None) -> None:
+        self.messages.append({"type": "error", "message": message, "reason": reason})
+
+    def refuse(self, message: str, reason: str) -> None:
+        self.refused.append(message)
+
+    def seated(self) -> None:
+        self.seats += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+    def kinds(self) -> list[str]:
+        return [str(message["type"]) for message in self.messages]
+
+    def errors(self) -> list[str]:
+        return [str(m["message"]) for m in self.messages if m["type"] == "error"]
+
+    def last(self, kind: str) -> JsonObject:
+        return next(m for m in reversed(self.messages) if m["type"] == kind)
+
+
+def client(tables: Table, address: str = "127.0.0.1") -> tuple[Session, Channel]:
+    channel = Channel()
+    return Session(tables.arena, Client(address), channel), channel
+
+
+async def test_create_then_two_joins_by_id_start_a_game() -> None:
+    async with table() as tables:
+        maker, made = client(tables)
+        maker.handle({"type": "create-simulation"})
+        (ready,) = made.messages
+        assert ready["type"] == "ready" and made.seats == 0  # the creator does not sit
+        first, first_heard = client(tables)
+        second, second_heard = client(tables)
+        simulation_id = ready["simulationId"]
+        first.handle({"type": "join-simulation", "nick": "a", "simulationId": simulation_id})
+        second.handle({"type": "join-simulation", "nick": "b", "simulationId": simulation_id})
+        await settle()
+        assert first_heard.seats == second_heard.seats == 1
+        assert first_heard.kinds() == ["game-info", "turn"]
+        assert second_heard.kinds() == ["game-info"]
+        assert first.in_game and second.in_game
+        # A move goes to the seat the session holds.
+        first.handle(tavern_pass(first_heard.last("turn"), "team1"))
+        assert second_heard.kinds()[-1] == "turn"
+
+
+async def test_every_refused_command_is_one_error_and_changes_nothing() -> None:
+    async with table() as tables:
+        session, heard = client(tables)
+        session.handle({"type": "player-turn", "actions": []})
+        session.handle({"type": "join-simulation", "simulationId": "nosuch1"})
+        session.handle({"type": "join-simulation", "game": "chess"})
+        session.handle({"type": "create-simulation", "seed": -1})
+        session.handle({"type": "create-simulation", "seed": True})
+        session.handle({"type": "rejoin", "simulationId": "nosuch1", "token": "x"})
+        session.handle({"type": "dance"})
+        thud = tables.arena.open("thud")
+        session.handle({"type": "join-simulation", "simulationId": thud.id, "game": "tavern"})
+        assert heard.errors() == [
+            BotError.NOT_IN_A_GAME,
+            BotError.WRONG_SIMULATION_ID,
+            BotError.UNKNOWN_GAME,
+            BotError.INVALID_SEED,
+            BotError.INVALID_SEED,
+            BotError.WRONG_SIMULATION_ID,
+            BotError.UNKNOWN_MESSAGE_TYPE,
+            BotError.WRONG_GAME,
+        ]
+        assert heard.seats == 0 and session.seat is None and heard.refused == []
+        assert thud.phase is Phase.WAITING and thud.seats == [None, None]
+
+
+async def test_one_game_per_client_and_a_bounded_number_of_creates() -> None:
+    async with table(max_simulations_per_connection=2) as tables:
+        session, heard = client(tables)
+        session.handle({"type": "join-simulation", "nick": "a"})  # random: waits in a new one
+        session.handle({"type": "join-simulation", "nick": "a"})
+        assert heard.errors() == [BotError.ALREADY_IN_A_GAME]
+        maker, made = client(tables)
+        for _ in range(3):
+            maker.handle({"type": "create-simulation"})
+        assert made.kinds() == ["ready", "ready"]
+        assert made.refused == [BotError.TOO_MANY_SIMULATIONS]
+
+
+async def test_random_joins_meet_and_an_abandoned_one_is_dropped() -> None:
+    async with table() as tables:
+        lonely, _ = client(tables)
+        lonely.handle({"type": "join-simulation", "nick": "a", "game": "thud"})
+        assert lonely.seat is not None
+        (waiting,) = [m for m in tables.arena.matches.values() if m.codec.name == "thud"]
+        lonely.closed()  # nobody else came: the simulation it opened goes with it
+        assert tables.arena.get(waiting.id) is None
+        first, first_heard = client(tables)
+        second, second_heard = client(tables)
+        first.handle({"type": "join-simulation", "nick": "a", "game": "thud"})
+        second.handle({"type": "join-simulation", "nick": "b", "game": "thud"})
+        await settle()
+        assert (
+            first_heard.last("game-info")["simulationId"]
+            == (second_heard.last("game-info")["simulationId"])
+        )
+
+
+async def test_a_dropped_client_rejoins_within_the_grace_or_forfeits_after_it() -> None:
+    # The grace is shorter than the first turn's time, which runs meanwhile.
+    async with table(reconnect_grace_ms=round(GRACE_S * 1000)) as tables:
+        first, first_heard = client(tables)
+        second, second_heard = client(tables)
+        first.handle({"type": "join-simulation", "nick": "a", "opponentNotices": True})
+        second.handle({"type": "join-simulation", "nick": "b"})
+        await settle()
+        token = second_heard.last("game-info")["token"]
+        simulation_id = second_heard.last("game-info")["simulationId"]
+        second.closed()
+        assert first_heard.last("opponent-gone")["seconds"] == GRACE_S
+        tables.clock.advance(GRACE_S - 0.001)
+        back, back_heard = client(tables)
+        back.handle({"type": "rejoin", "simulationId": simulation_id, "token": "wrong"})
+        assert back_heard.errors() == [BotError.INVALID_TOKEN]
+        back.handle({"type": "rejoin", "simulationId": simulation_id, "token": token})
+        assert back_heard.seats == 1 and back_heard.kinds()[-1] == "game-info"
+        assert first_heard.kinds()[-1] == "opponent-back"
+        # Gone again, for good this time: the grace runs out to the millisecond.
+        back.closed()
+        tables.clock.advance(GRACE_S - 0.001)
+        await settle()
+        assert first_heard.kinds()[-1] == "opponent-gone"
+        tables.clock.advance(0.001)
+        await settle()
+        assert first_heard.kinds()[-1] == "win-game"
+        (finished,) = tables.finished
+        assert finished.outcome.reason == BotError.PLAYER_DISCONNECTED
+
+
+async def test_a_late_reply_through_the_session_is_stale_not_played() -> None:
+    async with table() as tables:
+        first, first_heard = client(tables)
+        second, second_heard = client(tables)
+        first.handle({"type": "join-simulation", "nick": "a"})
+        second.handle({"type": "join-simulation", "nick": "b"})
+        await settle()
+        turn = first_heard.last("turn")
+        tables.clock.advance(tables.arena.config.first_turn_timeout_ms / 1000)
+        assert first_heard.errors() == [BotError.TURN_TIMEOUT]
+        # Team1 passed at its timeout and team2 is on move: team1's late reply is not played.
+        first.handle(tavern_pass(turn, "team1"))
+        assert first_heard.errors()[-1] == BotError.STALE_TURN
+        assert second_heard.last("turn")["turn"] == 2
+        second.handle(tavern_pass(second_heard.last("turn"), "team2"))
+        assert first_heard.last("turn")["turn"] == 3
