@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import orjson
-
 from server.arena import Arena
-from server.games.base import JoinRejected, JsonObject
+from server.errors import BotError, Rejected
+from server.games.base import JsonObject
 from server.house import HOUSE_PLAYERS, NAMES, HousePlayer
 from server.match import (
     PLAYER_DISCONNECTED,
@@ -27,7 +25,7 @@ from server.match import (
     SeatMessage,
     SeatRequest,
 )
-from visor.hub import Page
+from visor.errors import PageError
 
 log = logging.getLogger(__name__)
 
@@ -36,49 +34,8 @@ HOUSE_THINKING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="house-pla
 take at most one thread's share of the interpreter from the bots' games."""
 
 
-TOO_MANY_HOUSE_GAMES = "Too many house games"
 # What a house player may be told in an ordinary game: a turn it ran late on, its opponent gone.
 QUIET_ERRORS = frozenset({TURN_TIMEOUT, STALE_TURN, PLAYER_DISCONNECTED})
-
-
-class BrowserSeat:
-    """A person's seat: game messages go to their page, wrapped as ``{"type": "seat", ...}``."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-
-    def send(self, message: SeatMessage) -> None:
-        self.page.send({"type": "seat", "message": message.body})
-
-    def close(self) -> None:
-        """The page stays open after the game, to show the result."""
-
-
-class RemotePerson:
-    """A person's seat in a match another node plays (``server.arena.RemotePeer``): what the
-    seat is sent reaches the page as a ``BrowserSeat``'s messages do."""
-
-    def __init__(self, page: Page, seated: Callable[[], None], over: Callable[[], None]) -> None:
-        self.page = page
-        self._seated = seated
-        self._over = over  # refused, or the game is over: the page may play another
-
-    def send_data(self, data: bytes) -> None:
-        self.page.send({"type": "seat", "message": orjson.loads(data)})
-
-    def remote_seated(self) -> None:
-        self._seated()
-
-    def remote_refused(self, message: str, reason: str | None) -> None:
-        error: JsonObject = {"type": "error", "message": message}
-        if reason:
-            error["reason"] = reason
-        self.page.send(error)
-        self._over()
-
-    def close(self) -> None:
-        """The page stays open after the game, to show the result."""
-        self._over()
 
 
 class HouseSeat:
@@ -118,14 +75,14 @@ def house_player(game: str, name: str) -> HousePlayer:
         return HOUSE_PLAYERS[game][name]
     except KeyError:
         known = ", ".join(HOUSE_PLAYERS.get(game, {}))
-        raise JoinRejected("Unknown player", f"{game} house players are: {known}") from None
+        raise Rejected(PageError.UNKNOWN_PLAYER, f"{game} house players are: {known}") from None
 
 
 def seat_house_player(match: Match, name: str, seat_name: str, delay_s: float) -> None:
     """Seat a house player in ``seat_name`` (the match starts if that filled it)."""
     player = house_player(match.codec.name, name)
     if seat_name not in player.sides:
-        raise JoinRejected("Wrong side", f"{name} cannot play the {seat_name} seat")
+        raise Rejected(PageError.WRONG_SIDE, f"{name} cannot play the {seat_name} seat")
     house = HouseSeat(player, match, match.seed + match.turn_count, delay_s)
     fields: JsonObject = {"nick": f"house {name}", "side": seat_name}
     if match.codec.name == "tavern":
@@ -146,35 +103,18 @@ def house_games(arena: Arena) -> int:
 def run_house_game(arena: Arena, game: str, names: list[str], delay_ms: int) -> Match:
     """The visor's "Run a game": two house players, a turn delay, a new match."""
     if game not in arena.games:
-        raise JoinRejected("Unknown game", f"game must be one of: {', '.join(arena.games)}")
+        raise Rejected(BotError.UNKNOWN_GAME, f"game must be one of: {', '.join(arena.games)}")
     most = arena.config.max_house_games
     if house_games(arena) >= most:
-        raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"the arena runs at most {most} at once")
+        raise Rejected(PageError.TOO_MANY_HOUSE_GAMES, f"the arena runs at most {most} at once")
     seat_names = arena.codec(game).seat_names
     if len(names) != len(seat_names):
-        raise JoinRejected("Invalid players", f"pick {len(seat_names)} players")
+        raise Rejected(PageError.INVALID_PLAYERS, f"pick {len(seat_names)} players")
     players = [house_player(game, name) for name in names]
     for player, seat_name in zip(players, seat_names, strict=True):
         if seat_name not in player.sides:
-            raise JoinRejected("Wrong side", f"{player.name} cannot play the {seat_name} seat")
+            raise Rejected(PageError.WRONG_SIDE, f"{player.name} cannot play the {seat_name} seat")
     match = arena.open(game)
     for name, seat_name in zip(names, seat_names, strict=True):
         seat_house_player(match, name, seat_name, delay_ms / 1000)
     return match
-
-
-def seat_person(
-    arena: Arena,
-    match: Match,
-    channel: BrowserSeat,
-    nick: str,
-    side: str | None,
-    kind: str = "person",
-) -> int:
-    """Seat a person from a browser page (or, with kind "client", the client code a /clients
-    page runs), with the longer timeout people get."""
-    fields: JsonObject = {"nick": nick}
-    if side is not None:
-        fields["side"] = side
-    timeout_s = arena.config.person_turn_timeout_ms / 1000
-    return match.seat(channel, SeatRequest(fields, kind=kind, turn_timeout_s=timeout_s))
