@@ -153,7 +153,7 @@ class Session:
                 raise Rejected(
                     BotError.WRONG_GAME, f"simulation {match.id} is a {match.codec.name} game"
                 )
-            self._sit(match, fields)
+            self.sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
 
@@ -163,7 +163,7 @@ class Session:
         try:
             self.check_free()
             match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
-            self._sit(match, fields)
+            self.sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
             return None
@@ -298,9 +298,11 @@ class Session:
             seed=seed, creator=self.client.address, by_join=True, match_id=new_id
         )
         match = waiting or self.arena.waiting(game, fields) or self.arena.open(game, options)
-        self._sit(match, fields)
+        self.sit(match, fields)
 
-    def _sit(self, match: Match, fields: JsonObject) -> None:
+    def sit(self, match: Match, fields: JsonObject) -> None:
+        """Take a seat of ``match``, which the front end chose (the Thud API's games); raises
+        ``Rejected`` if it cannot be taken."""
         request = SeatRequest(
             fields, kind=self.client.kind, turn_timeout_s=self.client.turn_timeout_s
         )

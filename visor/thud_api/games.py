@@ -30,12 +30,12 @@ from server.match import (
     MatchLimits,
     MatchOptions,
     SeatMessage,
-    SeatRequest,
     TurnPlayed,
     Update,
 )
 from server.records import Records
 from server.replay import DamagedRecord, frames
+from server.session import Client, Session
 from visor.nodes import NodeClient, NodeUnreachable
 from visor.thud_api.codec import (
     START,
@@ -61,11 +61,12 @@ GameEnded = Callable[["HttpGame", Outcome], None]
 
 
 class HttpSeat:
-    """A seat played through the API: the match's messages to it are noted, not sent anywhere.
+    """A seat played through the API, a ``server.session.SessionChannel``: the match's
+    messages to it are noted, not sent anywhere.
 
     The player asks for the position (``/game``) and moves (``/move``) when it likes; the seat
     keeps the position of each turn it is asked for, and tells its game when the match first
-    asks for a move.
+    asks for a move. A refused move is answered ``false`` (the API has no error messages).
     """
 
     def __init__(self, game: HttpGame) -> None:
@@ -76,6 +77,18 @@ class HttpSeat:
             self.game.state = message.state
             self.game.ready.set()
 
+    def send_data(self, data: bytes) -> None:
+        raise AssertionError("an API game is played by the node that holds its token")
+
+    def error(self, message: str, reason: str | None) -> None:
+        """A refused move: ``/move`` answers false."""
+
+    def refuse(self, message: str, reason: str) -> None:
+        """The API's own limits are checked before a seat is asked for."""
+
+    def seated(self) -> None:
+        """The game starts once both seats are taken; ``go_live`` waits for it."""
+
     def close(self) -> None:
         """Nothing to release."""
 
@@ -85,6 +98,7 @@ class HttpGame:
 
     def __init__(
         self,
+        arena: Arena,
         token: str,
         match: Match,
         player_digests: tuple[str, str],
@@ -96,11 +110,17 @@ class HttpGame:
         self.player_digests = player_digests
         self.names = names
         self.address = address  # of the client that started it, for the per-address cap
-        self.channels = (HttpSeat(self), HttpSeat(self))
+        self.sessions = (self._session(arena, address), self._session(arena, address))
         self.state: State = START
         self.outcome: Outcome | None = None
         self.ready = asyncio.Event()  # the match has asked for a move (or the game ended)
         self.lock = asyncio.Lock()  # one move at a time
+
+    def _session(self, arena: Arena, address: str) -> Session:
+        """People and programs alike call the API: each move may take a person's time."""
+        timeout_s = arena.config.person_turn_timeout_ms / 1000
+        client = Client(address, kind="http", turn_timeout_s=timeout_s, routes=False)
+        return Session(arena, client, HttpSeat(self))
 
     def seat_of(self, player_token: str) -> int | None:
         wanted = digest(player_token)
@@ -149,11 +169,6 @@ class ThudGames:
         self._loading = asyncio.Lock()
         arena.listeners.append(self.on_update)
 
-    @property
-    def turn_timeout_s(self) -> float:
-        """People and programs alike call the API: each move may take a person's time."""
-        return self.arena.config.person_turn_timeout_ms / 1000
-
     def _options(self, **changes: Any) -> MatchOptions:
         """The seats are held: a matched player who leaves before the start forfeits. An HTTP
         seat cannot reconnect, so a matched player's closed socket forfeits at once."""
@@ -172,16 +187,11 @@ class ThudGames:
         address: str,
     ) -> HttpGame:
         """Seat two HTTP seats in a waiting match, which starts it."""
-        game = HttpGame(token, match, player_digests, names, address)
+        game = HttpGame(self.arena, token, match, player_digests, names, address)
         self._by_match[match.id] = game
         self._per_address[address] += 1
-        for seat, name in enumerate(names):
-            request = SeatRequest(
-                {"nick": name, "side": rules.SIDES[seat]},
-                kind="http",
-                turn_timeout_s=self.turn_timeout_s,
-            )
-            match.seat(game.channels[seat], request)
+        for session, name, side in zip(game.sessions, names, rules.SIDES, strict=True):
+            session.sit(match, {"nick": name, "side": side})
         return game
 
     def _check_share(self, address: str) -> None:
@@ -272,9 +282,7 @@ class ThudGames:
             return game.kills(seat, request)
         async with game.lock:
             wire = {"from": list(request.start), "to": list(request.end)}
-            played = game.match.submit(
-                seat, {"type": "player-turn", "move": wire}, game.channels[seat]
-            )
+            played = game.sessions[seat].move({"type": "player-turn", "move": wire})
             if played is None:
                 return False
             await self.records.flush()  # an acknowledged move is on disk

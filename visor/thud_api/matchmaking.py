@@ -183,7 +183,7 @@ class Matchmaking:
             sockets = self._sockets.get(game.token)
             if sockets is not None:
                 sockets[socket.seat] = None
-            game.match.leave(socket.seat, game.channels[socket.seat])
+            game.sessions[socket.seat].closed()
 
     async def shut_down(self, app: web.Application) -> None:
         """The server is stopping: close every matchmaking socket."""
