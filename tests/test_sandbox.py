@@ -207,7 +207,7 @@ def test_a_flood_on_stderr_keeps_the_runner_small_and_the_tail(tmp_path: Path) -
     scratch.mkdir()
     database = tmp_path / "arena.db"
     runner = subprocess.Popen(
-        [sys.executable, "-m", "server", "tournament", str(path), "--database", str(database)],
+        [sys.executable, "-m", "tavern_cli", "tournament", str(path), "--database", str(database)],
         cwd=ROOT,
         env={**os.environ, "TMPDIR": str(scratch)},
         stdout=subprocess.PIPE,

@@ -775,7 +775,7 @@ def test_a_folder_of_clients_is_a_tournament_in_one_command(node: str, tmp_path:
         [
             sys.executable,
             "-m",
-            "server",
+            "tavern_cli",
             "tournament",
             str(folder),
             "--config",

@@ -395,7 +395,7 @@ def test_the_tournament_command_prints_the_league(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "server",
+            "tavern_cli",
             "tournament",
             str(path),
             "--database",
