@@ -49,14 +49,12 @@ import orjson
 from server.config import ArenaConfig, without_password
 from server.league import GameResult
 from server.records import Records
-from server.tournament import (
-    Pairing,
-    Progress,
+from server.tournament.runner import Progress, TournamentRunner
+from server.tournament.schedule import Pairing, schedule
+from server.tournament.spec import (
     TournamentError,
-    TournamentRunner,
     TournamentSpec,
     check_programs,
-    schedule,
     spec_from_mapping,
 )
 

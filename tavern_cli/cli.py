@@ -39,15 +39,9 @@ from server.records import Records, RecordsUnavailable, backend_for, is_postgres
 from server.records.copy import copy_records
 from server.replay import DamagedRecord, TurnRange
 from server.tcp import TcpServer
-from server.tournament import (
-    Stopped,
-    TournamentError,
-    TournamentRunner,
-    describe_schedule,
-    load_spec,
-    schedule,
-    until_signalled,
-)
+from server.tournament.runner import TournamentRunner
+from server.tournament.schedule import describe_schedule, schedule
+from server.tournament.spec import TournamentError, load_spec
 from server.tournament_queue import (
     CLAIM_TIMEOUT_MS,
     MIN_CLAIM_TIMEOUT_MS,
@@ -57,6 +51,7 @@ from server.tournament_queue import (
 )
 from server.validate import validate
 from tavern_cli.play import PlayError, PlayOptions, play
+from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
 from visor.metrics import Metrics
 

@@ -41,7 +41,7 @@ from server.records import (
 from server.records.backends import Connection
 from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
-from server.tournament import AbsentSeat
+from server.tournament.bots import AbsentSeat
 from tavern_cli.cli import main as tavern_main
 from tests.conftest import RawClient, Served, serving_visor, test_config
 from tests.services import PostgresServer

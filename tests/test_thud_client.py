@@ -31,7 +31,8 @@ from server.games.thud.rules import DWARF, TROLL, Action, Square, State
 from server.house import HOUSE_PLAYERS
 from server.match import Match, MatchOptions, TurnResult
 from server.records import GameFilter, Records
-from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
+from server.tournament.schedule import schedule
+from server.tournament.spec import TournamentError, load_spec, spec_from_mapping
 from tests.conftest import Running, TurnLog, tap
 
 ROOT = Path(__file__).resolve().parent.parent
