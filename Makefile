@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SOURCES := server bots visor tests bench
+SOURCES := tavern_cli server bots visor tests bench
 
 .PHONY: run test lint node chromium go java redis postgres
 

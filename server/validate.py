@@ -24,14 +24,9 @@ from server.league import crashed
 from server.match import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 from server.records import GameFilter, Records
 from server.replay import game_of
-from server.tournament import (
-    DEFAULT_LIMITS,
-    Entrant,
-    Limits,
-    TournamentRunner,
-    TournamentSpec,
-    quoted_stderr,
-)
+from server.tournament.bots import quoted_stderr
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import DEFAULT_LIMITS, Entrant, Limits, TournamentSpec
 
 CANDIDATE = "candidate"
 FORFEITS = (PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT)

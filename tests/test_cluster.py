@@ -520,7 +520,7 @@ def test_logs_show_the_arena_without_its_password() -> None:
 
 def test_an_arena_without_redis_never_imports_the_client() -> None:
     imported = subprocess.run(
-        [sys.executable, "-c", "import sys, server.cli; print('redis' in sys.modules)"],
+        [sys.executable, "-c", "import sys, tavern_cli.cli; print('redis' in sys.modules)"],
         capture_output=True,
         check=True,
         text=True,

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from server.cli import build_parser, config_for
 from server.config import ArenaConfig, ConfigError, config_from_mapping, load_config
+from tavern_cli.cli import build_parser, config_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,7 +130,7 @@ def test_bad_config_stops_start_up_with_the_key(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text('{"pointsToWin": "three"}')
     result = subprocess.run(
-        [sys.executable, "-m", "server", "serve", "--config", str(path)],
+        [sys.executable, "-m", "tavern_cli", "serve", "--config", str(path)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -23,7 +23,6 @@ from bots.house import replies, run_games
 from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
 from server.arena import Arena
-from server.cli import main as tavern_main
 from server.commentary import replay_text
 from server.games.base import Player
 from server.games.thud.codec import bot_state
@@ -42,7 +41,8 @@ from server.records import (
 from server.records.backends import Connection
 from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
-from server.tournament import AbsentSeat
+from server.tournament.bots import AbsentSeat
+from tavern_cli.cli import main as tavern_main
 from tests.conftest import RawClient, Served, serving_visor, test_config
 from tests.services import PostgresServer
 from tests.test_thud_api import api_client

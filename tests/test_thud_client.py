@@ -31,7 +31,8 @@ from server.games.thud.rules import DWARF, TROLL, Action, Square, State
 from server.house import HOUSE_PLAYERS
 from server.match import Match, MatchOptions, TurnResult
 from server.records import GameFilter, Records
-from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
+from server.tournament.schedule import schedule
+from server.tournament.spec import TournamentError, load_spec, spec_from_mapping
 from tests.conftest import Running, TurnLog, tap
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -775,7 +776,7 @@ def test_a_folder_of_clients_is_a_tournament_in_one_command(node: str, tmp_path:
         [
             sys.executable,
             "-m",
-            "server",
+            "tavern_cli",
             "tournament",
             str(folder),
             "--config",

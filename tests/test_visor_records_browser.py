@@ -31,7 +31,8 @@ from playwright.async_api import Page, expect
 from server.config import ArenaConfig
 from server.league import head_to_head, ratings, tables
 from server.match import Match, MatchOptions
-from server.tournament import TournamentRunner, spec_from_mapping
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import spec_from_mapping
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import Served
 from tests.test_tournament import broken, house

@@ -35,16 +35,13 @@ from server.match import GameFinished, GameStarted, MatchOptions, TurnPlayed, Up
 from server.records import recording
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
-from server.tournament import (
+from server.tournament.bots import BotProcess, finish_bot, quoted_stderr, seat_bot
+from server.tournament.spec import (
     DEFAULT_LIMITS,
-    BotProcess,
     Entrant,
     Limits,
     check_placeholders,
-    finish_bot,
     program_problem,
-    quoted_stderr,
-    seat_bot,
 )
 from visor import app as visor
 
