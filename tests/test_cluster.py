@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 
 from bench.common import ServerProcess, tavern_serve
 from server.cluster import values, wire
-from server.cluster.node import alias_key, claim_key, inbox
+from server.cluster.keys import alias_key, claim_key, inbox
 from server.config import without_password
 from server.games.thud import rules as thud_rules
 from server.protocol import encode, error_message
