@@ -42,14 +42,14 @@ from server.cluster.keys import FINISHED, LOBBY, NODES, inbox, node_key, sim_key
 from server.cluster.link import Command, Link
 from server.cluster.listing import Listing
 from server.cluster.relays import Relays, Watching
-from server.cluster.seats import LINK_LOST, LINK_LOST_REASON, PeerSeat, SeatsAsked, SeatsGiven
+from server.cluster.seats import LINK_LOST_REASON, PeerSeat, SeatsAsked, SeatsGiven
 from server.config import ArenaConfig, without_password
+from server.errors import BotError
 from server.games.base import JsonObject
 from server.protocol import encode, error_message
 
 log = logging.getLogger(__name__)
 
-NODE_LOST = "Arena node lost"
 NODE_LOST_REASON = "the node playing this game stopped answering"
 
 
@@ -158,7 +158,7 @@ class ClusterNode:
         results = await pipe.execute()
         self.round_trip_s = time.perf_counter() - started
         alive = await self.following.living(redis, results[-1])
-        self._lost(self._known_nodes() - alive, NODE_LOST, NODE_LOST_REASON)
+        self._lost(self._known_nodes() - alive, BotError.ARENA_NODE_LOST, NODE_LOST_REASON)
         await self.following.follow(redis, alive)
 
     def unlinked(self, was_up: bool) -> None:
@@ -167,7 +167,7 @@ class ClusterNode:
         if not was_up and not crossing:
             return
         self.round_trip_s = None
-        self._lost(self._known_nodes(), LINK_LOST, LINK_LOST_REASON)
+        self._lost(self._known_nodes(), BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
         self.asked.unlinked()  # seats still waiting for an owner
         self.following.clear()
 
@@ -215,7 +215,9 @@ class ClusterNode:
         go at once rather than when they expire."""
         if self.link.redis is None:
             return
-        self.given.close_all(encode(error_message("Server shutting down", "the arena is stopping")))
+        self.given.close_all(
+            encode(error_message(BotError.SERVER_SHUTTING_DOWN, "the arena is stopping"))
+        )
         own = list(self.listing.entries)
         change = {"node": self.id, "set": [], "del": own}
         await self.link.leave(

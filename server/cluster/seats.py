@@ -25,7 +25,6 @@ from server.match import SeatMessage
 from server.protocol import encode, error_message
 from server.session import Client, Session
 
-LINK_LOST = "Arena link lost"
 LINK_LOST_REASON = "this node lost its link to the other arena nodes"
 PEOPLE = ("person", "client")  # seats with a person's time (a page's own or its client's)
 
@@ -78,7 +77,9 @@ class SeatsAsked:
         }
         tasks = self.link.tasks
         if tasks is None:
-            asyncio.get_running_loop().call_soon(self._refuse, handle, LINK_LOST, LINK_LOST_REASON)
+            asyncio.get_running_loop().call_soon(
+                self._refuse, handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON
+            )
         elif (entry := self.following.directory.get(simulation_id)) is not None:
             self._ask(handle, str(entry["node"]), request)
         else:  # not followed yet (just created elsewhere?): the directory itself says
@@ -194,7 +195,7 @@ class SeatsAsked:
     def unlinked(self) -> None:
         """Redis is out of reach: the seats still waiting for an owner are refused."""
         for handle in list(self.handles.values()):
-            self._refuse(handle, LINK_LOST, LINK_LOST_REASON)
+            self._refuse(handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
 
 
 # --- a match here, a client on another node ------------------------------------------------------
