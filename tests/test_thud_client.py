@@ -27,8 +27,8 @@ import pytest
 from bots.house import play_house
 from server.games.thud import rules
 from server.games.thud.codec import bot_state, position_to_wire
+from server.games.thud.game import THUD
 from server.games.thud.rules import DWARF, TROLL, Action, Square, State
-from server.house import HOUSE_PLAYERS
 from server.match import Match, MatchOptions, TurnResult
 from server.records import GameFilter, Records
 from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
@@ -532,10 +532,18 @@ async def play(
     try:
         for side, seat in ((DWARF, dwarf), (TROLL, troll)):
             if isinstance(seat, str):
-                player = HOUSE_PLAYERS["thud"][seat.removeprefix("house ")]
+                player = THUD.house_players[seat.removeprefix("house ")]
                 houses.append(
                     asyncio.create_task(
-                        play_house(player, "127.0.0.1", arena.tcp_port, simulation.id, seed, side)
+                        play_house(
+                            THUD.name,
+                            player,
+                            "127.0.0.1",
+                            arena.tcp_port,
+                            simulation.id,
+                            seed,
+                            side,
+                        )
                     )
                 )
                 continue

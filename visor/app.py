@@ -31,8 +31,8 @@ from aiohttp import WSMsgType, web
 from server.arena import Arena, Elsewhere, SeatHandle
 from server.cluster import OtherNodes
 from server.config import ListenError
+from server.games import GAMES
 from server.games.base import JoinRejected, JsonObject
-from server.house import HOUSE_PLAYERS
 from server.league import league_to_wire
 from server.match import Match, MatchOptions, Status
 from server.records import GameFilter, Records
@@ -438,7 +438,7 @@ class PageConnection:
         if side not in seat_names:
             raise JoinRejected("Invalid join", f"side must be one of: {', '.join(seat_names)}")
         if opponent is not None and (
-            not isinstance(opponent, str) or opponent not in HOUSE_PLAYERS[game]
+            not isinstance(opponent, str) or opponent not in GAMES[game].house_players
         ):
             raise JoinRejected("Unknown player", f"no {game} house player {opponent!r}")
         simulation_id = message.get("simulationId")

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from server.arena import Arena
-from server.games.base import JoinRejected, JsonObject
-from server.house import HOUSE_PLAYERS, NAMES, HousePlayer
+from server.games import GAMES
+from server.games.base import HousePlayer, JoinRejected, JsonObject
 from server.match import (
     PLAYER_DISCONNECTED,
     STALE_TURN,
@@ -114,10 +114,11 @@ class HouseSeat:
 
 
 def house_player(game: str, name: str) -> HousePlayer:
+    players = GAMES[game].house_players
     try:
-        return HOUSE_PLAYERS[game][name]
+        return players[name]
     except KeyError:
-        known = ", ".join(HOUSE_PLAYERS.get(game, {}))
+        known = ", ".join(players)
         raise JoinRejected("Unknown player", f"{game} house players are: {known}") from None
 
 
@@ -127,9 +128,7 @@ def seat_house_player(match: Match, name: str, seat_name: str, delay_s: float) -
     if seat_name not in player.sides:
         raise JoinRejected("Wrong side", f"{name} cannot play the {seat_name} seat")
     house = HouseSeat(player, match, match.seed + match.turn_count, delay_s)
-    fields: JsonObject = {"nick": f"house {name}", "side": seat_name}
-    if match.codec.name == "tavern":
-        fields = {"nick": f"house {name}", "names": NAMES}
+    fields = {"nick": f"house {name}", **GAMES[match.codec.name].house_join(seat_name)}
     # The first turn comes from the match's task, after this: the seat is known by then.
     house.seat = match.seat(house, SeatRequest(fields, kind="house"))
 
