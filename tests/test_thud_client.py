@@ -921,5 +921,5 @@ def test_a_tournament_file_may_name_client_files(node: str, tmp_path: Path) -> N
         with pytest.raises(TournamentError, match=message):
             spec_from_mapping({"name": "t", "game": "thud", "bots": [bot, bot]}, tmp_path)
     file_bot = {"name": "x", "file": "we{ir}d/killer.js"}
-    with pytest.raises(TournamentError, match="Thud only"):
+    with pytest.raises(TournamentError, match="client files play thud only"):
         spec_from_mapping({"name": "t", "game": "tavern", "bots": [file_bot, file_bot]}, tmp_path)
