@@ -79,7 +79,7 @@ class ArenaConfig:
     node_heartbeat_ms: int = 1000  # how often a node says it is alive and refreshes its games
     node_ttl_ms: int = 3000  # a node silent this long is dead: its games leave every lobby
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
-    games: dict[str, JsonObject] = dataclasses.field(
+    game_settings: dict[str, JsonObject] = dataclasses.field(
         default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
     )
 
@@ -90,8 +90,8 @@ class ArenaConfig:
 
     def with_turn_limit(self, game: str, turns: int) -> ArenaConfig:
         """A copy where ``game`` ends on points after ``turns`` turns (``tavern play --turns``)."""
-        limited = GAMES[game].with_turn_limit(self.games[game], turns)
-        return dataclasses.replace(self, games={**self.games, game: limited})
+        limited = GAMES[game].with_turn_limit(self.game_settings[game], turns)
+        return dataclasses.replace(self, game_settings={**self.game_settings, game: limited})
 
 
 # JSON key -> (field name, minimum, maximum) for the integer settings.
@@ -166,13 +166,13 @@ def config_from_mapping(raw: object) -> ArenaConfig:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"key {key!r}: must be a non-empty string, got {value!r}")
             values[field] = value
-    values["games"] = game_settings(raw)
+    values["game_settings"] = read_game_settings(raw)
     config = dataclasses.replace(ArenaConfig(), **values)
     check_cluster(config)
     return config
 
 
-def game_settings(raw: Mapping[str, Any]) -> dict[str, JsonObject]:
+def read_game_settings(raw: Mapping[str, Any]) -> dict[str, JsonObject]:
     """Each game's settings, read by the game from its section and its top-level keys."""
     settings = {}
     for name, game in GAMES.items():

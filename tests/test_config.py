@@ -53,7 +53,8 @@ def test_the_original_servers_config_still_reads() -> None:
     tavern = Arena(changed).codec("tavern")
     assert tavern.board_size() == (17, 21)
     assert tavern.counting_rules()["pointsToWin"] == 5
-    assert changed.games["thud"] == ArenaConfig().games["thud"]  # the original's keys are Tavern's
+    # The original's keys are Tavern's: Thud keeps its own settings.
+    assert changed.game_settings["thud"] == ArenaConfig().game_settings["thud"]
 
 
 def test_a_games_section_sets_that_game_and_wins_over_the_top_level() -> None:
@@ -65,7 +66,7 @@ def test_a_games_section_sets_that_game_and_wins_over_the_top_level() -> None:
     assert arena.codec("tavern").counting_rules()["turnLimit"] == 200
     assert arena.codec("thud").counting_rules()["turnLimit"] == 100
     # Thud's engine ends every game by its 500th ply.
-    assert config_from_mapping({"thud": {"turnLimit": 900}}).games["thud"] == {}
+    assert config_from_mapping({"thud": {"turnLimit": 900}}).game_settings["thud"] == {}
 
 
 def test_a_section_mixes_with_the_top_level_keys() -> None:
@@ -74,7 +75,7 @@ def test_a_section_mixes_with_the_top_level_keys() -> None:
         "team2": {"barrel": {"x": 5, "y": 4}, "bots": [{"x": 1, "y": 1}]},
     }
     raw = {"width": 9, "height": 9, "tavern": {"botsPerPlayer": 1, "positions": positions}}
-    settings = config_from_mapping(raw).games["tavern"]
+    settings = config_from_mapping(raw).game_settings["tavern"]
     assert (settings["width"], settings["height"], settings["positions"]) == (9, 9, positions)
 
 
@@ -152,7 +153,7 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
 
 
 def test_fewer_bots_per_player_uses_the_first_positions() -> None:
-    positions = config_from_mapping({"botsPerPlayer": 2}).games["tavern"]["positions"]
+    positions = config_from_mapping({"botsPerPlayer": 2}).game_settings["tavern"]["positions"]
     assert [len(positions[team]["bots"]) for team in ("team1", "team2")] == [2, 2]
 
 

@@ -32,7 +32,7 @@ def join(simulation_id: str | None = None, notices: bool = True) -> dict[str, An
 
 
 def test_the_notices_on_the_wire() -> None:
-    tavern = TavernCodec.from_settings(test_config().games["tavern"])
+    tavern = TavernCodec.from_settings(test_config().game_settings["tavern"])
     check_golden("tavern/opponent-gone", tavern.opponent_gone_message(10))
     check_golden("tavern/opponent-back", tavern.opponent_back_message())
     thud = ThudCodec.from_settings({})

@@ -277,7 +277,7 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
     """A one-connection server that plays a few lines by hand: an error before a turn, errors
     after the kit's move and the same position again as the next turn, then a loss. Each move
     must be valid and name the turn it answers."""
-    game = GAMES[game_name].codec_for(test_config().games[game_name])
+    game = GAMES[game_name].codec_for(test_config().game_settings[game_name])
     rules = game.rules
     moves: list[Any] = []
     answered: list[Any] = []
