@@ -30,11 +30,12 @@ class TavernPicture(Picture):
         draw = canvas.surface
         team1, team2 = TEAM_NAMES
         width, height = board["width"], board["height"]
+        shades = [canvas.colour("floor_dark"), canvas.colour("floor")]  # a checkerboard
         for y in range(height):
-            for x in range(width):  # each team's home row in its colour
-                home = team2 if y == 0 else team1 if y == height - 1 else None
-                shade = home or ("floor" if (x + y) % 2 else "floor_dark")
-                draw.rectangle(canvas.box(x, y), fill=canvas.colour(shade))
+            home = team2 if y == 0 else team1 if y == height - 1 else None  # in its team's colour
+            for x in range(width):
+                fill = shades[(x + y) % 2] if home is None else canvas.colour(home)
+                draw.rectangle(canvas.box(x, y), fill=fill)
         for event in events:  # the turn that led here, under the pieces
             start, end = event.get("from"), event.get("to")
             if start is None or end is None or start == end:

@@ -28,10 +28,9 @@ class ThudPicture(Picture):
         events: Sequence[Mapping[str, Any]],
     ) -> None:
         draw = canvas.surface
+        shades = [canvas.colour("light"), canvas.colour("dark")]  # a checkerboard
         for x, y in board["squares"]:
-            draw.rectangle(
-                canvas.box(x, y), fill=canvas.colour("light" if (x + y) % 2 == 0 else "dark")
-            )
+            draw.rectangle(canvas.box(x, y), fill=shades[(x + y) % 2])
         stone_x, stone_y = board["thudstone"]
         draw.ellipse(canvas.box(stone_x, stone_y, (2, 2, 3, 3)), fill=canvas.colour("stone"))
         for event in events:  # the move that led here, under the pieces
