@@ -172,7 +172,7 @@ class Arena:
         # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""
         self._codecs: dict[str, AnyCodec] = {
-            name: kind.from_config(config) for name, kind in GAMES.items()
+            name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
         self._tasks: asyncio.TaskGroup | None = None
         self._match_tasks: set[asyncio.Task[None]] = set()

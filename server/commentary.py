@@ -10,7 +10,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from server.games.base import AnyCodec, JsonObject
-from server.games.thud.rules import NO_MOVE
 from server.match import PLAYER_DISCONNECTED, SERVER_ERROR, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 from server.replay import TurnRange, frames, game_of
 
@@ -92,9 +91,8 @@ def result_text(
         scored = f"a draw at{points(0)}" if values else "a draw"
     else:
         scored = f"{who(winner)} wins{points(winner)}"
-    if reason == NO_MOVE and last_seat is not None:
-        return f"{scored}: {who(last_seat)} made no move, so the game was scored as it stood"
-    return f"{scored}: {reason}"
+    explained = None if last_seat is None else game.end_text(reason, who(last_seat))
+    return f"{scored}: {explained or reason}"
 
 
 def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[str]:

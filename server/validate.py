@@ -19,7 +19,6 @@ from server.commentary import last_seat, result_text
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.house import HOUSE_PLAYERS
 from server.league import crashed
 from server.match import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 from server.records import GameFilter, Records
@@ -44,7 +43,7 @@ class Verdict:
 def house_entrants(game: str, seat_name: str) -> list[Entrant]:
     """Every house player that can take ``seat_name``, as a bot process."""
     entrants = []
-    for name, player in HOUSE_PLAYERS[game].items():
+    for name, player in GAMES[game].house_players.items():
         if seat_name in player.sides:
             command = (
                 "{python}",

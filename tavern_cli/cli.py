@@ -28,12 +28,12 @@ from server.config import (
     ArenaConfig,
     ConfigError,
     ListenError,
-    bounded_int,
     check_cluster,
     load_config,
     setting_range,
 )
 from server.games import GAMES
+from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument(
         "--turns",
-        type=setting_flag("turn_limit"),
+        type=int_flag(*TURN_LIMITS),
         help="end the game on points after this many turns",
     )
     play.add_argument("--output", type=writable_file, help="write the game here as JSON lines")

@@ -31,7 +31,7 @@ def test_thud_moves_read_as_the_issue_writes_them() -> None:
     )
 
 
-THUD = GAMES["thud"].from_settings({})
+THUD = GAMES["thud"].codec_for({})
 NICKS = ("a", "b")
 
 

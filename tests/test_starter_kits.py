@@ -121,7 +121,10 @@ class Game:
 
 @pytest.fixture
 async def kits_arena() -> AsyncIterator[tuple[Running, Watcher]]:
-    async with serving(test_config(turn_limit=TAVERN_TURNS)) as arena:
+    config = test_config()
+    for game in GAMES:  # every game's: Thud's games stay short too
+        config = config.with_turn_limit(game, TAVERN_TURNS)
+    async with serving(config) as arena:
         watcher = Watcher(arena)
         arena.listeners.append(watcher)
         yield arena, watcher
@@ -274,7 +277,7 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
     """A one-connection server that plays a few lines by hand: an error before a turn, errors
     after the kit's move and the same position again as the next turn, then a loss. Each move
     must be valid and name the turn it answers."""
-    game = GAMES[game_name].from_config(test_config())
+    game = GAMES[game_name].codec_for(test_config().game_settings[game_name])
     rules = game.rules
     moves: list[Any] = []
     answered: list[Any] = []

@@ -32,8 +32,8 @@ from server.arena import Arena
 from server.cluster import OtherNodes
 from server.config import ListenError
 from server.errors import BotError, Rejected
+from server.games import GAMES
 from server.games.base import JsonObject
-from server.house import HOUSE_PLAYERS
 from server.league import league_to_wire
 from server.match import Match, SeatMessage, Status
 from server.records import GameFilter, Records
@@ -427,7 +427,7 @@ class PageConnection:
         if not isinstance(side, str) or side not in seat_names:
             raise Rejected(BotError.INVALID_JOIN, f"side must be one of: {', '.join(seat_names)}")
         if opponent is not None and (
-            not isinstance(opponent, str) or opponent not in HOUSE_PLAYERS[game]
+            not isinstance(opponent, str) or opponent not in GAMES[game].house_players
         ):
             raise Rejected(PageError.UNKNOWN_PLAYER, f"no {game} house player {opponent!r}")
         simulation_id = message.get("simulationId")

@@ -20,8 +20,8 @@ from aiohttp import web
 
 from server.arena import Arena
 from server.cluster import Deliver, OtherNodes
+from server.games import GAMES
 from server.games.base import JsonObject
-from server.house import HOUSE_PLAYERS
 from server.match import (
     GameFinished,
     GameStarted,
@@ -406,11 +406,11 @@ class SpectatorHub:
 def house_players() -> JsonObject:
     """The house players of each game, so pages offer exactly what the server accepts."""
     return {
-        game: [
+        name: [
             {"name": p.name, "description": p.description, "sides": list(p.sides)}
-            for p in players.values()
+            for p in game.house_players.values()
         ]
-        for game, players in HOUSE_PLAYERS.items()
+        for name, game in GAMES.items()
     }
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from server.arena import Arena
 from server.errors import BotError, Rejected
-from server.games.base import JsonObject
-from server.house import HOUSE_PLAYERS, NAMES, HousePlayer
+from server.games import GAMES
+from server.games.base import HousePlayer
 from server.match import (
     PLAYER_DISCONNECTED,
     STALE_TURN,
@@ -71,10 +71,11 @@ class HouseSeat:
 
 
 def house_player(game: str, name: str) -> HousePlayer:
+    players = GAMES[game].house_players
     try:
-        return HOUSE_PLAYERS[game][name]
+        return players[name]
     except KeyError:
-        known = ", ".join(HOUSE_PLAYERS.get(game, {}))
+        known = ", ".join(players)
         raise Rejected(PageError.UNKNOWN_PLAYER, f"{game} house players are: {known}") from None
 
 
@@ -84,9 +85,7 @@ def seat_house_player(match: Match, name: str, seat_name: str, delay_s: float) -
     if seat_name not in player.sides:
         raise Rejected(PageError.WRONG_SIDE, f"{name} cannot play the {seat_name} seat")
     house = HouseSeat(player, match, match.seed + match.turn_count, delay_s)
-    fields: JsonObject = {"nick": f"house {name}", "side": seat_name}
-    if match.codec.name == "tavern":
-        fields = {"nick": f"house {name}", "names": NAMES}
+    fields = {"nick": f"house {name}", **GAMES[match.codec.name].house_join(seat_name)}
     # The first turn comes from the match's task, after this: the seat is known by then.
     house.seat = match.seat(house, SeatRequest(fields, kind="house"))
 

@@ -26,7 +26,7 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
     way, with ``swap_sides``. Dwarven Tavern: every pair plays twice, once from each side.
     """
     seat_names = GAMES[spec.game].seat_names
-    both_ways = spec.swap_sides or spec.game == "tavern"
+    both_ways = spec.swap_sides or GAMES[spec.game].league.both_ways
     pairings: list[tuple[Entrant, Entrant]] = []
     entrants = spec.entrants
     for i, first in enumerate(entrants):

@@ -31,8 +31,6 @@ PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
 KEYS = ("name", "game", "seed", "parallel", "swap_sides", "limits", "bots")
 LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms")
 BOT_KEYS = ("name", "side", "command", "file")
-THUD_CLIENT = Path(__file__).resolve().parents[2] / "bots" / "js" / "thud-client.js"
-"""The adapter that plays a Thud challenge client (a JavaScript class in a file) as a seat."""
 MAX_NICK = 64
 
 
@@ -236,9 +234,11 @@ def program_problem(entrant: Entrant, game: str) -> str | None:
 
 
 def _client_command(file: str, name: str, game: str, base: Path, prefix: str) -> tuple[str, ...]:
-    """The command that plays a Thud challenge client file through the Node.js adapter."""
-    if game != "thud":
-        raise TournamentError(f"key '{prefix}file': client files play Thud only")
+    """The command that plays a challenge client file through its game's Node.js adapter."""
+    adapter = GAMES[game].client_adapter
+    if adapter is None:
+        playing = ", ".join(g.name for g in GAMES.values() if g.client_adapter is not None)
+        raise TournamentError(f"key '{prefix}file': client files play {playing} only")
     path = (base / file).resolve()
     if not path.is_file():
         raise TournamentError(f"key '{prefix}file': no such file {path}")
@@ -250,7 +250,7 @@ def _client_command(file: str, name: str, game: str, base: Path, prefix: str) ->
 
     return (
         "node",
-        literal(str(THUD_CLIENT)),
+        literal(str(adapter)),
         "--file",
         literal(str(path)),
         "--side",
@@ -274,9 +274,10 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
     The tournament is named after the folder, and its id also depends on the files' contents:
     running it again resumes it, but once a client changes it is a new tournament.
     """
+    [game] = [game for game in GAMES.values() if game.client_adapter is not None]
     files = {
         side: sorted(path for path in (folder / side).rglob("*.js") if path.is_file())
-        for side in ("dwarf", "troll")
+        for side in game.seat_names
     }
     for side, paths in files.items():
         if not paths:
@@ -285,7 +286,8 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
         side: [path.relative_to(folder / side).with_suffix("").as_posix() for path in paths]
         for side, paths in files.items()
     }
-    shared = set(stems["dwarf"]) & set(stems["troll"])
+    first, second = (set(names) for names in stems.values())
+    shared = first & second
     bots: list[JsonObject] = []
     digest = hashlib.sha256()
     for side, paths in files.items():
@@ -297,7 +299,7 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     raw: JsonObject = {
         "name": folder.resolve().name or "clients",
-        "game": "thud",
+        "game": game.name,
         "parallel": max(1, min(4, os.cpu_count() or 1)),
         "bots": bots,
     }

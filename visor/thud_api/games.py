@@ -23,6 +23,7 @@ from server.arena import Arena
 from server.cluster import OtherNodes
 from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
+from server.games.thud.game import THUD
 from server.games.thud.rules import Action, State
 from server.match import (
     GameFinished,
@@ -52,7 +53,7 @@ from visor.thud_api.codec import (
 
 log = logging.getLogger(__name__)
 
-GAME = "thud"
+GAME = THUD.name  # the earlier Thud server's API plays Thud only
 MAX_LIVE_GAMES = 1000  # live HTTP API games at once; /start answers 503 beyond
 READY_TIMEOUT_S = 10.0  # until a new or loaded game's match asks for its first move
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from server.config import ArenaConfig
 from server.games.base import (
     INVALID_TURN,
     ActionRejected,
@@ -38,26 +37,7 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
     rules: rules.TavernRules
 
     @classmethod
-    def from_config(cls, config: ArenaConfig) -> TavernCodec:
-        return cls.from_settings(
-            {
-                "width": config.width,
-                "height": config.height,
-                "pointsToWin": config.points_to_win,
-                "turnLimit": config.turn_limit,
-                "positions": {
-                    team: {
-                        "barrel": {"x": positions.barrel.x, "y": positions.barrel.y},
-                        "bots": [{"x": p.x, "y": p.y} for p in positions.bots],
-                    }
-                    for team, positions in zip(TEAM_NAMES, config.positions, strict=True)
-                },
-            }
-        )
-
-    @classmethod
     def from_settings(cls, settings: JsonObject) -> TavernCodec:
-        """The game a record was played with (the inverse of ``settings``)."""
 
         def coords(point: JsonObject) -> Coords:
             return Coords(point["x"], point["y"])

@@ -97,11 +97,11 @@ class Settings:
                 raise ValueError(f"start {cell} is outside the tavern")
         if len(set(cells)) != len(cells):
             raise ValueError("two pieces start on the same cell")
-        team1_barrel, team2_barrel = self.barrel_starts
-        if not all(1 <= barrel.x <= self.width - 2 for barrel in self.barrel_starts) or not (
-            team1_barrel.y <= self.height - 2 and team2_barrel.y >= 1
-        ):
-            raise ValueError("a barrel starts where the rules never let a barrel be")
+        # A barrel never stands in an edge column nor in its own home row, and one that starts
+        # on the other home row would score before anyone moved.
+        for team, barrel in enumerate(self.barrel_starts):
+            if barrel.x in (0, self.width - 1) or barrel.y in (0, self.height - 1):
+                raise ValueError(f"team{team + 1}'s barrel cannot start on an edge row or column")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 
-from server.config import ArenaConfig
 from server.games.base import (
     INVALID_TURN,
     ActionRejected,
@@ -40,11 +39,6 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     tags_messages = True
     rules: rules.ThudRules
     passes_on_timeout = False
-
-    @classmethod
-    def from_config(cls, config: ArenaConfig) -> ThudCodec:
-        # A turn limit below the engine's 500 plies ends Thud games sooner too.
-        return cls(rules.ThudRules(config.turn_limit))
 
     @classmethod
     def from_settings(cls, settings: JsonObject) -> ThudCodec:
@@ -159,6 +153,11 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
                 lines.append(f"game over: {event.reason}")
             # PiecesKilled repeats the move's kills, already in its line.
         return lines
+
+    def end_text(self, reason: str, last: str) -> str | None:
+        if reason == rules.NO_MOVE:
+            return f"{last} made no move, so the game was scored as it stood"
+        return None
 
     def settings(self) -> JsonObject:
         # Thud has one board and one set of rules; only a shorter game says so.
