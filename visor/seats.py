@@ -139,6 +139,30 @@ def house_games(arena: Arena) -> int:
     )
 
 
+def check_person_house_games(arena: Arena, address: str) -> None:
+    """A person (or a /clients page) may start a game against a house player: raises
+    ``JoinRejected`` if the arena, or this address, has as many going as it may. House players
+    think in one thread, which a few hundred such games would keep busy."""
+    going = [
+        match
+        for match in arena.matches.values()
+        if any(seat is not None and seat.kind == "house" for seat in match.seats)
+        and any(seat is not None and seat.kind != "house" for seat in match.seats)
+    ]
+    most = arena.config.max_person_house_games_per_address
+    if sum(match.options.creator == address for match in going) >= most:
+        raise JoinRejected(
+            TOO_MANY_HOUSE_GAMES,
+            f"at most {most} at once against house players from one address: finish one first",
+        )
+    most = arena.config.max_person_house_games
+    if len(going) >= most:
+        raise JoinRejected(
+            TOO_MANY_HOUSE_GAMES,
+            f"the arena plays at most {most} at once against house players: try again later",
+        )
+
+
 def run_house_game(arena: Arena, game: str, names: list[str], delay_ms: int) -> Match:
     """The visor's "Run a game": two house players, a turn delay, a new match."""
     if game not in arena.games:
