@@ -4,9 +4,11 @@
         info = await client.join(nick="me", names=["Ann", "Bo"])
         final = await client.play(lambda message: {"type": "player-turn", "actions": [...]})
 
-The turn callback receives each ``turn`` message and returns the reply (or awaits it). The
-server's errors come back as ``ArenaError``; informational ones (a turn that timed out, an
-opponent who left) are passed to ``on_notice`` instead and the loop goes on.
+The turn callback receives each ``turn`` message and returns the reply (or awaits it); the
+client adds the number of the turn it answers, so a reply that comes too late is refused
+(``Stale turn``) instead of being played as the next turn. The server's errors come back as
+``ArenaError``; informational ones (a turn that timed out, a late reply refused, an opponent who
+left) are passed to ``on_notice`` instead and the loop goes on.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import orjson
 JsonObject = dict[str, Any]
 TurnHandler = Callable[[JsonObject], JsonObject | Awaitable[JsonObject]]
 END_TYPES = frozenset({"win-game", "loss-game", "draw-game"})
-NOTICES = frozenset({"Turn timeout", "Player disconnected"})
+NOTICES = frozenset({"Turn timeout", "Stale turn", "Player disconnected"})
 
 
 class ArenaError(Exception):
@@ -119,7 +121,7 @@ class ArenaClient:
                 reply = on_turn(message)
                 if isinstance(reply, Awaitable):
                     reply = await reply
-                await self.send(reply)
+                await self.send({**reply, "turn": message["turn"]})
             elif kind in END_TYPES:
                 return message
             elif kind == "error":

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject
 from server.match import (
+    GameFinished,
     GameStarted,
     Listener,
     Match,
@@ -102,6 +104,52 @@ class Elsewhere(Protocol):
         ``peer`` is told to open it (``open_here``), or is seated in another node's."""
 
 
+class WaitingIndex:
+    """Waiting simulations by game and free seat, half-full ones apart from empty ones, each
+    in the order it came to be there: a random join finds its simulation without looking at
+    the others, however many wait."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[tuple[str, int, bool], dict[str, int]] = {}
+        self._keys: dict[str, list[tuple[str, int, bool]]] = {}
+        self._order = itertools.count()
+
+    def update(self, simulation_id: str, game: str, seats: int, free: Sequence[int]) -> None:
+        """Where a simulation now stands: ``free`` are its free seats (none: it waits no more)."""
+        self.remove(simulation_id)
+        if not free:
+            return
+        half_full = len(free) < seats
+        keys = [(game, seat, half_full) for seat in free]
+        at = next(self._order)
+        for key in keys:
+            self._buckets.setdefault(key, {})[simulation_id] = at
+        self._keys[simulation_id] = keys
+
+    def remove(self, simulation_id: str) -> None:
+        for key in self._keys.pop(simulation_id, ()):
+            bucket = self._buckets[key]
+            del bucket[simulation_id]
+            if not bucket:
+                del self._buckets[key]
+
+    def find(self, game: str, seats: Sequence[int]) -> str | None:
+        """The simulation a request for one of ``seats`` takes: one where a player already
+        waits (the longest waiting first), else an empty one."""
+        for half_full in (True, False):
+            firsts = [
+                next(iter(bucket.items()))
+                for seat in seats
+                if (bucket := self._buckets.get((game, seat, half_full)))
+            ]
+            if firsts:
+                return min(firsts, key=lambda entry: entry[1])[0]
+        return None
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
 class Arena:
     """Every match of a running server, and who listens to them."""
 
@@ -124,6 +172,7 @@ class Arena:
         self._creators: dict[str, str] = {}
         self._waiting_by_address: Counter[str] = Counter()
         self._empty_since: dict[str, float] = {}
+        self._waiting = WaitingIndex()
 
     # --- games ---------------------------------------------------------------------------------
     @property
@@ -201,14 +250,13 @@ class Arena:
         return self.matches.get(match_id) if isinstance(match_id, str) else None
 
     def waiting(self, game: str, fields: JsonObject) -> Match | None:
-        """A waiting match of this game that can seat the request; half-full ones first."""
-        candidates = [
-            match
-            for match in self.matches.values()
-            if match.codec.name == game and match.can_seat(fields)
-        ]
-        candidates.sort(key=lambda match: match.is_empty())
-        return candidates[0] if candidates else None
+        """A waiting match of this game that can seat the request; half-full ones first.
+        A request no match could seat (a bad nick, an unknown side) raises ``JoinRejected``
+        before anything is looked up."""
+        codec = self._codecs[game]
+        codec.player_from_join(fields)
+        found = self._waiting.find(game, codec.wanted_seats(fields))
+        return None if found is None else self.matches.get(found)
 
     def drop_if_abandoned(self, match: Match) -> None:
         """Forget a match whose last waiting player left before it started."""
@@ -252,12 +300,19 @@ class Arena:
 
     def _notify(self, update: Update) -> None:
         if isinstance(update, SeatsChanged) and update.view.status is Status.WAITING:
-            if all(player is None for player in update.view.players):
-                self._empty_since.setdefault(update.view.match_id, time.monotonic())
+            view = update.view
+            if all(player is None for player in view.players):
+                self._empty_since.setdefault(view.match_id, time.monotonic())
             else:
-                self._empty_since.pop(update.view.match_id, None)
+                self._empty_since.pop(view.match_id, None)
+            free = [seat for seat, player in enumerate(view.players) if player is None]
+            self._waiting.update(view.match_id, view.game, len(view.players), free)
         elif isinstance(update, GameStarted):
             self._empty_since.pop(update.view.match_id, None)
+            self._waiting.remove(update.view.match_id)
+        elif isinstance(update, Removed | GameFinished):
+            match_id = update.match_id if isinstance(update, Removed) else update.view.match_id
+            self._waiting.remove(match_id)
         for listener in self.listeners:
             try:
                 listener(update)

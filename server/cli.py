@@ -1,4 +1,10 @@
-"""The ``tavern`` command: ``tavern serve`` runs the arena."""
+"""The ``tavern`` command: ``tavern serve`` runs the arena, the other commands play, check and
+replay games.
+
+Everything a command line gives is checked before anything starts: each number against its
+range (a flag that sets a config key against the config file's), each file to write in a folder
+that exists. A mistake is one line naming the flag, and exit status 2.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,32 @@ import argparse
 import asyncio
 import logging
 import math
+import os
+import re
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from server.arena import Arena
-from server.config import ArenaConfig, ConfigError, ListenError, check_cluster, load_config
+from server.cluster import RedisRefused
+from server.commentary import replay_text
+from server.config import (
+    ArenaConfig,
+    ConfigError,
+    ListenError,
+    bounded_int,
+    check_cluster,
+    load_config,
+    setting_range,
+)
 from server.games import GAMES
 from server.league import GameResult, format_tables
 from server.play import PlayError, PlayOptions, play
-from server.records import Records, backend_for, is_postgres, recording
+from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
-from server.replay import DamagedRecord, TurnRange, replay_text
+from server.replay import DamagedRecord, TurnRange
 from server.tcp import TcpServer
 from server.tournament import (
     Stopped,
@@ -31,8 +51,8 @@ from server.tournament import (
 from server.tournament_queue import (
     CLAIM_TIMEOUT_MS,
     MIN_CLAIM_TIMEOUT_MS,
+    QueueLink,
     Worker,
-    connect,
     local_workers,
     run_queued,
 )
@@ -42,10 +62,73 @@ from visor.metrics import Metrics
 
 DEFAULT_CONFIG = Path("config.json")
 LOG_FORMAT = "%(asctime)s %(name)s %(message)s"
+INTEGER = re.compile(r"[+-]?[0-9]+")
+MAX_SEED = 2**53 - 1  # a seed a page's JavaScript reads back exactly
+MAX_LOCAL_WORKERS = 256
+MAX_VALIDATE_GAMES = 1000
+MAX_CLAIM_TIMEOUT_MS = 24 * 3_600_000
+
+
+class Parser(argparse.ArgumentParser):
+    """A bad value for an argument is said in one line, naming the argument; a missing or
+    unknown argument also shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument "):  # argparse's words for one argument's value
+            self.exit(2, f"{self.prog}: {message}\n")
+        super().error(message)
+
+
+def int_flag(low: int, high: int) -> Callable[[str], int]:
+    """An integer from ``low`` to ``high``, in the config file's words when it is not."""
+
+    def parse(text: str) -> int:
+        try:
+            return bounded_int(int(text) if INTEGER.fullmatch(text) else text, low, high)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def setting_flag(field: str) -> Callable[[str], int]:
+    """A flag that sets (or stands for) an integer setting: the config file's range."""
+    return int_flag(*setting_range(field))
+
+
+def writable_file(text: str) -> Path:
+    """A file a command writes: in a folder that exists (a flag never creates one)."""
+    path = Path(text)
+    folder = path.parent
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"there is no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"{text} cannot be written")
+    return path
+
+
+def records_to_write(text: str) -> str:
+    """Records a command writes: a postgresql:// URL, or an SQLite file as ``writable_file``."""
+    if not is_postgres(text):
+        writable_file(text)
+    return text
+
+
+def turn_range(text: str) -> TurnRange:
+    try:
+        return TurnRange.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tavern", description=__doc__)
+    parser = Parser(
+        prog="tavern",
+        description="Dwarven Tavern Arena: run the arena, play bots against each other, "
+        "check a bot, run tournaments, replay recorded games.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the arena: bots on TCP, the visor on HTTP")
     serve.add_argument(
@@ -54,8 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="settings file (default: ./config.json if present, else built-in defaults)",
     )
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="TCP port for bots (default 9000)")
-    serve.add_argument("--http-port", type=int, help="HTTP port for the visor (default 8080)")
+    serve.add_argument("--port", type=setting_flag("port"), help="TCP port for bots (default 9000)")
+    serve.add_argument(
+        "--http-port", type=setting_flag("http_port"), help="HTTP port for the visor (default 8080)"
+    )
     serve.add_argument(
         "--redis",
         metavar="URL",
@@ -78,7 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tournament.add_argument("--config", type=Path, help="settings file naming the database")
     tournament.add_argument(
-        "--database", help="records: a file or a postgresql:// URL (overrides the config)"
+        "--database",
+        type=records_to_write,
+        help="records: a file or a postgresql:// URL (overrides the config)",
     )
     tournament.add_argument("--schedule", action="store_true", help="print the games and stop")
     tournament.add_argument(
@@ -86,25 +173,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tournament.add_argument(
         "--workers",
-        type=int,
+        type=int_flag(0, MAX_LOCAL_WORKERS),
         help="with redis: also start this many workers here (0: play every game here, unqueued)",
     )
     tournament.add_argument(
-        "--log", type=Path, help="the arena's log (default: beside the records)"
+        "--log", type=writable_file, help="the arena's log (default: beside the records)"
     )
     worker = commands.add_parser(
         "worker", help="play queued tournament games (needs redis, and the tournament's database)"
     )
     worker.add_argument("--config", type=Path, help="settings file naming database and redis")
-    worker.add_argument("--database", help="records: a file or a postgresql:// URL")
+    worker.add_argument(
+        "--database", type=records_to_write, help="records: a file or a postgresql:// URL"
+    )
     worker.add_argument("--redis", help="the Redis the tournaments queue their games on")
     worker.add_argument(
         "--claim-timeout-ms",
-        type=int,
+        type=int_flag(MIN_CLAIM_TIMEOUT_MS, MAX_CLAIM_TIMEOUT_MS),
         default=CLAIM_TIMEOUT_MS,
-        help="take over a game another worker has not kept claimed for this long",
+        help="take over a game another worker has not kept claimed for this long (a worker "
+        "claims its game again every third of it)",
     )
-    worker.add_argument("--log", type=Path, help="write the log here instead of on stderr")
+    worker.add_argument("--log", type=writable_file, help="write the log here instead of on stderr")
     validate = commands.add_parser(
         "validate", help="play a bot against the house players and check that it plays legally"
     )
@@ -112,8 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--side", required=True, help="the seat the bot plays (dwarf, troll, team1...)"
     )
-    validate.add_argument("--games", type=int, default=1, help="games against each house player")
-    validate.add_argument("--turn-timeout-ms", type=int, default=5000)
+    validate.add_argument(
+        "--games",
+        type=int_flag(1, MAX_VALIDATE_GAMES),
+        default=1,
+        help="games against each house player",
+    )
+    validate.add_argument("--turn-timeout-ms", type=setting_flag("turn_timeout_ms"), default=5000)
     validate.add_argument(
         "bot_command", metavar="command", nargs=argparse.REMAINDER, help="-- then the bot's command"
     )
@@ -126,14 +221,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument("game", choices=sorted(GAMES))
     play.add_argument("commands", nargs=2, metavar="COMMAND", help="a bot's command, quoted")
-    play.add_argument("--seed", type=int, help="the game's seed (default: a random one)")
-    play.add_argument("--turns", type=int, help="end the game on points after this many turns")
-    play.add_argument("--output", type=Path, help="write the game here as JSON lines")
+    play.add_argument(
+        "--seed", type=int_flag(0, MAX_SEED), help="the game's seed (default: a random one)"
+    )
+    play.add_argument(
+        "--turns",
+        type=setting_flag("turn_limit"),
+        help="end the game on points after this many turns",
+    )
+    play.add_argument("--output", type=writable_file, help="write the game here as JSON lines")
     play.add_argument(
         "--open", action="store_true", help="open the game in the browser; serve until Ctrl-C"
     )
     play.add_argument("--config", type=Path, help="settings file (time limits, board)")
-    play.add_argument("--database", type=Path, help="keep the game's record in this file")
+    play.add_argument("--database", type=writable_file, help="keep the game's record in this file")
     replay = commands.add_parser("replay", help="print a recorded game turn by turn")
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
@@ -141,7 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--database", help="records: a file or a postgresql:// URL (overrides the config)"
     )
     replay.add_argument(
-        "--turns", metavar="A-B", help="show only these turns: A-B, A- (to the end), -B or N"
+        "--turns",
+        metavar="A-B",
+        type=turn_range,
+        help="show only these turns: A-B, A- (to the end), -B or N",
     )
     records = commands.add_parser("records", help="manage the records")
     records_commands = records.add_subparsers(dest="records_command", required=True)
@@ -149,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
         "copy", help="copy every record from one database to another (SQLite file or PostgreSQL)"
     )
     copy.add_argument("source", metavar="FROM", help="an SQLite file or a postgresql:// URL")
-    copy.add_argument("target", metavar="TO", help="an SQLite file or a postgresql:// URL")
+    copy.add_argument(
+        "target",
+        metavar="TO",
+        type=records_to_write,
+        help="an SQLite file or a postgresql:// URL",
+    )
     return parser
 
 
@@ -277,30 +386,26 @@ def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None
     if not redis_url:
         print("tavern: a worker needs redis (in the config, or --redis URL)", file=sys.stderr)
         return 2
-    if claim_timeout_ms < MIN_CLAIM_TIMEOUT_MS:
-        print(
-            f"tavern: --claim-timeout-ms must be at least {MIN_CLAIM_TIMEOUT_MS}: a worker "
-            "claims its game again every third of it",
-            file=sys.stderr,
-        )
-        return 2
     if log_file is not None:
         log_to(log_file)
 
     async def work() -> None:
         records = Records(config.database)
         await asyncio.to_thread(records.open)
-        client = connect(redis_url)
+        link = QueueLink(redis_url)
         try:
-            worker = Worker(config, records, client, claim_timeout_ms)
-            print(f"tavern: worker {worker.name} takes games from {config.redis}", flush=True)
+            worker = Worker(config, records, link, claim_timeout_ms)
+            print(f"tavern: worker {worker.name} takes games from {link.where}", flush=True)
             await worker.run()
         finally:
-            await client.aclose()
+            await link.close()
             await asyncio.to_thread(records.close)
 
     try:
         asyncio.run(until_signalled(work()))
+    except TournamentError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
     except Stopped as stopped:
         print("tavern: worker stopped; its game in progress is kept unfinished", file=sys.stderr)
         return stopped.code
@@ -322,18 +427,13 @@ def validate_bot(game: str, side: str, command: list[str], games: int, turn_time
     for verdict in verdicts:
         mark = "ok  " if verdict.ok else "FAIL"
         print(f"{mark} {verdict.game_id} against {verdict.opponent}: {verdict.summary}")
+        print(verdict.said, end="")
     valid = all(verdict.ok for verdict in verdicts)
     print("valid: every game finished with legal moves in time" if valid else "not valid")
     return 0 if valid else 1
 
 
 def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
-    if args.turns is not None and args.turns < 1:
-        print("tavern: --turns must be at least 1", file=sys.stderr)
-        return 2
-    if args.seed is not None and not 0 <= args.seed < 2**53:
-        print("tavern: --seed must be an integer from 0 to 2^53-1", file=sys.stderr)
-        return 2
     logging.getLogger().setLevel(logging.WARNING)  # the board is the output
     options = PlayOptions(
         game=args.game,
@@ -355,12 +455,7 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0 if finished is not None else 1
 
 
-def print_replay(database: str, game_id: str, turns_option: str | None) -> int:
-    try:
-        turns = None if turns_option is None else TurnRange.parse(turns_option)
-    except ValueError as error:
-        print(f"tavern: --turns: {error}", file=sys.stderr)
-        return 2
+def print_replay(database: str, game_id: str, turns: TurnRange | None) -> int:
     if not is_postgres(database) and not Path(database).exists():
         print(f"tavern: no records file at {database}", file=sys.stderr)
         return 1
@@ -371,6 +466,14 @@ def print_replay(database: str, game_id: str, turns_option: str | None) -> int:
         if record is None:
             print(f"tavern: no recorded game {game_id!r} in {database}", file=sys.stderr)
             return 1
+        played = len(record["turns"])
+        if turns is not None and turns.first > played:
+            print(
+                f"tavern: --turns: game {game_id} has {played} turns; there is no turn "
+                f"{turns.first}",
+                file=sys.stderr,
+            )
+            return 2
         for block in replay_text(record, turns):
             print(block)
     except DamagedRecord as error:
@@ -428,6 +531,14 @@ async def serve(config: ArenaConfig) -> None:
             print("tavern: shutting down", flush=True)
 
 
+def first_of(group: BaseExceptionGroup[Exception]) -> BaseException:
+    """The first error of a group, however deep (task groups nest)."""
+    error: BaseException = group.exceptions[0]
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
@@ -436,6 +547,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
+    try:
+        return run_command(args, config)
+    except RecordsUnavailable as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+
+
+def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
+    """The command the command line names, with its settings."""
     if args.command == "records":
         return copy_command(args.source, args.target)
     if args.command == "replay":
@@ -463,6 +583,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(serve(config))
     except* ListenError as refused:  # raised inside the arena's task group, so in a group
-        print(f"tavern: {refused.exceptions[0]}", file=sys.stderr)
+        print(f"tavern: {first_of(refused)}", file=sys.stderr)
+        status = 2
+    except* RecordsUnavailable as unavailable:
+        print(f"tavern: {first_of(unavailable)}", file=sys.stderr)
+        status = 1
+    except* RedisRefused as redis_refused:
+        print(f"tavern: {first_of(redis_refused)}", file=sys.stderr)
         status = 2
     return status

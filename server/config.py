@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +39,13 @@ class ListenError(Exception):
     """A port the arena was configured with cannot be listened on (most often: it is in use)."""
 
     def __init__(self, what: str, host: str, port: int, error: OSError, change: str) -> None:
-        problem = os.strerror(error.errno) if error.errno else str(error)
+        if isinstance(error, socket.gaierror):  # the host, not the port, is the problem
+            problem = f"no address {host!r} here ({error.strerror})"
+            change = '--host H (or "host" in config.json)'
+        else:
+            problem = os.strerror(error.errno) if error.errno else str(error)
         super().__init__(
-            f"cannot listen for {what} on {host}:{port}: {problem}; "
-            f"choose another port with {change}"
+            f"cannot listen for {what} on {host}:{port}: {problem}; choose another with {change}"
         )
 
 
@@ -81,9 +85,12 @@ class ArenaConfig:
     database: str = "data/arena.db"
     first_turn_timeout_ms: int = 30_000
     max_connections: int = 10_000
-    max_connections_per_address: int = 4_096
+    max_connections_per_address: int = 1_000
     max_simulations_per_connection: int = 100
-    idle_timeout_ms: int = 300_000
+    idle_timeout_ms: int = 60_000
+    # What one connection may cost (server.meter): past it, it is read more slowly.
+    max_input_bytes_per_second: int = 1_048_576
+    max_errors_per_second: int = 20
     max_send_buffer_bytes: int = 1_048_576
     reconnect_grace_ms: int = 10_000
     thud_api_port: int = 0  # also serve the Thud HTTP API here (0: only on httpPort)
@@ -135,6 +142,8 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxConnectionsPerAddress": ("max_connections_per_address", 1, 1_000_000),
     "maxSimulationsPerConnection": ("max_simulations_per_connection", 1, 1_000_000),
     "idleTimeoutMs": ("idle_timeout_ms", 1, 24 * 3_600_000),
+    "maxInputBytesPerSecond": ("max_input_bytes_per_second", 1024, 1 << 30),
+    "maxErrorsPerSecond": ("max_errors_per_second", 1, 1_000_000),
     "maxSendBufferBytes": ("max_send_buffer_bytes", 4096, 1 << 30),
     "reconnectGraceMs": ("reconnect_grace_ms", 0, 3_600_000),
     "thudApiPort": ("thud_api_port", 0, 65535),
@@ -218,12 +227,30 @@ def check_cluster(config: ArenaConfig) -> None:
         )
 
 
-def _int_in_range(key: str, value: object, low: int, high: int) -> int:
+def setting_range(field: str) -> tuple[int, int]:
+    """The values an integer setting may take, by its field name: a command-line flag that
+    sets it is held to the config file's range."""
+    for name, low, high in _INT_KEYS.values():
+        if name == field:
+            return low, high
+    raise KeyError(field)
+
+
+def bounded_int(value: object, low: int, high: int) -> int:
+    """``value`` if it is an integer from ``low`` to ``high``, else ``ValueError`` saying what
+    is wrong, in the words the config file's checks and the command line's flags share."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"key {key!r}: must be an integer, got {value!r}")
+        raise ValueError(f"must be an integer, got {value!r}")
     if not low <= value <= high:
-        raise ConfigError(f"key {key!r}: must be between {low} and {high}, got {value}")
+        raise ValueError(f"must be between {low} and {high}, got {value}")
     return value
+
+
+def _int_in_range(key: str, value: object, low: int, high: int) -> int:
+    try:
+        return bounded_int(value, low, high)
+    except ValueError as error:
+        raise ConfigError(f"key {key!r}: {error}") from None
 
 
 def _point(key: str, value: object, config: ArenaConfig) -> Point:

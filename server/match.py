@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import orjson
 
 from server.games.base import (
+    INVALID_TURN,
     ActionRejected,
     AnyCodec,
     JoinRejected,
@@ -47,6 +48,32 @@ PLAYER_DISCONNECTED = "Player disconnected"
 TOO_MANY_TIMEOUTS = "Too many timeouts"
 TURN_TIMEOUT = "Turn timeout"
 SERVER_ERROR = "Server error"
+STALE_TURN = "Stale turn"
+
+
+def check_answered_turn(message: JsonObject, current: int) -> None:
+    """Raise ``ActionRejected`` unless a ``player-turn`` answers the turn being played.
+
+    A reply names the turn it answers in ``turn`` (the number its ``turn`` message carried): one
+    for an earlier turn is a late answer, and playing it as the current turn would play orders
+    meant for another position. A reply without ``turn`` answers the current turn, as with the
+    original server, whose bots never send it.
+    """
+    if "turn" not in message:
+        return
+    answered = message["turn"]
+    if not isinstance(answered, int) or isinstance(answered, bool):
+        raise ActionRejected(
+            INVALID_TURN, '"turn" must be the number of the turn this reply answers'
+        )
+    if answered < current:
+        raise ActionRejected(
+            STALE_TURN, f"this reply answers turn {answered}; turn {current} is being played"
+        )
+    if answered > current:
+        raise ActionRejected(
+            INVALID_TURN, f"turn {answered} has not been sent yet; turn {current} is being played"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,16 +512,6 @@ class Match:
     def is_empty(self) -> bool:
         return all(seat is None for seat in self.seats)
 
-    def can_seat(self, fields: JsonObject) -> bool:
-        """Whether a join request would find a seat here now."""
-        if self.status is not Status.WAITING or self.is_full():
-            return False
-        try:
-            self.codec.choose_seat(self.free_seats(), fields)
-        except JoinRejected:
-            return False
-        return True
-
     # --- seats ---------------------------------------------------------------------------------
     def seat(self, channel: SeatChannel, request: SeatRequest) -> int:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
@@ -633,7 +650,8 @@ class Match:
     # --- turns ---------------------------------------------------------------------------------
     def submit(self, seat: int, message: JsonObject, channel: SeatChannel) -> TurnResult | None:
         """A seat's ``player-turn``: the turn it played, or ``None`` if it was refused (the
-        seat was told why, and nothing changed).
+        seat was told why, and nothing changed). The turn being played is ``turn_count + 1``,
+        the number the last ``turn`` message carried.
 
         Only the seat's current channel acts for it: after a rejoin, the old one cannot.
         """
@@ -647,10 +665,11 @@ class Match:
         if self.status is Status.FINISHED or self._over.is_set():
             channel.send(SeatMessage(error_message("Game over", "this game has ended")))
             return None
-        if seat != self._awaited:
-            self._reject(occupant, ActionRejected("Not your turn", "wait for a turn message"))
-            return None
         try:
+            # A late reply is stale whoever is on move now: it must never become a next move.
+            check_answered_turn(message, self.turn_count + 1)
+            if seat != self._awaited:
+                raise ActionRejected("Not your turn", "wait for a turn message")
             action = self.rules.check(self.state, seat, self.codec.candidate(message))
         except ActionRejected as rejected:
             self._reject(occupant, rejected)

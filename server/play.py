@@ -26,13 +26,13 @@ from typing import IO
 import orjson
 
 from server.arena import Arena
+from server.commentary import board_text, result_text, turn_text
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject
 from server.league import crashed
 from server.match import GameFinished, GameStarted, MatchOptions, TurnPlayed, Update
 from server.records import recording
-from server.replay import board_text, result_text, turn_text
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament import (
@@ -41,8 +41,9 @@ from server.tournament import (
     Entrant,
     Limits,
     check_placeholders,
-    check_programs,
     finish_bot,
+    program_problem,
+    quoted_stderr,
     seat_bot,
 )
 from visor import app as visor
@@ -78,9 +79,12 @@ def entrants(options: PlayOptions) -> list[Entrant]:
             raise PlayError(f"{name}'s command: {error}") from error
         if not parts:
             raise PlayError(f"{name}'s command is empty")
-        check_placeholders(parts, f"{name} ")
-        bots.append(Entrant(name, parts, (seat_names[seat],), Path.cwd()))
-    check_programs(bots, options.game)
+        check_placeholders(parts, f"{name}'s command")
+        bot = Entrant(name, parts, (seat_names[seat],), Path.cwd())
+        problem = program_problem(bot, options.game)
+        if problem is not None:
+            raise PlayError(f"{name}: {problem}")
+        bots.append(bot)
     return bots
 
 
@@ -98,6 +102,7 @@ class Commentator:
         self.live = out.isatty()
         self.match_id: str | None = None
         self.nicks: list[str] = []
+        self.last_seat: int | None = None  # the seat that played the last turn
         self.finished: GameFinished | None = None
         self._header = ""
         self._last_drawn = 0.0
@@ -140,6 +145,7 @@ class Commentator:
 
     def _turn(self, update: TurnPlayed) -> None:
         result = update.result
+        self.last_seat = result.seat
         text = turn_text(
             self.codec,
             result.number,
@@ -170,7 +176,7 @@ class Commentator:
         finished = self.finished
         if finished is None:
             return "stopped: no result"
-        return result_text(self.codec, self.nicks, finished.view.result())
+        return result_text(self.codec, self.nicks, finished.view.result(), self.last_seat)
 
     def _draw(self, text: str) -> None:
         if self.closed:
@@ -294,10 +300,10 @@ async def play(
 
 
 def _stderr_summary(bot: BotProcess) -> str:
-    """How a bot ended when that was not the game's end, with the last lines it wrote."""
+    """How a bot ended when that was not the game's end, with what it wrote on stderr."""
     exit_text = bot.exit_text()
     if not crashed(exit_text):
         return ""
-    tail = bot.stderr_tail().strip().splitlines()[-5:]
-    text = f"{bot.entrant.name} ({bot.entrant.command[0]}): {exit_text}\n"
-    return text + "".join(f"  | {line}\n" for line in tail)
+    return f"{bot.entrant.name} ({bot.entrant.command[0]}): {exit_text}\n" + quoted_stderr(
+        bot.stderr_tail()
+    )

@@ -7,7 +7,10 @@ scanning: parsing what is buffered either gives a message, or says where it went
 error at the very end of the buffer means the message is not complete yet; "content after
 document" means a whole message followed by the next one; anything else is garbage, dropped
 up to the broken message's first newline (or, with no newline yet, up to the next ``{``), so
-one bad message never costs the next one. A message that arrives in pieces is parsed only once
+one bad message never costs the next one. A stretch of garbage is reported once, however many
+pieces it breaks into, and a line that keeps breaking (``{{{{...``) is tried at only a few of its
+``{`` before the rest of it is dropped unread: garbage costs the reader, and the peer's answers,
+a bounded amount per line. A message that arrives in pieces is parsed only once
 its nesting is back at the top level, which the reader follows as the pieces come, skipping
 strings with a regular expression and counting brackets with ``bytes.count``: Python does
 almost nothing per byte, however a peer frames its bytes.
@@ -64,6 +67,7 @@ _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"{}[]")))
 _OPEN_OBJECT = ord("{")
 _QUOTE = ord('"')
 MAX_DEPTH = 1024  # orjson's limit of nesting
+MAX_RESYNCS = 16  # starts tried within one line of garbage before the rest of the line is dropped
 _AFTER_DOCUMENT = "unexpected content after document"
 _NOT_UTF8 = "str is not valid UTF-8"
 
@@ -80,11 +84,23 @@ class MessageReader:
         self._depth = 0
         self._in_string = False
         self._checked = 0  # the buffer's length when it was last parsed and found incomplete
+        # Garbage: reported once per stretch (until a newline or a good message), and retried at
+        # a bounded number of starts; past them, input is dropped up to the next newline.
+        self._reported = False
+        self._resyncs = 0
+        self._to_newline = False
 
     def feed(self, data: bytes) -> list[ReaderEvent]:
         """Consume a chunk as received; return what it completed."""
         if self._closed:
             return []
+        if self._to_newline:
+            newline = data.find(b"\n")
+            if newline < 0:
+                return []
+            data = data[newline + 1 :]
+            self._to_newline = False
+            self._line_ended()
         if not self._buffer:
             # The common case: the chunk is exactly one message, terminated or not.
             try:
@@ -95,11 +111,15 @@ class MessageReader:
                 if len(data) <= self.max_message_bytes or len(data.strip()) <= (
                     self.max_message_bytes
                 ):
-                    return [_to_event(value)]
+                    events: list[ReaderEvent] = []
+                    self._value(events, value)
+                    if b"\n" in data:
+                        self._line_ended()
+                    return events
         self._buffer += data
         if not self._may_be_ready(b"\n" in data):
             return []
-        events: list[ReaderEvent] = []
+        events = []
         self._drain(events)
         self._tracked, self._depth, self._in_string = 0, 0, False
         if self._buffer:  # the start of the next message: follow its nesting from here on
@@ -115,6 +135,8 @@ class MessageReader:
         buffer = self._buffer
         first = _NOT_WHITESPACE.search(buffer)
         if first is None:  # whitespace between messages is dropped, never kept
+            if b"\n" in buffer:
+                self._line_ended()
             buffer.clear()
             self._tracked = 0
             return False
@@ -176,11 +198,15 @@ class MessageReader:
         while start < end:
             found = _NOT_WHITESPACE.search(buffer, start)
             if found is None:
+                if buffer.find(b"\n", start) >= 0:
+                    self._line_ended()
                 start = end
                 break
+            if buffer.find(b"\n", start, found.start()) >= 0:
+                self._line_ended()
             start = found.start()
             if buffer[start] != _OPEN_OBJECT:
-                events.append(InvalidMessage("not a JSON object (unexpected byte at offset 0)"))
+                self._garbage(events, "not a JSON object (unexpected byte at offset 0)")
                 start = self._resync(start, start)
                 continue
             outcome = self._parse(start, end)
@@ -188,13 +214,13 @@ class MessageReader:
                 break
             value, stop = outcome
             if isinstance(value, InvalidMessage):
-                events.append(value)
+                self._garbage(events, value.reason)
                 start = self._resync(start, stop)
                 continue
             if _length(buffer, start, stop) > self.max_message_bytes:
                 self._close(events)
                 return
-            events.append(_to_event(value))
+            self._value(events, value)
             start = stop
         del buffer[:start]
         if len(buffer) > self.max_message_bytes:
@@ -237,17 +263,42 @@ class MessageReader:
             return None  # the rest of the character has not arrived
         return InvalidMessage(f"not valid JSON: {_NOT_UTF8} (at offset {bad})"), start + bad
 
+    def _value(self, events: list[ReaderEvent], value: object) -> None:
+        """A whole JSON value: a message, or garbage if it is not one."""
+        event = _to_event(value)
+        if isinstance(event, Message):
+            events.append(event)
+            self._line_ended()
+        else:
+            self._garbage(events, event.reason)
+
+    def _line_ended(self) -> None:
+        """A newline or a good message ends a stretch of garbage: the next one is reported."""
+        self._reported, self._resyncs = False, 0
+
+    def _garbage(self, events: list[ReaderEvent], reason: str) -> None:
+        """Report garbage, once per stretch of it."""
+        if not self._reported:
+            self._reported = True
+            events.append(InvalidMessage(reason))
+
     def _resync(self, start: int, error_at: int) -> int:
         """Where to look for the next message after garbage starting at ``start``: past the
         broken line's first newline (a raw newline cannot be inside a JSON string, so it ends
         the broken line even when the error was only noticed on a later one), or, with no
-        newline yet, at the next ``{`` after the error."""
+        newline yet, at the next ``{`` after the error, a few times; after that, the rest of
+        the line is dropped as it comes."""
         buffer = self._buffer
         newline = buffer.find(b"\n", start)
         if newline >= 0:
+            self._line_ended()
             return newline + 1
+        self._resyncs += 1
         brace = buffer.find(b"{", max(error_at, start + 1))
-        return brace if brace >= 0 else len(buffer)
+        if brace < 0 or self._resyncs > MAX_RESYNCS:
+            self._to_newline = self._resyncs > MAX_RESYNCS
+            return len(buffer)
+        return brace
 
     def _close(self, events: list[ReaderEvent]) -> None:
         self._closed = True

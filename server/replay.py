@@ -109,6 +109,30 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
     }
 
 
+def turns_to_wire(record: JsonObject, first: int, last: int) -> list[JsonObject]:
+    """Turns ``first`` to ``last`` of a record, as a live view's move list has them: each
+    turn's seat, whether the arena played it for a seat that did not answer, and its events,
+    as the live ``turn`` messages carry them (the positions are left out: the page has the
+    current one). Every turn before ``first`` is replayed too, as a position needs them all."""
+    game = game_of(record)
+    positions = frames(record)
+    next(positions)  # the start: no turn
+    wire = []
+    for turn, frame in zip(record["turns"], positions, strict=True):
+        if frame.turn > last:
+            break
+        if frame.turn >= first:
+            wire.append(
+                {
+                    "turn": frame.turn,
+                    "seat": turn["seat"],
+                    "timedOut": turn["timedOut"],
+                    "events": game.events_to_wire(frame.events),
+                }
+            )
+    return wire
+
+
 @dataclass(frozen=True, slots=True)
 class TurnRange:
     """The turns to show, both ends included (0 is the start position); ``last`` ``None``: to
@@ -132,82 +156,3 @@ class TurnRange:
 
     def __contains__(self, turn: int) -> bool:
         return self.first <= turn and (self.last is None or turn <= self.last)
-
-
-def board_text(game: AnyCodec, state: Any) -> str:
-    """The board with its column numbers above and its row numbers on the left."""
-    width, height = game.board_size()
-    margin = " " * (len(str(height - 1)) + 1)
-    lines = []
-    if width > 10:
-        lines.append(margin + "".join(str(x // 10) if x >= 10 else " " for x in range(width)))
-    lines.append(margin + "".join(str(x % 10) for x in range(width)))
-    for y, row in enumerate(game.render_text(state).split("\n")):
-        lines.append(f"{y:>{len(margin) - 1}} {row}")
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def turn_text(
-    game: AnyCodec,
-    number: int,
-    seat: int,
-    nick: str,
-    timed_out: bool,
-    events: Sequence[Any],
-    state: Any,
-) -> str:
-    """One turn: who played it, the score after it, what happened, and the board."""
-    scores = ", ".join(f"{name} {value}" for name, value in game.scores(state).items())
-    heading = f"turn {number}: {game.seat_names[seat]} ({nick})"
-    if timed_out:
-        heading += ", timed out"
-    lines = [f"{heading}   [{scores}]"]
-    said = game.events_text(events)
-    lines += [f"  {line}" for line in said] if said else ["  passes"]
-    lines.append(board_text(game, state))
-    return "\n".join(lines)
-
-
-def result_text(game: AnyCodec, nicks: Sequence[str], result: JsonObject | None) -> str:
-    """How the game ended, in words: ``team1 (Dummy) wins 3 to 1: Points to win reached``."""
-    if result is None:
-        return "unfinished: no result"
-    score = result.get("score")
-    values = list(score.values()) if isinstance(score, dict) else None
-    winner = result.get("winner")
-    if winner is None:
-        at = f" at {values[0]} to {values[1]}" if values else ""
-        return f"a draw{at}: {result['reason']}"
-    seat = list(game.seat_names).index(winner)
-    by = f" {values[seat]} to {values[1 - seat]}" if values else ""
-    return f"{winner} ({nicks[seat]}) wins{by}: {result['reason']}"
-
-
-def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[str]:
-    """The game turn by turn as text: a header and the legend, then each turn (of ``turns``,
-    all by default) with its board, then the result in words."""
-    game = game_of(record)
-    turns = TurnRange() if turns is None else turns
-    nicks = [p["nick"] for p in record["players"]]
-    players = " against ".join(f"{p['seat']} ({p['nick']})" for p in record["players"])
-    yield f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
-    for frame in frames(record):
-        if frame.seat is None:
-            yield "\n".join(game.legend_text(frame.state))
-            if 0 in turns:
-                yield f"\nstart\n{board_text(game, frame.state)}"
-        elif frame.turn in turns:
-            timed_out = record["turns"][frame.turn - 1]["timedOut"]
-            text = turn_text(
-                game,
-                frame.turn,
-                frame.seat,
-                nicks[frame.seat],
-                timed_out,
-                frame.events,
-                frame.state,
-            )
-            yield f"\n{text}"
-        elif turns.last is not None and frame.turn > turns.last:
-            break
-    yield f"\n{result_text(game, nicks, record['result'])}"

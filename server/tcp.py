@@ -30,6 +30,7 @@ from server.config import ListenError
 from server.games import DEFAULT_GAME
 from server.games.base import JoinRejected, JsonObject
 from server.match import SERVER_ERROR, Match, MatchOptions, SeatMessage, SeatRequest
+from server.meter import InputMeter, MeterLimits
 from server.protocol import (
     INVALID_JSON,
     MESSAGE_TOO_LONG,
@@ -37,6 +38,7 @@ from server.protocol import (
     Message,
     MessageReader,
     MessageTooLong,
+    ReaderEvent,
     encode,
     error_message,
 )
@@ -52,6 +54,8 @@ CLOSE_WAIT_S = 2.0
 LISTEN_BACKLOG = 4096  # bursts of connections (a load test, a tournament) must not be refused
 SHUTTING_DOWN = "Server shutting down"
 WRONG_SIMULATION_ID = "Wrong simulation ID"
+TOO_MANY_CONNECTIONS = "Too many connections"
+ERROR_LINE = b'{"type":"error"'  # how every error line starts (server.protocol.error_message)
 
 
 class WriteBatch:
@@ -146,24 +150,49 @@ class TcpServer:
         self.connections: set[Connection] = set()
         self.write_batch = WriteBatch(WRITE_BATCH_S)
         self.unjoined_input = RoundBudget(UNJOINED_INPUT_PER_ROUND)
+        config = arena.config
+        self.meter_limits = MeterLimits(
+            bytes_per_s=config.max_input_bytes_per_second,
+            bytes_burst=max(config.max_input_bytes_per_second, 2 * config.max_message_bytes),
+            errors_per_s=config.max_errors_per_second,
+            errors_burst=2 * config.max_errors_per_second,
+        )
         self._per_address: Counter[str] = Counter()
+        # Connections that have not joined a game yet, oldest first (a dict as an ordered set).
+        self._unjoined: dict[Connection, None] = {}
         self._all_closed = asyncio.Event()
 
     def accepted(self, connection: Connection) -> None:
-        """A new connection: counted, or refused past the limits."""
+        """A new connection: counted, or refused past the limits. A full arena makes room by
+        closing the connection that has waited longest without joining a game, so that idle
+        connections, from however few addresses, never lock new bots out."""
         config = self.arena.config
-        if len(self.connections) >= config.max_connections:
-            connection.refuse("Too many connections", f"the arena takes {config.max_connections}")
+        full = len(self.connections) >= config.max_connections
+        if full and self._unjoined:  # its place is the newcomer's
+            oldest = next(iter(self._unjoined))
+            oldest.refuse(
+                TOO_MANY_CONNECTIONS, "the arena is full: the longest idle connection gives way"
+            )
+            full = False
+        if full:
+            connection.refuse(TOO_MANY_CONNECTIONS, f"the arena takes {config.max_connections}")
         elif self._per_address[connection.address] >= config.max_connections_per_address:
             connection.refuse(
-                "Too many connections",
+                TOO_MANY_CONNECTIONS,
                 f"at most {config.max_connections_per_address} from one address",
             )
+        else:
+            self._unjoined[connection] = None
         self.connections.add(connection)
         self._all_closed.clear()
         self._per_address[connection.address] += 1
 
+    def joined(self, connection: Connection) -> None:
+        """The connection has a game (or is closing): it no longer gives way to newcomers."""
+        self._unjoined.pop(connection, None)
+
     def disconnected(self, connection: Connection) -> None:
+        self.joined(connection)
         if connection in self.connections:
             self.connections.discard(connection)
             self._per_address[connection.address] -= 1
@@ -240,9 +269,12 @@ class Connection(asyncio.Protocol):
         self._last_read = 0.0
         self._received = 0
         self._pending = b""  # input waiting for its turn (the round budget, or a later round)
+        self._held: deque[ReaderEvent] = deque()  # read, not handled yet (see _handle_held)
+        self.meter = InputMeter(server.meter_limits, time.monotonic())
         self._join_deadline: asyncio.TimerHandle | None = None
         self._paced_write: asyncio.TimerHandle | None = None
         self._close_deadline: asyncio.TimerHandle | None = None
+        self._metered: asyncio.TimerHandle | None = None  # reading paused for the meter
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -270,20 +302,33 @@ class Connection(asyncio.Protocol):
         if exc is not None:
             log.info("connection %s: %s", self.peer, exc)
         self._closing = True
-        for timer in (self._join_deadline, self._paced_write, self._close_deadline):
+        for timer in (self._join_deadline, self._paced_write, self._close_deadline, self._metered):
             if timer is not None:
                 timer.cancel()
         self._outbox.clear()
         self._unsent.clear()
+        self._held.clear()
         self.server.disconnected(self)
 
     def _read_more(self) -> None:
         """Handle pending input, ``READ_CHUNK`` bytes a round: more waits for a later round, so
-        that a flooding peer gets its share and no more."""
+        that a flooding peer gets its share and no more; and no faster than its meter allows."""
         assert self.transport is not None
-        if self._closing or not self._pending:
+        if self._closing or self._metered is not None:
+            return
+        if self._held:
+            self._handle_held()
+        now = time.monotonic()
+        wait_s = self.meter.pause_s(now)
+        if wait_s > 0 and (self._held or self._pending):
+            # Past its budget: the peer is read again once it has paid it back.
+            self.transport.pause_reading()
+            self._metered = asyncio.get_running_loop().call_later(wait_s, self._meter_paid)
+            return
+        if not self._pending:
             return
         chunk, self._pending = self._pending[:READ_CHUNK], self._pending[READ_CHUNK:]
+        self.meter.received(len(chunk), now)
         self._received += len(chunk)
         if (
             not self.seat
@@ -294,9 +339,13 @@ class Connection(asyncio.Protocol):
             self.transport.pause_reading()
             return
         self._handle(chunk)
-        if self._pending and not self._closing:
+        if (self._pending or self._held) and not self._closing:
             self.transport.pause_reading()
             asyncio.get_running_loop().call_soon(self._resume, b"")
+
+    def _meter_paid(self) -> None:
+        self._metered = None
+        self._resume(b"")
 
     def _resume(self, chunk: bytes) -> None:
         """The chunk's turn has come (if any): handle it, then what is still pending."""
@@ -304,20 +353,26 @@ class Connection(asyncio.Protocol):
             return
         if chunk:
             self._handle(chunk)
-        if self._pending:
+        if self._pending or self._held:
             self._read_more()
-        if not self._pending and not self._closing:
+        if not self._pending and not self._held and not self._closing and self._metered is None:
             self.transport.resume_reading()
 
     def _handle(self, data: bytes) -> None:
-        """Act on what a chunk completed. The answers, errors included, are replies: they go
-        out at once, never paced like the messages a bot did not ask for."""
+        """Act on what a chunk completed."""
         self._last_read = time.monotonic()
+        self._held.extend(self.protocol.feed(data))
+        self._handle_held()
+
+    def _handle_held(self) -> None:
+        """Act on the messages read and not handled yet, in order, until the peer is past its
+        meter's budget. The answers, errors included, are replies: they go out at once, never
+        paced like the messages a bot did not ask for."""
         self._handling = True
+        held = self._held
         try:
-            for event in self.protocol.feed(data):
-                if self._closing:
-                    break
+            while held and not self._closing:
+                event = held.popleft()
                 if isinstance(event, Message):
                     try:
                         self.handle(event.payload)
@@ -328,6 +383,8 @@ class Connection(asyncio.Protocol):
                     self.error(INVALID_JSON, event.reason)
                 elif isinstance(event, MessageTooLong):
                     self.refuse(MESSAGE_TOO_LONG, f"messages are limited to {event.limit} bytes")
+                if held and self.meter.pause_s(time.monotonic()) > 0:
+                    break  # the rest waits until the peer is back within its budget
         finally:
             self._handling = False
 
@@ -342,6 +399,7 @@ class Connection(asyncio.Protocol):
 
     # --- RemotePeer (a seat on another node) --------------------------------------------------
     def remote_seated(self) -> None:
+        self.server.joined(self)
         if self._join_deadline is not None:
             self._join_deadline.cancel()
             self._join_deadline = None
@@ -379,6 +437,8 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if self._closing or transport is None or transport.is_closing():
             return
+        if data.startswith(ERROR_LINE):  # the bot's mistakes are metered (see server.meter)
+            self.meter.erred(time.monotonic())
         buffered = self._outbox_bytes + self._unsent_bytes + transport.get_write_buffer_size()
         if buffered + len(data) > self._max_buffered:
             # The bot stopped reading: past the high-water mark it is dropped (and forfeits),
@@ -448,6 +508,7 @@ class Connection(asyncio.Protocol):
             return
         self._closing = True
         self._pending = b""
+        self.server.joined(self)
         if not self._outbox:
             self._close_when_written()
 
@@ -548,7 +609,12 @@ class Connection(asyncio.Protocol):
             return
         if not simulation_id and elsewhere is not None:
             game = message.get("game", DEFAULT_GAME) or DEFAULT_GAME
-            if game in self.arena.games and self.arena.waiting(game, message) is None:
+            try:
+                here = self.arena.waiting(game, message) if game in self.arena.games else None
+            except JoinRejected as rejected:
+                self.error(rejected.message, rejected.reason)
+                return
+            if game in self.arena.games and here is None:
                 # Nothing waits here: one waiting on another node, or else the one the nodes
                 # agree is opened for the random joins arriving at this moment.
                 self._random_join = message

@@ -41,6 +41,7 @@ from typing import IO, Any, TypeVar
 import orjson
 
 from server.arena import Arena
+from server.commentary import result_text
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import JsonObject, Outcome
@@ -52,6 +53,7 @@ from server.match import (
     MatchOptions,
     SeatMessage,
     SeatRequest,
+    TurnPlayed,
     Update,
 )
 from server.records import Recorder, Records
@@ -61,6 +63,9 @@ from server.tcp import TcpServer
 STDERR_KEPT = 20_000  # the last characters of a bot's stderr kept with the record
 STDERR_KEPT_BYTES = 4 * STDERR_KEPT  # enough bytes for that many characters of UTF-8
 STDERR_EOF_WAIT_S = 1.0  # after its bot is killed, how long its stderr may take to close
+QUOTED_LINES = 40  # at most this many of a bot's last stderr lines are shown to a person
+QUOTED_CHARS = 4000  # ... and at most this many characters of them
+QUOTED_LINE_CHARS = 500  # a longer line (minified code, a dump) is cut
 LEFT_GRACE_S = 1.0  # how long a bot that left its game may take to exit on its own
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
 KEYS = ("name", "game", "seed", "parallel", "swap_sides", "limits", "bots")
@@ -214,7 +219,7 @@ def _entrant(
         raise TournamentError(f"key '{prefix}command': must be a string or a list of strings")
     if not parts:
         raise TournamentError(f"key '{prefix}command': is empty")
-    check_placeholders(parts, prefix)
+    check_placeholders(parts, f"key '{prefix}command'")
     side = _get(raw, "side", str, "both", prefix)
     if side != "both" and side not in seat_names:
         raise TournamentError(f"key '{prefix}side': must be both or one of {', '.join(seat_names)}")
@@ -222,20 +227,21 @@ def _entrant(
     return Entrant(name, parts, sides, base)
 
 
-def check_placeholders(parts: Sequence[str], prefix: str) -> None:
-    """Every ``{name}`` in a command is a known placeholder; raises ``TournamentError``."""
+def check_placeholders(parts: Sequence[str], what: str) -> None:
+    """Every ``{name}`` in a command is a known placeholder; raises ``TournamentError`` naming
+    the command as ``what``."""
     blank = dict.fromkeys(PLACEHOLDERS, "")
     for part in parts:
         try:
             part.format(**blank)
         except KeyError as error:
             raise TournamentError(
-                f"key '{prefix}command': unknown placeholder {{{error.args[0]}}} (the known ones "
+                f"{what}: unknown placeholder {{{error.args[0]}}} (the known ones "
                 f"are {', '.join('{' + name + '}' for name in PLACEHOLDERS)})"
             ) from error
         except (ValueError, IndexError) as error:
             raise TournamentError(
-                f"key '{prefix}command': {error} in {part!r} (write {{{{ and }}}} for a brace)"
+                f"{what}: {error} in {part!r} (write {{{{ and }}}} for a brace)"
             ) from error
 
 
@@ -257,19 +263,25 @@ def check_programs(entrants: Sequence[Entrant], game: str) -> None:
     """Every bot's program must exist before the first game: a misspelled one would otherwise
     lose every game on time, with an error from deep inside the launcher."""
     for entrant in entrants:
-        command = [part.format(**placeholder_values(entrant, game)) for part in entrant.command]
-        program = command[0]
-        problem = None
-        if "/" in program:
-            path = entrant.cwd / program
-            if not path.is_file():
-                problem = f"there is no program {program!r} (in {entrant.cwd})"
-            elif not os.access(path, os.X_OK):
-                problem = f"the program {program!r} is not executable (in {entrant.cwd})"
-        elif shutil.which(program) is None:
-            problem = f"the program {program!r} is not on the PATH"
+        problem = program_problem(entrant, game)
         if problem is not None:
-            raise TournamentError(f"bot {entrant.name!r}: {problem}; its command: {command}")
+            raise TournamentError(f"bot {entrant.name!r}: {problem}")
+
+
+def program_problem(entrant: Entrant, game: str) -> str | None:
+    """What keeps a bot's program from running, named as its command names it (a placeholder
+    such as ``{python}`` is looked for as filled in)."""
+    written = entrant.command[0]
+    program = written.format(**placeholder_values(entrant, game))
+    if "/" in program:
+        path = entrant.cwd / program
+        if not path.is_file():
+            return f"there is no program {written} (in {entrant.cwd})"
+        if not os.access(path, os.X_OK):
+            return f"the program {written} is not executable (in {entrant.cwd})"
+    elif shutil.which(program) is None:
+        return f"the program {written} is not on the PATH"
+    return None
 
 
 def _client_command(file: str, name: str, game: str, base: Path, prefix: str) -> tuple[str, ...]:
@@ -421,10 +433,13 @@ class TournamentRunner:
         self.out = out
         self._running: set[BotProcess] = set()  # bots not yet stopped and recorded
         self._started: set[str] = set()  # the games that started (their seats are recorded)
+        self._last_seats: dict[str, int] = {}  # by game: the seat that played its last turn
 
     def _on_update(self, update: Update) -> None:
         if isinstance(update, GameStarted):
             self._started.add(update.view.match_id)
+        elif isinstance(update, TurnPlayed):
+            self._last_seats[update.result.match_id] = update.result.seat
 
     async def run(self) -> list[GameResult]:
         """Play every game not yet finished; returns the tournament's results.
@@ -520,12 +535,10 @@ class TournamentRunner:
                 await self._finish(bot)
             progress.running -= 1
             progress.done += 1
-            winner = (
-                "draw"
-                if outcome is None or outcome.winner is None
-                else pairing.bots[outcome.winner].name
-            )
-            progress.update(f"{pairing.key}: {winner}")
+            names = [entrant.name for entrant in pairing.bots]
+            result = None if finished is None else finished.view.result()
+            ended = result_text(match.codec, names, result, self._last_seats.pop(match.id, None))
+            progress.update(f"{pairing.key}: {ended}")
 
     async def _finish(self, bot: BotProcess) -> None:
         """Stop a bot and keep its stderr and how it ended with its game's record.
@@ -794,3 +807,36 @@ async def until_signalled(work: Coroutine[Any, Any, T]) -> T:
 
 def describe_schedule(pairings: Sequence[Pairing]) -> str:
     return "\n".join(f"{pairing.number:>4}  {pairing.key}" for pairing in pairings)
+
+
+def quoted_stderr(stderr: str) -> str:
+    """What a bot wrote on stderr, for a person reading how it ended: its last lines, each
+    quoted with ``  | ``, within ``QUOTED_LINES`` and ``QUOTED_CHARS``.
+
+    When the cut falls inside a stack trace, the line that began it is kept above a note of
+    what was left out: Node.js writes the error's message there, above its stack frames.
+    """
+    lines = [
+        line if len(line) <= QUOTED_LINE_CHARS else line[:QUOTED_LINE_CHARS] + " ..."
+        for line in stderr.rstrip().lstrip("\n").splitlines()
+    ]
+    first = len(lines)  # the first line shown
+    size = 0
+    while first > 0 and len(lines) - first < QUOTED_LINES:
+        size += len(lines[first - 1]) + 1
+        if size > QUOTED_CHARS:
+            break
+        first -= 1
+    shown = lines[first:]
+    if first > 0:
+        began = None
+        if shown[0][:1].isspace():  # the cut is inside a stack trace
+            began = next(
+                (i for i in reversed(range(first)) if lines[i] and not lines[i][0].isspace()),
+                None,
+            )
+        if began is not None:
+            shown = [lines[began], f"... ({first - 1} lines not shown)", *shown]
+        else:
+            shown = [f"... ({first} earlier lines not shown)", *shown]
+    return "".join(f"  | {line}".rstrip() + "\n" for line in shown)

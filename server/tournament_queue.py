@@ -22,6 +22,15 @@ that remains finds its owner gone and marks it ``unfinished`` (``server.records`
 The command that queued the games follows them in the database: it shows their progress across
 workers and, once every pairing has finished, prints the league as a local run would (same
 seeds, same pairings, so the same table for bots that play the same moves given a seed).
+
+Redis may go away and come back (``QueueLink``): the command and the workers wait for it, with
+a backoff, and say so in one line when it goes and one when it is back. A game being played
+then is played to its end and recorded; it is acknowledged once Redis is back. Redis may come
+back without the queue (restarted without its data, or from an older snapshot): the workers
+make the consumer group again, and the command, which sees that Redis restarted, queues again
+the games that are neither finished nor in the stream, once none of them has been played for
+a bot's start-up time (``REQUEUE_AFTER_S`` more): a game a worker took just before the restart
+is being played by then, and is not queued twice.
 """
 
 from __future__ import annotations
@@ -32,13 +41,14 @@ import dataclasses
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from server.config import ArenaConfig
+from server.config import ArenaConfig, without_password
 from server.league import GameResult
 from server.records import Records
 from server.tournament import (
@@ -56,6 +66,7 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STREAM = "tavern:tournament-games"
 GROUP = "workers"
@@ -63,6 +74,10 @@ CLAIM_TIMEOUT_MS = 60_000  # an entry idle this long belongs to a worker that is
 MIN_CLAIM_TIMEOUT_MS = 300
 READ_BLOCK_MS = 1_000  # how long a worker waits on the stream before it looks for lost games
 PROGRESS_S = 0.5  # how often the queuing command reads the progress from the records
+RETRY_FIRST_S = 0.1  # how long a call waits for Redis before it is made again, doubling...
+RETRY_MAX_S = 5.0  # ...up to this
+CHECK_REDIS_S = 1.0  # how often the queuing command asks whether Redis restarted
+REQUEUE_AFTER_S = 2.0  # beyond a bot's start-up: a game taken before a restart is played by then
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -124,12 +139,83 @@ def stop_if_cancelled() -> None:
         raise asyncio.CancelledError
 
 
-def connect(redis_url: str) -> aioredis.Redis:
-    """A client of the queue's Redis, imported only here: an arena without Redis never loads
-    the client."""
-    import redis.asyncio as aioredis  # noqa: PLC0415
+class QueueLink:
+    """The queue's Redis, as the workers and the queuing command use it. A call that finds
+    Redis away (stopped, restarting, out of reach) waits for it and is made again, with a
+    backoff up to ``RETRY_MAX_S``: one line says that Redis is away, one that it is back, never
+    one per try. A Redis that answers but refuses (a wrong password, a database it does not
+    have) is a ``TournamentError``, said as such. The client is imported only here: an arena
+    without Redis never loads it."""
 
-    return aioredis.from_url(redis_url)
+    def __init__(self, redis_url: str, say: Callable[[str], object] | None = None) -> None:
+        import redis.asyncio as aioredis  # noqa: PLC0415
+        from redis import exceptions  # noqa: PLC0415
+
+        self.client: aioredis.Redis = aioredis.from_url(redis_url)
+        self.where = without_password(redis_url)
+        self.say = say  # besides the log: where the line is shown (the command's progress)
+        self.away = False
+        self._refusals = (
+            exceptions.AuthenticationError,
+            exceptions.AuthorizationError,
+            exceptions.ResponseError,
+        )
+        self._away_errors = (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
+
+    async def call(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
+        """What ``operation`` answers, once Redis answers it."""
+        pause = RETRY_FIRST_S
+        while True:
+            stop_if_cancelled()
+            answered = await self._made(operation)
+            if answered is not None:
+                return answered[0]
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, RETRY_MAX_S)
+
+    async def attempt(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T | None:
+        """What ``operation`` answers, or None at once if Redis is away."""
+        answered = await self._made(operation)
+        return None if answered is None else answered[0]
+
+    async def _made(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> tuple[T] | None:
+        """``operation``'s answer, or None if Redis is away."""
+        try:
+            answer = await operation(self.client)
+        except self._refusals as error:
+            raise self._refused(error) from None
+        except self._away_errors as error:
+            await self._gone(error)
+            return None
+        self._back()
+        return (answer,)
+
+    def _refused(self, error: Exception) -> Exception:
+        """What to raise for a refusal: the queue lost with a restart is the caller's to
+        handle (``lost_group``), anything else stops the command."""
+        if lost_group(error):
+            return error
+        return TournamentError(f"Redis at {self.where} refused: {error}")
+
+    async def _gone(self, error: Exception) -> None:
+        # Every connection of the pool is dropped: after a restart each would fail once more.
+        await self.client.connection_pool.disconnect()
+        if not self.away:
+            self.away = True
+            self._tell(f"waiting for Redis at {self.where}: {error}; retrying")
+
+    def _back(self) -> None:
+        if self.away:
+            self.away = False
+            self._tell(f"Redis at {self.where} is back")
+
+    def _tell(self, line: str) -> None:
+        log.warning("%s", line)
+        if self.say is not None:
+            self.say(line)
+
+    async def close(self) -> None:
+        await self.client.aclose()
 
 
 async def ensure_group(client: aioredis.Redis) -> None:
@@ -143,6 +229,20 @@ async def ensure_group(client: aioredis.Redis) -> None:
             raise
 
 
+def lost_group(error: Exception) -> bool:
+    """Is ``error`` Redis saying that the stream or its group is not there (Redis restarted
+    without them)?"""
+    from redis.exceptions import ResponseError  # noqa: PLC0415
+
+    return isinstance(error, ResponseError) and str(error).startswith("NOGROUP")
+
+
+async def run_id(client: aioredis.Redis) -> str:
+    """The Redis server's run id: another one once it restarted."""
+    info: Any = await client.info("server")
+    return str(info["run_id"])
+
+
 # --- the command that queues a tournament --------------------------------------------------------
 async def run_queued(
     spec: TournamentSpec,
@@ -152,44 +252,133 @@ async def run_queued(
 ) -> list[GameResult]:
     """Queue the games not yet finished, follow them until every one has, return the results."""
     check_programs(spec.entrants, spec.game)
-    pairings = schedule(spec)
     records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
     await records.flush()
-    finished = await asyncio.to_thread(records.finished_pairings, spec.id)
-    todo = [pairing for pairing in pairings if pairing.key not in finished]
-    client = connect(redis_url)
+    link = QueueLink(redis_url, say=lambda line: out.write(f"tavern: {line}\n"))
     try:
-        await ensure_group(client)
-        # A run that resumes does not queue again the games still in the stream.
-        entries: Any = await client.xrange(STREAM)
-        queued = {(fields.get(b"tournament"), fields.get(b"number")) for _, fields in entries}
-        missing = [
-            pairing
-            for pairing in todo
-            if (spec.id.encode(), str(pairing.number).encode()) not in queued
-        ]
-        async with client.pipeline(transaction=False) as pipe:
-            for pairing in missing:
-                pipe.xadd(STREAM, QueuedGame.of(spec, pairing).fields())  # type: ignore[arg-type]
-            await pipe.execute()
-        progress = Progress(len(pairings), len(pairings) - len(todo), out)
-        note = f"{len(missing)} games queued"
-        if len(missing) < len(todo):
-            note += f", {len(todo) - len(missing)} still in the queue"
-        progress.update(note + (", resuming" if finished else ""))
-        while progress.done < progress.total:
-            stop_if_cancelled()
-            await asyncio.sleep(PROGRESS_S)
-            done = len(await asyncio.to_thread(records.finished_pairings, spec.id))
-            running = await asyncio.to_thread(records.playing, spec.id)
-            if (done, running) != (progress.done, progress.running):
-                progress.done, progress.running = done, running
-                progress.update(f"{running} being played by the workers")
+        queued = QueuedTournament(spec, records, link)
+        await queued.follow(out)
     finally:
-        await client.aclose()
+        await link.close()
     records.tournament_finished(spec.id)
     await records.flush()
     return await asyncio.to_thread(records.results, spec.id)
+
+
+class QueuedTournament:
+    """A tournament's games on the queue, as the command that queued them follows them."""
+
+    def __init__(self, spec: TournamentSpec, records: Records, link: QueueLink) -> None:
+        self.spec = spec
+        self.pairings = schedule(spec)
+        self.records = records
+        self.link = link
+        self.redis_run = ""  # the run id of the Redis server the games were queued on
+        # Games to queue again unless finished or played by then (after Redis restarted): by
+        # number, when (``time.monotonic``).
+        self.suspects: dict[int, float] = {}
+        self.grace_s = spec.limits.startup_ms / 1000 + REQUEUE_AFTER_S
+
+    async def follow(self, out: IO[str]) -> None:
+        """Queue the games not finished and not in the queue, then follow them to the end."""
+        finished, playing = await self._played()
+        missing, queued = await self.link.call(
+            lambda client: self._queue(client, finished, playing)
+        )
+        now = time.monotonic()
+        self.suspects = {p.number: now + self.grace_s for p in missing if p.key in playing}
+        total = len(self.pairings)
+        progress = Progress(total, len(finished), out)
+        self.link.say = progress.update
+        note = f"{queued} games queued"
+        if queued < total - len(finished):
+            note += f", {total - len(finished) - queued} still in the queue or being played"
+        progress.update(note + (", resuming" if finished else ""))
+        checked = now
+        while progress.done < progress.total:
+            stop_if_cancelled()
+            await asyncio.sleep(PROGRESS_S)
+            finished, playing = await self._played()
+            if (len(finished), len(playing)) != (progress.done, progress.running):
+                progress.done, progress.running = len(finished), len(playing)
+                progress.update(f"{len(playing)} being played by the workers")
+            now = time.monotonic()
+            if now - checked >= CHECK_REDIS_S:
+                checked = now
+                await self._check_redis(finished, progress)
+            await self._requeue(finished, playing, now, progress)
+
+    async def _played(self) -> tuple[set[str], set[str]]:
+        """The pairings finished, and those being played."""
+        finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
+        playing = await asyncio.to_thread(self.records.playing_pairings, self.spec.id)
+        return finished, playing
+
+    async def _queue(
+        self, client: aioredis.Redis, finished: set[str], playing: set[str]
+    ) -> tuple[list[Pairing], int]:
+        """Queue the games neither finished, nor in the queue, nor being played. Returns the
+        games neither finished nor in the queue, and how many of them were queued."""
+        self.redis_run = await run_id(client)
+        missing = await self._unqueued(client, finished)
+        return missing, await self._add(client, [p for p in missing if p.key not in playing])
+
+    async def _unqueued(self, client: aioredis.Redis, finished: set[str]) -> list[Pairing]:
+        """The games neither finished nor in the queue."""
+        entries: Any = await client.xrange(STREAM)
+        queued = {(fields.get(b"tournament"), fields.get(b"number")) for _, fields in entries}
+        tournament = self.spec.id.encode()
+        return [
+            pairing
+            for pairing in self.pairings
+            if pairing.key not in finished and (tournament, b"%d" % pairing.number) not in queued
+        ]
+
+    async def _add(self, client: aioredis.Redis, games: list[Pairing]) -> int:
+        await ensure_group(client)
+        async with client.pipeline(transaction=False) as pipe:
+            for pairing in games:
+                pipe.xadd(STREAM, QueuedGame.of(self.spec, pairing).fields())  # type: ignore[arg-type]
+            await pipe.execute()
+        return len(games)
+
+    async def _check_redis(self, finished: set[str], progress: Progress) -> None:
+        """Has Redis restarted since the games were queued? It may have lost them: each game
+        not finished and not in the queue is queued again unless played before long."""
+
+        async def restarted(client: aioredis.Redis) -> tuple[str, list[Pairing]] | None:
+            run = await run_id(client)
+            return None if run == self.redis_run else (run, await self._unqueued(client, finished))
+
+        found = await self.link.attempt(restarted)
+        if found is None:  # the same Redis, or none at the moment
+            return
+        self.redis_run, missing = found
+        later = time.monotonic() + self.grace_s
+        for pairing in missing:
+            self.suspects.setdefault(pairing.number, later)
+        if missing:
+            log.warning("Redis restarted without %d games of the queue", len(missing))
+            progress.update(f"Redis restarted: {len(missing)} games not in its queue")
+
+    async def _requeue(
+        self, finished: set[str], playing: set[str], now: float, progress: Progress
+    ) -> None:
+        """Queue again the games Redis lost that no worker played since."""
+        due = []
+        for number, deadline in list(self.suspects.items()):
+            key = self.pairings[number - 1].key
+            if key in finished:
+                del self.suspects[number]
+            elif key in playing:  # its worker plays on: queued again only if it stops
+                self.suspects[number] = now + self.grace_s
+            elif now >= deadline:
+                due.append(self.pairings[number - 1])
+        if due and await self.link.attempt(lambda client: self._add(client, due)) is not None:
+            for pairing in due:
+                del self.suspects[pairing.number]
+            log.warning("%d games queued again: %s", len(due), ", ".join(p.key for p in due))
+            progress.update(f"{len(due)} games queued again")
 
 
 # --- tavern worker -------------------------------------------------------------------------------
@@ -200,20 +389,20 @@ class Worker:
         self,
         config: ArenaConfig,
         records: Records,
-        client: aioredis.Redis,
+        link: QueueLink,
         claim_timeout_ms: int = CLAIM_TIMEOUT_MS,
         out: IO[str] = sys.stderr,
     ) -> None:
         self.config = config
         self.records = records
-        self.client = client
+        self.link = link
         self.claim_timeout_ms = claim_timeout_ms
         self.out = out
         self.name = records.owner  # the consumer's name: unique, and names the games' owner
 
     async def run(self) -> None:
         """Play games until cancelled."""
-        await ensure_group(self.client)
+        await self.link.call(ensure_group)
         while True:
             stop_if_cancelled()
             entry = await self._next()
@@ -221,15 +410,26 @@ class Worker:
                 await self._take(*entry)
 
     async def _next(self) -> tuple[bytes, dict[bytes, bytes]] | None:
+        """The next game to play, once Redis answers; None if there is none yet."""
+        try:
+            return await self.link.call(self._read)
+        except Exception as error:
+            if not lost_group(error):
+                raise
+        log.warning("worker: the queue is not in Redis (it restarted without it): made again")
+        await self.link.call(ensure_group)
+        return None
+
+    async def _read(self, client: aioredis.Redis) -> tuple[bytes, dict[bytes, bytes]] | None:
         """A game another worker lost (idle past the claim timeout), else a new one."""
-        claimed: Any = await self.client.xautoclaim(
+        claimed: Any = await client.xautoclaim(
             STREAM, GROUP, self.name, self.claim_timeout_ms, start_id="0-0", count=1
         )
         if claimed[1]:
             entry_id, fields = claimed[1][0]
             log.info("worker: took over %s, a game of a worker that is gone", entry_id)
             return bytes(entry_id), dict(fields)
-        read: Any = await self.client.xreadgroup(
+        read: Any = await client.xreadgroup(
             GROUP, self.name, {STREAM: ">"}, count=1, block=READ_BLOCK_MS
         )
         if not read or not read[0][1]:
@@ -262,18 +462,36 @@ class Worker:
 
     async def _keep_claim(self, entry_id: bytes) -> None:
         """Claim the entry again and again while its game is played, so that its idle time
-        never reaches the claim timeout while this worker is alive."""
+        never reaches the claim timeout while this worker is alive. While Redis is away the
+        game plays on, and is claimed again once Redis is back (unless Redis lost it)."""
         while True:
             await asyncio.sleep(self.claim_timeout_ms / 3000)
-            await self.client.xclaim(
-                STREAM, GROUP, self.name, min_idle_time=0, message_ids=[entry_id], justid=True
-            )
+            try:
+                await self.link.attempt(
+                    lambda client: client.xclaim(
+                        STREAM,
+                        GROUP,
+                        self.name,
+                        min_idle_time=0,
+                        message_ids=[entry_id],
+                        justid=True,
+                    )
+                )
+            except Exception as error:
+                if not lost_group(error):
+                    raise
 
     async def _done(self, entry_id: bytes) -> None:
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.xack(STREAM, GROUP, entry_id)
-            pipe.xdel(STREAM, entry_id)
-            await pipe.execute()
+        """Acknowledge and delete the entry, once Redis answers (nothing to do if it restarted
+        without it)."""
+
+        async def acknowledge(client: aioredis.Redis) -> None:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.xack(STREAM, GROUP, entry_id)
+                pipe.xdel(STREAM, entry_id)
+                await pipe.execute()
+
+        await self.link.call(acknowledge)
 
 
 @contextlib.asynccontextmanager

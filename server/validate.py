@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.commentary import last_seat, result_text
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import JsonObject
@@ -22,7 +23,15 @@ from server.house import HOUSE_PLAYERS
 from server.league import crashed
 from server.match import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
 from server.records import GameFilter, Records
-from server.tournament import DEFAULT_LIMITS, Entrant, Limits, TournamentRunner, TournamentSpec
+from server.replay import game_of
+from server.tournament import (
+    DEFAULT_LIMITS,
+    Entrant,
+    Limits,
+    TournamentRunner,
+    TournamentSpec,
+    quoted_stderr,
+)
 
 CANDIDATE = "candidate"
 FORFEITS = (PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT)
@@ -34,6 +43,7 @@ class Verdict:
     game_id: str
     ok: bool
     summary: str
+    said: str  # what a failing candidate wrote on stderr, quoted (quoted_stderr)
 
 
 def house_entrants(game: str, seat_name: str) -> list[Entrant]:
@@ -112,7 +122,7 @@ def judge(record: JsonObject) -> Verdict:
     seat = next(i for i, player in enumerate(record["players"]) if player["bot"] == CANDIDATE)
     player = record["players"][seat]
     opponent = record["players"][1 - seat]["bot"] or "?"
-    result = record["result"] or {"reason": "unfinished", "winner": None, "score": None}
+    result = record["result"] or {"reason": "unfinished", "winner": None}
     timeouts = sum(
         1 for turn in record["turns"] if turn["timedOut"] and turn["seat"] == player["seat"]
     )
@@ -122,16 +132,15 @@ def judge(record: JsonObject) -> Verdict:
     if timeouts:
         problems.append(f"{timeouts} turns timed out")
     if result["reason"] in FORFEITS and result["winner"] != player["seat"]:
-        problems.append(f"lost by forfeit: {result['reason']}")
+        problems.append("lost by forfeit")
     if result["reason"] == "unfinished":
         problems.append("the game did not finish")
     if crashed(player["exit"]):
         problems.append(f"its process: {player['exit']}")
-    outcome = "draw" if result["winner"] is None else f"{result['winner']} won"
-    summary = f"{result['reason']}, {outcome} {result['score']}"
-    if problems:
-        stderr = (player["stderr"] or "").strip().splitlines()[-3:]
-        summary += "; " + "; ".join(problems)
-        if stderr:
-            summary += " | stderr: " + " / ".join(stderr)
-    return Verdict(opponent, record["id"], not problems, summary)
+    game = game_of(record)
+    nicks = [p["nick"] for p in record["players"]]
+    summary = "; ".join(
+        [result_text(game, nicks, record["result"], last_seat(game, record)), *problems]
+    )
+    said = quoted_stderr(player["stderr"] or "") if problems else ""
+    return Verdict(opponent, record["id"], not problems, summary, said)

@@ -10,12 +10,22 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    ConsoleMessage,
+    Dialog,
+    Page,
+    WebSocketRoute,
+    async_playwright,
+    expect,
+)
 from playwright.async_api import Error as PlaywrightError
 
 CHROMIUM = "/usr/bin/chromium"
@@ -41,6 +51,8 @@ class Pages:
     base_url: str
     problems: list[str] = field(default_factory=list)
     http_errors_expected: bool = False  # a test that asks for missing records on purpose
+    # What each page sent on its websockets, frame by frame.
+    sent: dict[Page, list[str | bytes]] = field(default_factory=dict)
 
     async def open(
         self,
@@ -50,8 +62,11 @@ class Pages:
         scale: float = 1,
         *,
         connected: bool = True,
+        websockets: Callable[[WebSocketRoute], None] | None = None,
     ) -> Page:
-        """A new page at ``path``; with ``connected``, once its websocket is up."""
+        """A new page at ``path``; with ``connected``, once its websocket is up. With
+        ``websockets``, each websocket the page opens to the visor is handed to it (which
+        connects it to the server, and may cut it)."""
         page = await self.browser.new_page(
             viewport={"width": width, "height": height}, device_scale_factor=scale
         )
@@ -59,11 +74,25 @@ class Pages:
         page.on("dialog", self._on_dialog)
         page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
         page.on("console", self._on_console)
+        frames: list[str | bytes] = []
+        self.sent[page] = frames
+
+        def keep(frame: str | bytes) -> None:  # Playwright calls Python functions, not builtins
+            frames.append(frame)
+
+        page.on("websocket", lambda socket: socket.on("framesent", keep))
+        if websockets is not None:
+            await page.route_web_socket(re.compile(r"/ws$"), websockets)
         await page.goto(self.base_url + path)
         if connected:
             # Every page with a websocket shows its state in #connection.
             await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
         return page
+
+    def messages_sent(self, page: Page, kind: str) -> list[dict[str, Any]]:
+        """The messages of type ``kind`` that ``page`` sent on its websockets, in order."""
+        messages = [orjson.loads(frame) for frame in self.sent[page]]
+        return [message for message in messages if message.get("type") == kind]
 
     def _on_dialog(self, dialog: Dialog) -> None:
         # A dialog would mean a nick ran as script: fail the test, and unblock the page.

@@ -188,6 +188,51 @@ class RawClient:
             await self.writer.wait_closed()
 
 
+@dataclasses.dataclass
+class Tapped:
+    """One bot connection through a ``Tap``: the messages each side sent, in order."""
+
+    from_bot: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    to_bot: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def replies_and_turns(self) -> tuple[list[Any], list[int]]:
+        """The ``turn`` each ``player-turn`` named (None if none), and the turns it was sent."""
+        replies = [m.get("turn") for m in self.from_bot if m["type"] == "player-turn"]
+        return replies, [m["turn"] for m in self.to_bot if m["type"] == "turn"]
+
+
+@contextlib.asynccontextmanager
+async def tap(port: int) -> AsyncIterator[tuple[int, list[Tapped]]]:
+    """A loopback relay to the arena on ``port`` that keeps the messages of every connection
+    made through it (bots that end each message with a newline): what a bot puts on the wire,
+    seen from outside the bot. Yields the relay's port and the connections, as they come."""
+    connections: list[Tapped] = []
+
+    async def pipe(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, kept: list[Any]
+    ) -> None:
+        pending = b""
+        with contextlib.suppress(ConnectionError):
+            while data := await reader.read(65536):
+                *lines, pending = (pending + data).split(b"\n")
+                kept.extend(orjson.loads(line) for line in lines if line.strip())  # before relaying
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def relay(bot_reader: asyncio.StreamReader, bot_writer: asyncio.StreamWriter) -> None:
+        arena_reader, arena_writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
+        tapped = Tapped()
+        connections.append(tapped)
+        async with asyncio.TaskGroup() as both:
+            both.create_task(pipe(bot_reader, arena_writer, tapped.from_bot))
+            both.create_task(pipe(arena_reader, bot_writer, tapped.to_bot))
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0, limit=1 << 22)
+    async with server:
+        yield server.sockets[0].getsockname()[1], connections
+
+
 @pytest.fixture
 async def connect(arena: Running) -> AsyncIterator[Any]:
     """Open raw clients to the arena; all are closed at the end of the test."""

@@ -292,15 +292,16 @@ async def test_errors_to_garbage_are_not_paced_and_never_delay_a_real_reply(
     connect: Any,
 ) -> None:
     """Before, each error waited the 50 ms message gap: 100 broken lines delayed the next
-    real answer by 5 s."""
+    real answer by 5 s. (Within the error budget, maxErrorsPerSecond's burst: past it, a peer is
+    read more slowly, which test_flood.py shows.)"""
     client: RawClient = await connect()
     loop = asyncio.get_running_loop()
     started = loop.time()
-    await client.send_raw(b"garbage\n" * 100 + orjson.dumps({"type": "create-simulation"}) + b"\n")
-    for _ in range(100):
+    await client.send_raw(b"garbage\n" * 30 + orjson.dumps({"type": "create-simulation"}) + b"\n")
+    for _ in range(30):
         await client.expect_error("Invalid JSON")
     await client.expect("ready")
-    assert loop.time() - started < 2.0
+    assert loop.time() - started < 1.0
 
 
 # --- weaknesses: caps and expiry ---------------------------------------------------------------

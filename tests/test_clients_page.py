@@ -285,18 +285,42 @@ async def test_the_editor_highlights_numbers_lines_and_scrolls_long_ones(
     await code.locator(".CodeMirror-line").first.click()
     await page.keyboard.press("Escape")
     await expect(page.locator("#validate")).to_be_focused()
-    # The controller's API beside the editor.
+    # The controller's API beside the editor, on its left.
     api = page.locator("#api")
     await expect(api).to_be_visible()
     for member in ("killing_moves()", "space_info(x, y)", "select_space(x, y)*", "move(x, y)*"):
         await expect(api.locator("dt", has_text=member).first).to_be_visible()
     editor_box, api_box = await editor.bounding_box(), await api.bounding_box()
-    assert editor_box and api_box and api_box["x"] >= editor_box["x"] + editor_box["width"]
+    assert editor_box and api_box and api_box["x"] + api_box["width"] <= editor_box["x"]
     # Everything from the visor itself; the vendored editor's licence is served with it.
     assert requested and all(url.startswith(browsing.base_url) for url in requested)
     assert any(url.endswith("/static/vendor/codemirror/codemirror.js") for url in requested)
     licence = await page.request.get(browsing.base_url + "/static/vendor/codemirror/LICENSE")
     assert licence.ok and "MIT License" in await licence.text()
+
+
+async def test_the_editor_takes_the_width_the_screen_has(browsing: Pages) -> None:
+    """As in CodinGame's IDE, the code gets what the other columns leave: the middle of a
+    1280 px screen, and nearly every pixel more of a wider one, past 1920 too."""
+    boxes = {}
+    for width, height in ((1280, 800), (1920, 1080), (2560, 1440)):
+        page = await browsing.open("/clients", width, height)
+        await expect(page.locator(".CodeMirror-code .cm-keyword").first).to_be_visible()
+        boxes[width] = [
+            await page.locator(selector).bounding_box()
+            for selector in ("#api", ".CodeMirror", "#results")
+        ]
+        await page.close()
+    widths = {width: editor["width"] for width, (_, editor, _) in boxes.items() if editor}
+    assert widths[1280] >= 0.4 * 1280
+    assert widths[1920] - widths[1280] >= 0.95 * (1920 - 1280)
+    assert widths[2560] - widths[1920] >= 0.95 * (2560 - 1920)
+    # The API on its left, the checks and games on its right, all on the screen.
+    for width, (api, editor, results) in boxes.items():
+        assert api and editor and results
+        assert api["x"] >= 0 and api["x"] + api["width"] <= editor["x"]
+        assert editor["x"] + editor["width"] <= results["x"]
+        assert results["x"] + results["width"] <= width
 
 
 # --- playing -------------------------------------------------------------------------------
@@ -322,6 +346,9 @@ async def test_the_starter_beats_the_house_random_player_to_the_last_ply(
     plies = record["turnCount"]
     await expect(page.locator("#ply")).to_have_text(f"{plies} of 500")
     await expect(page.locator("#log li").first.locator(".log-turn")).to_have_text(str(plies))
+    # Each of the client's moves named the ply it answered: the dwarfs', the odd ones.
+    moves = browsing.messages_sent(page, "move")
+    assert [move["turn"] for move in moves] == list(range(1, plies + 1, 2))
 
 
 async def test_the_starter_as_the_dwarfs_holds_out_against_the_house_troll(
@@ -347,6 +374,13 @@ async def test_the_starter_as_the_dwarfs_holds_out_against_the_house_troll(
     assert result["reason"] == "Timeout"  # the 500th ply, with dwarfs left
     assert result["score"]["dwarfs"] >= 10 and result["score"]["trolls"] < 32
     await expect(page.locator("#result")).to_contain_text(result["reason"])
+    # The move list, newest first: the game's end on top, then the 500th ply, ... the first.
+    entries = page.locator("#log li")
+    await expect(entries.first).to_have_text("500Game over: Timeout")
+    await expect(entries.nth(1)).to_have_text(re.compile(r"^500Trolls: \[\d+, \d+\] → "))
+    turns = [int(turn) for turn in await page.locator("#log li .log-turn").all_text_contents()]
+    assert turns == sorted(turns, reverse=True)
+    assert set(turns) == set(range(1, 501))  # every ply, the first included
 
 
 async def test_a_client_plays_a_seat_that_a_spectator_watches(

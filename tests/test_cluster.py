@@ -19,15 +19,22 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from playwright.async_api import expect
+from redis.asyncio import Redis
 
 from bench.common import ServerProcess, tavern_serve
+from server.cluster import values, wire
+from server.cluster.node import alias_key, claim_key, inbox
 from server.config import without_password
 from server.games.thud import rules as thud_rules
 from server.protocol import encode, error_message
-from tests.browser import chromium_pages
+from tests.browser import Pages, chromium_pages
 from tests.conftest import RawClient
 from tests.services import RedisServer
+from visor.thud_api.games import node_name
 
 WAIT_S = 10.0
 DWARVES = {"team1": [1, 2, 3, 4, 5], "team2": [6, 7, 8, 9, 10]}
@@ -349,7 +356,15 @@ ENDS = (b"win-game", b"loss-game", b"draw-game", b"error")
 async def test_a_page_in_chromium_on_node_c_watches_a_game_played_on_node_a(
     redis: RedisServer, tmp_path: Path
 ) -> None:
-    async with nodes(redis, tmp_path) as (a, b, c), aiohttp.ClientSession() as session:
+    """A late page on another node than the game's sees it live, and lists every turn from
+    the first: the earlier ones come from the records of the node that plays it (each node
+    here has records of its own), as they do for a late page on that node."""
+    # No turn runs out of time while the bots stand still at the end.
+    settings = {"turnTimeoutMs": 60_000}
+    async with (
+        nodes(redis, tmp_path, **settings) as (a, b, c),
+        aiohttp.ClientSession() as session,
+    ):
         simulation_id = await create(a)
         one, one_info = await join(a, simulation_id, nick="Ada")
         two, two_info = await join(b, simulation_id, nick="Bo")
@@ -367,7 +382,15 @@ async def test_a_page_in_chromium_on_node_c_watches_a_game_played_on_node_a(
             await expect(page.locator("#turn")).to_have_text(re.compile(r"^[1-9]\d* of 1000$"))
             first = await page.locator("#turn").text_content()
             await expect(page.locator("#turn")).not_to_have_text(first or "", timeout=5000)
-        await asyncio.gather(*bots)
+            on_a = Pages(visor.browser, f"http://127.0.0.1:{a.http_port}", visor.problems)
+            here = await on_a.open(f"/watch/{simulation_id}")
+            total = sum(await asyncio.gather(*bots))  # then the bots stand still
+            for watcher in (page, here):
+                await expect(watcher.locator("#turn")).to_have_text(f"{total} of 1000")
+                summaries = watcher.locator("#log li.log-move .log-turn, #log li.log-hit .log-turn")
+                await expect(summaries).to_have_count(total)
+                turns = [int(turn) for turn in await summaries.all_text_contents()]
+                assert turns == list(range(total, 0, -1))
         for client in (one, two):
             await client.close()
 
@@ -574,3 +597,315 @@ async def test_the_clock_of_a_game_is_its_node_s_and_a_remote_seat_times_out_ali
                 await by_team[team].send_raw(tavern_move(team, 0))
         for client in (here, there):
             await client.close()
+
+
+# --- what a node reads from Redis is untrusted ---------------------------------------------------
+ATTACK_ROUNDS = 50
+
+
+HELD_AT = 5  # the turn at which bots wait while the arena is attacked
+
+
+async def play_out(client: RawClient, team: str, held: asyncio.Event) -> bytes:
+    """Answer every turn at once, but wait at turn ``HELD_AT`` until ``held`` is set, until
+    the game ends: its last line (b"" if the connection closed first)."""
+    step = 0
+    while True:
+        line = await client.receive_line(timeout=WAIT_S)
+        if not line or line.startswith(tuple(b'{"type":"%s"' % end for end in ENDS)):
+            return line
+        if line.startswith(b'{"type":"turn"'):
+            if step == HELD_AT:
+                await held.wait()
+            await client.send_raw(tavern_move(team, step))
+            step += 1
+
+
+async def crossing_games(
+    here: ServerProcess, there: ServerProcess, count: int, held: asyncio.Event
+) -> list[asyncio.Task[bytes]]:
+    """``count`` games created on ``here``, each with a bot through each node, being played
+    to their end (tasks answering with each bot's last line); every game waits at turn
+    ``HELD_AT`` until ``held`` is set."""
+    games = []
+    for seed in range(count):
+        simulation_id = await create(here, seed=seed)
+        for node in (here, there):
+            client, info = await join(node, simulation_id)
+            games.append(asyncio.create_task(play_out(client, info["team"], held)))
+    return games
+
+
+async def ended_normally(games: list[asyncio.Task[bytes]]) -> None:
+    ends = await asyncio.gather(*games)
+    assert all(re.match(rb'\{"type":"(win|loss|draw)-game"', end) for end in ends), ends
+
+
+def quiet_log(path: Path) -> str:
+    """A node's log, which must show no traceback (nothing the node read broke it) and only
+    a few lines about what it skipped."""
+    log = path.read_text()
+    assert "Traceback" not in log, log
+    assert log.count("skipped") <= 40, log
+    return log
+
+
+async def test_bad_frames_on_a_node_s_inbox_cost_only_themselves(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """Anyone who reaches the Redis can publish on a node's inbox: batches that do not start
+    with a node id, frames cut short, of no known kind, or whose payloads do not read are
+    dropped (each costs only itself, and is logged at most once a minute per sender), while
+    games across the nodes play on to their end."""
+    async with (
+        nodes(redis, tmp_path, count=2, turnLimit=60) as (a, b),
+        Redis.from_url(redis.url) as client,
+    ):
+        held = asyncio.Event()
+        games = await crossing_games(a, b, 3, held)
+        sender = (b.node_id or "").encode()
+        far = 10**9  # a connection number no node gave
+        bad = [
+            b"12345678X",
+            b"\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8" + wire.frame(wire.DATA, far, b"x"),
+            b"short",
+            b"",
+            sender + b"\x00\x01",
+            sender + wire.HEADER.pack(wire.DATA, far, 1000) + b"abc",
+            sender + wire.frame(b"Z", far, b"a kind no node sends"),
+            sender + wire.frame(wire.JOIN, far, b"not json"),
+            sender + wire.frame(wire.JOIN, far, b"[1, 2]"),
+            sender + wire.frame(wire.JOIN, far, b'{"simulationId": 5, "message": []}'),
+            sender + wire.frame(wire.REFUSED, far, b"\xff"),
+            sender + wire.frame(wire.REFUSED, far, b'{"message": 3}'),
+            sender + wire.frame(wire.SPECTATE, 0, b"\xff\xfe x"),
+            sender + wire.frame(wire.WATCH, 0, b"\xff"),
+            sender + wire.frame(wire.UNWATCH, 0, b"\xff"),
+            sender + wire.frame(wire.MOVE, far, b"not json"),
+        ]
+        for _ in range(ATTACK_ROUNDS):
+            for node in (a, b):
+                for payload in bad:
+                    await client.publish(inbox(node.node_id or ""), payload)
+            await asyncio.sleep(0.01)
+        held.set()
+        await ended_normally(games)
+        # The link never dropped, and new games across the nodes play as before.
+        await ended_normally(await crossing_games(b, a, 1, held))
+        for index, node in enumerate((a, b)):
+            assert node.process.returncode is None
+            log = quiet_log(tmp_path / f"node-{index}.log")
+            assert "retrying in" not in log and "frames dropped" in log, log
+
+
+async def test_bad_values_in_redis_are_skipped_and_no_node_stops(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """Directory entries, nodes, finished games and lobby messages that do not read (not JSON,
+    JSON of the wrong shape or types, a fake node) are skipped and said, while a node joins
+    and every node loads the directory again: no node stops, the games in play finish, new
+    ones start across the nodes."""
+    async with (
+        nodes(redis, tmp_path, count=2, turnLimit=60) as (a, b),
+        Redis.from_url(redis.url) as client,
+        aiohttp.ClientSession() as session,
+    ):
+        held = asyncio.Event()
+        games = await crossing_games(a, b, 3, held)
+        row = {
+            "simulationId": "wwwwwww",
+            "game": "tavern",
+            "status": "waiting",
+            "players": [None, None],
+            "scores": None,
+            "turn": 0,
+            "spectators": 0,
+            "node": b.node_id,
+            "free": [0, 1],
+            "created": 1.0,
+        }
+        bad_rows = [
+            b"not json",
+            b"\xff\xfe",
+            b"[1, 2]",
+            b'{"simulationId": "xxxxxxx", "node": 5}',
+            orjson.dumps({**row, "players": "x"}),
+            orjson.dumps({**row, "free": [7]}),
+            orjson.dumps({**row, "created": None}),
+        ]
+        for number, value in enumerate(bad_rows):
+            await client.set(f"tavern:sim:zzzzzz{number}", value)
+        await client.set("tavern:node:deadbeef", "not json")  # a node no one runs
+        await client.sadd("tavern:nodes", "deadbeef", "not-a-node", b"\xff\xfe")
+        await client.lpush("tavern:finished", "not json", '{"simulationId": 3}', "[]")
+        for message in (
+            b"not json",
+            b'{"node": "deadbeef", "set": [{"status": "waiting", "simulationId": "a"}], "del": []}',
+            b'{"node": "deadbeef", "set": "x", "del": 5}',
+            orjson.dumps({"node": "deadbeef", "set": [row], "del": [], "ended": [row, 3]}),
+            orjson.dumps({"node": b.node_id, "set": [{**row, "turn": "x"}], "del": []}),
+        ):
+            await client.publish("tavern:lobby", message)
+        # A node joins: it loads the directory, and so does every node once it sees it.
+        (tmp_path / "later").mkdir()
+        async with nodes(redis, tmp_path / "later", count=1) as (c,):
+            await asyncio.sleep(1.0)  # several heartbeats: every node has seen the new one
+            held.set()
+            await ended_normally(games)
+            for node in (a, b, c):
+                assert node.process.returncode is None
+                listed = await simulations(session, node)
+                assert not any(s["simulationId"].startswith("zzzzzz") for s in listed), listed
+            # New games start and play across the nodes, the new one too.
+            await ended_normally(
+                await crossing_games(c, a, 1, held) + await crossing_games(b, c, 1, held)
+            )
+            quiet_log(tmp_path / "later" / "node-0.log")
+        for index in range(2):
+            log = quiet_log(tmp_path / f"node-{index}.log")
+            assert "tavern:sim:zzzzzz0" in log and "not JSON" in log, log
+
+
+async def test_bad_claims_and_aliases_refuse_no_join_and_fail_no_request(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """A random join's claim that does not read, or names a node no one runs, is put aside: the
+    join is seated all the same. A Thud API alias that does not read, or names a node whose
+    entry does not read, is a game no node plays: the API answers as for an unknown token."""
+    async with (
+        nodes(redis, tmp_path, count=2) as (a, b),
+        Redis.from_url(redis.url) as store,
+        aiohttp.ClientSession() as session,
+    ):
+        await store.set(claim_key("tavern"), b"\xff\xfe")
+        await store.set(claim_key("thud"), b"deadbeef 1234567")
+        # Random joins through both nodes at the same moment still meet in one game.
+        pair = [await bot(a), await bot(b)]
+        message = {"type": "join-simulation", "game": "tavern", "nick": "random"}
+        await asyncio.gather(*(joiner.send(message) for joiner in pair))
+        infos = await asyncio.gather(*(joiner.expect("game-info") for joiner in pair))
+        assert infos[0]["simulationId"] == infos[1]["simulationId"], infos
+        # A claim of a node no one runs: the join opens a game, which the next one joins.
+        first, first_info = await join(a, None, game="thud")
+        await listed_on(session, b, first_info["simulationId"])
+        second, second_info = await join(b, None, game="thud")
+        assert second_info["simulationId"] == first_info["simulationId"]
+        # Aliases: one that is not JSON, one naming a node whose entry is not JSON, one naming
+        # a node whose address is not HOST:PORT.
+        await store.set("tavern:node:deadbeef", "not json")
+        await store.set("tavern:node:0badadd0", orjson.dumps({"http": "evil/path:80"}))
+        forged = {
+            "forged-1": b"not json",
+            "forged-2": orjson.dumps({"simulationId": "abc1234", "node": "deadbeef"}),
+            "forged-3": orjson.dumps({"simulationId": "abc1234", "node": "0badadd0"}),
+        }
+        for token, value in forged.items():
+            await store.set(alias_key(node_name(token)), value)
+        for node in (a, b):
+            for token in forged:
+                url = f"http://127.0.0.1:{node.http_port}/game"
+                async with session.post(url, data=orjson.dumps({"game": token})) as response:
+                    assert (response.status, await response.json()) == (200, False)
+        for client in (*pair, first, second):
+            await client.close()
+        for index, node in enumerate((a, b)):
+            assert node.process.returncode is None
+            quiet_log(tmp_path / f"node-{index}.log")
+
+
+FRAMES = st.lists(
+    st.tuples(st.sampled_from(sorted(wire.KINDS)), st.integers(0, 2**32 - 1), st.binary()),
+    max_size=5,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_read_as_a_batch_never_raise(data: bytes) -> None:
+    batch = wire.read_batch(data)
+    assert (batch.sender is None) == (not re.fullmatch(rb"[0-9a-f]{8}", data[:8]))
+    assert all(kind in wire.KINDS for kind, _, _ in batch.frames)
+    assert (batch.dropped == 0) == (batch.fault == "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(FRAMES, st.binary(max_size=20), st.integers(0, 40))
+def test_a_batch_s_good_frames_read_back_whatever_follows_them(
+    frames: list[tuple[bytes, int, bytes]], tail: bytes, cut: int
+) -> None:
+    """What a node sends reads back exactly; bytes after it, or a batch cut short, cost only
+    the frames they touch."""
+    sent = b"".join(wire.frame(*frame) for frame in frames)
+    assert wire.read_batch(b"0123abcd" + sent) == wire.Batch("0123abcd", frames)
+    spoiled = wire.read_batch(b"0123abcd" + sent + tail)
+    assert spoiled.frames[: len(frames)] == frames
+    short = wire.read_batch(b"0123abcd" + sent[: max(0, len(sent) - cut)])
+    assert short.frames == frames[: len(short.frames)]
+    not_a_node = wire.Batch(None, [], 1, "the batch does not start with a node id")
+    assert wire.read_batch(b"0123abcX" + sent) == not_a_node
+
+
+def test_bad_values_are_said_once_a_minute_per_key(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    complaints = values.Complaints("0123abcd", clock=lambda: now[0])
+    for second in range(30):
+        now[0] = float(second)
+        complaints("tavern:sim:zzzzzzz", "not JSON")
+        complaints("frames from 12345678", "a frame cut short")
+    assert len(caplog.records) == 2
+    now[0] = 61.0
+    complaints("tavern:sim:other", "not JSON")
+    assert [record.getMessage() for record in caplog.records[2:]] == [
+        "node 0123abcd: tavern:sim:zzzzzzz: 29 more like it in 60 s; skipped",
+        "node 0123abcd: frames from 12345678: 29 more like it in 60 s; skipped",
+        "node 0123abcd: tavern:sim:other: not JSON; skipped",
+    ]
+    caplog.clear()
+    for number in range(values.COMPLAINT_KEYS + 100):  # a flood of keys: one line a minute more
+        complaints(f"tavern:sim:{number}", "not JSON")
+    assert len(caplog.records) == values.COMPLAINT_KEYS
+
+
+@pytest.mark.parametrize(
+    "read, raw",
+    [
+        (values.directory_entry, b"not json"),
+        (values.directory_entry, b"\xff\xfe"),
+        (values.directory_entry, b"[1, 2]"),
+        (values.directory_entry, b'{"simulationId": "xxxxxxx", "node": 5}'),
+        (values.finished_entry, b'{"simulationId": 3}'),
+        (values.alias, b'{"simulationId": "abc1234"}'),
+        (values.alias, b'{"simulationId": "abc1234", "node": "../../x"}'),
+        (values.claim, b"\xff\xfe"),
+        (values.claim, b"garbage"),
+        (values.node_http, b'{"http": "evil/path:80"}'),
+        (values.node_http, b"not json"),
+        (values.lobby_change, b'{"node": "deadbeef", "set": "x", "del": 5}'),
+        (values.join_request, b'{"simulationId": 5, "message": []}'),
+        (values.refusal, b'{"message": 3}'),
+        (values.move, b"[]"),
+        (values.text, b"\xff"),
+    ],
+)
+def test_a_value_that_does_not_read_is_refused(read: Callable[[bytes], object], raw: bytes) -> None:
+    with pytest.raises(values.BadValue):
+        read(raw)
+
+
+def test_a_directory_entry_is_read_as_its_node_wrote_it_and_nothing_more() -> None:
+    entry = {
+        "simulationId": "abc1234-1",
+        "game": "tavern",
+        "status": "waiting",
+        "players": [None, {"seat": "team2", "nick": "Bo", "names": ["A"], "kind": "bot"}],
+        "scores": {"team1": 0, "team2": 0},
+        "turn": 0,
+        "spectators": 0,
+        "node": "0123abcd",
+        "free": [0],
+        "created": 1.5,
+    }
+    assert values.directory_entry(orjson.dumps({**entry, "extra": "x" * 100})) == entry
+    for field, bad in (("free", [1]), ("players", [{"seat": 1}]), ("game", "chess")):
+        with pytest.raises(values.BadValue):
+            values.directory_entry({**entry, field: bad})

@@ -48,7 +48,9 @@ async def test_connections_per_address_and_in_total_are_limited() -> None:
     async with serving(test_config(max_connections=1)) as arena:
         assert arena.tcp_port is not None
         first = await RawClient.connect(arena.tcp_port)
-        second = await RawClient.connect(arena.tcp_port)
+        await first.send({"type": "join-simulation", "nick": "seated"})
+        await first.expect("game-info")
+        second = await RawClient.connect(arena.tcp_port)  # a seated bot never gives way
         await second.expect_error("Too many connections")
         await first.close()
         await second.close()
@@ -109,7 +111,10 @@ async def test_the_first_reply_gets_the_start_up_time() -> None:
 
 
 async def test_a_bot_that_stops_reading_is_dropped_and_forfeits() -> None:
-    async with serving(test_config(max_send_buffer_bytes=16_384)) as arena:
+    # Its errors are not metered here, so that its backlog grows fast (metered, it grows at
+    # maxErrorsPerSecond lines a second, and the kernel's buffers take minutes to fill).
+    config = test_config(max_send_buffer_bytes=16_384, max_errors_per_second=1_000_000)
+    async with serving(config) as arena:
         assert arena.tcp_port is not None
         opponent = await RawClient.connect(arena.tcp_port)
         await opponent.send(join())  # team1, on move while the other floods

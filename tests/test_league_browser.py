@@ -59,3 +59,21 @@ async def test_the_league_page_counts_crashes_and_timeouts(served: Served, pages
     await expect(page.locator("#bot-summary")).to_have_text(
         "1 game: 0 wins, 1 loss, 0 draws, score 0; 1 crash, 0 timed-out turns."
     )
+
+    # On a phone each table scrolls within its card, and its score column stays in view.
+    phone = await pages.open(f"/league?tournament={spec.id}", 390, 844, connected=False)
+    for table in ("dwarf", "troll"):
+        wrap = phone.locator(f'.league-card[data-table="{table}"] .table-wrap')
+        box = await wrap.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        scores = phone.locator(
+            f'table[data-table="{table}"] :is(th:text-is("Score"), td[data-col="score"])'
+        )
+        await expect(scores).to_have_count(1 + len(tables(results)[table]))  # and the heading
+        for score in await scores.all():
+            cell = await score.bounding_box()
+            assert cell is not None
+            assert box["x"] <= cell["x"] and cell["x"] + cell["width"] <= box["x"] + box["width"]
+    assert await phone.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )

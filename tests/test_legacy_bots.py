@@ -17,7 +17,7 @@ import pytest
 
 from bots import tavern_dummy
 from server.house.tavern import choose_actions, view_of_wire
-from tests.conftest import Running
+from tests.conftest import Running, tap
 
 LEGACY_DUMMY = Path(__file__).parent / "legacy" / "dummy-bot.js"
 JS_BOT = Path(__file__).parent.parent / "bots" / "js" / "tavern-bot.js"
@@ -114,15 +114,22 @@ async def test_the_original_dummy_bot_against_the_sdk_bot(arena: Running) -> Non
 
 
 async def test_the_js_bot_plays_a_whole_game(arena: Running) -> None:
+    """Against the SDK's bot, both through a tap: each names the turn every reply answers."""
     assert arena.tcp_port is not None
-    js = asyncio.create_task(run_node(JS_BOT, "--port", str(arena.tcp_port), "--nick", "js"))
-    await asyncio.sleep(0.1)
-    final = await tavern_dummy.play("127.0.0.1", arena.tcp_port, None, "python")
-    code, out, err = await js
+    async with tap(arena.tcp_port) as (port, connections):
+        js = asyncio.create_task(run_node(JS_BOT, "--port", str(port), "--nick", "js"))
+        await asyncio.sleep(0.1)
+        final = await tavern_dummy.play("127.0.0.1", port, None, "python")
+        code, out, err = await js
     assert code == 0, err
     assert "joined" in out
     assert final["type"] in ("win-game", "loss-game", "draw-game")
     assert out.strip().splitlines()[-1].split(":")[0] in ("win-game", "loss-game", "draw-game")
+    assert len(connections) == 2
+    for connection in connections:
+        replies, turns = connection.replies_and_turns()
+        assert len(turns) > 10
+        assert replies == turns
 
 
 async def test_back_to_back_messages_never_share_a_read(arena: Running) -> None:

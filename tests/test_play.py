@@ -137,22 +137,85 @@ def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
     ]
 
 
+def test_a_bot_that_thinks_too_long_now_and_then_never_has_a_late_reply_played(
+    tmp_path: Path,
+) -> None:
+    """Team1 answers turns 3, 11 and 19 after 500 ms, with 200 ms to answer: each times out (and
+    the turn after it too, the bot still thinking), its late replies are refused, and every turn
+    it plays is the move it computed for that very turn."""
+    output, log, config = tmp_path / "game.jsonl", tmp_path / "late.jsonl", tmp_path / "fast.json"
+    config.write_text('{"turnTimeoutMs": 200, "maxConsecutiveTimeouts": 10, "messageGapMs": 0}')
+    late = (
+        f"{{python}} {ROOT / 'tests' / 'bots' / 'late.py'} --simulation {{simulation}} "
+        f"--port {{port}} --late 3,11,19 --late-ms 500 --log {log}"
+    )
+    run = tavern(
+        "tavern", late, WANDERER, "--seed", "2", "--turns", "24", "--config", str(config),
+        "--output", str(output),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    computed = {entry["turn"]: entry["actions"] for entry in read_lines(log) if "turn" in entry}
+    played = [line for line in read_lines(output)[1:-1] if line["seat"] == "team1"]
+    timed_out = {turn["turn"] for turn in played if turn["timedOut"]}
+    assert {3, 11, 19} <= timed_out
+    answered = [turn for turn in played if not turn["timedOut"]]
+    assert len(answered) >= 6
+    for turn in answered:
+        assert turn["action"]["actions"] == computed[turn["turn"]], turn["turn"]
+    # Every late reply was refused, naming the turn it answered: one that had timed out.
+    stale = [e["reason"] for e in read_lines(log) if e.get("notice") == "Stale turn"]
+    refused = [int(re.findall(r"answers turn (\d+);", reason)[0]) for reason in stale]
+    assert {3, 11, 19} <= set(refused) <= timed_out
+    assert read_lines(output)[-1]["result"]["reason"] == "Turn limit reached"
+
+
 def test_a_bot_that_crashes_loses_and_its_stderr_is_shown(tmp_path: Path) -> None:
     crash = f"{{python}} {BROKEN} crash tavern --simulation {{simulation}} --port {{port}} --side x"
     run = tavern("tavern", TAVERN_DUMMY, crash, "--seed", "1")
     assert run.returncode == 0, run.stderr
-    assert "team1 (dummy) wins 0 to 0: Player disconnected" in run.stdout
-    assert "bot 2 (" in run.stdout
-    assert "RuntimeError: this bot crashes on purpose" in run.stdout
+    said = run.stdout.split("team1 (dummy) wins: team2 (broken crash) disconnected ")[1]
+    assert said.startswith("(the score was 0 to 0)\nbot 2 (")
+    # Its whole traceback, from its first line to the error.
+    assert "\n  | Traceback (most recent call last):\n" in said
+    assert said.endswith("\n  | RuntimeError: this bot crashes on purpose\n")
+
+
+def test_a_crashing_client_s_error_is_shown_above_its_stack_frames() -> None:
+    """Node.js writes an error's message above its stack frames: the message is shown."""
+    thrower = (
+        "node bots/js/thud-client.js --side {side} --file tests/js_clients/thrower.js "
+        "--port {port} --simulation {simulation}"
+    )
+    run = tavern("thud", thrower, HOUSE_THUD % "troll", "--seed", "2")
+    assert run.returncode == 0, run.stderr
+    said = run.stdout.split("troll (house troll) wins: dwarf (thrower) disconnected ")[1]
+    assert said.startswith("(the score was 32 to 31)\nbot 1 (node): exited with code 1\n")
+    assert "\n  | thrower: ply 5: the client threw:\n" in said
+    assert "\n  | Error: thrower gives up on its third turn\n  |     at " in said
+    assert "thrower.js:" in said
+
+
+def test_a_client_that_makes_no_move_is_named() -> None:
+    def client(name: str) -> str:
+        return (
+            f"node bots/js/thud-client.js --side {{side}} --file tests/js_clients/{name}.js "
+            "--port {port} --simulation {simulation}"
+        )
+
+    run = tavern("thud", client("killer"), client("idle"))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.endswith(
+        "\na draw at 32 to 32: troll (idle) made no move, so the game was scored as it stood\n"
+    )
 
 
 def test_bad_commands_are_refused_before_any_game() -> None:
     unknown = tavern("tavern", TAVERN_DUMMY, "{python} bot.py --port {prot}")
     assert unknown.returncode == 2
-    assert "unknown placeholder {prot}" in unknown.stderr
+    assert unknown.stderr.startswith("tavern: bot 2's command: unknown placeholder {prot} (")
     missing = tavern("tavern", TAVERN_DUMMY, "no-such-program-here --port {port}")
     assert missing.returncode == 2
-    assert "no-such-program-here" in missing.stderr
+    assert missing.stderr == "tavern: bot 2: the program no-such-program-here is not on the PATH\n"
     assert tavern("tavern", TAVERN_DUMMY, WANDERER, "--turns", "0").returncode == 2
 
 

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from server.protocol import (
+    MAX_RESYNCS,
     InvalidMessage,
     Message,
     MessageReader,
@@ -318,3 +319,44 @@ def test_kept_json_holds_only_its_length() -> None:
         tracemalloc.stop()
     assert [orjson.loads(line) for line in kept] == values
     assert held < 200 * 200  # about 80 bytes each; orjson's own results held 4 KiB each
+
+
+def test_a_line_of_open_braces_is_one_error_and_a_few_parses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """4,096 ``{`` in TCP segments once cost a parse and an error reply per brace (issue 20,
+    item 10)."""
+    parsed: list[int] = []
+    real_loads = orjson.loads
+
+    def counting_loads(data: bytes | bytearray | memoryview | str) -> object:
+        parsed.append(len(data))
+        return real_loads(data)
+
+    monkeypatch.setattr(orjson, "loads", counting_loads)
+    reader = MessageReader(65_536)
+    events = feed_all(reader, *([b"{" * 1460] * 3), b"{" * 4096)
+    assert payloads(events) == ["InvalidMessage"]
+    assert len(parsed) <= MAX_RESYNCS + 4
+    # The rest of the line is dropped unread; the next line is read as usual.
+    assert payloads(reader.feed(b"{{{{\n" + orjson.dumps(CREATE) + b"\n")) == [CREATE]
+
+
+def test_each_bad_line_is_reported_once() -> None:
+    lines = [b"{" * 10_000, b"}}}} {]", b"null", b"null", orjson.dumps(CREATE)]
+    data = b"\n".join(lines) + b"\n"
+    segments = [data[i : i + 1460] for i in range(0, len(data), 1460)]
+    assert payloads(feed_all(MessageReader(1 << 20), *segments)) == ["InvalidMessage"] * 4 + [
+        CREATE
+    ]
+
+
+def test_garbage_between_good_messages_is_reported_each_time() -> None:
+    reader = MessageReader(1024)
+    good = orjson.dumps(CREATE)
+    assert payloads(reader.feed(b"x" + good + b"y" + good)) == [
+        "InvalidMessage",
+        CREATE,
+        "InvalidMessage",
+        CREATE,
+    ]

@@ -24,6 +24,7 @@ from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
 from server.arena import Arena
 from server.cli import main as tavern_main
+from server.commentary import replay_text
 from server.games.base import Player
 from server.games.thud.codec import bot_state
 from server.house import HOUSE_PLAYERS
@@ -36,13 +37,15 @@ from server.records import (
     Records,
     backend_for,
     connect,
+    migrate,
 )
 from server.records.backends import Connection
-from server.replay import DamagedRecord, frames, game_of, replay_text
+from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
 from server.tournament import AbsentSeat
 from tests.conftest import RawClient, Served, serving_visor, test_config
 from tests.services import PostgresServer
+from tests.test_thud_api import api_client
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,6 +107,24 @@ def test_a_new_database_gets_the_current_schema(records_database: str) -> None:
     if not records_database.startswith("postgresql://"):
         connection = sqlite3.connect(records_database)
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_two_processes_opening_one_new_file_migrate_it_once(tmp_path: Path) -> None:
+    """A worker and a tournament started together on a new file: the second to take the write
+    lock finds the schema there and does nothing (it used to fail, "table games already
+    exists", having read the version before the first one wrote)."""
+    path = tmp_path / "arena.db"
+    first, second = connect(path), connect(path)
+
+    def first_migrates_meanwhile(statement: str) -> None:
+        if statement == "BEGIN IMMEDIATE" and not table_names(str(path)):
+            migrate(first)
+
+    second.set_trace_callback(first_migrates_meanwhile)
+    assert migrate(second) == 0
+    assert second.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    first.close()
+    second.close()
 
 
 def test_a_newer_server_opens_an_older_database(records_database: str) -> None:
@@ -712,3 +733,42 @@ async def test_a_pairing_played_twice_counts_once(records_database: str) -> None
         assert [result.game_id for result in records.results()] == ["first", "other"]
     finally:
         await asyncio.to_thread(records.close)
+
+
+async def test_the_first_reads_after_a_postgresql_restart_answer_200(
+    postgres: PostgresServer,
+) -> None:
+    """PostgreSQL restarts while a visor serves: the first request of each kind after it is
+    back finds its reader's connection cut, and is answered from a fresh one, not with a 500:
+    the games list, a game's record, and a Thud API game kept in the records (docs/thud-api.md:
+    a request never gets a 500)."""
+    database = postgres.create_database("reads_after_restart")
+    async with serving_visor(test_config(), database) as served, api_client(served.url) as api:
+        thud_game = await api.start()
+        assert await api.move(thud_game, 0, (6, 0), (6, 4)) is True
+    # The game's server stopped: its game is kept unfinished, and read back from the records.
+    async with (
+        serving_visor(test_config(), database) as served,
+        aiohttp.ClientSession() as session,
+    ):
+
+        async def games_list() -> tuple[int, str]:
+            async with session.get(f"{served.url}/api/games") as response:
+                return response.status, await response.text()
+
+        async def game_record() -> tuple[int, str]:
+            url = f"{served.url}/api/games/{thud_game['simulationId']}"
+            async with session.get(url) as response:
+                return response.status, await response.text()
+
+        async def thud_board() -> tuple[int, str]:
+            body = orjson.dumps({"game": thud_game["game"]})
+            async with session.post(f"{served.url}/game", data=body) as response:
+                return response.status, await response.text()
+
+        for ask in (games_list, game_record, thud_board):
+            before = await ask()  # the visor's reader connects, then the database restarts
+            assert before[0] == 200, before
+            await asyncio.to_thread(postgres.stop)
+            await asyncio.to_thread(postgres.start)
+            assert await ask() == before

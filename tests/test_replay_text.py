@@ -1,5 +1,5 @@
 """``tavern replay``, as a user types it: readable moves, numbered squares, the result in words,
-and part of a game with ``--turns``."""
+and part of a game with ``--turns``; how a game ended reads the same in every command."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from bots.house import run_games
+from server.commentary import result_text
+from server.games import GAMES
 from server.games.thud.codec import move_text
 from server.games.thud.rules import DWARF, TROLL, Move
 from server.records import GameFilter, Records
@@ -27,6 +29,87 @@ def test_thud_moves_read_as_the_issue_writes_them() -> None:
     assert move_text(TROLL, Move((7, 6), (7, 4), "shove", ((6, 3), (8, 3)))) == (
         "T 7,6 -> 7,4 shove x 6,3 x 8,3"
     )
+
+
+THUD = GAMES["thud"].from_settings({})
+NICKS = ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("reason", "winner", "score", "last_seat", "text"),
+    [
+        ("No more dwarfs", "troll", (0, 32), 1, "troll (b) wins 32 to 0: No more dwarfs"),
+        (
+            "Players agreed to finish",
+            None,
+            (20, 20),
+            0,
+            "a draw at 20 to 20: Players agreed to finish",
+        ),
+        (
+            "Player disconnected",
+            "troll",
+            (32, 32),
+            1,
+            "troll (b) wins: dwarf (a) disconnected (the score was 32 to 32)",
+        ),
+        (
+            "Player disconnected",
+            None,
+            None,
+            None,
+            "a draw: both players disconnected",
+        ),
+        (
+            "Turn timeout",
+            "dwarf",
+            (30, 24),
+            0,
+            "dwarf (a) wins: troll (b) did not answer in time (the score was 30 to 24)",
+        ),
+        (
+            "Too many timeouts",
+            "troll",
+            (31, 32),
+            1,
+            "troll (b) wins: dwarf (a) timed out too many turns in a row (the score was 32 to 31)",
+        ),
+        (
+            "Server error",
+            None,
+            (29, 28),
+            0,
+            "no winner: the arena failed during the game (the score was 29 to 28)",
+        ),
+        (
+            "No move",
+            None,
+            (32, 32),
+            1,
+            "a draw at 32 to 32: troll (b) made no move, so the game was scored as it stood",
+        ),
+        (
+            "No move",
+            "dwarf",
+            (30, 28),
+            1,
+            "dwarf (a) wins 30 to 28: troll (b) made no move, so the game was scored as it stood",
+        ),
+    ],
+)
+def test_every_way_a_game_ends_reads_naturally(
+    reason: str,
+    winner: str | None,
+    score: tuple[int, int] | None,
+    last_seat: int | None,
+    text: str,
+) -> None:
+    result = {
+        "reason": reason,
+        "winner": winner,
+        "score": None if score is None else dict(zip(("dwarfs", "trolls"), score, strict=True)),
+    }
+    assert result_text(THUD, NICKS, result, last_seat) == text
 
 
 @pytest.mark.parametrize(
@@ -106,6 +189,20 @@ def test_turns_shows_part_of_a_game(database: Path) -> None:
     bad = tavern("replay", game_id, "--database", str(database), "--turns", "4-3")
     assert bad.returncode == 2
     assert "need 0 <= A <= B" in bad.stderr
+
+
+def test_turns_after_the_game_s_end_are_refused_with_its_length(database: Path) -> None:
+    game_id = game_ids(database)["tavern"]
+    whole = tavern("replay", game_id, "--database", str(database))
+    played = len(re.findall(r"^turn \d+:", whole.stdout, re.MULTILINE))
+    last = tavern("replay", game_id, "--database", str(database), "--turns", f"{played}-")
+    assert last.returncode == 0, last.stderr
+    assert re.findall(r"^turn (\d+):", last.stdout, re.MULTILINE) == [str(played)]
+    after = tavern("replay", game_id, "--database", str(database), "--turns", f"{played + 1}-600")
+    assert (after.returncode, after.stdout) == (2, "")
+    assert after.stderr == (
+        f"tavern: --turns: game {game_id} has {played} turns; there is no turn {played + 1}\n"
+    )
 
 
 def test_a_thud_replay_names_moves_and_kills(database: Path) -> None:

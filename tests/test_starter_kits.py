@@ -5,7 +5,8 @@ Every game must end with a result, and a kit must never have a move rejected nor
 must also show that it plays: in Tavern it scores and beats a random walker, in Thud it kills and
 beats a random player. The two kits implement the same strategy, so against the same opponent
 and seed they must play exactly the same game: a check of the Java kit's hand-written JSON
-against Go's. A scripted server checks that error lines do not stop a kit.
+against Go's. A scripted server checks that each reply names the turn it answers and that error
+lines do not stop a kit.
 """
 
 from __future__ import annotations
@@ -270,11 +271,13 @@ async def test_both_kits_play_the_same_moves(
 
 
 async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
-    """A one-connection server that plays a few lines by hand: an error before a turn, an
-    error after the kit's move and the same turn again, then a loss. Each move must be valid."""
+    """A one-connection server that plays a few lines by hand: an error before a turn, errors
+    after the kit's move and the same position again as the next turn, then a loss. Each move
+    must be valid and name the turn it answers."""
     game = GAMES[game_name].from_config(test_config())
     rules = game.rules
     moves: list[Any] = []
+    answered: list[Any] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         async def send(message: Any) -> None:
@@ -292,12 +295,13 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
         clock = SeatClock(10_000, 30_000, 3, 10_000)
         await send(game.game_info_message("abc1234", 0, 1, "token", clock))
         await send({"type": "error", "message": "Turn timeout", "reason": "you passed"})
-        for _ in range(2):
-            await send(game.turn_message(state, 0, 1, 10_000))
-            moves.append(
-                rules.check(state, 0, game.candidate(await receive()))
-            )  # if invalid: raises
+        for number in (5, 6):
+            await send(game.turn_message(state, 0, number, 10_000))
+            reply = await receive()
+            answered.append(reply.get("turn"))
+            moves.append(rules.check(state, 0, game.candidate(reply)))  # if invalid: raises
             await send({"type": "error", "message": "Invalid turn", "reason": "scripted"})
+            await send({"type": "error", "message": "Stale turn", "reason": "scripted"})
         await send(game.end_message(state, Outcome(1, "Turn limit reached"), 0))
         writer.close()
 
@@ -306,11 +310,12 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
         port = server.sockets[0].getsockname()[1]
         result = await run(kit_args(kit, port, game_name, "--simulation", "abc1234"))
     assert len(moves) == 2
+    assert answered == [5, 6]
     return result
 
 
 @pytest.mark.parametrize("kit", KITS)
-async def test_kit_survives_error_lines_and_a_failed_join(
+async def test_kit_names_its_turns_survives_error_lines_and_a_failed_join(
     kit: str, kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
     command = kit_command(kit)
@@ -318,7 +323,7 @@ async def test_kit_survives_error_lines_and_a_failed_join(
         code, out, err = await scripted_game(command, game_name)
         assert code == 0, (out, err)
         assert out.strip().splitlines()[-1].startswith("loss-game"), out
-        assert "Turn timeout" in err and "Invalid turn" in err
+        assert "Turn timeout" in err and "Invalid turn" in err and "Stale turn" in err
     # A join that fails ends the bot instead of leaving it waiting for a game.
     arena, _ = kits_arena
     assert arena.tcp_port is not None

@@ -12,6 +12,7 @@ from server.games.base import ActionRejected, Outcome, Player, SeatClock
 from server.games.tavern import rules
 from server.games.tavern.codec import TavernCodec, orders_from_wire
 from server.games.tavern.rules import Direction, Order
+from server.match import check_answered_turn
 from server.protocol import error_message
 from tests.golden_files import check_golden
 
@@ -135,6 +136,16 @@ def test_visor_events_say_where_each_piece_went() -> None:
 )
 def test_errors(name: str, message: dict[str, object]) -> None:
     check_golden(f"errors/{name}", message)
+
+
+@pytest.mark.parametrize(
+    ("name", "turn"), [("stale-turn", 1), ("invalid-turn-number", 4), ("invalid-turn-type", "1")]
+)
+def test_a_reply_naming_another_turn_than_the_current_one(name: str, turn: object) -> None:
+    reply = {"type": "player-turn", "turn": turn, "actions": [{"botId": 1, "type": "PASS"}]}
+    with pytest.raises(ActionRejected) as rejected:
+        check_answered_turn(reply, 3)
+    check_golden(f"errors/{name}", error_message(rejected.value.message, rejected.value.reason))
 
 
 def test_actions_round_trip_through_the_wire() -> None:

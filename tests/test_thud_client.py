@@ -13,6 +13,7 @@ import gzip
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from server.house import HOUSE_PLAYERS
 from server.match import Match, MatchOptions, TurnResult
 from server.records import GameFilter, Records
 from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
-from tests.conftest import Running, TurnLog
+from tests.conftest import Running, TurnLog, tap
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = ROOT / "bots" / "js" / "thud-controller.js"
@@ -514,10 +515,15 @@ class GameRun:
 
 
 async def play(
-    arena: Running, dwarf: str | Path, troll: str | Path, seed: int = 1, *options: str
+    arena: Running,
+    dwarf: str | Path,
+    troll: str | Path,
+    seed: int = 1,
+    *options: str,
+    via: int | None = None,
 ) -> GameRun:
-    """One game; a seat is a client file (played by the adapter, with ``options``) or
-    "house NAME"."""
+    """One game; a seat is a client file (played by the adapter, with ``options``, connecting
+    to the port ``via`` if given, else the arena's) or "house NAME"."""
     assert arena.tcp_port is not None
     simulation = arena.arena.open("thud", MatchOptions(seed=seed))
     log = TurnLog(arena)
@@ -535,7 +541,7 @@ async def play(
                 continue
             processes[side] = await asyncio.create_subprocess_exec(
                 *(shutil.which("node") or "node", str(ADAPTER), "--side", side),
-                *("--file", str(seat), "--port", str(arena.tcp_port)),
+                *("--file", str(seat), "--port", str(via or arena.tcp_port)),
                 *("--simulation", simulation.id, *options),
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -622,15 +628,12 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
     bare.write_text(source.replace("module.exports = class {", "class {"))
     needs_require = tmp_path / "needs_require.js"
     needs_require.write_text(source.replace("this.utils = utils;", "this.fs = require('fs');"))
-    broken = tmp_path / "broken.js"
-    broken.write_text("module.exports = class {\n  turn( {}\n};\n")
     endless = tmp_path / "endless.js"
     endless.write_text(source.replace("turn() {", "turn() {\n    while (true) {}"))
     runs = await asyncio.gather(
         play(arena, declared, client("peacemaker")),
         play(arena, client("peacemaker"), bare),
         play(arena, needs_require, client("peacemaker")),
-        play(arena, client("peacemaker"), broken),
         play(arena, endless, client("peacemaker"), 1, "--think-ms", "300"),
     )
     for run in runs[:2]:
@@ -639,8 +642,7 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
     assert "globals undefined undefined undefined" in runs[0].clients[DWARF].stderr
     for run, loser, status, text in (
         (runs[2], DWARF, 1, "ReferenceError: require is not defined"),
-        (runs[3], TROLL, 2, "SyntaxError"),
-        (runs[4], DWARF, 1, "Script execution timed out after 300ms"),
+        (runs[3], DWARF, 1, "Script execution timed out after 300ms"),
     ):
         outcome = run.simulation.outcome
         assert outcome is not None
@@ -648,6 +650,47 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
         assert outcome.winner == rules.SIDES.index(DWARF if loser == TROLL else TROLL)
         assert run.clients[loser].returncode == status
         assert text in run.clients[loser].stderr
+
+
+def test_a_file_that_does_not_load_is_said_in_one_line_and_joins_nothing(
+    node: str, tmp_path: Path
+) -> None:
+    """Before it connects: a missing file must not leave a simulation waiting for its player."""
+    broken = tmp_path / "broken.js"
+    broken.write_text("module.exports = class {\n  turn( {}\n};\n")
+    throws = tmp_path / "throws.js"
+    throws.write_text("const speed = warp * 2;\nmodule.exports = class {};\n")
+    empty = tmp_path / "empty.js"
+    empty.write_text("var answer = 42;\n")
+    with socket.create_server(("127.0.0.1", 0)) as arena:  # where it would join
+        port = str(arena.getsockname()[1])
+        for file, line in (
+            (tmp_path / "mine.js", f"mine: cannot load {tmp_path / 'mine.js'}: no such file"),
+            (
+                broken,
+                f"broken: cannot load {broken}: SyntaxError: Unexpected token '}}' ({broken}:3)",
+            ),
+            (
+                throws,
+                f"throws: cannot load {throws}: ReferenceError: warp is not defined ({throws}:1)",
+            ),
+            (
+                empty,
+                f"empty: cannot load {empty}: it holds no class: write `module.exports = class "
+                "{ ... }` or just the class",
+            ),
+        ):
+            done = subprocess.run(
+                [node, str(ADAPTER), "--side", "dwarf", "--file", str(file), "--port", port],
+                capture_output=True,
+                text=True,
+                timeout=NODE_TIMEOUT_S,
+                check=False,
+            )
+            assert (done.returncode, done.stdout, done.stderr) == (2, "", line + "\n")
+        arena.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            arena.accept()  # nobody connected
 
 
 async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
@@ -684,6 +727,27 @@ async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
     assert outcome.reason in rules.END_REASONS
     assert [run.returncode for run in normal.clients.values()] == [0, 0]
     assert all(run.stderr == "" for run in normal.clients.values())
+
+
+async def test_every_reply_names_the_ply_it_answers(node: str, arena: Running) -> None:
+    """Moves and a stop alike carry their ply, so that a late one is never played as another:
+    seen on the wire, through a tap."""
+    assert arena.tcp_port is not None
+    async with tap(arena.tcp_port) as (port, connections):
+        whole, stopped = await asyncio.gather(
+            play(arena, client("cautious"), client("killer"), via=port),
+            play(arena, client("killer"), client("idle"), via=port),
+        )
+    assert len(connections) == 4
+    for connection in connections:
+        replies, turns = connection.replies_and_turns()
+        assert replies == turns
+    answered = sorted(len(connection.replies_and_turns()[0]) for connection in connections)
+    assert answered[:2] == [1, 1]  # the killer's one move and the idle troll's stop
+    assert answered[-1] >= 10
+    stops = [m for c in connections for m in c.from_bot if m.get("stop")]
+    assert stops == [{"type": "player-turn", "turn": 2, "stop": True}]
+    assert len(whole.turns) >= 20 and len(stopped.turns) == 2
 
 
 # --- tournaments ---------------------------------------------------------------------------------

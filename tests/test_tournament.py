@@ -22,6 +22,7 @@ from server.tournament import (
     TournamentError,
     TournamentRunner,
     load_spec,
+    quoted_stderr,
     schedule,
     spec_from_mapping,
 )
@@ -367,7 +368,7 @@ async def test_a_missing_program_stops_the_tournament_before_its_first_game(tmp_
             spec_from_mapping(cup, ROOT), ArenaConfig(), records, io.StringIO()
         )
         with pytest.raises(
-            TournamentError, match="bot 'typo': the program 'pyhton3' is not on the PATH"
+            TournamentError, match=r"^bot 'typo': the program pyhton3 is not on the PATH$"
         ):
             await runner.run()
         assert (await asyncio.to_thread(records.games, GameFilter()))["total"] == 0
@@ -375,7 +376,7 @@ async def test_a_missing_program_stops_the_tournament_before_its_first_game(tmp_
         runner = TournamentRunner(
             spec_from_mapping(missing, ROOT), ArenaConfig(), records, io.StringIO()
         )
-        with pytest.raises(TournamentError, match=r"there is no program './nope.sh' \(in "):
+        with pytest.raises(TournamentError, match=r"there is no program ./nope.sh \(in "):
             await runner.run()
     finally:
         await asyncio.to_thread(records.close)
@@ -458,7 +459,8 @@ async def test_validate_accepts_a_legal_bot_and_explains_a_broken_one() -> None:
     assert bad
     assert not any(verdict.ok for verdict in bad)
     assert "Illegal move" in bad[0].summary
-    assert "lost by forfeit: Turn timeout" in bad[0].summary
+    assert "wins: dwarf (broken illegal) did not answer in time (the score was " in bad[0].summary
+    assert bad[0].summary.endswith("; lost by forfeit")
 
 
 async def test_the_league_api_serves_a_tournament(served: Served) -> None:
@@ -492,3 +494,20 @@ async def test_the_league_api_serves_a_tournament(served: Served) -> None:
             f"{served.url}/api/games?tournament=api-cup&player=illegal"
         ) as response:
             assert (await response.json())["total"] == 1
+
+
+def test_a_bot_s_stderr_is_quoted_to_its_last_lines_keeping_the_error_above_its_frames() -> None:
+    def quoted(lines: list[str]) -> list[str]:
+        return [line.removeprefix("  | ") for line in quoted_stderr("\n".join(lines)).splitlines()]
+
+    short = ["Traceback (most recent call last):", '  File "bot.py", line 3', "ValueError: x"]
+    assert quoted(short) == short  # all of it
+    chatty = [f"line {n}" for n in range(100)]
+    assert quoted(chatty) == ["... (60 earlier lines not shown)", *chatty[60:]]
+    frames = [f"    at f{n} (bot.js:{n}:1)" for n in range(60)]
+    node = ["turn 3:", "Error: gave up", *frames]
+    assert quoted(node) == ["Error: gave up", "... (21 lines not shown)", *frames[20:]]
+    wide = [f"{n:03} " + "x" * 296 for n in range(30)]  # 301 characters a line, with its newline
+    assert quoted(wide) == ["... (17 earlier lines not shown)", *wide[17:]]
+    (cut,) = quoted(["y" * 10_000])
+    assert cut == "y" * 500 + " ..."

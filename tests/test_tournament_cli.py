@@ -84,12 +84,19 @@ def test_validate_fails_a_crashing_bot_and_names_a_missing_program(tmp_path: Pat
         "validate", "--game", "thud", "--side", "troll", "--", *crash, tmp_path=tmp_path
     )
     assert result.returncode == 1, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 3
-    assert all(line.startswith("FAIL ") for line in lines[:2])
-    assert "lost by forfeit: Player disconnected; its process: exited with code 1" in lines[0]
-    assert "this bot crashes on purpose" in lines[0]
-    assert lines[-1] == "not valid"
+    verdicts = re.findall(
+        r"^FAIL \w+ against (house \w+): dwarf \(\1\) wins: troll \(broken crash\) "
+        r"disconnected \(the score was 32 to 32\); lost by forfeit; its process: exited with "
+        r"code 1\n((?:  \|.*\n)+)",
+        result.stdout,
+        re.MULTILINE,
+    )
+    assert [opponent for opponent, _ in verdicts] == ["house dwarf", "house random"]
+    for _, said in verdicts:  # what the bot wrote, whole, under each verdict
+        assert said.startswith("  | Traceback (most recent call last):\n")
+        assert said.endswith("  | RuntimeError: this bot crashes on purpose\n")
+    assert result.stdout.endswith("\nnot valid\n")
+    assert "{'" not in result.stdout  # scores in words, not a Python dict
     typo = tavern(
         "validate",
         "--game",
@@ -102,7 +109,7 @@ def test_validate_fails_a_crashing_bot_and_names_a_missing_program(tmp_path: Pat
         tmp_path=tmp_path,
     )
     assert typo.returncode == 2
-    assert "the program 'pyhton3' is not on the PATH" in typo.stderr
+    assert typo.stderr == "tavern: bot 'candidate': the program pyhton3 is not on the PATH\n"
     assert typo.stdout == ""
 
 

@@ -70,26 +70,38 @@ def games(database: str) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in rows]
 
 
-def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
-    tmp_path: Path, postgres: PostgresServer, redis: RedisServer, processes: Processes
-) -> None:
+def queued_cup(
+    tmp_path: Path, processes: Processes, redis_url: str, database: str, *worker_options: str
+) -> tuple[subprocess.Popen[str], list[subprocess.Popen[str]], subprocess.Popen[str]]:
+    """``SLOW_CUP`` played on one machine (the reference), and queued on ``redis_url`` for the
+    workers (one for each ``worker_options``, logging to wN.log) that record in ``database``."""
     path = tmp_path / "cup.json"
     path.write_text(json.dumps(SLOW_CUP))
-    database = postgres.create_database("queued_cup")
-    Records(database).open_to_read()  # the schema, for the test's own reads
     reference = processes.start(
         "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
     )
     workers = [
         processes.start(
-            *("worker", "--redis", redis.url, "--database", database),
-            *("--claim-timeout-ms", str(CLAIM_TIMEOUT_MS), "--log", str(tmp_path / f"w{n}.log")),
+            *("worker", "--redis", redis_url, "--database", database),
+            *(*options.split(), "--log", str(tmp_path / f"w{n}.log")),
         )
-        for n in range(3)
+        for n, options in enumerate(worker_options)
     ]
     queued = processes.start(
-        *("tournament", str(path), "--database", database, "--redis", redis.url),
+        *("tournament", str(path), "--database", database, "--redis", redis_url),
         *("--log", str(tmp_path / "cup.log")),
+    )
+    return reference, workers, queued
+
+
+def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
+    tmp_path: Path, postgres: PostgresServer, redis: RedisServer, processes: Processes
+) -> None:
+    database = postgres.create_database("queued_cup")
+    Records(database).open_to_read()  # the schema, for the test's own reads
+    claim = f"--claim-timeout-ms {CLAIM_TIMEOUT_MS}"
+    reference, workers, queued = queued_cup(
+        tmp_path, processes, redis.url, database, claim, claim, claim
     )
     # Once a worker is playing a game, kill it.
     deadline = time.monotonic() + 60
@@ -188,5 +200,106 @@ def test_a_worker_needs_redis_and_a_claim_timeout_it_can_keep(tmp_path: Path) ->
         timeout=COMMAND_TIMEOUT_S,
         check=False,
     )
-    assert result.returncode == 2
-    assert "--claim-timeout-ms must be at least 300" in result.stderr
+    assert (result.returncode, result.stderr) == (
+        2,
+        "tavern worker: argument --claim-timeout-ms: must be between 300 and 86400000, got 10\n",
+    )
+
+
+def wait_for_line(path: Path, text: str, running: list[subprocess.Popen[str]]) -> None:
+    """Until ``path`` (a command's log) holds ``text``; every command in ``running`` must run
+    on meanwhile."""
+    deadline = time.monotonic() + 30
+    while not (path.exists() and text in path.read_text()):
+        assert time.monotonic() < deadline, f"{path} never said {text!r}"
+        for process in running:
+            assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+
+
+def said_plainly(text: str) -> None:
+    """A command's stderr or log: Redis going away and coming back said in one line each time,
+    and never a traceback."""
+    assert "Traceback" not in text, text
+    assert text.count("waiting for Redis at") == text.count(" is back"), text
+
+
+def check_league(
+    tmp_path: Path, database: str, queued: subprocess.Popen[str], reference: subprocess.Popen[str]
+) -> str:
+    """The queued tournament ended as the reference run did, every pairing finished once; its
+    stderr."""
+    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert queued.returncode == 0, errors
+    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert reference.returncode == 0, reference_errors
+    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+    assert league(database) == league(str(tmp_path / "reference.db"))
+    finished = [pairing for _, status, _, pairing in games(database) if status == "finished"]
+    assert sorted(finished) == sorted(set(finished)) and len(finished) == 6
+    said_plainly(errors)
+    return errors
+
+
+def stop_workers(tmp_path: Path, workers: list[subprocess.Popen[str]]) -> None:
+    for number, worker in enumerate(workers):
+        worker.send_signal(signal.SIGTERM)
+        _, errors = worker.communicate(timeout=30)
+        assert worker.returncode == 143, errors
+        said_plainly(errors)
+        said_plainly((tmp_path / f"w{number}.log").read_text())
+
+
+def test_workers_and_a_queued_tournament_wait_for_redis_down_at_their_start(
+    tmp_path: Path, redis: RedisServer, processes: Processes
+) -> None:
+    database = str(tmp_path / "arena.db")
+    redis.stop()
+    reference, workers, queued = queued_cup(tmp_path, processes, redis.url, database, "", "")
+    for log in ("w0.log", "w1.log", "cup.log"):
+        wait_for_line(tmp_path / log, f"waiting for Redis at {redis.url}", [*workers, queued])
+    redis.start()
+    errors = check_league(tmp_path, database, queued, reference)
+    assert errors.count(f"waiting for Redis at {redis.url}") == 1, errors
+    stop_workers(tmp_path, workers)
+    for log in ("w0.log", "w1.log", "cup.log"):
+        assert (tmp_path / log).read_text().count(f"Redis at {redis.url} is back") == 1
+
+
+def test_redis_restarted_mid_tournament_loses_no_game_and_plays_none_twice(
+    tmp_path: Path, redis: RedisServer, processes: Processes
+) -> None:
+    """Redis restarts without its data while workers play: the games being played are played
+    to their end and recorded, the games Redis lost are queued again, and the league is the
+    single machine's, every pairing finished once."""
+    database = str(tmp_path / "arena.db")
+    Records(database).open_to_read()  # the schema, for the test's own reads
+    reference, workers, queued = queued_cup(tmp_path, processes, redis.url, database, "", "")
+    deadline = time.monotonic() + 60
+    while not (playing := [row for row in games(database) if row[1] == "playing"]):
+        assert time.monotonic() < deadline, "no worker played a game"
+        assert queued.poll() is None, queued.communicate()
+        time.sleep(0.02)
+    redis.restart()
+    errors = check_league(tmp_path, database, queued, reference)
+    assert "Redis restarted: " in errors and " games queued again" in errors, errors
+    # The game played through the restart was played to its end, by the worker playing it.
+    assert [row[1] for row in games(database) if row[0] == playing[0][0]] == ["finished"]
+    stop_workers(tmp_path, workers)
+
+
+def test_a_redis_that_refuses_is_said_in_one_line(
+    tmp_path: Path, redis: RedisServer, processes: Processes
+) -> None:
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(SLOW_CUP))
+    database = str(tmp_path / "arena.db")
+    url = f"redis://127.0.0.1:{redis.port}/99"  # a database this Redis does not have
+    for command in (
+        processes.start("worker", "--redis", url, "--database", database),
+        processes.start("tournament", str(path), "--database", database, "--redis", url),
+    ):
+        _, errors = command.communicate(timeout=COMMAND_TIMEOUT_S)
+        assert command.returncode == 2, errors
+        assert f"tavern: Redis at {url} refused: DB index is out of range\n" in errors
+        assert "Traceback" not in errors

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, WebSocketRoute, expect
 
 from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import play as play_tavern_dummy
@@ -335,6 +335,66 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
     await expect(page.locator("#missing-result")).to_contain_text("Points to win reached")
 
 
+async def test_a_late_watcher_sees_every_turn_from_the_first(served: Served, visor: Pages) -> None:
+    """A page that opens a game in its middle lists every turn from turn 1, each once and in
+    order, the same list as a page that watched from the start; the turns played while it
+    loads the earlier ones are in it too, with no gap."""
+    simulation_id, bots = await slow_tavern_game(served, delay_s=0.04)
+    with background(*bots):
+        early = await visor.open(f"/watch/{simulation_id}")
+        simulation = served.arena.matches[simulation_id]
+        await turns_played(simulation, 30)
+        late = await visor.open(f"/watch/{simulation_id}")
+        await expect(late.locator("#status")).to_contain_text("Playing")
+        arrived = simulation.turn_count
+        await expect(early.locator("#result")).to_contain_text(
+            "Points to win reached", timeout=30_000
+        )
+        await expect(late.locator("#result")).to_contain_text("Points to win reached")
+    assert 30 <= arrived < simulation.turn_count
+    # Each Tavern turn is one line (a point adds one more), newest first.
+    summaries = late.locator("#log li.log-move .log-turn, #log li.log-hit .log-turn")
+    await expect(summaries).to_have_count(simulation.turn_count)
+    numbers = [int(text) for text in await summaries.all_text_contents()]
+    assert numbers == list(range(simulation.turn_count, 0, -1))
+    await expect(late.locator("#log li")).to_have_text(
+        await early.locator("#log li").all_text_contents()
+    )
+
+
+async def test_a_watcher_that_reconnects_lists_the_turns_it_missed(
+    served: Served, visor: Pages
+) -> None:
+    """The page's connection drops mid-game and comes back by itself: the turns played while
+    it was away join the move list, which goes on from turn 1 with no gap."""
+    simulation_id, bots = await slow_tavern_game(served, delay_s=0.04)
+    connections: list[WebSocketRoute] = []
+
+    def through_the_test(websocket: WebSocketRoute) -> None:
+        connections.append(websocket)
+        websocket.connect_to_server()
+
+    with background(*bots):
+        page = await visor.open(f"/watch/{simulation_id}", websockets=through_the_test)
+        simulation = served.arena.matches[simulation_id]
+        await turns_played(simulation, 20)
+        await connections[0].close()
+        dropped = simulation.turn_count
+
+        async def reconnected() -> bool:
+            return len(connections) == 2
+
+        await eventually(reconnected)
+        assert simulation.turn_count > dropped  # turns it was not there for
+        await expect(page.locator("#result")).to_contain_text(
+            "Points to win reached", timeout=30_000
+        )
+    summaries = page.locator("#log li.log-move .log-turn, #log li.log-hit .log-turn")
+    await expect(summaries).to_have_count(simulation.turn_count)
+    numbers = [int(text) for text in await summaries.all_text_contents()]
+    assert numbers == list(range(simulation.turn_count, 0, -1))
+
+
 async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(
     served: Served, visor: Pages
 ) -> None:
@@ -360,6 +420,31 @@ async def test_pause_freezes_the_view_and_resume_jumps_to_the_latest(
     await page.click("#pause")
     await expect(page.locator("#turn")).not_to_have_text(ply or "")
     assert await canvas_pixels(page) != frozen
+
+
+async def test_an_unknown_address_is_a_page_of_the_arena_with_the_ways_back(
+    visor: Pages,
+) -> None:
+    """Not aiohttp's bare "404: Not Found": the arena's own page, which names the path (as
+    text), and leads back to the lobby and the other pages."""
+    visor.http_errors_expected = True  # the page itself is answered with a 404
+    page = await visor.open("/no/such/<b>page</b>", width=390, height=844, connected=False)
+    await expect(page).to_have_title("Page not found · Dwarven Tavern Arena")
+    await expect(page.locator("h1")).to_have_text("No page here")
+    await expect(page.locator("#missing-path")).to_have_text("/no/such/<b>page</b>")
+    assert await page.locator("main b").count() == 0
+    await expect(page.locator(".topnav a")).to_have_text(
+        ["Lobby", "Play Thud", "Matches", "League", "Clients"]
+    )
+    # The arena's stylesheet: its buttons, and a phone's width.
+    lobby = page.locator("#to-lobby")
+    colour = await lobby.evaluate("node => getComputedStyle(node).backgroundColor")
+    assert colour == "rgb(233, 169, 60)"  # --accent
+    assert await fits_the_width(page)
+    await lobby.click()
+    await page.wait_for_url(visor.base_url + "/")
+    await expect(page.locator("#connection")).to_have_attribute("data-status", "open")
+    await expect(page.locator("#sims-empty")).to_be_visible()
 
 
 async def test_an_unknown_id_shows_a_clear_message(visor: Pages) -> None:
@@ -444,6 +529,30 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
         "declare": True,
     }
     assert await canvas_pixels(page) != untouched
+    # Both moves (the refused one and the one played) named the turn they answered.
+    assert [move["turn"] for move in visor.messages_sent(page, "move")] == [1, 1]
+
+
+async def test_the_set_up_fits_a_phone(visor: Pages) -> None:
+    """Every part of the set-up is within a 390 px wide screen, whichever side is chosen: the
+    opponents' options are short, and what the chosen one does wraps under them."""
+    page = await visor.open("/play/thud", width=390, height=844)
+    for side, opponent, does in (
+        ("dwarf", "troll", "kills the most dwarfs"),
+        ("troll", "dwarf", "hurls at trolls"),
+    ):
+        await page.check(f"input[value={side}]")
+        await expect(page.locator("#opponent")).to_have_value(opponent)
+        outside = []
+        for element in await page.locator("#setup, #setup *").all():
+            box = await element.bounding_box()
+            if box is not None and (box["x"] < 0 or box["x"] + box["width"] > 390):
+                outside.append((await element.evaluate("e => e.outerHTML.slice(0, 60)"), box))
+        assert outside == []
+        assert await fits_the_width(page)
+        await expect(page.locator("#opponent-about")).to_contain_text(does)
+    await page.select_option("#opponent", "")
+    await expect(page.locator("#opponent-about")).to_contain_text("the id it joins with")
 
 
 async def test_waiting_for_a_bot_shows_the_id_it_joins(served: Served, visor: Pages) -> None:

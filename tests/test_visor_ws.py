@@ -57,6 +57,57 @@ async def test_pages_are_served_with_a_content_security_policy(served: Served) -
             assert response.status == 404
 
 
+async def test_an_unknown_path_is_a_page_of_the_arena_or_a_json_error(served: Served) -> None:
+    """A page request for an unknown path gets the arena's own 404 page, under the same policy
+    as every page, naming the path as text; the API, and any other method, a JSON error."""
+    async with aiohttp.ClientSession() as session:
+        async with session.get(served.url + "/no/such/%3Cscript%3Epage") as response:
+            assert response.status == 404
+            assert response.content_type == "text/html"
+            assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+            page = await response.text()
+        assert '<link rel="stylesheet" href="/static/css/visor.css">' in page
+        assert "/no/such/&lt;script&gt;page" in page and "<script>" not in page
+        assert '<a id="to-lobby" class="button button-primary" href="/">' in page
+        for path, method in (("/api/no-such-thing", "GET"), ("/no/such/page", "POST")):
+            async with session.request(method, served.url + path) as response:
+                assert response.status == 404
+                assert response.content_type == "application/json"
+                assert await response.json() == {"error": f"no such path: {path}"}
+
+
+async def test_the_turns_of_a_live_game_are_every_turn_its_watchers_were_sent(
+    served: Served, page_socket: Any
+) -> None:
+    """/api/games/{id}/turns on a game still going on holds every turn up to the one a page
+    arriving then is shown (the records' latest turns are written out before it answers),
+    each as the live turn messages carried it: a late page's move list, from turn 1."""
+    early = await page_socket()
+    await early.send(
+        {"type": "run-game", "game": "thud", "players": ["dwarf", "troll"], "delayMs": 5}
+    )
+    simulation_id = (await early.receive("created"))["simulationId"]
+    await early.send({"type": "watch", "simulationId": simulation_id})
+    await early.receive("snapshot")
+    seen = [await early.receive("turn") for _ in range(20)]
+    late = await page_socket()
+    await late.send({"type": "watch", "simulationId": simulation_id})
+    arrived = (await late.receive("snapshot"))["turn"]
+    url = f"{served.url}/api/games/{simulation_id}/turns"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url, params={"from": "1", "to": str(arrived)}) as response:
+            assert response.status == 200
+            turns = (await response.json())["turns"]
+        seen += [await early.receive("turn") for _ in range(arrived - len(seen))]
+        fields = ("turn", "seat", "timedOut", "events")
+        assert turns == [{field: turn[field] for field in fields} for turn in seen[:arrived]]
+        async with session.get(url, params={"from": "0"}) as response:
+            assert response.status == 400
+        async with session.get(f"{served.url}/api/games/nope123/turns") as response:
+            assert response.status == 404
+            assert await response.json() == {"error": "no recorded game with this id"}
+
+
 async def test_the_lobby_shows_a_new_simulation(page_socket: Any) -> None:
     lobby, creator = await page_socket(), await page_socket()
     await lobby.send({"type": "lobby"})

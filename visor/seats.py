@@ -21,6 +21,7 @@ from server.games.base import JoinRejected, JsonObject
 from server.house import HOUSE_PLAYERS, NAMES, HousePlayer
 from server.match import (
     PLAYER_DISCONNECTED,
+    STALE_TURN,
     TURN_TIMEOUT,
     Match,
     SeatMessage,
@@ -36,6 +37,8 @@ take at most one thread's share of the interpreter from the bots' games."""
 
 
 TOO_MANY_HOUSE_GAMES = "Too many house games"
+# What a house player may be told in an ordinary game: a turn it ran late on, its opponent gone.
+QUIET_ERRORS = frozenset({TURN_TIMEOUT, STALE_TURN, PLAYER_DISCONNECTED})
 
 
 class BrowserSeat:
@@ -92,18 +95,19 @@ class HouseSeat:
     def send(self, message: SeatMessage) -> None:
         kind = message.kind
         if kind == "turn":
-            self.match.spawn(self._answer(message.state))
-        elif kind == "error" and message.body["message"] not in (TURN_TIMEOUT, PLAYER_DISCONNECTED):
+            self.match.spawn(self._answer(message.state, message.body["turn"]))
+        elif kind == "error" and message.body["message"] not in QUIET_ERRORS:
             log.warning("house player %s was told: %s", self.player.name, message.body)
 
-    async def _answer(self, state: Any) -> None:
+    async def _answer(self, state: Any, turn: int) -> None:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         # Thinking can take a few milliseconds: keep it off the event loop.
         reply = await asyncio.get_running_loop().run_in_executor(
             HOUSE_THINKING, self.player.reply, state, self.seat, self.rng
         )
-        self.match.submit(self.seat, reply, self)
+        # Named, the turn answered is never played as a later one if the thinking ran late.
+        self.match.submit(self.seat, {**reply, "turn": turn}, self)
 
     def close(self) -> None:
         """Nothing to release: the match owns the thinking tasks."""

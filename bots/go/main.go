@@ -34,6 +34,7 @@ type Message struct {
 	Width        int             `json:"width"`
 	Height       int             `json:"height"`
 	State        json.RawMessage `json:"state"`
+	Turn         int             `json:"turn"` // turn: its number; the reply names it
 	Result       json.RawMessage `json:"result"`
 }
 
@@ -97,6 +98,9 @@ func main() {
 			fmt.Printf("joined %s as %s%s\n", message.SimulationID, message.Team, message.Side)
 		case "turn":
 			if reply, err := answer(*game, message.State, info); err == nil {
+				// Name the turn answered: a reply that arrives too late is then refused
+				// ("Stale turn") instead of being played as a later turn.
+				reply["turn"] = message.Turn
 				send(reply)
 			} else {
 				fmt.Fprintln(os.Stderr, "bad turn:", err)

@@ -89,10 +89,14 @@ public final class Bot {
                     }
                     case "turn" -> {
                         Map<String, Object> state = obj(message.get("state"));
-                        send(out, game.equals("tavern")
+                        Map<String, Object> reply = new LinkedHashMap<>(game.equals("tavern")
                                 ? Map.of("type", "player-turn", "actions", tavernActions(state,
                                         (String) info.get("team"), num(info.get("width")), num(info.get("height"))))
                                 : thudReply(state));
+                        // Name the turn answered: a reply that arrives too late is then refused
+                        // ("Stale turn") instead of being played as a later turn.
+                        reply.put("turn", message.get("turn"));
+                        send(out, reply);
                     }
                     case "score" -> System.out.println("point for " + message.get("team"));
                     case "win-game", "loss-game", "draw-game" -> {

@@ -86,7 +86,10 @@ function main() {
         console.log('joined ' + message.simulationId + ' as ' + team);
         break;
       case 'turn':
-        send({ type: 'player-turn', actions: chooseActions(message.state, team, width, height) });
+        // `turn` names the turn answered: a reply that arrives too late is refused (Stale turn)
+        // instead of being played as a later turn.
+        send({ type: 'player-turn', turn: message.turn,
+               actions: chooseActions(message.state, team, width, height) });
         break;
       case 'score':
         console.log('point for ' + message.team);
@@ -97,7 +100,7 @@ function main() {
         break;
       case 'error':
         console.error('server error: ' + message.message + (message.reason ? ' (' + message.reason + ')' : ''));
-        if (message.message !== 'Turn timeout' && message.message !== 'Player disconnected') socket.end();
+        if (!['Turn timeout', 'Stale turn', 'Player disconnected'].includes(message.message)) socket.end();
         break;
       default:
         break;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Plays a Thud king-of-the-hill challenge client (a JavaScript class) as an arena seat.
 //
-//   node bots/js/thud-client.js --side dwarf --file my_player.js
+//   node bots/js/thud-client.js --side dwarf --file bots/js/clients/dwarf/shieldwall.js
 //        [--host 127.0.0.1] [--port 9000] [--simulation ID] [--nick NAME] [--think-ms 60000]
 //
 // No dependencies beyond Node's standard library. The client file holds a class, with or
@@ -17,19 +17,23 @@
 // is sent, with `declare` if the client changed its flag (`end_turn()` runs inside `move()`,
 // so a declare made there goes with this move).
 //
-// When the client cannot go on, the adapter leaves the game (closes the connection), which the
-// arena scores as a loss for this side ("Player disconnected"); nothing else is affected:
+// The client file is loaded before anything else: one that cannot be read or does not load
+// (a syntax error, an exception at its top level, no class) is said in one line on stderr, and
+// the adapter exits with status 2 without connecting, so no game waits for it. Bad options do
+// the same.
+// When the client cannot go on once seated, the adapter leaves the game (closes the
+// connection), which the arena scores as a loss for this side ("Player disconnected"); nothing
+// else is affected:
 //   - an exception from turn() or end_turn(), or a turn that runs longer than --think-ms: the
 //     stack trace goes to stderr, exit status 1;
-//   - an exception from the constructor (run when the arena seats us), or a file that does not
-//     load (syntax error, no class; exit status 2): the error goes to stderr at once, and the
-//     adapter leaves on its first turn. Leaving before the game starts would only free the seat
-//     (outside tournaments the game would then wait for someone else), and the engine failed as
-//     the game began;
-// Bad options exit with status 2 before connecting.
+//   - an exception from the constructor (run when the arena seats us): the error goes to stderr
+//     at once, and the adapter leaves on its first turn (exit status 1). Leaving before the game
+//     starts would only free the seat (outside tournaments the game would then wait for someone
+//     else), and the engine failed as the game began.
 // A turn() that returns without a successful move ends the game as the challenge's engine did:
 // it stopped there and scored the position as it stood. The adapter sends the arena's
 // {"type": "player-turn", "stop": true}, and the game ends with the reason "No move".
+// Every reply carries the `turn` it answers (the ply), so a late one is refused, never played.
 // Errors from the arena go to stderr. An `Illegal move` or `Invalid turn` means the arena and
 // the controller disagree about the rules; the adapter cannot recover a turn it has already
 // played, so it leaves (exit status 1). A finished game exits with status 0.
@@ -81,8 +85,9 @@ function makeSandbox(label) {
   return { context: context, api: api };
 }
 
-// The class a challenge entry holds: run as a script with `module.exports` available, else
-// evaluated as an expression (a bare `class { ... }`, as entries were pasted into the editor).
+// The class a challenge entry holds (null if none): run as a script with `module.exports`
+// available, else evaluated as an expression (a bare `class { ... }`, as entries were pasted
+// into the editor).
 function loadClientClass(source, filename, context) {
   let script = null;
   let syntaxError = null;
@@ -102,14 +107,26 @@ function loadClientClass(source, filename, context) {
   try {
     expression = new vm.Script('(' + source.replace(/[\s;]+$/, '') + '\n)', { filename: filename });
   } catch (error) {
-    throw syntaxError || error;
+    if (syntaxError) throw syntaxError;
+    return null; // code that runs, but neither exports a class nor is one
   }
   const value = expression.runInContext(context, { timeout: LOAD_TIMEOUT_MS });
-  if (typeof value === 'function') return value;
-  throw new Error(filename + ' holds no class: write `module.exports = class { ... }` or just the class');
+  return typeof value === 'function' ? value : null;
 }
 
 const describeError = (error) => (error && error.stack) || String(error);
+
+// Why a client file cannot be played, in one line: the error, and where when the engine says
+// (an error of the client's realm is no `instanceof Error` here: its fields are read instead).
+function loadProblem(error) {
+  if (error && error.code === 'ENOENT') return 'no such file';
+  if (error && error.code) return error.message; // EACCES, EISDIR...
+  const text = error && error.name ? error.name + ': ' + error.message : String(error);
+  const stack = String((error && error.stack) || '');
+  // A syntax error's stack begins with FILE:LINE; another error's first frame names it.
+  const place = /^(\S+:\d+)\n/.exec(stack) || /\n\s+at (?:.*\()?(\S+?:\d+):\d+\)?/.exec(stack);
+  return place ? text + ' (' + place[1] + ')' : text;
+}
 
 function main() {
   let args;
@@ -124,11 +141,16 @@ function main() {
 
   const { context, api } = makeSandbox(args.nick);
   let ClientClass = null;
-  let loadError = null;
+  let problem = 'it holds no class: write `module.exports = class { ... }` or just the class';
   try {
     ClientClass = loadClientClass(fs.readFileSync(args.file, 'utf8'), path.resolve(args.file), context);
   } catch (error) {
-    loadError = error;
+    problem = loadProblem(error);
+  }
+  if (!ClientClass) {
+    say('cannot load ' + args.file + ': ' + problem);
+    process.exitCode = EXIT_BAD_INPUT;
+    return;
   }
 
   const socket = net.connect({ host: args.host, port: args.port });
@@ -186,7 +208,7 @@ function main() {
         seated(message);
         break;
       case 'turn':
-        turn(message.state);
+        turn(message.state, message.turn);
         break;
       case 'win-game':
       case 'loss-game':
@@ -214,11 +236,6 @@ function main() {
 
   function seated(info) {
     process.stdout.write('joined ' + info.simulationId + ' as ' + info.side + '\n');
-    if (loadError) {
-      say('cannot load ' + args.file + ':\n' + describeError(loadError));
-      failed = EXIT_BAD_INPUT;
-      return;
-    }
     try {
       seat = api.createSeat(ClientClass, info.side, { warn: (text) => say('warning: ' + text) });
     } catch (error) {
@@ -227,7 +244,7 @@ function main() {
     }
   }
 
-  function turn(state) {
+  function turn(state, number) {
     if (failed) {
       say('ply ' + state.ply + ': the client could not start; leaving the game');
       leave(failed);
@@ -248,10 +265,10 @@ function main() {
         'stands (dwarfs ' + score.dwarfs + ', trolls ' + score.trolls + '), as the challenge\'s ' +
         'engine did'
       );
-      send({ type: 'player-turn', stop: true });
+      send({ type: 'player-turn', turn: number, stop: true });
       return;
     }
-    send(Object.assign({ type: 'player-turn' }, reply));
+    send(Object.assign({ type: 'player-turn' }, reply, { turn: number }));
   }
 }
 

@@ -13,6 +13,12 @@ from typing import Protocol
 
 from server.games.base import JsonObject
 
+
+class RedisRefused(Exception):
+    """The Redis of the arena answers but refuses this node (a wrong password, a database it
+    does not have) at its first link: that will not mend itself, unlike a Redis that is away."""
+
+
 Deliver = Callable[[str], None]
 """Where a page's message for another node's watchers goes."""
 
@@ -60,3 +66,6 @@ class OtherNodes(Protocol):
 
     async def locate(self, name: str) -> str | None:
         """The HTTP address of the other node with a live simulation of this name, if any."""
+
+    async def address_of(self, simulation_id: str) -> str | None:
+        """The HTTP address of the other node that plays this live simulation, if one does."""

@@ -26,6 +26,10 @@ seats a ``RemoteSeatChannel`` through the ordinary ``match.seat`` (or ``match.re
 messages A publishes, in wire form, to B, which writes them to the bot unchanged. The bot's
 moves go back to A and are submitted the ordinary way; the clock stays on A.
 
+Anyone who reaches the Redis can write there and publish on its channels, so whatever a node
+reads from it is checked first (``server.cluster.values``, ``wire.read_batch``): a value or a
+frame that does not read is skipped and logged, and costs nothing else.
+
 When a node's key expires, every other node drops its simulations, tells each bot and page
 connected through it to one of that node's games why, and closes them. When Redis itself goes
 away, games whose seats are all on their node play on; every seat and page that crosses nodes
@@ -50,12 +54,18 @@ import orjson
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    RedisError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from server.arena import Arena, RandomJoiner, RemotePeer
-from server.cluster import Deliver, Spectators, wire
+from server.cluster import Deliver, RedisRefused, Spectators, values, wire
+from server.cluster.directory import Directory
 from server.config import ArenaConfig, without_password
 from server.games.base import JoinRejected, JsonObject
 from server.match import (
@@ -259,7 +269,7 @@ class ClusterNode:
         self.peers: dict[int, PeerSeat] = {}
         self._connections = itertools.count(1)
         self._watching: dict[str, str] = {}  # simulation id -> its node
-        self.directory: dict[str, JsonObject] = {}  # the other nodes' live simulations
+        self.directory = Directory()  # the other nodes' live simulations
         self._alive: set[str] = set()  # the other nodes, at the last heartbeat
         # Frames waiting for the sender, by destination node.
         self._outgoing: dict[str, list[bytes]] = {}
@@ -269,6 +279,7 @@ class ClusterNode:
         self._publish_heads: dict[str, bytes] = {}  # by destination node
         self._header = self.id.encode()
         self._own_inbox = inbox(self.id).encode()
+        self._complaints = values.Complaints(self.id)  # what it read from Redis and could not use
         arena.listeners.append(self._on_update)
 
     # --- what the visor asks (server.cluster.OtherNodes) --------------------------------------
@@ -304,21 +315,46 @@ class ClusterNode:
             log.warning("node %s: cannot name %s: %s", self.id, simulation_id, error)
 
     async def locate(self, name: str) -> str | None:
+        key = alias_key(name)
+        raw = await self._read(key, name)
+        if raw is None:
+            return None
+        try:
+            _, node = values.alias(raw)
+        except values.BadValue as bad:
+            self._complaints(key, bad)
+            return None
+        return None if node == self.id else await self._http_address(node, name)
+
+    async def address_of(self, simulation_id: str) -> str | None:
+        entry = self.directory.get(simulation_id)
+        if entry is None:
+            return None
+        return await self._http_address(str(entry["node"]), simulation_id)
+
+    async def _http_address(self, node: str, looked_for: str) -> str | None:
+        """Where ``node`` serves HTTP, from the addresses it registered."""
+        key = node_key(node)
+        addresses = await self._read(key, looked_for)
+        if addresses is None:
+            return None
+        try:
+            return values.node_http(addresses)
+        except values.BadValue as bad:
+            self._complaints(key, bad)
+            return None
+
+    async def _read(self, key: str, looked_for: str) -> bytes | str | None:
+        """A key's value; None when Redis is out of reach (said in the log)."""
         redis = self._redis
         if redis is None:
             return None
         try:
-            raw = await redis.get(alias_key(name))
-            if raw is None:
-                return None
-            node = orjson.loads(raw)["node"]
-            if node == self.id:
-                return None
-            addresses = await redis.get(node_key(node))
+            value: bytes | str | None = await redis.get(key)
         except (RedisError, OSError) as error:
-            log.warning("node %s: cannot locate %s: %s", self.id, name, error)
+            log.warning("node %s: cannot locate %s: %s", self.id, looked_for, error)
             return None
-        return None if addresses is None else str(orjson.loads(addresses)["http"])
+        return value
 
     # --- what the TCP connections ask (server.arena.Elsewhere) --------------------------------
     def seat(
@@ -343,29 +379,22 @@ class ClusterNode:
         elif (entry := self.directory.get(simulation_id)) is not None:
             self._ask(handle, str(entry["node"]), request)
         else:  # not followed yet (just created elsewhere?): the directory itself says
-            self._tasks.create_task(self._look_up(handle, simulation_id, request))
+            self._tasks.create_task(self._seat_found(handle, simulation_id, request))
         return handle
+
+    async def _seat_found(self, handle: PeerSeat, simulation_id: str, request: JsonObject) -> None:
+        entry = await self._look_up(handle, simulation_id)
+        if handle.connection not in self.peers:
+            return  # the connection is gone already
+        if entry is None or entry["node"] == self.id:
+            self._refuse(handle, WRONG_SIMULATION_ID, None)
+        else:
+            self._ask(handle, entry["node"], request)
 
     def waiting(self, game: str, fields: JsonObject) -> str | None:
         if not self.up:
             return None
-        codec = self.arena.codec(game)
-        candidates = []
-        for entry in self.directory.values():
-            if entry["game"] != game or entry["status"] != Status.WAITING.value:
-                continue
-            free = entry["free"]
-            if not free:  # full, about to start
-                continue
-            try:
-                codec.choose_seat(free, fields)
-            except JoinRejected:
-                continue
-            candidates.append((len(free) == len(entry["players"]), entry["created"], entry))
-        if not candidates:
-            return None
-        candidates.sort(key=lambda candidate: candidate[:2])  # half-full ones first, oldest
-        return str(candidates[0][2]["simulationId"])
+        return self.directory.waiting(game, self.arena.codec(game).wanted_seats(fields))
 
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> PeerSeat:
         handle = PeerSeat(self, next(self._connections), peer)
@@ -380,15 +409,11 @@ class ClusterNode:
         self, handle: PeerSeat, peer: RandomJoiner, game: str, message: JsonObject
     ) -> None:
         """Open the match of this game's random joins here, unless another node just did:
-        then join that one."""
+        then join that one (or, should no node play it, open one here all the same: a random
+        join is never refused for a claim)."""
         candidate = self.arena.new_id()
         key, value = claim_key(game), f"{self.id} {candidate}".encode()
-        claimed: bytes | None = value
-        redis = self._redis
-        if redis is not None:
-            with contextlib.suppress(RedisError, OSError):
-                answer = await redis.set(key, value, nx=True, get=True, px=self.ttl_ms)
-                claimed = answer if isinstance(answer, bytes) else None
+        claimed = await self._claimed(key, value)
         if claimed is None:  # this node's to open
             self._open_here(handle, peer, candidate)
             if self.arena.get(candidate) is None:  # it joined one waiting here instead
@@ -396,12 +421,38 @@ class ClusterNode:
             else:
                 self._claims[candidate] = (key, value)
             return
-        owner, _, simulation_id = claimed.decode().partition(" ")
+        owner, simulation_id = claimed
         if owner == self.id:
+            self._open_here(handle, peer, None)
+            return
+        entry = await self._look_up(handle, simulation_id)
+        if entry is None or entry["node"] != owner:  # a claim left by a node that is gone
+            self._release(key, f"{owner} {simulation_id}".encode())
             self._open_here(handle, peer, None)
         elif handle.connection in self.peers:
             request = {"simulationId": simulation_id, "message": message, "rejoin": False}
-            await self._look_up(handle, simulation_id, request)
+            self._ask(handle, owner, request)
+
+    async def _claimed(self, key: str, value: bytes) -> tuple[str, str] | None:
+        """Claim ``key`` with ``value`` unless another claim holds it: that claim's node and
+        simulation id, or None if the claim is this one (or Redis is out of reach). A claim
+        that does not read is deleted (if it is still there) and the key claimed again."""
+        for _ in range(2):
+            redis = self._redis
+            if redis is None:
+                return None
+            try:
+                answer = await redis.set(key, value, nx=True, get=True, px=self.ttl_ms)
+                if not isinstance(answer, bytes):
+                    return None
+                try:
+                    return values.claim(answer)
+                except values.BadValue as bad:
+                    self._complaints(key, bad)
+                    await redis.eval(RELEASE_CLAIM, 1, key, answer)
+            except (RedisError, OSError):
+                return None
+        return None
 
     def _open_here(self, handle: PeerSeat, peer: RandomJoiner, simulation_id: str | None) -> None:
         if self.peers.pop(handle.connection, None) is not None:
@@ -415,29 +466,30 @@ class ClusterNode:
         handle.owner = owner
         self.send(owner, wire.JOIN, handle.connection, orjson.dumps(request))
 
-    async def _look_up(self, handle: PeerSeat, simulation_id: str, request: JsonObject) -> None:
-        """Find the node of a simulation this node does not follow (yet): one created a moment
-        ago is announced a little after its creator hears its id, so a miss is asked again for
-        up to ``LOOK_UP_WAIT_S`` before the id counts as wrong."""
-        entry = None
+    async def _look_up(self, handle: PeerSeat, simulation_id: str) -> JsonObject | None:
+        """The directory entry of a simulation this node does not follow (yet): one created a
+        moment ago is announced a little after its creator hears its id, so a miss is asked
+        again for up to ``LOOK_UP_WAIT_S`` (while the connection waits) before it is None."""
         pause, waited = LOOK_UP_FIRST_PAUSE_S, 0.0
         while True:
             entry = self.directory.get(simulation_id)
             if entry is None and self._redis is not None:
-                with contextlib.suppress(RedisError, OSError, orjson.JSONDecodeError):
-                    raw = await self._redis.get(sim_key(simulation_id))
-                    entry = None if raw is None else orjson.loads(raw)
+                entry = await self._stored_entry(self._redis, sim_key(simulation_id))
             if entry is not None or waited >= LOOK_UP_WAIT_S or handle.connection not in self.peers:
-                break
+                return entry
             await asyncio.sleep(pause)
             waited += pause
             pause *= 2
-        if handle.connection not in self.peers:
-            return  # the connection is gone already
-        if entry is None or entry.get("node") in (None, self.id):
-            self._refuse(handle, WRONG_SIMULATION_ID, None)
-        else:
-            self._ask(handle, str(entry["node"]), request)
+
+    async def _stored_entry(self, redis: Redis, key: str) -> JsonObject | None:
+        try:
+            raw = await redis.get(key)
+            return None if raw is None else values.directory_entry(raw)
+        except (RedisError, OSError):
+            return None
+        except values.BadValue as bad:
+            self._complaints(key, bad)
+            return None
 
     def _refuse(self, handle: PeerSeat, message: str, reason: str | None) -> None:
         if self.peers.pop(handle.connection, None) is not None:
@@ -445,12 +497,22 @@ class ClusterNode:
 
     # --- frames from the other nodes ----------------------------------------------------------
     def received(self, data: bytes) -> None:
-        sender, frames = wire.frames(data)
-        for kind, connection, payload in frames:
+        """A batch published on this node's inbox, where anyone who reaches the Redis can
+        publish: a bad frame costs only itself (said at most once a minute per sender)."""
+        batch = wire.read_batch(data)
+        sender = batch.sender
+        if batch.dropped:
+            fault = f"frames dropped: {batch.dropped} ({batch.fault})"
+            self._complaints(f"frames from {sender or 'a non-node'}", fault)
+        if sender is None:
+            return
+        for kind, connection, payload in batch.frames:
             try:
                 self._frame(sender, kind, connection, payload)
-            except Exception:  # one bad frame must cost that request, not the node
-                log.exception("node %s: frame %r from %s failed", self.id, kind, sender)
+            except values.BadValue as bad:
+                self._complaints(f"frames from {sender}", f"a frame {kind!r}: {bad}")
+            except Exception:  # a bug: it must cost that request, not the node
+                self._complaints(f"frames from {sender}", f"a frame {kind!r} failed", exc_info=True)
 
     def _frame(self, sender: str, kind: bytes, connection: int, payload: bytes) -> None:
         if kind == wire.DATA:
@@ -461,20 +523,20 @@ class ClusterNode:
             self._move(sender, connection, payload)
         elif kind == wire.SPECTATE:
             simulation_id, _, text = payload.partition(b" ")
-            name = simulation_id.decode()
+            name = values.text(simulation_id)
             if name in self._watching and self.spectators is not None:
-                self.spectators.relayed(name, text.decode(), last=False)
+                self.spectators.relayed(name, values.text(text), last=False)
         elif kind == wire.JOIN:
-            self._seat_remote(sender, connection, orjson.loads(payload))
+            self._seat_remote(sender, connection, values.join_request(payload))
         elif kind == wire.SEATED:
             handle = self.peers.get(connection)
             if handle is not None:
                 handle.peer.remote_seated()
         elif kind == wire.REFUSED:
             handle = self.peers.get(connection)
-            refusal = orjson.loads(payload)
+            message, reason = values.refusal(payload)
             if handle is not None:
-                self._refuse(handle, refusal["message"], refusal.get("reason"))
+                self._refuse(handle, message, reason)
         elif kind == wire.CLOSE:
             handle = self.peers.pop(connection, None)
             if handle is not None:
@@ -485,11 +547,11 @@ class ClusterNode:
                 channel.open = False
                 self._leave(channel)
         elif kind == wire.WATCH:
-            self._relay(sender, payload.decode())
+            self._relay(sender, values.text(payload))
         elif kind == wire.UNWATCH:
-            self._unrelay(sender, payload.decode())
+            self._unrelay(sender, values.text(payload))
 
-    def _seat_remote(self, sender: str, connection: int, request: JsonObject) -> None:
+    def _seat_remote(self, sender: str, connection: int, request: values.JoinRequest) -> None:
         """A bot on ``sender`` asks for a seat of a match played here: exactly what a bot
         connected here would get, refusals included."""
 
@@ -497,21 +559,21 @@ class ClusterNode:
             refusal = orjson.dumps({"message": message, "reason": reason})
             self.send(sender, wire.REFUSED, connection, refusal)
 
-        match = self.arena.get(request.get("simulationId"))
-        message = request.get("message")
-        if match is None or not isinstance(message, dict):
+        match = self.arena.get(request.simulation_id)
+        message = request.message
+        if match is None:
             refuse(WRONG_SIMULATION_ID, None)
             return
         channel = RemoteSeatChannel(self, sender, connection)
         try:
-            if request.get("rejoin"):
+            if request.rejoin:
                 seat = match.rejoin(channel, message.get("token"))
             else:
                 named_game = message.get("game")
                 if named_game is not None and named_game != match.codec.name:
                     refuse("Wrong game", f"simulation {match.id} is a {match.codec.name} game")
                     return
-                seat = match.seat(channel, self._seat_request(message, request.get("kind")))
+                seat = match.seat(channel, self._seat_request(message, request.kind))
         except JoinRejected as rejected:
             channel.open = False
             refuse(rejected.message, rejected.reason)
@@ -522,7 +584,7 @@ class ClusterNode:
         self.channels[(sender, connection)] = channel
         self.send(sender, wire.SEATED, connection, b"")
 
-    def _seat_request(self, message: JsonObject, kind: object) -> SeatRequest:
+    def _seat_request(self, message: JsonObject, kind: str | None) -> SeatRequest:
         """As the node the player is connected to would ask: a person has a person's time."""
         if kind == "person":
             timeout_s = self.arena.config.person_turn_timeout_ms / 1000
@@ -535,7 +597,7 @@ class ClusterNode:
             data = encode(error_message("Not in a game", "join a simulation first"))
             self.send(sender, wire.DATA, connection, data)
             return
-        channel.match.submit(channel.seat, orjson.loads(payload), channel)
+        channel.match.submit(channel.seat, values.move(payload), channel)
 
     def _leave(self, channel: RemoteSeatChannel) -> None:
         match = channel.match
@@ -571,8 +633,7 @@ class ClusterNode:
         if not nodes:
             return
         log.warning("node %s: lost %s: %s", self.id, ", ".join(sorted(nodes)), reason)
-        before = len(self.directory)
-        self.directory = {k: v for k, v in self.directory.items() if v["node"] not in nodes}
+        dropped = self.directory.drop_nodes(nodes)
         notice = encode(error_message(message, reason))
         for connection, handle in list(self.peers.items()):
             if handle.owner in nodes:
@@ -592,7 +653,7 @@ class ClusterNode:
                 self._leave(channel)
         for peer_node, simulation_id in [k for k in self._relays if k[0] in nodes]:
             self._unrelay(peer_node, simulation_id)
-        if len(self.directory) != before and self.spectators is not None:
+        if dropped and self.spectators is not None:
             self.spectators.lobby_changed()
 
     def _known_nodes(self) -> set[str]:
@@ -718,26 +779,47 @@ class ClusterNode:
             return
         try:
             self._lobby_message(data)
-        except Exception:  # one bad announcement must not cost the link
-            log.exception("node %s: lobby message failed", self.id)
+        except values.BadValue as bad:
+            self._complaints(LOBBY, bad)
+        except Exception:  # a bug: one announcement must not cost the link
+            self._complaints(LOBBY, "a message failed", exc_info=True)
 
     def _lobby_message(self, data: bytes) -> None:
-        change = orjson.loads(data)
-        node = change["node"]
+        """A node's announcement (where anyone who reaches the Redis can publish): each entry
+        is read on its own, and only its node's entries are taken."""
+        change = values.lobby_change(data)
+        node = change.node
         if node == self.id:
             return
-        for entry in change["set"]:
+        for entry in self._entries_of(node, change.set, values.directory_entry):
             if entry["status"] == Status.FINISHED.value:
-                self.directory.pop(entry["simulationId"], None)
+                self.directory.pop(entry["simulationId"])
             else:
-                self.directory[entry["simulationId"]] = entry
-        for name in change["del"]:
-            if self.directory.get(name, {}).get("node") == node:
-                del self.directory[name]
+                self.directory.put(entry)
+        for name in change.deleted:
+            if (self.directory.get(name) or {}).get("node") == node:
+                self.directory.pop(name)
         if self.spectators is not None:
-            for entry in change.get("ended", ()):
+            for entry in self._entries_of(node, change.ended, values.finished_entry):
                 self.spectators.finished_elsewhere(entry)
             self.spectators.lobby_changed()
+
+    def _entries_of(
+        self, node: str, entries: list[object], read: Callable[[object], JsonObject]
+    ) -> list[JsonObject]:
+        """The entries a node announced that read, and are its own."""
+        kept = []
+        for value in entries:
+            try:
+                entry = read(value)
+            except values.BadValue as bad:
+                self._complaints(f"{LOBBY} from {node}", bad)
+                continue
+            if entry["node"] == node:
+                kept.append(entry)
+            else:
+                self._complaints(f"{LOBBY} from {node}", f"an entry of node {entry['node']}")
+        return kept
 
     # --- heartbeat ----------------------------------------------------------------------------
     async def _heartbeat_loop(self, redis: Redis) -> None:
@@ -770,35 +852,58 @@ class ClusterNode:
         pipe.smembers(NODES)
         results = await pipe.execute()
         self.round_trip_s = time.perf_counter() - started
-        members = {member.decode() for member in results[-1]} - {self.id}
+        members, strangers = self._node_ids(results[-1])
+        members.discard(self.id)
         alive: set[str] = set()
         if members:
             ordered = sorted(members)
-            values = await redis.mget([node_key(member) for member in ordered])
-            alive = {member for member, value in zip(ordered, values, strict=True) if value}
-            dead = members - alive
-            if dead:
-                await redis.srem(NODES, *dead)
+            entries = await redis.mget([node_key(member) for member in ordered])
+            alive = {member for member, entry in zip(ordered, entries, strict=True) if entry}
+        gone: list[str | bytes] = [*(members - alive), *strangers]
+        if gone:
+            await redis.srem(NODES, *gone)
         self._lost(self._known_nodes() - alive, NODE_LOST, NODE_LOST_REASON)
         if alive - self._alive:  # a new node, or one taken for dead that was only slow
             await self._load_directory(redis)
         self._alive = alive
 
+    def _node_ids(self, members: set[bytes]) -> tuple[set[str], list[bytes]]:
+        """The node ids in ``tavern:nodes``, and what else is there (said, to be removed)."""
+        ids, strangers = set(), []
+        for member in members:
+            try:
+                ids.add(values.node_id(member))
+            except values.BadValue as bad:
+                self._complaints(NODES, bad)
+                strangers.append(member)
+        return ids, strangers
+
     # --- the link ------------------------------------------------------------------------------
     async def _load_directory(self, redis: Redis) -> None:
-        directory: dict[str, JsonObject] = {}
+        """Every other node's live simulations, and the arena's last finished games; an entry
+        that does not read is said and skipped."""
+        directory: list[JsonObject] = []
         keys = [key async for key in redis.scan_iter(match=sim_key("*"), count=1000)]
         for start in range(0, len(keys), 1000):
-            for raw in await redis.mget(keys[start : start + 1000]):
+            batch = keys[start : start + 1000]
+            for key, raw in zip(batch, await redis.mget(batch), strict=True):
                 if raw is None:
                     continue
-                entry = orjson.loads(raw)
+                try:
+                    entry = values.directory_entry(raw)
+                except values.BadValue as bad:
+                    self._complaints(key.decode(errors="replace"), bad)
+                    continue
                 if entry["node"] != self.id:
-                    directory[entry["simulationId"]] = entry
-        self.directory = directory
+                    directory.append(entry)
+        self.directory.replace(directory)
         if self.spectators is not None:
             for raw in reversed(await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)):
-                entry = orjson.loads(raw)
+                try:
+                    entry = values.finished_entry(raw)
+                except values.BadValue as bad:
+                    self._complaints(FINISHED, bad)
+                    continue
                 if entry["node"] != self.id:
                     self.spectators.finished_elsewhere(entry)
             self.spectators.lobby_changed()
@@ -862,9 +967,23 @@ class ClusterNode:
 
     async def _stay_linked(self) -> None:
         backoff = self.heartbeat_s / 4
+        linked_once = False
         while True:
             try:
                 await self._linked()
+            except* (AuthenticationError, AuthorizationError, ResponseError) as refused:
+                if not linked_once and not self.up:
+                    where = without_password(self.url)
+                    raise RedisRefused(
+                        f"Redis at {where} refused: {refused.exceptions[0]}"
+                    ) from None
+                log.warning(
+                    "node %s: Redis at %s refused: %s; retrying in %.1f s",
+                    self.id,
+                    without_password(self.url),
+                    refused.exceptions[0],
+                    backoff,
+                )
             except* (RedisError, OSError) as failed:
                 log.warning(
                     "node %s: Redis at %s: %s; retrying in %.1f s",
@@ -874,6 +993,7 @@ class ClusterNode:
                     backoff,
                 )
             if self.up:
+                linked_once = True
                 backoff = self.heartbeat_s / 4  # it was up: start the backoff again
             self._link_down(LINK_LOST_REASON)
             await asyncio.sleep(backoff)

@@ -53,6 +53,9 @@ class SeatClock:
     reconnect_grace_ms: int
 
 
+INVALID_TURN = "Invalid turn"  # a player-turn the game cannot take (each game says why)
+
+
 class ActionRejected(Exception):
     """A seat sent something the game cannot accept; nothing changed and it may try again.
 
@@ -137,6 +140,11 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         """The game a record was played with (the inverse of ``settings``)."""
 
     # --- seats -----------------------------------------------------------------------------------
+    def wanted_seats(self, request: JsonObject) -> tuple[int, ...]:
+        """The seats a join request may take, in the order it takes them when free; raises
+        ``JoinRejected`` for a request that names no seat of this game. By default: any."""
+        return tuple(range(len(self.seat_names)))
+
     @abstractmethod
     def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
         """Pick the seat a join request gets among the free ones, or raise ``JoinRejected``."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 from server.match import Listener
@@ -32,12 +32,17 @@ __all__ = [
     "GameFilter",
     "Recorder",
     "Records",
+    "RecordsUnavailable",
     "backend_for",
     "connect",
     "is_postgres",
     "migrate",
     "recording",
 ]
+
+
+class RecordsUnavailable(Exception):
+    """The records cannot be opened (the database is away, or refuses): said in one line."""
 
 
 class Records(Writer, Queries):
@@ -59,13 +64,29 @@ class Records(Writer, Queries):
             raise TypeError(f"the records are not a file: {self.backend.describe()}")
         return path
 
+    def open(self) -> None:
+        with self._reachable():
+            Writer.open(self)
+
     def open_to_read(self) -> None:
         """Upgrade the records if they are older than this code, and nothing else."""
-        connection = self.backend.connect()
+        with self._reachable():
+            connection = self.backend.connect()
+            try:
+                self.backend.migrate(connection)
+            finally:
+                connection.close()
+
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """A database that cannot be opened is a ``RecordsUnavailable`` naming it (never its
+        password) and the first line of why."""
         try:
-            self.backend.migrate(connection)
-        finally:
-            connection.close()
+            yield
+        except self.backend.errors as error:
+            why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            where = self.backend.describe()
+            raise RecordsUnavailable(f"cannot open the records at {where}: {why}") from error
 
 
 @contextlib.asynccontextmanager

@@ -6,10 +6,12 @@ block the writer), and run in worker threads: ``await asyncio.to_thread(records.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
@@ -28,6 +30,9 @@ GAME_COLUMNS = (  # a game's row, and its turn count, also while it is played
 )
 SCORE_KEYS = {"thud": ("dwarfs", "trolls"), "tavern": ("team1", "team2")}
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 @dataclass(frozen=True, slots=True)
 class GameFilter:
@@ -39,8 +44,29 @@ class GameFilter:
     per_page: int = 50
 
 
+def read(
+    method: Callable[Concatenate[Queries, Connection, P], T],
+) -> Callable[Concatenate[Queries, P], T]:
+    """A read of the records, given this thread's connection. A connection is found cut only
+    when used, so the first read after a database restart fails on it: it is read once more,
+    on a fresh connection, and answered rather than failed."""
+
+    @functools.wraps(method)
+    def reading(self: Queries, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        reader = self._reader()
+        try:
+            return method(self, reader, *args, **kwargs)
+        except self.backend.errors as error:
+            if not self.backend.lost(reader):
+                raise
+            log.warning("records: a reader's connection was cut (%s); reading again", error)
+        return method(self, self._reader(), *args, **kwargs)
+
+    return reading
+
+
 class Queries:
-    """The reading side of the records."""
+    """The reading side of the records; every read is a ``read``."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -53,13 +79,12 @@ class Queries:
             self._local.reader = reader
         return reader
 
-    def thud_api_game(self, token_digest: str) -> JsonObject | None:
+    @read
+    def thud_api_game(self, reader: Connection, token_digest: str) -> JsonObject | None:
         """The Thud HTTP API game of a game token's digest, or None."""
-        row = (
-            self._reader()
-            .execute("SELECT * FROM thud_api_games WHERE token_digest = ?", (token_digest,))
-            .fetchone()
-        )
+        row = reader.execute(
+            "SELECT * FROM thud_api_games WHERE token_digest = ?", (token_digest,)
+        ).fetchone()
         if row is None:
             return None
         return {
@@ -70,19 +95,18 @@ class Queries:
             "savedAt": row["saved_at"],
         }
 
-    def tournaments(self) -> list[JsonObject]:
-        rows = self._reader().execute("SELECT * FROM tournaments ORDER BY created_at DESC")
+    @read
+    def tournaments(self, reader: Connection) -> list[JsonObject]:
+        rows = reader.execute("SELECT * FROM tournaments ORDER BY created_at DESC")
         return [_tournament(row) for row in rows]
 
-    def tournament(self, tournament_id: str) -> JsonObject | None:
-        row = (
-            self._reader()
-            .execute("SELECT * FROM tournaments WHERE id = ?", (tournament_id,))
-            .fetchone()
-        )
+    @read
+    def tournament(self, reader: Connection, tournament_id: str) -> JsonObject | None:
+        row = reader.execute("SELECT * FROM tournaments WHERE id = ?", (tournament_id,)).fetchone()
         return None if row is None else _tournament(row)
 
-    def results(self, tournament_id: str | None = None) -> list[GameResult]:
+    @read
+    def results(self, reader: Connection, tournament_id: str | None = None) -> list[GameResult]:
         """Finished games between named bots (a tournament's, or all), in the order they ended,
         with how each seat's bot process ended and how many of its turns timed out.
 
@@ -108,7 +132,7 @@ class Queries:
             "WHERE s0.bot IS NOT NULL AND s1.bot IS NOT NULL AND (g.pairing IS NULL OR g.nth = 1)"
         )
         results = []
-        for row in self._reader().execute(sql + " ORDER BY g.finished_at, g.id", parameters):
+        for row in reader.execute(sql + " ORDER BY g.finished_at, g.id", parameters):
             seats = (row["seat0"], row["seat1"])
             score = orjson.loads(row["score"]) if row["score"] else {}
             results.append(
@@ -126,31 +150,20 @@ class Queries:
             )
         return results
 
-    def finished_pairings(self, tournament_id: str) -> set[str]:
-        rows = self._reader().execute(
-            "SELECT pairing FROM games WHERE tournament_id = ? AND status = 'finished'",
-            (tournament_id,),
-        )
-        return {row["pairing"] for row in rows}
+    @read
+    def finished_pairings(self, reader: Connection, tournament_id: str) -> set[str]:
+        return _pairings(reader, tournament_id, "finished")
 
-    def playing(self, tournament_id: str) -> int:
-        """How many of a tournament's games are being played, on whichever node."""
-        row = (
-            self._reader()
-            .execute(
-                "SELECT COUNT(*) FROM games WHERE tournament_id = ? AND status = 'playing'",
-                (tournament_id,),
-            )
-            .fetchone()
-        )
-        count: int = row[0]
-        return count
+    @read
+    def playing_pairings(self, reader: Connection, tournament_id: str) -> set[str]:
+        """The pairings of a tournament's games being played, on whichever node."""
+        return _pairings(reader, tournament_id, "playing")
 
-    def games(self, where: GameFilter) -> JsonObject:
+    @read
+    def games(self, reader: Connection, where: GameFilter) -> JsonObject:
         """One page of game summaries, newest first."""
         clauses, parameters = _filter_sql(where)
         sql_where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        reader = self._reader()
         total = reader.execute(f"SELECT COUNT(*) FROM games {sql_where}", parameters).fetchone()[0]
         per_page = max(1, min(where.per_page, PAGE_SIZE_LIMIT))
         page = max(1, where.page)
@@ -166,10 +179,10 @@ class Queries:
             "total": total,
         }
 
-    def game(self, game_id: str) -> JsonObject | None:
+    @read
+    def game(self, reader: Connection, game_id: str) -> JsonObject | None:
         """The full record of one game (docs/records.md), or None; raises ``DamagedRecord``
         if what is stored does not read back."""
-        reader = self._reader()
         row = reader.execute(
             f"SELECT {GAME_COLUMNS} FROM games WHERE games.id = ?", (game_id,)
         ).fetchone()
@@ -190,6 +203,13 @@ class Queries:
         except (IndexError, KeyError, TypeError, ValueError) as error:
             raise DamagedRecord(f"game {game_id}: its record does not read: {error}") from error
         return record
+
+
+def _pairings(reader: Connection, tournament_id: str, status: str) -> set[str]:
+    rows = reader.execute(
+        "SELECT pairing FROM games WHERE tournament_id = ? AND status = ?", (tournament_id, status)
+    )
+    return {row["pairing"] for row in rows}
 
 
 def _turns(seat_names: list[str], first: int, count: int, text: str) -> list[JsonObject]:

@@ -253,13 +253,21 @@ def too_new(found: int) -> RuntimeError:
 
 
 def migrate(connection: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
-    """Bring the file up to ``target`` (``SCHEMA_VERSION``); returns the version it had."""
+    """Bring the file up to ``target`` (``SCHEMA_VERSION``); returns the version it had.
+
+    Each step reads the version again under SQLite's write lock, so processes that open one new
+    file together (a worker and a tournament, say) migrate one after the other, the later ones
+    finding nothing to do."""
     found: int = connection.execute("PRAGMA user_version").fetchone()[0]
     if found > SCHEMA_VERSION:
         raise too_new(found)
-    for version in range(found, target):
+    while True:
         connection.execute("BEGIN IMMEDIATE")
         try:
+            version: int = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version >= target:
+                connection.execute("COMMIT")
+                return found
             for statement in MIGRATIONS[version].split(";"):
                 if statement.strip():
                     connection.execute(statement)
@@ -268,7 +276,6 @@ def migrate(connection: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
-    return found
 
 
 class OwnerLocks:

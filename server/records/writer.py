@@ -116,8 +116,11 @@ def _commit(backend: Backend, connection: Connection, operations: list[Operation
         for operation in operations:
             operation(connection)
         connection.execute("COMMIT")
-    except backend.errors:
-        log.exception("records: a transaction of %d writes failed", len(operations))
+    except backend.errors as error:
+        if backend.lost(connection):  # the database went away: no bug to show a traceback of
+            log.warning("records: the database cut the writer's connection: %s", error)
+        else:
+            log.exception("records: a transaction of %d writes failed", len(operations))
         with contextlib.suppress(*backend.errors):
             connection.execute("ROLLBACK")
         return False

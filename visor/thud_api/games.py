@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
 import orjson
 
 from server.arena import Arena
@@ -37,6 +36,7 @@ from server.match import (
 )
 from server.records import Records
 from server.replay import DamagedRecord, frames
+from visor.nodes import NodeClient, NodeUnreachable
 from visor.thud_api.codec import (
     START,
     Answer,
@@ -54,7 +54,6 @@ log = logging.getLogger(__name__)
 
 GAME = "thud"
 READY_TIMEOUT_S = 10.0  # until a new or loaded game's match asks for its first move
-FORWARD_TIMEOUT_S = 10.0  # for the node playing a game to answer a request passed to it
 
 OpponentMoved = Callable[["HttpGame", int, JsonObject, Answer], None]
 GameEnded = Callable[["HttpGame", Outcome], None]
@@ -150,7 +149,7 @@ class ThudGames:
     ) -> None:
         self.arena = arena
         self.others = others  # the arena's other nodes: requests for their games go to them
-        self._session: aiohttp.ClientSession | None = None
+        self._nodes = NodeClient()
         self.records = records
         self._opponent_moved = opponent_moved
         self._ended = ended
@@ -407,16 +406,10 @@ class ThudGames:
         address = await self.others.locate(node_name(token))
         if address is None:
             return None
-        if self._session is None:
-            timeout = aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S)
-            self._session = aiohttp.ClientSession(timeout=timeout)
-        headers = {"Content-Type": "application/json"}
         try:
-            async with self._session.post(
-                f"http://{address}{path}", data=orjson.dumps(body), headers=headers
-            ) as response:
-                status, answer = response.status, orjson.loads(await response.read())
-        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as error:
+            status, raw = await self._nodes.request("POST", address, path, orjson.dumps(body))
+            answer = orjson.loads(raw)
+        except (NodeUnreachable, orjson.JSONDecodeError) as error:
             raise Unavailable(f"the node playing this game does not answer: {error}") from None
         if status != 200:
             error_text = answer.get("error") if isinstance(answer, dict) else None
@@ -425,9 +418,7 @@ class ThudGames:
         return (answer,)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._nodes.close()
 
 
 def node_name(token: str) -> str:

@@ -11,13 +11,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from server.config import ArenaConfig
-from server.games.base import ActionRejected, Codec, JoinRejected, JsonObject, Player
+from server.games.base import (
+    INVALID_TURN,
+    ActionRejected,
+    Codec,
+    JoinRejected,
+    JsonObject,
+    Player,
+)
 from server.games.tavern import rules
 from server.games.tavern.rules import Coords, Direction, Order, State
 
 TEAM_NAMES = ("team1", "team2")
 MAX_NAME_LENGTH = 64
-INVALID_TURN = "Invalid turn"
 
 
 class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):

@@ -34,10 +34,9 @@ from dataclasses import dataclass, fields, replace
 from enum import IntEnum
 from typing import NamedTuple
 
-from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
+from server.games.base import INVALID_TURN, ActionRejected, Outcome, Player, RandomSource, Rules
 
 NOT_YOUR_TURN = "Not your turn"
-INVALID_TURN = "Invalid turn"
 
 
 class Direction(IntEnum):

@@ -13,7 +13,14 @@ from typing import Any
 import orjson
 
 from server.config import ArenaConfig
-from server.games.base import ActionRejected, Codec, JoinRejected, JsonObject, Player
+from server.games.base import (
+    INVALID_TURN,
+    ActionRejected,
+    Codec,
+    JoinRejected,
+    JsonObject,
+    Player,
+)
 from server.games.thud import rules
 from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Run, Square, State, Stop
 from server.protocol import kept_json
@@ -21,7 +28,6 @@ from server.protocol import kept_json
 BOARD_SIZE = 15
 MAX_NICK_LENGTH = 64
 ILLEGAL_MOVE = "Illegal move"
-INVALID_TURN = "Invalid turn"
 
 
 class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
@@ -45,16 +51,20 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
         return cls(rules.ThudRules(settings.get("turnLimit", rules.MAX_PLIES)))
 
     # --- seats -------------------------------------------------------------------------------
-    def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
+    def wanted_seats(self, request: JsonObject) -> tuple[int, ...]:
         wanted = request.get("side")
         if wanted is None:
-            return free_seats[0]  # the first joiner gets the dwarfs
+            return (0, 1)  # the first joiner gets the dwarfs
         if wanted not in SIDES:
             raise JoinRejected("Invalid join", 'side must be "dwarf" or "troll"')
-        seat = SIDES.index(wanted)
-        if seat not in free_seats:
-            raise JoinRejected("Side taken", f"the {wanted} side of this simulation is taken")
-        return seat
+        return (SIDES.index(wanted),)
+
+    def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
+        wanted = self.wanted_seats(request)
+        for seat in wanted:
+            if seat in free_seats:
+                return seat
+        raise JoinRejected("Side taken", f"the {SIDES[wanted[0]]} side of this simulation is taken")
 
     def player_from_join(self, request: JsonObject) -> Player:
         nick = request.get("nick", "anonymous")

@@ -168,7 +168,7 @@ export class SeatGame {
   seatMessage(message) {
     switch (message.type) {
       case "turn":
-        this.play(message.state);
+        this.play(message.state, message.turn);
         return;
       case "error":
         if (message.message === "Illegal move" || message.message === "Invalid turn") {
@@ -190,13 +190,14 @@ export class SeatGame {
     }
   }
 
-  async play(state) {
+  // Each move names the turn it answers, so a late one is refused instead of played as a later ply.
+  async play(state, turn) {
     const ply = state.ply;
     const answer = await this.sandbox.turn(state, this.limitMs);
     if (this.finished) return;
     switch (answer.type) {
       case "move": {
-        const reply = { type: "move", move: { from: answer.move.from, to: answer.move.to } };
+        const reply = { type: "move", move: { from: answer.move.from, to: answer.move.to }, turn };
         if (answer.declare !== undefined) reply.declare = answer.declare;
         this.lastMove = { ply, ...reply.move, declare: reply.declare };
         if (!this.send(reply)) this.fail({ kind: "connection", text: "The connection to the arena closed before the move was sent." });
@@ -205,7 +206,7 @@ export class SeatGame {
       case "no-move":
         // As the challenge's engine did: the game stops here, scored as it stands. The
         // validator still counts it against the client, as the challenge's did.
-        this.send({ type: "move", stop: true });
+        this.send({ type: "move", stop: true, turn });
         this.fail({ kind: "no-move", ply, score: state.score });
         return;
       case "threw":

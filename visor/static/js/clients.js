@@ -16,7 +16,7 @@ import { ClientStore, STARTER, STORAGE_KEY, cleanName, fileName, fingerprint } f
 import { ClientSandbox, SeatGame, playable } from "./clients-runner.js";
 import { byId, el, setText, show } from "./dom.js";
 import { HOUSE_PLAYERS, formatScore, seatLabel, square } from "./games.js";
-import { logEntries, prependLog, renderScoreboard } from "./panel.js";
+import { logEntries, MoveList, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, socketUrl, VisorSocket } from "./socket.js";
 import { ThudView } from "./thud-view.js";
@@ -479,7 +479,7 @@ function playGame(job, sandbox, client, opponent, limit, shown, onPly) {
         if (shown) watched(message);
         if (message.state && onPly) onPly(Math.max(0, message.state.ply - 1));
       },
-      onNotice: (text) => shown && prependLog(ui.log, [{ kind: "timeout", turn: "!", text }]),
+      onNotice: (text) => shown && moveList.note({ kind: "timeout", turn: "!", text }),
     },
   });
   job.games.push(game);
@@ -543,6 +543,8 @@ const view = {
   shown: null,
 };
 
+const moveList = new MoveList(ui.log);
+
 const playback = new Playback(
   (from, to, t) => view.thud && view.thud.render(from, to, t),
   (frame) => frameShown(frame),
@@ -555,7 +557,7 @@ function startView(client, opponent) {
   show(ui.gameCard, true);
   show(ui.result, false);
   show(ui.waitBot, false);
-  ui.log.replaceChildren();
+  moveList.clear();
   setText(ui.simId, "…");
   setText(ui.ply, "–");
   ui.watchLink.href = "/";
@@ -594,7 +596,7 @@ function watched(message) {
       playback.advance({ state: message.state, scores: message.scores, events: message.events, turn: message.turn, seat: message.seat, timedOut: message.timedOut });
       break;
     case "left":
-      prependLog(ui.log, [{ kind: "timeout", turn: "!", text: `${message.nick || "A player"} left the game` }]);
+      moveList.note({ kind: "timeout", turn: "!", text: `${message.nick || "A player"} left the game` });
       break;
     case "end":
       view.status = "finished";
@@ -609,7 +611,7 @@ function watched(message) {
 function frameShown(frame) {
   view.shown = frame;
   renderPanel(frame);
-  if (frame.events) prependLog(ui.log, logEntries("thud", frame, view.players));
+  if (frame.events) moveList.add(frame.turn, logEntries("thud", frame, view.players));
 }
 
 function renderPanel(frame) {

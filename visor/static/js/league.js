@@ -156,7 +156,7 @@ function tableSection(name, rows) {
     ["Wins", "num"],
     ["Losses", "num"],
     ["Draws", "num"],
-    ["Score", "num"],
+    ["Score", "num score"],
     ["Crashes", "num"],
     ["Timeouts", "num"],
   ];

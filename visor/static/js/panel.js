@@ -3,7 +3,7 @@
 import { el } from "./dom.js";
 import { GAMES, scoreKey, seatLabel, square } from "./games.js";
 
-const MAX_LOG = 300;
+const MAX_TURNS_SHOWN = 2000; // past any game of the default settings (1000 turns, 500 plies)
 
 /**
  * One row per seat: colour, nick (or "free seat"), what kind of player, the score; marks the
@@ -40,12 +40,90 @@ export function renderScoreboard(list, { game, players, scores, toMove, declared
   list.replaceChildren(...rows);
 }
 
-/** Add entries at the top of a log list (newest first), keeping it bounded. */
-export function prependLog(list, entries) {
-  for (const entry of entries) {
-    list.prepend(el("li", { className: `log-${entry.kind}` }, el("span", { className: "log-turn", text: entry.turn }), entry.text));
+function logItem(entry) {
+  return el("li", { className: `log-${entry.kind}` }, el("span", { className: "log-turn", text: entry.turn }), entry.text);
+}
+
+/**
+ * A game's move list, newest first, within a turn too: a game's last line ("Game over") is the
+ * top one. Each turn is shown once, in its place, whatever order the turns come in: a late
+ * watcher's earlier turns (`fill`) arrive after the live ones. The latest MAX_TURNS_SHOWN
+ * turns are kept.
+ */
+export class MoveList {
+  constructor(list) {
+    this.list = list;
+    this.turns = new Map(); // turn -> its items, in the order they happened
+    this.newest = 0;
+    this.complete = 0; // every turn from the oldest kept to this one is in
   }
-  while (list.children.length > MAX_LOG) list.lastElementChild.remove();
+
+  clear() {
+    this.turns.clear();
+    this.newest = 0;
+    this.complete = 0;
+    this.list.replaceChildren();
+  }
+
+  /** A turn's entries, in the order they happened; a turn shown already stays as it is. */
+  add(turn, entries) {
+    if (this.turns.has(turn)) return;
+    const items = entries.map(logItem);
+    this.turns.set(turn, items);
+    if (turn >= this.newest) {
+      this.newest = turn;
+      for (const item of items) this.list.prepend(item);
+      this.trim();
+    } else {
+      this.render();
+    }
+  }
+
+  /** What happened between turns (a player left, a notice): above the newest turn. */
+  note(entry) {
+    const item = logItem(entry);
+    const items = this.turns.get(this.newest) || [];
+    items.push(item);
+    this.turns.set(this.newest, items);
+    this.list.prepend(item);
+  }
+
+  /** Earlier turns, [{turn, entries}]: those not shown yet join the list, in their places. */
+  fill(turns) {
+    for (const { turn, entries } of turns) {
+      if (!this.turns.has(turn)) this.turns.set(turn, entries.map(logItem));
+      this.newest = Math.max(this.newest, turn);
+    }
+    this.trim();
+    this.render();
+  }
+
+  /** The oldest turn up to `upTo` that the list lacks, or null when it has them all. */
+  firstMissing(upTo) {
+    this.complete = Math.max(this.complete, this.oldestKept() - 1);
+    while (this.complete < upTo && this.turns.has(this.complete + 1)) this.complete += 1;
+    return this.complete < upTo ? this.complete + 1 : null;
+  }
+
+  oldestKept() {
+    return Math.max(1, this.newest - MAX_TURNS_SHOWN + 1);
+  }
+
+  trim() {
+    if (this.turns.size <= MAX_TURNS_SHOWN) return;
+    const oldest = this.oldestKept();
+    for (const [turn, items] of this.turns) {
+      if (turn > 0 && turn < oldest) {
+        for (const item of items) item.remove();
+        this.turns.delete(turn);
+      }
+    }
+  }
+
+  render() {
+    const turns = [...this.turns.keys()].sort((a, b) => b - a);
+    this.list.replaceChildren(...turns.flatMap((turn) => [...this.turns.get(turn)].reverse()));
+  }
 }
 
 /** "840 ms", "12.5 s". */
@@ -106,8 +184,8 @@ export function turnSummary(game, frame, players) {
 }
 
 /**
- * Log entries for a turn: in the Tavern the turn in one line, then its points; every Thud
- * move, its kills, declarations.
+ * Log entries for a turn, in the order they happened: in the Tavern the turn in one line, then
+ * its points; every Thud move, its kills, declarations, the end.
  */
 export function logEntries(game, turn, players) {
   const entries = [];
@@ -136,8 +214,7 @@ export function logEntries(game, turn, players) {
       entries.push({ kind: "point", turn: label, text: `Game over: ${event.reason}` });
     }
   }
-  // Entries are prepended one by one: reverse so they read in order within the turn.
-  return entries.reverse();
+  return entries;
 }
 
 export function nickOf(players, seat, game) {
@@ -152,7 +229,7 @@ const DIRECTIONS = ["north", "east", "south", "west"];
  * live log's entries, and in the Tavern each dwarf's and barrel's move as well.
  */
 export function turnEntries(game, frame, players) {
-  if (game !== "tavern") return logEntries(game, frame, players).reverse();
+  if (game !== "tavern") return logEntries(game, frame, players);
   const entries = [];
   const turn = `${frame.turn}`;
   for (const event of frame.events || []) {

@@ -6,7 +6,7 @@
 
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, housePlayersFor, seatLabel, square } from "./games.js";
-import { logEntries, prependLog, renderScoreboard } from "./panel.js";
+import { logEntries, MoveList, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 import { key, ThudView } from "./thud-view.js";
@@ -18,6 +18,7 @@ const ui = {
   setup: byId("setup"),
   form: byId("setup-form"),
   opponent: byId("opponent"),
+  opponentAbout: byId("opponent-about"),
   nick: byId("nick"),
   start: byId("start"),
   setupError: byId("setup-error"),
@@ -56,6 +57,7 @@ function freshGame() {
     board: null,
     shown: null, // the frame on the board
     myTurn: false,
+    turn: null, // the number of the turn we are on: our move names it, so a late one is refused
     moves: [], // the legal moves of the turn we are on
     selected: null,
     hover: null,
@@ -63,6 +65,8 @@ function freshGame() {
     result: null,
   };
 }
+
+const moveList = new MoveList(ui.log);
 
 const playback = new Playback(
   (from, to, t) => game.view && game.view.render(from, to, t),
@@ -90,7 +94,7 @@ ui.again.addEventListener("click", () => {
   const { view, board } = game;
   game = { ...freshGame(), view, board };
   if (view) view.setOverlay({ movable: [], focus: null, moves: [], selected: null, hover: null });
-  ui.log.replaceChildren();
+  moveList.clear();
   show(ui.game, false);
   show(ui.setup, true);
   ui.start.disabled = false;
@@ -105,16 +109,24 @@ function chosenSide() {
 function setupForm() {
   const saved = localStorage.getItem(NICK_KEY);
   if (saved) ui.nick.value = saved;
+  // Short options (a phone's select is as wide as its longest one); what the chosen one does
+  // goes under it, where it can wrap.
   const fillOpponents = () => {
     const other = OTHER[chosenSide()];
     const options = housePlayersFor("thud", other).map((player) =>
-      el("option", { text: `House ${player.name}: ${player.description}`, attrs: { value: player.name } }),
+      el("option", { text: `House ${player.name}`, attrs: { value: player.name } }),
     );
     options.push(el("option", { text: "Wait for a bot to join by id", attrs: { value: "" } }));
     ui.opponent.replaceChildren(...options);
     ui.opponent.value = other; // the specialist house player for that side
+    describeOpponent();
+  };
+  const describeOpponent = () => {
+    const player = housePlayersFor("thud", OTHER[chosenSide()]).find((p) => p.name === ui.opponent.value);
+    setText(ui.opponentAbout, player ? `${player.name}: ${player.description}` : "once you start, this page shows the id it joins with");
   };
   for (const radio of ui.form.elements.side) radio.addEventListener("change", fillOpponents);
+  ui.opponent.addEventListener("change", describeOpponent);
   fillOpponents();
   ui.form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -208,6 +220,7 @@ function onSeat(message) {
       const { moves, ...position } = message.state;
       game.status = "playing";
       game.myTurn = true;
+      game.turn = message.turn;
       game.moves = moves || [];
       game.selected = null;
       // Normally the spectator turn already showed this position; after a snapshot it may not.
@@ -252,7 +265,7 @@ function showError(text) {
 function frameShown(frame) {
   game.shown = frame;
   renderPanel(frame);
-  if (frame.events) prependLog(ui.log, logEntries("thud", frame, game.players));
+  if (frame.events) moveList.add(frame.turn, logEntries("thud", frame, game.players));
 }
 
 function renderPanel(frame) {
@@ -363,7 +376,7 @@ function clickSquare(at) {
 }
 
 function sendMove(from, to) {
-  const message = { type: "move", move: { from, to } };
+  const message = { type: "move", move: { from, to }, turn: game.turn };
   const declared = Boolean(game.shown && game.shown.state && game.shown.state.declared[game.side]);
   if (game.peace !== declared) message.declare = game.peace;
   if (!socket.send(message)) {

@@ -3,7 +3,7 @@
 import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
-import { formatMs, logEntries, nickOf, prependLog, renderScoreboard } from "./panel.js";
+import { formatMs, logEntries, MoveList, nickOf, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 import { TavernView } from "./tavern-view.js";
@@ -60,6 +60,10 @@ const watch = {
   clock: null, // the seat on move: {seat, timeoutMs, startedAt (performance.now())}
   replies: {}, // each seat's last reply time, ms
 };
+
+const moveList = new MoveList(ui.log);
+// The turns a page missed (it came late, reconnected, or fell behind), asked of the records.
+const backfill = { asking: false, upTo: 0 };
 
 const playback = new Playback(
   (from, to, t) => watch.view && watch.view.render(from, to, t),
@@ -158,19 +162,52 @@ function frameShown(frame) {
   } else {
     setText(ui.turn, frame.turn === undefined ? "–" : `${frame.turn} of ${watch.board.turnLimit}`);
   }
-  if (!frame.snapshot) {
+  if (frame.snapshot) {
+    if (frame.turn) fillHistory(frame.turn);
+  } else {
     const entries = logEntries(watch.game, frame, watch.players);
-    prependLog(ui.log, entries);
+    moveList.add(frame.turn, entries);
     const point = entries.find((entry) => entry.kind === "point" && entry.text.startsWith("Point for"));
     if (point) flash(point.text);
   }
   updateStatus();
 }
 
+/**
+ * The move list from turn 1: a snapshot (on arrival, after a reconnection, or when the page
+ * fell behind) shows the position after `upTo` turns, and the turns before it that the list
+ * lacks come from the records. The node playing the game writes them out before it answers,
+ * so they reach `upTo`; the live turns after it arrive meanwhile, and the list puts each turn
+ * in its place. Asked once per snapshot (and on resuming), never per turn.
+ */
+async function fillHistory(upTo) {
+  backfill.upTo = Math.max(backfill.upTo, upTo);
+  if (backfill.asking) return; // the answer in flight is followed by another if need be
+  backfill.asking = true;
+  try {
+    let asked = 0;
+    while (asked < backfill.upTo) {
+      asked = backfill.upTo;
+      const from = moveList.firstMissing(asked);
+      if (from === null) break;
+      const path = `/api/games/${encodeURIComponent(simulationId)}/turns?from=${from}&to=${asked}`;
+      const response = await fetch(path);
+      if (!response.ok) return; // no record to read: the list keeps what the page saw live
+      const answer = await response.json();
+      const game = watch.game;
+      moveList.fill(answer.turns.map((turn) => ({ turn: turn.turn, entries: logEntries(game, turn, watch.players) })));
+    }
+  } catch {
+    // The network dropped: the reconnection's snapshot asks again.
+  } finally {
+    backfill.asking = false;
+  }
+}
+
 function onLeft(message) {
   const who = message.nick ? `${message.nick} (${seatLabel(watch.game, message.seat)})` : seatLabel(watch.game, message.seat);
   showNotice(`${who} left the game and forfeits it.`);
-  prependLog(ui.log, [{ kind: "hit", turn: "–", text: `${who} left` }]);
+  moveList.note({ kind: "hit", turn: "–", text: `${who} left` });
 }
 
 function onEnd(message) {
@@ -322,8 +359,10 @@ function setupControls() {
     localStorage.setItem(SPEED_KEY, ui.speed.value);
   });
   ui.pause.addEventListener("click", () => {
-    if (playback.paused) playback.resume();
-    else playback.pause();
+    if (playback.paused) {
+      playback.resume();
+      if (watch.shown && watch.shown.turn) fillHistory(watch.shown.turn); // past what a pause keeps
+    } else playback.pause();
     setText(ui.pause, playback.paused ? "Resume" : "Pause");
     ui.pause.setAttribute("aria-pressed", String(playback.paused));
     updateStatus();

@@ -1,0 +1,133 @@
+"""A game in words, for a terminal: the board, each turn, and how the game ended.
+
+``tavern play`` says a game as it goes, ``tavern replay`` a recorded one, and ``tavern validate``
+and tournaments say how each of their games ended: all in the same words, from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from server.games.base import AnyCodec, JsonObject
+from server.games.thud.rules import NO_MOVE
+from server.match import PLAYER_DISCONNECTED, SERVER_ERROR, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.replay import TurnRange, frames, game_of
+
+FORFEITS = {
+    PLAYER_DISCONNECTED: "disconnected",
+    TURN_TIMEOUT: "did not answer in time",
+    TOO_MANY_TIMEOUTS: "timed out too many turns in a row",
+}
+"""What the seat that lost by the arena's rules did, rather than by the game's own."""
+
+
+def board_text(game: AnyCodec, state: Any) -> str:
+    """The board with its column numbers above and its row numbers on the left."""
+    width, height = game.board_size()
+    margin = " " * (len(str(height - 1)) + 1)
+    lines = []
+    if width > 10:
+        lines.append(margin + "".join(str(x // 10) if x >= 10 else " " for x in range(width)))
+    lines.append(margin + "".join(str(x % 10) for x in range(width)))
+    for y, row in enumerate(game.render_text(state).split("\n")):
+        lines.append(f"{y:>{len(margin) - 1}} {row}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def turn_text(
+    game: AnyCodec,
+    number: int,
+    seat: int,
+    nick: str,
+    timed_out: bool,
+    events: Sequence[Any],
+    state: Any,
+) -> str:
+    """One turn: who played it, the score after it, what happened, and the board."""
+    scores = ", ".join(f"{name} {value}" for name, value in game.scores(state).items())
+    heading = f"turn {number}: {game.seat_names[seat]} ({nick})"
+    if timed_out:
+        heading += ", timed out"
+    lines = [f"{heading}   [{scores}]"]
+    said = game.events_text(events)
+    lines += [f"  {line}" for line in said] if said else ["  passes"]
+    lines.append(board_text(game, state))
+    return "\n".join(lines)
+
+
+def result_text(
+    game: AnyCodec, nicks: Sequence[str], result: JsonObject | None, last_seat: int | None
+) -> str:
+    """How the game ended, in words; ``last_seat`` played its last turn (``None``: none was
+    played).
+
+    By the game's rules: ``team1 (Dummy) wins 3 to 1: Points to win reached``, ``a draw at 20
+    to 20: Players agreed to finish``. Forfeited: ``troll (b) wins: dwarf (a) disconnected (the
+    score was 32 to 32)``. Each score is the winner's first.
+    """
+    if result is None:
+        return "unfinished: no result"
+    seat_names = list(game.seat_names)
+    score = result.get("score")
+    values = list(score.values()) if isinstance(score, dict) else None  # by seat
+    winner = None if result.get("winner") is None else seat_names.index(result["winner"])
+    reason = result["reason"]
+
+    def who(seat: int) -> str:
+        return f"{seat_names[seat]} ({nicks[seat]})"
+
+    def points(first: int) -> str:
+        """The score, ``first``'s points first: `` 3 to 1`` (nothing before the start)."""
+        return "" if values is None else f" {values[first]} to {values[1 - first]}"
+
+    if reason in FORFEITS or reason == SERVER_ERROR:
+        was = f" (the score was{points(0 if winner is None else winner)})" if values else ""
+        if reason == SERVER_ERROR:
+            return f"no winner: the arena failed during the game{was}"
+        if winner is None:
+            return f"a draw: both players {FORFEITS[reason]}{was}"
+        return f"{who(winner)} wins: {who(1 - winner)} {FORFEITS[reason]}{was}"
+    if winner is None:
+        scored = f"a draw at{points(0)}" if values else "a draw"
+    else:
+        scored = f"{who(winner)} wins{points(winner)}"
+    if reason == NO_MOVE and last_seat is not None:
+        return f"{scored}: {who(last_seat)} made no move, so the game was scored as it stood"
+    return f"{scored}: {reason}"
+
+
+def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[str]:
+    """The game turn by turn as text: a header and the legend, then each turn (of ``turns``,
+    all by default) with its board, then the result in words."""
+    game = game_of(record)
+    turns = TurnRange() if turns is None else turns
+    nicks = [p["nick"] for p in record["players"]]
+    players = " against ".join(f"{p['seat']} ({p['nick']})" for p in record["players"])
+    yield f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
+    for frame in frames(record):
+        if frame.seat is None:
+            yield "\n".join(game.legend_text(frame.state))
+            if 0 in turns:
+                yield f"\nstart\n{board_text(game, frame.state)}"
+        elif frame.turn in turns:
+            timed_out = record["turns"][frame.turn - 1]["timedOut"]
+            text = turn_text(
+                game,
+                frame.turn,
+                frame.seat,
+                nicks[frame.seat],
+                timed_out,
+                frame.events,
+                frame.state,
+            )
+            yield f"\n{text}"
+        elif turns.last is not None and frame.turn > turns.last:
+            break
+    yield f"\n{result_text(game, nicks, record['result'], last_seat(game, record))}"
+
+
+def last_seat(game: AnyCodec, record: JsonObject) -> int | None:
+    """The seat that played a recorded game's last turn (``None``: no turn was played)."""
+    played = record["turns"]
+    return list(game.seat_names).index(played[-1]["seat"]) if played else None

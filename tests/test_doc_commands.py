@@ -1,0 +1,78 @@
+"""The ``tavern play`` and ``tavern validate`` examples of README.md and docs/play.md, taken
+from the documents and run as written (``tavern play`` with a short ``--turns``, and its
+``--output`` in a scratch folder): an example can never again name a file that does not exist."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+TAVERN = str(Path(sys.executable).parent / "tavern")  # the command the package installs
+DOCUMENTS = ("README.md", "docs/play.md")
+COMMANDS = ("play", "validate")
+SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
+TURNS = "12"
+
+
+def examples() -> list[tuple[str, list[str]]]:
+    """Each ``tavern play``/``tavern validate`` command of the documents' shell blocks (lines
+    joined where they end in a backslash), split as a shell splits it."""
+    found = []
+    for document in DOCUMENTS:
+        for block in SHELL_BLOCK.findall((ROOT / document).read_text()):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = shlex.split(line, comments=True)
+                if words[:1] == ["tavern"] and words[1:2] and words[1] in COMMANDS:
+                    found.append((document, words[1:]))
+    return found
+
+
+EXAMPLES = examples()
+
+
+def test_the_documents_show_examples_of_both_commands() -> None:
+    shown = {(document, words[0]) for document, words in EXAMPLES}
+    assert shown == {("README.md", "play"), ("README.md", "validate"), ("docs/play.md", "play")}
+
+
+def as_run_here(words: list[str], scratch: Path) -> list[str]:
+    """The example with a short ``--turns`` and its ``--output`` file in ``scratch``."""
+    if words[0] != "play":
+        return words
+    changed = list(words)
+    for flag, value in (("--turns", TURNS), ("--output", None)):
+        if flag in changed:
+            at = changed.index(flag) + 1
+            changed[at] = value or str(scratch / Path(changed[at]).name)
+        elif value is not None:
+            changed += [flag, value]
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("document", "words"), EXAMPLES, ids=[f"{d}:{w[0]}:{n}" for n, (d, w) in enumerate(EXAMPLES)]
+)
+def test_a_documented_example_runs_as_written(
+    document: str, words: list[str], tmp_path: Path
+) -> None:
+    run = subprocess.run(
+        [TAVERN, *as_run_here(words, tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, f"{document}: {shlex.join(words)}\n{run.stdout}\n{run.stderr}"
+    assert "\n  | " not in run.stdout  # no bot crashed: every file it names is there
+    if words[0] == "play":
+        assert re.search(rf"^turn {TURNS}: ", run.stdout, re.MULTILINE)
+    else:
+        assert run.stdout.endswith("valid: every game finished with legal moves in time\n")
