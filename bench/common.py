@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +20,9 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# Bind a client socket's address without its port: the port is picked at connect time, unique
+# per destination, so thousands of connections from one address never run out of ports.
+IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)
 
 
 @dataclass
@@ -40,16 +46,25 @@ class ServerProcess:
         raise RuntimeError("no VmRSS")
 
 
+def with_python_path(root: Path) -> dict[str, str]:
+    """This environment with ``root`` first on the module path: its code, not this one's."""
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
 @contextlib.asynccontextmanager
 async def tavern_serve(
-    config: Path, *options: str, log: Path | None = None, node: bool = False
+    config: Path, *options: str, log: Path | None = None, node: bool = False, root: Path = ROOT
 ) -> AsyncIterator[ServerProcess]:
     """``python -m server serve --config CONFIG [OPTIONS]`` in a child process, on the ports it
     prints (and, with ``node``, for an arena on Redis, its node id); killed at the end if it is
-    still running (the tests use it too). ``log``: where its log goes (default: nowhere)."""
+    still running (the tests use it too). ``log``: where its log goes (default: nowhere).
+    ``root``: the checkout whose code runs it (with this interpreter), so that a benchmark can
+    measure another commit's server."""
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "server", "serve", "--config", str(config), *options),
-        cwd=ROOT,
+        cwd=root,
+        env=with_python_path(root),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL if log is None else log.open("ab"),
     )
@@ -90,6 +105,50 @@ async def arena_process(loop: str, **settings: object) -> AsyncIterator[ServerPr
         path.write_bytes(orjson.dumps(config))
         async with tavern_serve(path, "--loop", loop) as server:
             yield server
+
+
+@functools.cache
+def config_keys(root: Path) -> frozenset[str] | None:
+    """The ``config.json`` keys the server at ``root`` knows (it refuses any other), or None if
+    it does not say."""
+    keys = "import orjson, server.config as c; print(orjson.dumps(sorted(c.KNOWN_KEYS)).decode())"
+    found = subprocess.run(
+        [sys.executable, "-c", keys],
+        cwd=root,
+        env=with_python_path(root),
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    if found.returncode != 0:
+        return None
+    return frozenset(orjson.loads(found.stdout))
+
+
+def known_settings(root: Path, settings: Mapping[str, object]) -> dict[str, object]:
+    """The settings the server at ``root`` knows: an older server runs without the newer ones."""
+    known = config_keys(root)
+    return {key: value for key, value in settings.items() if known is None or key in known}
+
+
+async def connect_from(
+    source: str, port: int, *, receive_buffer: int | None = None, timeout_s: float = 10.0
+) -> socket.socket:
+    """A TCP socket connected from the loopback address ``source`` to ``port`` on 127.0.0.1
+    (``receive_buffer``: a small one makes a peer that reads slowly)."""
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+        if receive_buffer is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        sock.bind((source, 0))
+        sock.setblocking(False)
+        async with asyncio.timeout(timeout_s):
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def cluster_cpu_seconds(postmaster: int) -> float:
