@@ -17,7 +17,7 @@ import re
 import resource
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -480,6 +480,74 @@ async def test_idle_and_unfinished_http_connections_are_capped_and_closed_while_
         assert time.monotonic() - started < 10
         for final in await asyncio.wait_for(asyncio.gather(*honest), 60):
             assert final["type"] in ("win-game", "loss-game", "draw-game"), final
+
+
+async def test_past_the_arena_s_http_connections_a_new_one_is_answered_503_until_one_closes(
+    tmp_path: Path,
+) -> None:
+    """Six HTTP connections at most, four from one address: four from one address and two from
+    another are held, so a seventh, from a third address, is answered 503 and closed at once
+    (before: there was no cap, and it waited for its request like the rest); once one held
+    connection closes, a page loads from the third address."""
+    settings = {"max_http_connections": 6, "max_http_connections_per_address": 4}
+    async with serve(tmp_path / "arena.db", **settings) as served:
+        port = served.http_port
+        # The server takes connections in the order they arrive: these six come first.
+        held = [await connected(port, "127.0.6.1", b"") for _ in range(4)]
+        held += [await connected(port, "127.0.6.2", b"") for _ in range(2)]
+        _, answer = await asyncio.wait_for(until_closed(await connected(port, "127.0.6.3", b"")), 5)
+        assert answer.startswith(b"HTTP/1.1 503 "), answer
+        assert b"the arena has 6 connections open already: try again later" in answer
+        held.pop().close()
+        async with session_from("127.0.6.3") as third, asyncio.timeout(5):
+            while True:  # until the server has seen it close
+                async with third.get(f"{served.url}/") as response:
+                    if response.status == 200:
+                        break
+                    assert response.status == 503, response.status
+                await asyncio.sleep(0.05)
+        for sock in held:
+            sock.close()
+
+
+@contextlib.contextmanager
+def descriptor_limit(soft: int) -> Iterator[None]:
+    """This process's descriptor limit lowered to ``soft`` while the block runs: the processes
+    it starts meanwhile have that limit."""
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, before[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, before)
+
+
+async def test_a_server_with_few_descriptors_takes_a_quarter_of_them_for_http_connections(
+    tmp_path: Path,
+) -> None:
+    """``tavern serve`` started with 400 descriptors and the default ``maxHttpConnections``
+    (2,000) takes at most 100 HTTP connections, and says so in its log: 64 from one address
+    (``maxHttpConnectionsPerAddress``) and 36 from another are held, the next is answered 503,
+    and a bot still plays a game (before: the connections took every descriptor)."""
+    async with contextlib.AsyncExitStack() as stack:
+        with descriptor_limit(400):
+            server = await stack.enter_async_context(arena_process(tmp_path))
+        port = server.http_port
+        held = [await connected(port, "127.0.7.1", b"") for _ in range(64)]
+        held += [await connected(port, "127.0.7.2", b"") for _ in range(36)]
+        _, answer = await asyncio.wait_for(until_closed(await connected(port, "127.0.7.3", b"")), 5)
+        assert answer.startswith(b"HTTP/1.1 503 "), answer
+        assert b"the arena has 100 connections open already" in answer
+        log = (tmp_path / "server.log").read_text()
+        assert (
+            "maxHttpConnections 2000 is more than a quarter of the process's descriptor limit "
+            "(400): the visor takes at most 100"
+        ) in log, log
+        games = [play_tavern_dummy("127.0.0.1", server.tcp_port, None, f"b{i}") for i in range(2)]
+        for final in await asyncio.wait_for(asyncio.gather(*games), 60):
+            assert final["type"] in ("win-game", "loss-game", "draw-game"), final
+        for sock in held:
+            sock.close()
 
 
 # --- item 15: caps a few addresses can fill ------------------------------------------------------
