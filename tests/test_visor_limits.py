@@ -27,6 +27,8 @@ from playwright.async_api import expect
 
 from bench.common import ServerProcess, tavern_serve
 from bots.tavern_dummy import play as play_tavern_dummy
+from server.games.base import Outcome
+from server.match import PLAYER_DISCONNECTED, GameFinished
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served
 from tests.test_abuse import receive, serve, websocket_frame
@@ -633,13 +635,15 @@ async def test_a_thud_api_game_nobody_moves_in_ends_soon_and_a_played_one_goes_o
         assert await move(session, url, played, 2) is True
 
 
+PLAY_THE_TROLL = {"type": "play", "game": "thud", "side": "dwarf", "opponent": "troll"}
+
+
 async def play_the_house(
     session: aiohttp.ClientSession, url: str, *, client: bool = False
 ) -> tuple[aiohttp.ClientWebSocketResponse, dict[str, Any]]:
     """A page that asks for a Thud game against the house troll: it and the answer."""
     ws = await session.ws_connect(f"{url}/ws")
-    request = {"type": "play", "game": "thud", "side": "dwarf", "opponent": "troll"}
-    await ws.send_json({**request, "client": client})
+    await ws.send_json({**PLAY_THE_TROLL, "client": client})
     async with asyncio.timeout(10):
         while (answer := await ws.receive_json())["type"] not in ("seated", "error"):
             pass
@@ -680,6 +684,30 @@ async def test_games_against_the_house_are_capped_per_address_and_in_all(tmp_pat
                 await asyncio.sleep(0.05)
         for page in (*pages[1:], ws):
             await page.close()
+
+
+async def test_a_page_that_closes_as_its_game_against_the_house_starts_forfeits_it(
+    tmp_path: Path,
+) -> None:
+    """A page asks to play the house troll and closes its websocket in the same write, as the
+    house-pages attack's pages did when it stopped: the game, full and about to start, is lost
+    by the page that left (before: its seat was emptied under the starting game, which failed
+    with an AssertionError in the server's log and ended as "Server error")."""
+    async with serve(tmp_path / "arena.db") as served:
+        ended: asyncio.Queue[GameFinished] = asyncio.Queue()
+        served.arena.listeners.append(
+            lambda update: ended.put_nowait(update) if isinstance(update, GameFinished) else None
+        )
+        sock = await raw_page(served.http_port, "127.0.0.2")
+        close = bytes([0x88, 0x82]) + bytes(4) + (1000).to_bytes(2, "big")  # mask of zeros
+        await asyncio.get_running_loop().sock_sendall(
+            sock, websocket_frame(orjson.dumps(PLAY_THE_TROLL)) + close
+        )
+        sock.close()
+        finished = await asyncio.wait_for(ended.get(), 10)
+        assert finished.outcome == Outcome(1, PLAYER_DISCONNECTED)  # the troll wins
+        nicks = [None if player is None else player.nick for player in finished.view.players]
+        assert nicks == ["player", "house troll"]
 
 
 async def test_the_play_page_says_why_it_cannot_start_a_game_against_the_house(
