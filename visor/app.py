@@ -57,9 +57,8 @@ from visor.nodes import FORWARDED, NodeClient, NodeUnreachable
 from visor.seats import (
     TOO_MANY_HOUSE_GAMES,
     BrowserSeat,
+    HouseGames,
     RemotePerson,
-    check_person_house_games,
-    run_house_game,
     seat_house_player,
     seat_person,
 )
@@ -92,6 +91,7 @@ ARENA = web.AppKey("arena", Arena)
 HUB = web.AppKey("hub", SpectatorHub)
 RECORDS = web.AppKey("records", Records)
 PAGE_QUOTA = web.AppKey("page_quota", PageQuota)
+HOUSE_GAMES = web.AppKey("house_games", HouseGames)
 NODES = web.AppKey("nodes", NodeClient)
 
 
@@ -162,6 +162,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app[RECORDS] = records
     config = arena.config
     app[PAGE_QUOTA] = quota = PageQuota(config.max_pages, config.max_pages_per_address)
+    app[HOUSE_GAMES] = HouseGames(arena)
     app[NODES] = NodeClient()
     app.on_cleanup.append(lambda _: app[NODES].close())
     app.router.add_get("/", page("index.html"))
@@ -342,7 +343,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         error = {"type": "error", "message": TOO_MANY_PAGES, "reason": refused}
         return await refuse_page(ws, orjson.dumps(error))
     page = Page(ws, request.transport, arena.config.max_page_buffer_bytes)
-    connection = PageConnection(arena, hub, page, address)
+    connection = PageConnection(arena, hub, request.app[HOUSE_GAMES], page, address)
     hub.pages.add(page)
     try:
         async with asyncio.TaskGroup() as tasks:
@@ -362,9 +363,12 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 class PageConnection:
     """What one page asked for: the lobby, a game to watch, or a seat of its own."""
 
-    def __init__(self, arena: Arena, hub: SpectatorHub, page: Page, address: str) -> None:
+    def __init__(
+        self, arena: Arena, hub: SpectatorHub, house: HouseGames, page: Page, address: str
+    ) -> None:
         self.arena = arena
         self.hub = hub
+        self.house = house  # the arena's games of house players, against its caps
         self.page = page
         self.address = address
         self.seat: tuple[Match, int] | None = None
@@ -447,7 +451,7 @@ class PageConnection:
         most = self.arena.config.max_house_games_per_page
         if len(self.house_games) >= most:
             raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"at most {most} at once from one page")
-        match = run_house_game(self.arena, game, players, delay)
+        match = self.house.run(game, players, delay)
         self.house_games.append(match)
         self.page.send({"type": "created", "simulationId": match.id, "game": game})
 
@@ -472,7 +476,7 @@ class PageConnection:
         simulation_id = message.get("simulationId")
         if simulation_id is None:
             if opponent is not None:
-                check_person_house_games(self.arena, self.address)
+                self.house.check_against(self.address)
             match = self.arena.open(game, MatchOptions(creator=self.address))
         else:  # take a free seat of a waiting simulation, as a bot joining by id would
             found = self.arena.get(simulation_id)
@@ -499,6 +503,7 @@ class PageConnection:
         if opponent is not None:
             other = next(name for name in seat_names if name != side)
             seat_house_player(match, opponent, other, 0.0)
+            self.house.started_against(match, self.address)
 
     def _play_elsewhere(
         self, elsewhere: Elsewhere, simulation_id: str, game: str, nick: str, side: str

@@ -26,6 +26,7 @@ from server.match import (
     Match,
     SeatMessage,
     SeatRequest,
+    Status,
 )
 from visor.hub import Page
 
@@ -134,46 +135,57 @@ def seat_house_player(match: Match, name: str, seat_name: str, delay_s: float) -
     house.seat = match.seat(house, SeatRequest(fields, kind="house"))
 
 
-def house_games(arena: Arena) -> int:
-    """Matches between house players only."""
-    return sum(
-        1
-        for match in arena.matches.values()
-        if all(seat is not None and seat.kind == "house" for seat in match.seats)
-    )
+class HouseGames:
+    """The games house players play, against the arena's caps: between two house players ("Run
+    a game"), and of a person (or a /clients page) against one, by the address that started it.
+    They are counted here, not found among every match: a flood of refused requests must not
+    each cost a look at thousands of waiting simulations."""
 
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+        self._between: list[Match] = []
+        self._against: list[tuple[Match, str]] = []  # and the address that started it
 
-def check_person_house_games(arena: Arena, address: str) -> None:
-    """A person (or a /clients page) may start a game against a house player: raises
-    ``JoinRejected`` if the arena, or this address, has as many going as it may. House players
-    think in one thread, which a few hundred such games would keep busy."""
-    going = [
-        match
-        for match in arena.matches.values()
-        if any(seat is not None and seat.kind == "house" for seat in match.seats)
-        and any(seat is not None and seat.kind != "house" for seat in match.seats)
-    ]
-    most = arena.config.max_person_house_games_per_address
-    if sum(match.options.creator == address for match in going) >= most:
-        raise JoinRejected(
-            TOO_MANY_HOUSE_GAMES,
-            f"at most {most} at once against house players from one address: finish one first",
-        )
-    most = arena.config.max_person_house_games
-    if len(going) >= most:
-        raise JoinRejected(
-            TOO_MANY_HOUSE_GAMES,
-            f"the arena plays at most {most} at once against house players: try again later",
-        )
+    def _prune(self) -> None:
+        self._between = [match for match in self._between if match.status is not Status.FINISHED]
+        self._against = [(m, a) for m, a in self._against if m.status is not Status.FINISHED]
+
+    def check_against(self, address: str) -> None:
+        """Raises ``JoinRejected`` unless ``address`` may start a game against a house player:
+        few enough going, in all and from that address."""
+        self._prune()
+        most = self.arena.config.max_person_house_games_per_address
+        if sum(started_by == address for _, started_by in self._against) >= most:
+            raise JoinRejected(
+                TOO_MANY_HOUSE_GAMES,
+                f"at most {most} at once against house players from one address: finish one first",
+            )
+        most = self.arena.config.max_person_house_games
+        if len(self._against) >= most:
+            raise JoinRejected(
+                TOO_MANY_HOUSE_GAMES,
+                f"the arena plays at most {most} at once against house players: try again later",
+            )
+
+    def started_against(self, match: Match, address: str) -> None:
+        """``address`` started ``match`` against a house player (``check_against`` allowed it)."""
+        self._against.append((match, address))
+
+    def run(self, game: str, names: list[str], delay_ms: int) -> Match:
+        """The visor's "Run a game", if the arena runs few enough such games."""
+        self._prune()
+        most = self.arena.config.max_house_games
+        if len(self._between) >= most:
+            raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"the arena runs at most {most} at once")
+        match = run_house_game(self.arena, game, names, delay_ms)
+        self._between.append(match)
+        return match
 
 
 def run_house_game(arena: Arena, game: str, names: list[str], delay_ms: int) -> Match:
-    """The visor's "Run a game": two house players, a turn delay, a new match."""
+    """Two house players, a turn delay, a new match."""
     if game not in arena.games:
         raise JoinRejected("Unknown game", f"game must be one of: {', '.join(arena.games)}")
-    most = arena.config.max_house_games
-    if house_games(arena) >= most:
-        raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"the arena runs at most {most} at once")
     seat_names = arena.codec(game).seat_names
     if len(names) != len(seat_names):
         raise JoinRejected("Invalid players", f"pick {len(seat_names)} players")
