@@ -13,9 +13,11 @@ import asyncio
 import base64
 import contextlib
 import os
+import random
 import re
 import resource
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ import orjson
 from playwright.async_api import expect
 
 from bench.common import ServerProcess, tavern_serve
+from bench.load import random_thud_move
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.base import Outcome
 from server.match import PLAYER_DISCONNECTED, GameFinished
@@ -33,6 +36,7 @@ from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served
 from tests.test_abuse import receive, serve, websocket_frame
 from visor.hub import LOBBY_ROWS
+from visor.seats import HOUSE_CPU_SHARE
 
 TIMEOUT = aiohttp.ClientTimeout(total=20)
 HANDSHAKE = (
@@ -708,6 +712,52 @@ async def test_a_page_that_closes_as_its_game_against_the_house_starts_forfeits_
         assert finished.outcome == Outcome(1, PLAYER_DISCONNECTED)  # the troll wins
         nicks = [None if player is None else player.nick for player in finished.view.players]
         assert nicks == ["player", "house troll"]
+
+
+def house_thread_cpu_s() -> float:
+    """The CPU time the house players' thread has used (it is started by their first move)."""
+    (thread,) = [t for t in threading.enumerate() if t.name.startswith("house-player")]
+    assert thread.ident is not None
+    return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+
+
+async def test_house_players_think_for_at_most_their_share_of_a_core_however_many_games_ask(
+    tmp_path: Path,
+) -> None:
+    """Twelve pages play the house troll, each moving the moment its turn comes, as the
+    house-pages attack's did. Over four seconds the house players' thread uses at most
+    ``HOUSE_CPU_SHARE`` (a quarter) of a core (before: the games kept it busy, and with it the
+    interpreter the bots' games need), and every game still gets its replies."""
+    async with (
+        serve(tmp_path / "arena.db", max_person_house_games_per_address=12) as served,
+        aiohttp.ClientSession(timeout=TIMEOUT) as session,
+    ):
+        chance = random.Random(7)
+        moves = [0] * 12
+
+        async def play(index: int) -> None:
+            ws, answer = await play_the_house(session, served.url)
+            assert answer["type"] == "seated", answer
+            async for message in ws:
+                text = message.data
+                if text.startswith('{"type":"seat","message":{"type":"turn"'):
+                    move = orjson.loads(random_thud_move(text.encode(), chance))["move"]
+                    await ws.send_json({"type": "move", "move": move})
+                    moves[index] += 1
+                elif text.startswith('{"type":"seat","message":{"type":"') and "-game" in text[:50]:
+                    await ws.send_json(PLAY_THE_TROLL)  # its next game
+
+        async with asyncio.TaskGroup() as tasks:
+            playing = [tasks.create_task(play(index)) for index in range(12)]
+            await asyncio.sleep(1.0)  # every game under way
+            started, thought = time.monotonic(), house_thread_cpu_s()
+            before = list(moves)
+            await asyncio.sleep(4.0)
+            share = (house_thread_cpu_s() - thought) / (time.monotonic() - started)
+            for task in playing:
+                task.cancel()
+        assert share <= HOUSE_CPU_SHARE + 0.03, f"{share:.0%} of a core"
+        assert all(after > earlier for after, earlier in zip(moves, before, strict=True)), moves
 
 
 async def test_the_play_page_says_why_it_cannot_start_a_game_against_the_house(

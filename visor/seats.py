@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -32,9 +33,39 @@ from visor.hub import Page
 
 log = logging.getLogger(__name__)
 
-HOUSE_THINKING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="house-player")
-"""House players think one at a time, off the event loop: however many house games run, they
-take at most one thread's share of the interpreter from the bots' games."""
+HOUSE_CPU_SHARE = 0.25  # of one core, at most, for every house player's thinking together
+
+
+class HouseThinking:
+    """Where house players think: one at a time, in a thread of its own (off the event loop),
+    and for at most ``share`` of the time. After each thought the thread rests (three times as
+    long at a quarter), so however many games ask at once (a flood of pages playing the house),
+    the thinking takes at most that share of one core, and of the interpreter, from the bots'
+    games; a move then waits its turn. A thought that comes after a rest costs no wait."""
+
+    def __init__(self, share: float) -> None:
+        self._rest_per_second = 1 / share - 1  # of rest after a second of thinking
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="house-player")
+        self._rested_at = 0.0  # when the thread may think again (only that thread uses it)
+
+    async def reply(
+        self, player: HousePlayer, state: Any, seat: int, rng: random.Random
+    ) -> JsonObject:
+        """``player``'s ``player-turn`` for the position, once the thread has thought of it."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._think, player, state, seat, rng)
+
+    def _think(self, player: HousePlayer, state: Any, seat: int, rng: random.Random) -> JsonObject:
+        time.sleep(max(0.0, self._rested_at - time.monotonic()))
+        started = time.monotonic()
+        try:
+            return player.reply(state, seat, rng)
+        finally:
+            ended = time.monotonic()
+            self._rested_at = ended + (ended - started) * self._rest_per_second
+
+
+HOUSE_THINKING = HouseThinking(HOUSE_CPU_SHARE)
 
 
 TOO_MANY_HOUSE_GAMES = "Too many house games"
@@ -103,10 +134,8 @@ class HouseSeat:
     async def _answer(self, state: Any, turn: int) -> None:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        # Thinking can take a few milliseconds: keep it off the event loop.
-        reply = await asyncio.get_running_loop().run_in_executor(
-            HOUSE_THINKING, self.player.reply, state, self.seat, self.rng
-        )
+        # Thinking can take a few milliseconds: off the event loop, within the house's share.
+        reply = await HOUSE_THINKING.reply(self.player, state, self.seat, self.rng)
         # Named, the turn answered is never played as a later one if the thinking ran late.
         self.match.submit(self.seat, {**reply, "turn": turn}, self)
 
