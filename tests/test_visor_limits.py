@@ -25,6 +25,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 from playwright.async_api import expect
 
 from bench.common import ServerProcess, tavern_serve
@@ -32,9 +33,11 @@ from bench.load import random_thud_move
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.base import Outcome
 from server.match import PLAYER_DISCONNECTED, GameFinished
+from server.records import Records
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served
 from tests.test_abuse import receive, serve, websocket_frame
+from tests.test_records import one_game
 from visor.hub import LOBBY_ROWS
 from visor.seats import HOUSE_CPU_SHARE
 
@@ -554,6 +557,52 @@ async def test_a_server_with_few_descriptors_takes_a_quarter_of_them_for_http_co
             assert final["type"] in ("win-game", "loss-game", "draw-game"), final
         for sock in held:
             sock.close()
+
+
+@contextlib.contextmanager
+def descriptors_used_up() -> Iterator[None]:
+    """Every descriptor this process may open is open while the block runs, as a flood of
+    connections leaves a server."""
+    highest = max(int(name) for name in os.listdir("/proc/self/fd"))
+    held = []
+    with descriptor_limit(highest + 1):
+        try:
+            for _ in range(highest + 1):  # the numbers below the highest that are free
+                try:
+                    held.append(os.open(os.devnull, os.O_RDONLY))
+                except OSError:
+                    break
+            yield
+        finally:
+            for descriptor in held:
+                os.close(descriptor)
+
+
+async def test_the_records_writer_outlives_a_moment_without_descriptors(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A game is being recorded when the process runs out of descriptors (the idle-http
+    attack did that to the server before the visor's caps). The writer's sweep for stopped
+    processes' games cannot open the game's owner lock file: it says so in one line and tries
+    again at the next sweep (before: its thread died of the OSError, after a ``_queue.Empty``
+    in the log; nothing was recorded from then on, and every flush, which each Thud API move
+    waits for, waited for ever). Once descriptors are free again, the next turn is recorded."""
+    records = Records(tmp_path / "arena.db", sweep_s=0.1)
+    await asyncio.to_thread(records.open)
+    try:
+        records.submit(one_game("a", records.owner))  # playing: the sweep looks at its owner
+        await records.flush()
+        with descriptors_used_up():
+            await asyncio.sleep(0.5)  # several sweeps
+        records.record_turn("a", 1, 0, b'{"move":1}', False)
+        await asyncio.wait_for(records.flush(), 10)
+        game = await asyncio.to_thread(records.game, "a")
+        assert game is not None and len(game["turns"]) == 1, game
+    finally:
+        await asyncio.to_thread(records.close)
+    failures = [r for r in caplog.records if "games of stopped processes failed" in r.message]
+    assert failures and all(r.exc_info is None for r in failures)  # one line each
+    assert "Too many open files" in failures[0].message
 
 
 # --- item 15: caps a few addresses can fill ------------------------------------------------------
