@@ -101,7 +101,7 @@ class ArenaConfig:
     max_thud_api_games_per_address: int = 20
     max_thud_api_games: int = 1000  # live Thud HTTP API games at once, from every address
     thud_api_unplayed_expiry_ms: int = 60_000  # an API game nobody has moved in ends after this
-    max_person_house_games: int = 32  # games of a person (or /clients) against a house player
+    max_person_house_games: int = 200  # games of a person (or /clients) against a house player
     max_person_house_games_per_address: int = 4
     # The visor: HTTP connections (websockets included) and pages (websockets), in all and per
     # address, what may wait for one page, and how long a connection may idle.
