@@ -73,6 +73,18 @@ class ArenaConfig:
     max_house_games: int = 16  # games between house players at once ("Run a game")
     max_house_games_per_page: int = 2
     max_thud_api_games_per_address: int = 20
+    max_thud_api_games: int = 1000  # live Thud HTTP API games at once, from every address
+    thud_api_unplayed_expiry_ms: int = 60_000  # an API game nobody has moved in ends after this
+    max_person_house_games: int = 200  # games of a person (or /clients) against a house player
+    max_person_house_games_per_address: int = 4
+    # The visor: HTTP connections (websockets included) and pages (websockets), in all and per
+    # address, what may wait for one page, and how long a connection may idle.
+    max_http_connections: int = 2000
+    max_http_connections_per_address: int = 64
+    http_idle_timeout_ms: int = 5000
+    max_pages: int = 1000
+    max_pages_per_address: int = 32
+    max_page_buffer_bytes: int = 65_536
     # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it,
     # and tournaments queue their games there for `tavern worker`s.
     redis: str | None = None
@@ -118,6 +130,16 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxHouseGames": ("max_house_games", 0, 100_000),
     "maxHouseGamesPerPage": ("max_house_games_per_page", 0, 100_000),
     "maxThudApiGamesPerAddress": ("max_thud_api_games_per_address", 1, 1_000_000),
+    "maxThudApiGames": ("max_thud_api_games", 1, 1_000_000),
+    "thudApiUnplayedExpiryMs": ("thud_api_unplayed_expiry_ms", 1, 24 * 3_600_000),
+    "maxPersonHouseGames": ("max_person_house_games", 0, 100_000),
+    "maxPersonHouseGamesPerAddress": ("max_person_house_games_per_address", 0, 100_000),
+    "maxHttpConnections": ("max_http_connections", 1, 1_000_000),
+    "maxHttpConnectionsPerAddress": ("max_http_connections_per_address", 1, 1_000_000),
+    "httpIdleTimeoutMs": ("http_idle_timeout_ms", 100, 3_600_000),
+    "maxPages": ("max_pages", 1, 1_000_000),
+    "maxPagesPerAddress": ("max_pages_per_address", 1, 1_000_000),
+    "maxPageBufferBytes": ("max_page_buffer_bytes", 16_384, 1 << 30),
     "nodeHeartbeatMs": ("node_heartbeat_ms", 10, 60_000),
     "nodeTtlMs": ("node_ttl_ms", 50, 600_000),
 }

@@ -590,7 +590,10 @@ class Match:
         if occupant is None or occupant.channel is not channel:
             return
         if self.phase is Phase.WAITING:
-            if self.options.hold_seats:
+            # A full match has started (its task begins it shortly): the seat is held, and
+            # the game begins as lost by whoever left, with no grace to rejoin. Freed, the game
+            # would begin short of a player, or seat another and start twice.
+            if self.options.hold_seats or self.is_full():
                 occupant.gone = True
             else:
                 self.seats[seat] = None

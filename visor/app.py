@@ -3,11 +3,17 @@
 Pages are static files (no build step, nothing from a CDN); everything live goes through one
 websocket per page, ``/ws``, whose messages are JSON objects:
 
-page -> server: ``lobby``, ``watch`` {simulationId}, ``create`` {game}, ``run-game`` {game,
-players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move`` {move,
-declare, turn} (a ``player-turn`` of the page's seat).
-server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
-``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
+page -> server: ``lobby`` {game?}, ``watch`` {simulationId}, ``create`` {game}, ``run-game``
+{game, players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move``
+{move, declare, turn} (a ``player-turn`` of the page's seat).
+server -> page: ``lobby`` {game, simulations, counts, house}, ``snapshot``, ``turn``, ``left``,
+``end``, ``created``, ``seated``, ``seat`` {message: what a bot in that seat would receive},
+``error`` {message}.
+
+A ``lobby`` lists the first ``visor.hub.LOBBY_ROWS`` simulations, of one game if the page asked for
+it, in the lobby's order; ``counts`` gives, for each game, how many are playing, waiting and
+finished, listed or not. A page past its address's or the arena's cap (``maxPagesPerAddress``,
+``maxPages``) gets ``error`` ``Too many pages``, then its socket is closed (1013).
 
 For spectators, ``snapshot`` and ``turn`` carry ``clock`` ({seat, timeoutMs}, plus elapsedMs in a
 snapshot: the seat awaited and its time; null once the game is over) and the last reply times
@@ -23,14 +29,12 @@ import html
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 from aiohttp import WSMsgType, web
 
 from server.arena import Arena
 from server.cluster import OtherNodes
-from server.config import ListenError
 from server.errors import BotError, Rejected
 from server.games import GAMES
 from server.games.base import JsonObject
@@ -40,18 +44,25 @@ from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
 from server.session import Client, LocalSeat, Session
 from visor import replay_image
+from visor.connections import HttpConnections, serving_http
 from visor.errors import PageError
-from visor.hub import Page, SpectatorHub, running
+from visor.hub import (
+    Page,
+    PageQuota,
+    SpectatorHub,
+    page_socket,
+    refuse_page,
+    running,
+)
 from visor.metrics import Metrics
 from visor.nodes import FORWARDED, NodeClient, NodeUnreachable
-from visor.seats import run_house_game, seat_house_player
+from visor.seats import HouseGames, seat_house_player
 from visor.thud_api import routes as thud_api
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 THUD_CONTROLLER = Path(__file__).parent.parent / "bots" / "js" / "thud-controller.js"
-MAX_WS_MESSAGE = 16 * 1024
 MAX_DELAY_MS = 10_000
 MAX_NICK = 64
 MAX_PAGE = 1_000_000  # of /api/games: far past any archive, and an OFFSET SQLite can hold
@@ -74,6 +85,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ARENA = web.AppKey("arena", Arena)
 HUB = web.AppKey("hub", SpectatorHub)
 RECORDS = web.AppKey("records", Records)
+PAGE_QUOTA = web.AppKey("page_quota", PageQuota)
+HOUSE_GAMES = web.AppKey("house_games", HouseGames)
 NODES = web.AppKey("nodes", NodeClient)
 
 
@@ -142,6 +155,9 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app[ARENA] = arena
     app[HUB] = hub
     app[RECORDS] = records
+    config = arena.config
+    app[PAGE_QUOTA] = quota = PageQuota(config.max_pages, config.max_pages_per_address)
+    app[HOUSE_GAMES] = HouseGames(arena)
     app[NODES] = NodeClient()
     app.on_cleanup.append(lambda _: app[NODES].close())
     app.router.add_get("/", page("index.html"))
@@ -167,7 +183,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/js/clients-worker.js", clients_worker)
     app.router.add_static("/static", STATIC)
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
-    thud_api.add_routes(app, arena, records, hub.others)
+    thud_api.add_routes(app, arena, records, quota, hub.others)
     return app
 
 
@@ -313,14 +329,20 @@ def compressed(response: web.Response) -> web.Response:
 
 
 async def websocket(request: web.Request) -> web.StreamResponse:
-    arena, hub = request.app[ARENA], request.app[HUB]
-    ws = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_WS_MESSAGE)
+    arena, hub, quota = request.app[ARENA], request.app[HUB], request.app[PAGE_QUOTA]
+    ws = page_socket()
     await ws.prepare(request)
-    connection = PageConnection(arena, hub, Page(ws, request.transport), request.remote or "")
-    hub.pages.add(connection.page)
+    address = request.remote or ""
+    refused = quota.admit(address)
+    if refused is not None:
+        error = {"type": "error", "message": PageError.TOO_MANY_PAGES, "reason": refused}
+        return await refuse_page(ws, orjson.dumps(error))
+    page = Page(ws, request.transport, arena.config.max_page_buffer_bytes)
+    connection = PageConnection(arena, hub, request.app[HOUSE_GAMES], page, address)
+    hub.pages.add(page)
     try:
         async with asyncio.TaskGroup() as tasks:
-            connection.page.writer = tasks.create_task(connection.page.write_loop())
+            page.writer = tasks.create_task(page.write_loop())
             try:
                 async for message in ws:
                     if message.type is WSMsgType.TEXT:
@@ -328,6 +350,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             finally:
                 connection.closed()
     finally:
+        quota.leave(address)
         await ws.close()
     return ws
 
@@ -339,9 +362,12 @@ class PageConnection:
     have of their own (a house opponent, the lobby, watching) and turns what the session says
     into the page's messages (``server.session.SessionChannel``)."""
 
-    def __init__(self, arena: Arena, hub: SpectatorHub, page: Page, address: str) -> None:
+    def __init__(
+        self, arena: Arena, hub: SpectatorHub, house: HouseGames, page: Page, address: str
+    ) -> None:
         self.arena = arena
         self.hub = hub
+        self.house = house  # the arena's games of house players, against its caps
         self.page = page
         self.address = address
         self.session = Session(arena, self._client("person"), self)
@@ -362,7 +388,7 @@ class PageConnection:
             self.error(BotError.INVALID_JSON, None)
             return
         handlers: dict[str, Callable[[JsonObject], None]] = {
-            "lobby": lambda _: self.hub.join_lobby(self.page),
+            "lobby": self.lobby,
             "watch": self.watch,
             "create": self.create,
             "run-game": self.run_game,
@@ -381,6 +407,11 @@ class PageConnection:
         except Exception:  # a bug must cost this request, not the page or the games
             log.exception("page request %r failed", kind)
             self.error(BotError.SERVER_ERROR, "the request failed; it was logged")
+
+    def lobby(self, message: JsonObject) -> None:
+        """Follow the lobby: of one game with ``{"game": NAME}``, else of every game."""
+        game = message.get("game")
+        self.hub.join_lobby(self.page, game if isinstance(game, str) else None)
 
     def watch(self, message: JsonObject) -> None:
         simulation_id = message.get("simulationId")
@@ -411,7 +442,7 @@ class PageConnection:
         most = self.arena.config.max_house_games_per_page
         if len(self.house_games) >= most:
             raise Rejected(PageError.TOO_MANY_HOUSE_GAMES, f"at most {most} at once from one page")
-        match = run_house_game(self.arena, game, players, delay)
+        match = self.house.run(game, players, delay)
         self.house_games.append(match)
         self.page.send({"type": "created", "simulationId": match.id, "game": game})
 
@@ -437,11 +468,14 @@ class PageConnection:
         self.session.client = self._client("client" if message.get("client") is True else "person")
         fields: JsonObject = {"nick": nick, "side": side, "game": game}
         if simulation_id is None:
+            if opponent is not None:
+                self.house.check_against(self.address)
             self._asking = ("", game, side)
             match = self.session.open_and_join(game, fields)
             if match is not None and opponent is not None:
                 other = next(name for name in seat_names if name != side)
                 seat_house_player(match, opponent, other, 0.0)
+                self.house.started_against(match, self.address)
         elif isinstance(simulation_id, str):  # a free seat of a waiting simulation, as a bot's
             self._asking = (simulation_id, game, side)
             self.session.join({**fields, "simulationId": simulation_id})
@@ -500,29 +534,25 @@ async def serving(
 ) -> AsyncIterator[int]:
     """Serve the visor until the block exits; yields the HTTP port actually bound. ``others``:
     the arena's other nodes, whose games the pages see too; ``metrics``: served on /metrics."""
+    config = arena.config
     hub = SpectatorHub(arena, others)
     app = create_app(arena, hub, records)
+    connections = HttpConnections.for_config(config)
     if metrics is not None:
         app.router.add_get("/metrics", metrics.serve)
         metrics.measure("tavern_pages", "Browser pages connected", lambda: len(hub.pages))
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
-    try:
-        await site.start()
-    except OSError as error:
-        await runner.cleanup()
-        change = '--http-port N (or "httpPort" in config.json)'
-        raise ListenError("the visor", host, port, error, change) from error
-    server: Any = site._server  # aiohttp exposes the bound port only through the server
-    bound = server.sockets[0].getsockname()[1]
-    log.info("the visor is on http://%s:%s/", host, bound)
-    try:
-        async with (
-            running(hub),
-            thud_api.serving_separately(app, host, arena.config.thud_api_port),
-        ):
-            yield bound
-    finally:
-        await hub.shut_down(timeout_s=2.0)
-        await runner.cleanup()
+        metrics.measure(
+            "tavern_http_connections", "HTTP connections open", lambda: connections.open
+        )
+    names = ("the visor", '--http-port N (or "httpPort" in config.json)')
+    idle_ms = config.http_idle_timeout_ms
+    async with serving_http(app, host, port, connections, idle_ms, names) as bound:
+        log.info("the visor is on http://%s:%s/", host, bound)
+        try:
+            async with (
+                running(hub),
+                thud_api.serving_separately(app, host, config.thud_api_port, connections),
+            ):
+                yield bound
+        finally:
+            await hub.shut_down(timeout_s=2.0)

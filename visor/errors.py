@@ -13,3 +13,4 @@ class PageError(StrEnum):
     UNKNOWN_PLAYER = "Unknown player"
     WRONG_SIDE = "Wrong side"
     TOO_MANY_HOUSE_GAMES = "Too many house games"
+    TOO_MANY_PAGES = "Too many pages"

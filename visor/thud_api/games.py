@@ -54,7 +54,6 @@ from visor.thud_api.codec import (
 log = logging.getLogger(__name__)
 
 GAME = THUD.name  # the earlier Thud server's API plays Thud only
-MAX_LIVE_GAMES = 1000  # live HTTP API games at once; /start answers 503 beyond
 READY_TIMEOUT_S = 10.0  # until a new or loaded game's match asks for its first move
 
 OpponentMoved = Callable[["HttpGame", int, JsonObject, Answer], None]
@@ -116,6 +115,17 @@ class HttpGame:
         self.outcome: Outcome | None = None
         self.ready = asyncio.Event()  # the match has asked for a move (or the game ended)
         self.lock = asyncio.Lock()  # one move at a time
+        self.expiry: asyncio.TimerHandle | None = None  # ends it if nobody moves in it
+
+    def unplayed(self) -> bool:
+        """Live, and nobody has moved in it yet."""
+        return not self.over() and self.ready.is_set() and self.state.ply == 1
+
+    def stop(self) -> None:
+        """End the game as it stands (``No move``, as the engine ended a game whose client made
+        no move): for a game nobody plays."""
+        seat = rules.SIDES.index(rules.side_to_move(self.state))
+        self.sessions[seat].move({"type": "player-turn", "stop": True})
 
     def _session(self, arena: Arena, address: str) -> Session:
         """People and programs alike call the API: each move may take a person's time."""
@@ -167,6 +177,7 @@ class ThudGames:
         self.live: dict[str, HttpGame] = {}  # playable games by game token
         self._by_match: dict[str, HttpGame] = {}
         self._per_address: Counter[str] = Counter()  # live games by the address that began them
+        self._making_room: dict[str, HttpGame] = {}  # games ended for a new one, until they end
         self._loading = asyncio.Lock()
         arena.listeners.append(self.on_update)
 
@@ -202,9 +213,10 @@ class ThudGames:
 
     def create(self, names: tuple[str, str], address: str) -> tuple[HttpGame, tuple[str, str]]:
         """A new game between two names; returns it and the two player tokens."""
-        if len(self._by_match) >= MAX_LIVE_GAMES:
-            raise Unavailable(f"the server plays {MAX_LIVE_GAMES} API games already: try later")
         self._check_share(address)
+        most = self.arena.config.max_thud_api_games
+        if len(self._by_match) >= most and not self._make_room(address):
+            raise Unavailable(f"the server plays {most} API games already: try later")
         token = secrets.token_urlsafe(24)
         player_tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         player_digests = (digest(player_tokens[0]), digest(player_tokens[1]))
@@ -212,6 +224,30 @@ class ThudGames:
         game = self._seat(match, token, player_digests, names, address)
         self.records.thud_api_game_created(digest(token), match.id, player_digests, names)
         return game, player_tokens
+
+    def _make_room(self, address: str) -> bool:
+        """Every API game is taken: end one nobody has moved in, the oldest of the address that
+        holds the most games, if it holds more than ``address`` does. True if one was ended."""
+        mine = self._per_address[address]
+        candidates = [
+            (-self._per_address[game.address], order, game)
+            for order, game in enumerate(self._by_match.values())  # oldest first
+            if self._per_address[game.address] > mine and game.unplayed()
+        ]
+        if not candidates:
+            return False
+        _, _, game = min(candidates, key=lambda candidate: candidate[:2])
+        log.info("thud api: game %s, never played, makes room for a new one", game.match.id)
+        game.stop()
+        self._forget(game)  # its place is free now; its end is announced once its match ends
+        self._making_room[game.match.id] = game
+        return True
+
+    def _expire(self, game: HttpGame) -> None:
+        game.expiry = None
+        if game.unplayed():
+            log.info("thud api: game %s ends: nobody moved in it", game.match.id)
+            game.stop()
 
     async def go_live(self, game: HttpGame) -> None:
         """Once the match asks for the first move, the game's token plays it.
@@ -232,6 +268,9 @@ class ThudGames:
         if not game.ready.is_set():
             raise Unavailable("the game did not start in time: try again")
         self.live[game.token] = game
+        if game.unplayed():  # a game nobody plays gives its place back sooner
+            expiry_s = self.arena.config.thud_api_unplayed_expiry_ms / 1000
+            game.expiry = asyncio.get_running_loop().call_later(expiry_s, self._expire, game)
         if self.others is not None:  # the other nodes find it from now on
             await self.others.alias(node_name(game.token), game.match.id)
 
@@ -242,9 +281,11 @@ class ThudGames:
             if game is not None:
                 result = update.result
                 game.state = result.state
-                self._opponent_moved(game, result.seat, result.action, answer_of(result.events))
+                if "move" in result.action:  # not the stop that ends a game nobody plays
+                    self._opponent_moved(game, result.seat, result.action, answer_of(result.events))
         elif isinstance(update, GameFinished):
-            game = self._by_match.get(update.view.match_id)
+            match_id = update.view.match_id
+            game = self._by_match.get(match_id) or self._making_room.pop(match_id, None)
             if game is not None:
                 game.outcome = update.outcome
                 if update.view.state is not None:
@@ -254,6 +295,9 @@ class ThudGames:
                 self._ended(game, update.outcome)
 
     def _forget(self, game: HttpGame) -> None:
+        if game.expiry is not None:
+            game.expiry.cancel()
+            game.expiry = None
         if self.live.get(game.token) is game:
             del self.live[game.token]
         if self._by_match.get(game.match.id) is game:
