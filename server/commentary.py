@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
-from server.match import PLAYER_DISCONNECTED, SERVER_ERROR, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.match import TOO_MANY_TIMEOUTS
 from server.replay import TurnRange, frames, game_of
 
 FORFEITS = {
-    PLAYER_DISCONNECTED: "disconnected",
-    TURN_TIMEOUT: "did not answer in time",
+    BotError.PLAYER_DISCONNECTED: "disconnected",
+    BotError.TURN_TIMEOUT: "did not answer in time",
     TOO_MANY_TIMEOUTS: "timed out too many turns in a row",
 }
 """What the seat that lost by the arena's rules did, rather than by the game's own."""
@@ -80,9 +81,9 @@ def result_text(
         """The score, ``first``'s points first: `` 3 to 1`` (nothing before the start)."""
         return "" if values is None else f" {values[first]} to {values[1 - first]}"
 
-    if reason in FORFEITS or reason == SERVER_ERROR:
+    if reason in FORFEITS or reason == BotError.SERVER_ERROR:
         was = f" (the score was{points(0 if winner is None else winner)})" if values else ""
-        if reason == SERVER_ERROR:
+        if reason == BotError.SERVER_ERROR:
             return f"no winner: the arena failed during the game{was}"
         if winner is None:
             return f"a draw: both players {FORFEITS[reason]}{was}"

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 from openskill.models import PlackettLuce, PlackettLuceRating
 
+from server.errors import BotError
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.match import TOO_MANY_TIMEOUTS
 
 GAME_OVER = "at the end of the game"
 """How the exit of a bot process that played its game to the end reads (tournaments write it)."""
@@ -52,7 +53,10 @@ class GameResult:
 
     def timeouts(self, seat: int) -> int:
         """The seat's turns that timed out, the one it forfeited by included."""
-        forfeited = self.reason in (TURN_TIMEOUT, TOO_MANY_TIMEOUTS) and self.winner not in (
+        forfeited = self.reason in (
+            BotError.TURN_TIMEOUT,
+            TOO_MANY_TIMEOUTS,
+        ) and self.winner not in (
             seat,
             None,
         )

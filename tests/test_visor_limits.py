@@ -31,8 +31,9 @@ from playwright.async_api import expect
 from bench.common import ServerProcess, tavern_serve
 from bench.load import random_thud_move
 from bots.tavern_dummy import play as play_tavern_dummy
+from server.errors import BotError
 from server.games.base import Outcome
-from server.match import PLAYER_DISCONNECTED, GameFinished
+from server.match import GameFinished
 from server.records import Records
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served
@@ -758,7 +759,7 @@ async def test_a_page_that_closes_as_its_game_against_the_house_starts_forfeits_
         )
         sock.close()
         finished = await asyncio.wait_for(ended.get(), 10)
-        assert finished.outcome == Outcome(1, PLAYER_DISCONNECTED)  # the troll wins
+        assert finished.outcome == Outcome(1, BotError.PLAYER_DISCONNECTED)  # the troll wins
         nicks = [None if player is None else player.nick for player in finished.view.players]
         assert nicks == ["player", "house troll"]
 

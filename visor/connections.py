@@ -31,10 +31,10 @@ from aiohttp.typedefs import Handler, Middleware
 from aiohttp.web_protocol import RequestHandler
 
 from server.config import ArenaConfig, ListenError
+from server.errors import BotError
 
 log = logging.getLogger(__name__)
 
-TOO_MANY_CONNECTIONS = "Too many connections"
 MAX_REQUEST_BYTES = 32 * 1024  # a request's head and body: any page's or API call's fits
 
 
@@ -107,7 +107,7 @@ class HttpConnections:
 
 def refusal(status: int, reason: str) -> bytes:
     """A whole HTTP answer to a connection past a cap (it is closed after it)."""
-    body = f"{TOO_MANY_CONNECTIONS}: {reason}\n".encode()
+    body = f"{BotError.TOO_MANY_CONNECTIONS}: {reason}\n".encode()
     phrase = "Too Many Requests" if status == 429 else "Service Unavailable"
     head = (
         f"HTTP/1.1 {status} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"

@@ -25,6 +25,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from server.arena import Arena
 from server.cluster import Deliver, OtherNodes
+from server.errors import BotError
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.match import (
@@ -539,7 +540,7 @@ class SpectatorHub:
 
     async def shut_down(self, timeout_s: float) -> None:
         """Tell every page the server is stopping, and close them once that is sent."""
-        notice = orjson.dumps({"type": "error", "message": "Server shutting down"})
+        notice = orjson.dumps({"type": "error", "message": BotError.SERVER_SHUTTING_DOWN})
         pages = list(self.pages)
         for page in pages:
             page.push(notice, droppable=False)

@@ -19,9 +19,6 @@ from server.errors import BotError, Rejected
 from server.games import GAMES
 from server.games.base import HousePlayer, JsonObject
 from server.match import (
-    PLAYER_DISCONNECTED,
-    STALE_TURN,
-    TURN_TIMEOUT,
     Match,
     Phase,
     SeatMessage,
@@ -67,7 +64,7 @@ HOUSE_THINKING = HouseThinking(HOUSE_CPU_SHARE)
 
 
 # What a house player may be told in an ordinary game: a turn it ran late on, its opponent gone.
-QUIET_ERRORS = frozenset({TURN_TIMEOUT, STALE_TURN, PLAYER_DISCONNECTED})
+QUIET_ERRORS = frozenset({BotError.TURN_TIMEOUT, BotError.STALE_TURN, BotError.PLAYER_DISCONNECTED})
 
 
 class HouseSeat:

@@ -63,9 +63,6 @@ class SeatClock:
     reconnect_grace_ms: int
 
 
-INVALID_TURN = "Invalid turn"  # a player-turn the game cannot take (each game says why)
-
-
 class ActionRejected(Rejected):
     """A seat sent something the game cannot accept; nothing changed and it may try again.
 

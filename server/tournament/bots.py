@@ -13,9 +13,10 @@ import os
 import signal
 import sys
 
+from server.errors import BotError
 from server.games.base import Outcome
 from server.league import GAME_OVER
-from server.match import PLAYER_DISCONNECTED, Match, SeatMessage, SeatRequest
+from server.match import Match, SeatMessage, SeatRequest
 from server.records import Records
 from server.sandbox import POLL_S, BotGroup, Sandbox
 from server.tournament.spec import Entrant, Limits, placeholder_values
@@ -243,7 +244,7 @@ class BotProcess:
         outcome = self.outcome
         return (
             outcome is not None
-            and outcome.reason == PLAYER_DISCONNECTED
+            and outcome.reason == BotError.PLAYER_DISCONNECTED
             and outcome.winner != self.seat
         )
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from server.errors import BotError
 from server.games.base import (
-    INVALID_TURN,
     ActionRejected,
     Codec,
     JoinRejected,
@@ -71,14 +71,14 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         nick = request.get("nick", "anonymous")
         if not isinstance(nick, str) or not 0 < len(nick) <= MAX_NAME_LENGTH:
             raise JoinRejected(
-                "Invalid join", f"nick must be a string of 1 to {MAX_NAME_LENGTH} characters"
+                BotError.INVALID_JOIN, f"nick must be a string of 1 to {MAX_NAME_LENGTH} characters"
             )
         names = request.get("names", [])
         if not isinstance(names, list) or not all(
             isinstance(name, str) and 0 < len(name) <= MAX_NAME_LENGTH for name in names
         ):
             raise JoinRejected(
-                "Invalid join",
+                BotError.INVALID_JOIN,
                 f"names must be a list of strings of 1 to {MAX_NAME_LENGTH} characters",
             )
         return Player(nick, tuple(names))
@@ -242,14 +242,14 @@ def _point(coords: Coords) -> JsonObject:
 def orders_from_wire(actions: object) -> tuple[Order, ...]:
     """Parse ``actions`` as the original validated them, plus types it left unchecked."""
     if not isinstance(actions, list) or not actions:
-        raise ActionRejected(INVALID_TURN, '"actions" must be a non-empty list')
+        raise ActionRejected(BotError.INVALID_TURN, '"actions" must be a non-empty list')
     orders: list[Order] = []
     for index, action in enumerate(actions):
         if not isinstance(action, dict):
-            raise ActionRejected(INVALID_TURN, f"action {index} is not an object")
+            raise ActionRejected(BotError.INVALID_TURN, f"action {index} is not an object")
         bot_id = _bot_id(action.get("botId"))
         if bot_id is None:
-            raise ActionRejected(INVALID_TURN, f"action {index} has no valid botId")
+            raise ActionRejected(BotError.INVALID_TURN, f"action {index} has no valid botId")
         kind = action.get("type")
         if kind == "PASS":
             orders.append(Order(bot_id, None))
@@ -257,12 +257,14 @@ def orders_from_wire(actions: object) -> tuple[Order, ...]:
             direction = action.get("direction")
             if not isinstance(direction, str) or direction not in Direction.__members__:
                 raise ActionRejected(
-                    INVALID_TURN,
+                    BotError.INVALID_TURN,
                     f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
                 )
             orders.append(Order(bot_id, Direction[direction]))
         else:
-            raise ActionRejected(INVALID_TURN, f"action {index}: type must be MOVE or PASS")
+            raise ActionRejected(
+                BotError.INVALID_TURN, f"action {index}: type must be MOVE or PASS"
+            )
     return tuple(orders)
 
 

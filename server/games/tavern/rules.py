@@ -34,9 +34,8 @@ from dataclasses import dataclass, fields, replace
 from enum import IntEnum
 from typing import NamedTuple
 
-from server.games.base import INVALID_TURN, ActionRejected, Outcome, Player, RandomSource, Rules
-
-NOT_YOUR_TURN = "Not your turn"
+from server.errors import BotError
+from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
 
 
 class Direction(IntEnum):
@@ -226,18 +225,20 @@ def check_orders(state: State, team: int, orders: Sequence[Order]) -> tuple[Orde
     """A bot's turn as ``apply_turn`` may play it; rejects what the original would have played
     although it breaks the rules (B4)."""
     if state.outcome is not None:
-        raise ActionRejected(NOT_YOUR_TURN, "the game is over")
+        raise ActionRejected(BotError.NOT_YOUR_TURN, "the game is over")
     if team != state.to_move:
-        raise ActionRejected(NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
+        raise ActionRejected(BotError.NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
     if not orders:
-        raise ActionRejected(INVALID_TURN, "a turn needs at least one action")
+        raise ActionRejected(BotError.INVALID_TURN, "a turn needs at least one action")
     own_ids = {dwarf.id for dwarf in state.dwarves if dwarf.team == team}
     seen: set[int] = set()
     for order in orders:
         if order.bot_id not in own_ids:
-            raise ActionRejected(INVALID_TURN, f"dwarf {order.bot_id} is not one of yours")
+            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {order.bot_id} is not one of yours")
         if order.bot_id in seen:
-            raise ActionRejected(INVALID_TURN, f"dwarf {order.bot_id} has more than one action")
+            raise ActionRejected(
+                BotError.INVALID_TURN, f"dwarf {order.bot_id} has more than one action"
+            )
         seen.add(order.bot_id)
     return tuple(orders)
 
