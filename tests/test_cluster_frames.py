@@ -16,9 +16,8 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from server.arena import Arena
-from server.cluster import Deliver, values, wire
+from server.cluster import Deliver, keys, values, wire
 from server.cluster.inbox import Handler, Inbox
-from server.cluster.keys import LOBBY, NODES, inbox, node_key
 from server.cluster.node import ClusterNode
 from server.errors import BotError
 from server.games.base import JsonObject
@@ -56,15 +55,15 @@ def batch(*frames: tuple[bytes, int, bytes]) -> bytes:
 
 
 def test_each_kind_of_frame_goes_to_its_handler_in_order() -> None:
-    inbox_, handled = recording_inbox()
+    inbox, handled = recording_inbox()
     frames = [(kind, number, b"payload %d" % number) for number, kind in enumerate(wire.KINDS)]
-    inbox_.received(batch(*frames))
+    inbox.received(batch(*frames))
     assert handled == [(kind, SENDER, number, payload) for kind, number, payload in frames]
 
 
 def test_a_frame_of_an_unknown_kind_costs_only_itself(caplog: pytest.LogCaptureFixture) -> None:
-    inbox_, handled = recording_inbox()
-    inbox_.received(batch((wire.JOIN, 1, b"a"), (b"Z", 2, b"b"), (wire.MOVE, 3, b"c")))
+    inbox, handled = recording_inbox()
+    inbox.received(batch((wire.JOIN, 1, b"a"), (b"Z", 2, b"b"), (wire.MOVE, 3, b"c")))
     assert handled == [(wire.JOIN, SENDER, 1, b"a"), (wire.MOVE, SENDER, 3, b"c")]
     assert [record.getMessage() for record in caplog.records] == [
         f"node 0123abcd: frames from {SENDER}: frames dropped: 1 "
@@ -75,10 +74,10 @@ def test_a_frame_of_an_unknown_kind_costs_only_itself(caplog: pytest.LogCaptureF
 def test_a_frame_cut_short_costs_only_itself_and_what_follows(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    inbox_, handled = recording_inbox()
+    inbox, handled = recording_inbox()
     whole = batch((wire.DATA, 1, b"first"), (wire.CLOSE, 2, b""))
-    inbox_.received(whole + wire.HEADER.pack(wire.DATA, 3, 100) + b"only this")
-    inbox_.received(whole + b"\x00\x01")  # a header cut short
+    inbox.received(whole + wire.HEADER.pack(wire.DATA, 3, 100) + b"only this")
+    inbox.received(whole + b"\x00\x01")  # a header cut short
     assert handled == 2 * [(wire.DATA, SENDER, 1, b"first"), (wire.CLOSE, SENDER, 2, b"")]
     assert "a frame of 100 bytes with 9 left" in caplog.text  # said once a minute per sender
     assert len(caplog.records) == 1
@@ -88,9 +87,9 @@ def test_a_frame_that_does_not_read_or_fails_costs_only_itself(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fail = {wire.JOIN: values.BadValue("not JSON"), wire.MOVE: RuntimeError("a bug")}
-    inbox_, handled = recording_inbox(fail)
+    inbox, handled = recording_inbox(fail)
     frames = [(wire.JOIN, 1, b"x"), (wire.MOVE, 2, b"y"), (wire.LEAVE, 3, b"")]
-    inbox_.received(batch(*frames))
+    inbox.received(batch(*frames))
     assert handled == [(kind, SENDER, number, payload) for kind, number, payload in frames]
     (said,) = caplog.records  # both under the sender's key: the first one is said
     assert (
@@ -104,8 +103,8 @@ def test_a_frame_that_does_not_read_or_fails_costs_only_itself(
 
 
 def test_a_batch_that_is_not_a_node_s_is_dropped_whole(caplog: pytest.LogCaptureFixture) -> None:
-    inbox_, handled = recording_inbox()
-    inbox_.received(b"NOTANODE" + wire.frame(wire.DATA, 1, b"x"))
+    inbox, handled = recording_inbox()
+    inbox.received(b"NOTANODE" + wire.frame(wire.DATA, 1, b"x"))
     assert handled == []
     assert "frames from a non-node: frames dropped: 1" in caplog.text
 
@@ -176,7 +175,7 @@ class OtherNode:
         self.frames: list[wire.Frame] = []
 
     async def publish(self, *frames: tuple[bytes, int, bytes], tail: bytes = b"") -> None:
-        await self.store.publish(inbox(self.node.id), batch(*frames) + tail)
+        await self.store.publish(keys.inbox(self.node.id), batch(*frames) + tail)
 
     async def next(self, kind: bytes, connection: int) -> bytes:
         """The payload of the next frame of this kind about this connection sent to it."""
@@ -201,9 +200,9 @@ async def node_and_other(redis: RedisServer) -> AsyncIterator[tuple[ClusterNode,
     node = ClusterNode(arena, config)
     arena.elsewhere = node
     async with Redis.from_url(redis.url) as store, store.pubsub() as pubsub:
-        await store.set(node_key(SENDER), orjson.dumps({"http": "127.0.0.1:1"}), px=60_000)
-        await store.sadd(NODES, SENDER)
-        await pubsub.subscribe(inbox(SENDER))
+        await store.set(keys.node_key(SENDER), orjson.dumps({"http": "127.0.0.1:1"}), px=60_000)
+        await store.sadd(keys.NODES, SENDER)
+        await pubsub.subscribe(keys.inbox(SENDER))
         async with arena.running(), node.running({"http": "127.0.0.1:1"}):
             assert node.link.up
             yield node, OtherNode(store, pubsub, node)
@@ -288,4 +287,4 @@ async def announce(other: OtherNode, simulation_id: str) -> None:
         "free": [0, 1],
         "created": 1.0,
     }
-    await other.store.publish(LOBBY, orjson.dumps({"node": SENDER, "set": [entry], "del": []}))
+    await other.store.publish(keys.LOBBY, orjson.dumps({"node": SENDER, "set": [entry], "del": []}))

@@ -73,6 +73,8 @@ class Claims:
                 self._let_go(match_id)
 
     def writes(self) -> list[Command]:
+        if not self._released:
+            return []
         released, self._released = self._released, []
         return [("EVAL", RELEASE_CLAIM, 1, key, value) for key, value in released]
 

@@ -94,6 +94,8 @@ class Listing:
     def writes(self) -> list[Command]:
         """What changed since the last write: entries set and deleted, names deleted, games
         finished, and the lobby's announcement of it."""
+        if not (self._changed or self._removed or self._removed_aliases or self._finished):
+            return []  # the common case: a loop round's frames and nothing else
         changed, self._changed = self._changed, set()
         removed, self._removed = self._removed, set()
         ttl_ms = self.link.ttl_ms
