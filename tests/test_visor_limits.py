@@ -312,10 +312,22 @@ async def test_pages_that_never_read_cost_at_most_their_bound_and_games_play_on(
         await watcher.close()
 
 
-async def test_pages_are_capped_per_address_and_in_all_with_a_clear_error(tmp_path: Path) -> None:
+async def test_pages_are_capped_per_address_and_in_all_and_a_few_addresses_cannot_fill_them(
+    tmp_path: Path,
+) -> None:
+    """Five pages at most, three per address. One address's fourth page is refused; with five
+    open (three from one address, two from another), the second address's third page is
+    refused too, as it would gain nothing. A fourth address's page (a Thud API matchmaking
+    socket: those are pages too) takes the place of the oldest page of the address that holds
+    the most, which is cut off (before: it was refused, so that 31 addresses could hold every
+    page the arena takes and shut everyone else out). A page that closes makes room."""
     async with serve(tmp_path / "arena.db", max_pages=5, max_pages_per_address=3) as served:
         url = served.url
-        async with session_from("127.0.0.2") as two, session_from("127.0.0.3") as three:
+        async with (
+            session_from("127.0.0.2") as two,
+            session_from("127.0.0.3") as three,
+            session_from("127.0.0.4") as four,
+        ):
             mine = [await two.ws_connect(f"{url}/ws") for _ in range(3)]
             for ws in mine:
                 await ws.send_json({"type": "lobby"})
@@ -327,15 +339,22 @@ async def test_pages_are_capped_per_address_and_in_all_with_a_clear_error(tmp_pa
             assert (await refused.receive()).type is aiohttp.WSMsgType.CLOSE
             assert refused.close_code == 1013  # try again later
             others = [await three.ws_connect(f"{url}/ws") for _ in range(2)]
+            for ws in others:
+                await ws.send_json({"type": "lobby"})
+                await receive(ws, "lobby")
             full = await three.ws_connect(f"{url}/ws")
             assert "has 5 pages open already" in (await receive(full, "error"))["reason"]
-            # The Thud API's matchmaking sockets are pages too.
-            async with session_from("127.0.0.4") as four:
-                match = await four.ws_connect(f"{url}/match/somebody")
-                answer = orjson.loads((await match.receive()).data)
-                assert answer[0] == "error" and "Too many pages" in answer[1], answer
-            # A page that closes makes room.
-            await mine[0].close()
+            match = await four.ws_connect(f"{url}/match/somebody")
+            answer = orjson.loads((await match.receive()).data)
+            assert answer[0] == "list", answer
+            async with asyncio.timeout(5):  # the oldest page of the busiest address is cut off
+                while (await mine[0].receive()).type is aiohttp.WSMsgType.TEXT:
+                    pass
+            assert mine[0].closed
+            for ws in (*mine[1:], *others):  # the others stay
+                await ws.send_json({"type": "lobby"})
+                await receive(ws, "lobby")
+            await others[0].close()
             async with asyncio.timeout(5):
                 while True:
                     again = await three.ws_connect(f"{url}/ws")
@@ -343,7 +362,7 @@ async def test_pages_are_capped_per_address_and_in_all_with_a_clear_error(tmp_pa
                     if (await again.receive_json())["type"] == "lobby":
                         break
                     await asyncio.sleep(0.05)
-            for ws in (*mine[1:], *others, again):
+            for ws in (*mine[1:], others[1], again, match):
                 await ws.close()
 
 
@@ -492,32 +511,50 @@ async def test_idle_and_unfinished_http_connections_are_capped_and_closed_while_
             assert final["type"] in ("win-game", "loss-game", "draw-game"), final
 
 
-async def test_past_the_arena_s_http_connections_a_new_one_is_answered_503_until_one_closes(
+GET_THE_LOBBY = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+
+async def test_a_full_visor_makes_room_for_a_new_connection_unless_every_one_is_busy(
     tmp_path: Path,
 ) -> None:
-    """Six HTTP connections at most, four from one address: four from one address and two from
-    another are held, so a seventh, from a third address, is answered 503 and closed at once
-    (before: there was no cap, and it waited for its request like the rest); once one held
-    connection closes, a page loads from the third address."""
+    """Six HTTP connections at most, four per address: four pages from one address and two
+    connections that send nothing from another fill them. A seventh, from a third address,
+    takes the place of the connection that has waited longest without a request (answered 503
+    and closed) and is served (before: there was no cap; with the cap alone, it was refused,
+    so that a few addresses sending nothing could keep everyone out). Once all six are busy
+    (pages), a new one is answered 503 and closed, until one of them closes."""
     settings = {"max_http_connections": 6, "max_http_connections_per_address": 4}
-    async with serve(tmp_path / "arena.db", **settings) as served:
+    async with (
+        serve(tmp_path / "arena.db", **settings) as served,
+        session_from("127.0.6.1") as one,
+        session_from("127.0.6.3") as three,
+    ):
         port = served.http_port
-        # The server takes connections in the order they arrive: these six come first.
-        held = [await connected(port, "127.0.6.1", b"") for _ in range(4)]
-        held += [await connected(port, "127.0.6.2", b"") for _ in range(2)]
-        _, answer = await asyncio.wait_for(until_closed(await connected(port, "127.0.6.3", b"")), 5)
+        pages = [await one.ws_connect(f"{served.url}/ws") for _ in range(4)]
+        # The server takes connections in the order they arrive: these come after the pages.
+        older, newer = [await connected(port, "127.0.6.2", b"") for _ in range(2)]
+        _, answer = await asyncio.wait_for(
+            until_closed(await connected(port, "127.0.6.3", GET_THE_LOBBY)), 5
+        )
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]
+        _, gave_way = await asyncio.wait_for(until_closed(older), 5)
+        assert gave_way.startswith(b"HTTP/1.1 503 "), gave_way
+        assert b"the visor is full: the longest waiting connection gives way" in gave_way
+        pages += [await three.ws_connect(f"{served.url}/ws") for _ in range(2)]  # newer gives way
+        _, answer = await asyncio.wait_for(until_closed(await connected(port, "127.0.6.4", b"")), 5)
         assert answer.startswith(b"HTTP/1.1 503 "), answer
         assert b"the arena has 6 connections open already: try again later" in answer
-        held.pop().close()
-        async with session_from("127.0.6.3") as third, asyncio.timeout(5):
+        await pages.pop().close()
+        async with session_from("127.0.6.4") as four, asyncio.timeout(5):
             while True:  # until the server has seen it close
-                async with third.get(f"{served.url}/") as response:
+                async with four.get(f"{served.url}/") as response:
                     if response.status == 200:
                         break
                     assert response.status == 503, response.status
                 await asyncio.sleep(0.05)
-        for sock in held:
-            sock.close()
+        newer.close()
+        for page in pages:
+            await page.close()
 
 
 @contextlib.contextmanager
@@ -537,17 +574,19 @@ async def test_a_server_with_few_descriptors_takes_a_quarter_of_them_for_http_co
 ) -> None:
     """``tavern serve`` started with 400 descriptors and the default ``maxHttpConnections``
     (2,000) takes at most 100 HTTP connections, and says so in its log: 64 from one address
-    (``maxHttpConnectionsPerAddress``) and 36 from another are held, the next is answered 503,
-    and a bot still plays a game (before: the connections took every descriptor)."""
+    (``maxHttpConnectionsPerAddress``) and 36 from another are held, the next makes the first
+    give way, and a bot still plays a game (before: the connections took every descriptor)."""
     async with contextlib.AsyncExitStack() as stack:
         with descriptor_limit(400):
             server = await stack.enter_async_context(arena_process(tmp_path))
         port = server.http_port
-        held = [await connected(port, "127.0.7.1", b"") for _ in range(64)]
+        first = await connected(port, "127.0.7.1", b"")
+        held = [await connected(port, "127.0.7.1", b"") for _ in range(63)]
         held += [await connected(port, "127.0.7.2", b"") for _ in range(36)]
-        _, answer = await asyncio.wait_for(until_closed(await connected(port, "127.0.7.3", b"")), 5)
+        newcomer = await connected(port, "127.0.7.3", b"")
+        _, answer = await asyncio.wait_for(until_closed(first), 5)
         assert answer.startswith(b"HTTP/1.1 503 "), answer
-        assert b"the arena has 100 connections open already" in answer
+        assert b"the longest waiting connection gives way" in answer
         log = (tmp_path / "server.log").read_text()
         assert (
             "maxHttpConnections 2000 is more than a quarter of the process's descriptor limit "
@@ -556,7 +595,7 @@ async def test_a_server_with_few_descriptors_takes_a_quarter_of_them_for_http_co
         games = [play_tavern_dummy("127.0.0.1", server.tcp_port, None, f"b{i}") for i in range(2)]
         for final in await asyncio.wait_for(asyncio.gather(*games), 60):
             assert final["type"] in ("win-game", "loss-game", "draw-game"), final
-        for sock in held:
+        for sock in (*held, newcomer):
             sock.close()
 
 

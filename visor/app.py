@@ -13,7 +13,8 @@ server -> page: ``lobby`` {game, simulations, counts, house}, ``snapshot``, ``tu
 A ``lobby`` lists the first ``visor.hub.LOBBY_ROWS`` simulations, of one game if the page asked for
 it, in the lobby's order; ``counts`` gives, for each game, how many are playing, waiting and
 finished, listed or not. A page past its address's or the arena's cap (``maxPagesPerAddress``,
-``maxPages``) gets ``error`` ``Too many pages``, then its socket is closed (1013).
+``maxPages``, unless the busiest address gives way: ``visor.hub.PageQuota``) gets ``error``
+``Too many pages``, then its socket is closed (1013).
 
 For spectators, ``snapshot`` and ``turn`` carry ``clock`` ({seat, timeoutMs}, plus elapsedMs in a
 snapshot: the seat awaited and its time; null once the game is over) and the last reply times
@@ -333,11 +334,11 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     ws = page_socket()
     await ws.prepare(request)
     address = request.remote or ""
-    refused = quota.admit(address)
+    page = Page(ws, request.transport, arena.config.max_page_buffer_bytes)
+    refused = quota.admit(address, page)
     if refused is not None:
         error = {"type": "error", "message": PageError.TOO_MANY_PAGES, "reason": refused}
         return await refuse_page(ws, orjson.dumps(error))
-    page = Page(ws, request.transport, arena.config.max_page_buffer_bytes)
     connection = PageConnection(arena, hub, request.app[HOUSE_GAMES], page, address)
     hub.pages.add(page)
     try:
@@ -350,7 +351,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             finally:
                 connection.closed()
     finally:
-        quota.leave(address)
+        quota.leave(address, page)
         await ws.close()
     return ws
 

@@ -3,7 +3,10 @@
 Every connection counts against ``maxHttpConnections`` and, from its address,
 ``maxHttpConnectionsPerAddress`` (websockets included: they are connections too); one past a cap
 is answered 429 or 503 at once and closed, before aiohttp sees it. The caps hold for both ports
-together, as the descriptors they spare are the process's.
+together, as the descriptors they spare are the process's. When every connection the visor takes
+is open, a new one takes the place of the connection that has waited longest without a request
+(answered 503 and closed), as on the bots' port: connections that send nothing, or never a
+whole request head, from however few addresses, never shut the others out.
 
 A connection that has not sent a whole request head ``httpIdleTimeoutMs`` after it opened, or
 after its last answer, is closed: that is aiohttp's keep-alive timeout, which the aiohttp required
@@ -46,6 +49,8 @@ class HttpConnections:
         self.most_per_address = most_per_address
         self._per_address: Counter[str] = Counter()
         self._open: dict[asyncio.BaseTransport, CountedConnection] = {}
+        # Connections that have not begun a request yet, oldest first (a dict as an ordered set).
+        self._waiting: dict[CountedConnection, None] = {}
 
     @classmethod
     def for_config(cls, config: ArenaConfig) -> HttpConnections:
@@ -75,12 +80,18 @@ class HttpConnections:
         if self._per_address[address] >= self.most_per_address:
             return 429, f"at most {self.most_per_address} connections from one address"
         if len(self._open) >= self.most:
-            return 503, f"the arena has {self.most} connections open already: try again later"
+            if not self._waiting:
+                return 503, f"the arena has {self.most} connections open already: try again later"
+            oldest = next(iter(self._waiting))  # its place is the newcomer's
+            self.leave(oldest)
+            oldest.refuse(503, "the visor is full: the longest waiting connection gives way")
         self._open[connection.transport] = connection
+        self._waiting[connection] = None
         self._per_address[address] += 1
         return None
 
     def leave(self, connection: CountedConnection) -> None:
+        self._waiting.pop(connection, None)
         if self._open.pop(connection.transport, None) is connection:
             self._per_address[connection.address] -= 1
             if not self._per_address[connection.address]:
@@ -96,6 +107,7 @@ class HttpConnections:
             connection = None if transport is None else self._open.get(transport)
             if connection is None:
                 return await handler(request)
+            self._waiting.pop(connection, None)  # it no longer gives way to newcomers
             connection.request_started(request)
             try:
                 return await handler(request)
@@ -134,11 +146,15 @@ class CountedConnection(asyncio.Protocol):
         self.address = str(peer[0]) if isinstance(peer, tuple) else ""
         refused = self._connections.admit(self)
         if refused is not None:
-            self.transport.write(refusal(*refused))
-            self.transport.close()
+            self.refuse(*refused)
             return
         self._handler = self._server()
         self._handler.connection_made(transport)
+
+    def refuse(self, status: int, reason: str) -> None:
+        """Answer why the connection may not stay, and close it."""
+        self.transport.write(refusal(status, reason))
+        self.transport.close()
 
     def request_started(self, request: web.Request) -> None:
         self._websocket = request.headers.get("Upgrade", "").lower() == "websocket"

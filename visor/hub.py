@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections import Counter, OrderedDict, deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -207,29 +207,51 @@ async def refuse_page(ws: web.WebSocketResponse, message: bytes) -> web.WebSocke
 
 class PageQuota:
     """The pages open (websockets: the visor's ``/ws`` and the Thud API's ``/match``), in all
-    and per address, against the arena's caps."""
+    and per address, against the arena's caps.
+
+    When every page the arena takes is open, a new one from an address that holds fewer than
+    the busiest address by two or more takes the place of that address's oldest page (cut
+    off), as the bots' port makes room: however few addresses hold the pages, they cannot shut
+    the others out.
+    """
 
     def __init__(self, most: int, most_per_address: int) -> None:
         self.most = most
         self.most_per_address = most_per_address
         self.open = 0
-        self._per_address: Counter[str] = Counter()
+        self._pages: dict[str, dict[Page, None]] = {}  # by address, oldest first
 
-    def admit(self, address: str) -> str | None:
-        """Count one more page from ``address``; or, if a cap is reached, say why not."""
-        if self._per_address[address] >= self.most_per_address:
+    def admit(self, address: str, page: Page) -> str | None:
+        """Count ``page``, from ``address``; or, if a cap is reached, say why not."""
+        mine = len(self._pages.get(address, ()))
+        if mine >= self.most_per_address:
             return f"at most {self.most_per_address} pages from one address: close one first"
-        if self.open >= self.most:
+        if self.open >= self.most and not self._make_room(mine):
             return f"the arena has {self.most} pages open already: try again later"
+        self._pages.setdefault(address, {})[page] = None
         self.open += 1
-        self._per_address[address] += 1
         return None
 
-    def leave(self, address: str) -> None:
+    def _make_room(self, mine: int) -> bool:
+        """Cut off the oldest page of the busiest address, if it holds more than ``mine`` + 1."""
+        busiest = max(self._pages, key=lambda address: len(self._pages[address]))
+        pages = self._pages[busiest]
+        if len(pages) <= mine + 1:
+            return False
+        oldest = next(iter(pages))
+        log.info("the arena's pages are all open: one of %s's %d gives way", busiest, len(pages))
+        self.leave(busiest, oldest)
+        oldest.abort()
+        return True
+
+    def leave(self, address: str, page: Page) -> None:
+        pages = self._pages.get(address)
+        if pages is None or page not in pages:
+            return  # it gave way to a newcomer already
+        del pages[page]
         self.open -= 1
-        self._per_address[address] -= 1
-        if not self._per_address[address]:
-            del self._per_address[address]
+        if not pages:
+            del self._pages[address]
 
 
 class SpectatorHub:

@@ -203,12 +203,12 @@ class Matchmaking:
             await ws.close()
             return ws
         address = request.remote or ""
-        refused = self.quota.admit(address)
+        page = Page(ws, request.transport, self.max_page_bytes)
+        refused = self.quota.admit(address, page)
         if refused is not None:
             return await refuse_page(
                 ws, orjson.dumps(["error", f"{PageError.TOO_MANY_PAGES}: {refused}"])
             )
-        page = Page(ws, request.transport, self.max_page_bytes)
         socket = MatchSocket(name, page, address)
         self.players[name] = socket
         try:
@@ -223,7 +223,7 @@ class Matchmaking:
                 finally:
                     self.closed(socket)
         finally:
-            self.quota.leave(address)
+            self.quota.leave(address, page)
             await ws.close()
         return ws
 
