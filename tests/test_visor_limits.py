@@ -262,9 +262,9 @@ async def test_pages_that_never_read_cost_at_most_their_bound_and_games_play_on(
     """1,000 simulations wait (100 from each of ten addresses, within the caps) and two house
     games play, so the lobby is long and changes all the time; then 300 lobby pages, ten from
     each of 30 addresses, never read. The server's memory grows by less than the bound
-    docs/protocol.md states for each page (before: every lobby listed every simulation, 137 KB,
-    and each page's socket buffered its own copies: about 270 MB more for these pages), and a
-    page watching a game gets every turn on time."""
+    docs/protocol.md states for each page, 38 MiB in all (before: every lobby listed every
+    simulation, 137 KB, and each page's socket buffered its own copies: 89 MiB more for these
+    pages on main), and a page watching a game gets every turn on time."""
     async with (
         arena_process(tmp_path, maxHouseGamesPerPage=2) as server,
         aiohttp.ClientSession(timeout=TIMEOUT) as session,
