@@ -253,6 +253,7 @@ class TurnResult:
         "match_id",
         "number",
         "outcome",
+        "played_at",
         "reply_ms",
         "seat",
         "state",
@@ -272,6 +273,8 @@ class TurnResult:
         outcome: Outcome | None,
         reply_ms: int = 0,
         clock: TurnClock | None = None,
+        *,
+        played_at: float,
     ) -> None:
         self.match_id = match_id
         self.codec = codec
@@ -284,6 +287,7 @@ class TurnResult:
         self.outcome = outcome  # set if the turn ended the game
         self.reply_ms = reply_ms  # how long the seat took (its whole time if it timed out)
         self.clock = clock  # the seat awaited next, unless the game is over
+        self.played_at = played_at  # the match's clock time: the next seat's clock runs from it
         self._scores: JsonObject | None = None
         self._action_json: bytes | None = None
         self._spectator_json: bytes | None = None
@@ -785,6 +789,7 @@ class Match:
                 None
                 if following is None
                 else TurnClock(following, self._turn_timeout_s(following)),
+                played_at=now,
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]
