@@ -259,6 +259,10 @@ def _point(coords: Coords) -> JsonObject:
     return {"x": coords.x, "y": coords.y}
 
 
+_DIRECTIONS = {direction.name: direction for direction in Direction}
+"""Each direction by its name on the wire (a dict: ``Direction[name]`` costs several calls)."""
+
+
 def orders_from_wire(actions: object) -> tuple[Order, ...]:
     """Parse ``actions`` as the original validated them, plus types it left unchecked."""
     if not isinstance(actions, list) or not actions:
@@ -275,16 +279,18 @@ def orders_from_wire(actions: object) -> tuple[Order, ...]:
             orders.append(Order(bot_id, None))
         elif kind == "MOVE":
             direction = action.get("direction")
-            if not isinstance(direction, str) or direction not in Direction.__members__:
+            if not isinstance(direction, str) or direction not in _DIRECTIONS:
                 raise ActionRejected(
                     INVALID_TURN,
                     f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
                 )
-            orders.append(Order(bot_id, Direction[direction]))
+            orders.append(Order(bot_id, _DIRECTIONS[direction]))
         else:
             raise ActionRejected(INVALID_TURN, f"action {index}: type must be MOVE or PASS")
     return tuple(orders)
 
+
+_DIRECTION_NAMES = tuple(direction.name for direction in Direction)  # by value
 
 MAX_BOT_ID_DIGITS = 18  # far beyond any dwarf's id, and far below Python's int-parsing limit
 
@@ -309,4 +315,4 @@ def _bot_id(value: object) -> int | None:
 def order_to_wire(order: Order) -> JsonObject:
     if order.direction is None:
         return {"botId": order.bot_id, "type": "PASS"}
-    return {"botId": order.bot_id, "type": "MOVE", "direction": order.direction.name}
+    return {"botId": order.bot_id, "type": "MOVE", "direction": _DIRECTION_NAMES[order.direction]}
