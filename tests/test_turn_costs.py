@@ -1,5 +1,5 @@
-"""The spectator hub in memory: an arena on a hand-wound clock, the hub, and a page whose
-websocket is a list. Work is counted, not timed."""
+"""What a turn costs besides the game itself, counted (not timed): an arena on a hand-wound
+clock, its spectator hub, and a page whose websocket is a list."""
 
 from __future__ import annotations
 
@@ -67,6 +67,46 @@ def play_passes(match: Match, inboxes: tuple[Inbox, Inbox], turns: int) -> None:
         team = ("team1", "team2")[seat]
         actions = [{"botId": dwarf["id"], "type": "PASS"} for dwarf in turn["state"][team]]
         assert match.submit(seat, {"type": "player-turn", "actions": actions}, inboxes[seat])
+
+
+class CountingClock(FakeClock):
+    """A hand-wound clock that counts the timers it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timers = 0
+
+    def call_later(self, delay_s: float, callback: Callable[[], object]) -> Any:
+        self.timers += 1
+        return super().call_later(delay_s, callback)
+
+
+async def test_turns_answered_in_time_set_no_timer() -> None:
+    """The match's one timer is set when the game starts, and again only when it rings (for
+    the turn awaited then) or must ring sooner; a seat that does not answer still times out
+    on time."""
+    clock = CountingClock()
+    arena = Arena(test_config(turn_timeout_ms=2000, first_turn_timeout_ms=5000), clock=clock)
+    async with arena.running():
+        match = arena.open("tavern")
+        inboxes = (Inbox(), Inbox())
+        for number, inbox in enumerate(inboxes):
+            match.seat(inbox, SeatRequest({"nick": f"bot{number}"}))
+        await settle()
+        play_passes(match, inboxes, 2)  # each seat's first turn: 5 s each
+        clock.advance(1.0)
+        play_passes(match, inboxes, 50)  # 2 s each from now on: the timer must ring sooner
+        assert clock.timers == 2
+        clock.advance(1.999)  # it rang for turn 3, answered: set again for turn 53, once
+        assert match.turn_count == 52 and clock.timers == 3
+        clock.advance(0.001)  # the awaited seat's 2 s are up: it passes
+        assert match.turn_count == 53
+        assert inboxes[0].messages[-1] == {
+            "type": "error",
+            "message": "Turn timeout",
+            "reason": "no reply in 2 s: you passed",
+        }
+        match.stop()
 
 
 async def test_an_unwatched_game_costs_the_hub_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
