@@ -212,21 +212,22 @@ class SpectatorHub:
     def on_update(self, update: Update) -> None:
         self._lobby_dirty.set()
         text: str | None = None
-        if isinstance(update, SeatsChanged | GameStarted):
-            view = self.live[update.view.match_id] = update.view
-            match_id = view.match_id
-            self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
-            if self.watchers.get(match_id) or self.relays.get(match_id):
-                text = dumps(self.snapshot(view))
-        elif isinstance(update, TurnPlayed):
+        if isinstance(update, TurnPlayed):  # by far the most frequent
             result = update.result
             match_id = result.match_id
             self.live.turn_played(result)
             pages = self.watchers.get(match_id)
             relays = self.relays.get(match_id)
-            if pages or relays:
-                count = len(pages or ()) + len(relays or ())
-                text = (result.spectator_json() + b',"spectators":%d}' % count).decode()
+            if not pages and not relays:
+                return  # nobody watches it
+            count = len(pages or ()) + len(relays or ())
+            text = (result.spectator_json() + b',"spectators":%d}' % count).decode()
+        elif isinstance(update, SeatsChanged | GameStarted):
+            view = self.live[update.view.match_id] = update.view
+            match_id = view.match_id
+            self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
+            if self.watchers.get(match_id) or self.relays.get(match_id):
+                text = dumps(self.snapshot(view))
         elif isinstance(update, SeatLeft):
             match_id = update.match_id
             view_or_none = self.live.get(match_id)
