@@ -261,6 +261,16 @@ def _point(coords: Coords) -> JsonObject:
 
 _DIRECTIONS = {direction.name: direction for direction in Direction}
 """Each direction by its name on the wire (a dict: ``Direction[name]`` costs several calls)."""
+_KEPT_IDS = 201  # dwarf ids run from 1 to twice botsPerPlayer, which is at most 100
+_ORDERS: dict[Direction | None, tuple[Order, ...]] = {
+    direction: tuple(Order(bot_id, direction) for bot_id in range(_KEPT_IDS))
+    for direction in (None, *Direction)
+}
+"""The orders of the dwarves' ids, made once: a turn reads five of them (orders are immutable)."""
+
+
+def _order(bot_id: int, direction: Direction | None) -> Order:
+    return _ORDERS[direction][bot_id] if bot_id < _KEPT_IDS else Order(bot_id, direction)
 
 
 def orders_from_wire(actions: object) -> tuple[Order, ...]:
@@ -276,7 +286,7 @@ def orders_from_wire(actions: object) -> tuple[Order, ...]:
             raise ActionRejected(INVALID_TURN, f"action {index} has no valid botId")
         kind = action.get("type")
         if kind == "PASS":
-            orders.append(Order(bot_id, None))
+            orders.append(_order(bot_id, None))
         elif kind == "MOVE":
             direction = action.get("direction")
             if not isinstance(direction, str) or direction not in _DIRECTIONS:
@@ -284,7 +294,7 @@ def orders_from_wire(actions: object) -> tuple[Order, ...]:
                     INVALID_TURN,
                     f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
                 )
-            orders.append(Order(bot_id, _DIRECTIONS[direction]))
+            orders.append(_order(bot_id, _DIRECTIONS[direction]))
         else:
             raise ActionRejected(INVALID_TURN, f"action {index}: type must be MOVE or PASS")
     return tuple(orders)
