@@ -1,22 +1,24 @@
-"""This arena beside another server in one run: the same bots, the same load, alternating rounds.
+"""This arena beside other servers in one run: the same bots, the same load, alternating rounds.
 
-    python bench/versus.py [--against original|CHECKOUT] [--mix tavern|thud] [--games 100]
+    python bench/versus.py [--against original|CHECKOUT ...] [--mix tavern|thud] [--games 100]
                            [--seconds 10] [--rounds 4] [--loop uvloop|asyncio]
                            [--original-source GIT] [--cache DIR] [--points-to-win 1000]
 
 ``--against original`` (the default) runs the original 2013 Node.js server of Dwarven Tavern
 (PIWEEK/dwarven-tavern, its ``server/`` folder) as its README says, ``node app.js``; Tavern
 only. ``--against CHECKOUT`` runs ``tavern serve`` from another checkout of this project (an
-older commit in a ``git worktree``) with this interpreter.
+older commit in a ``git worktree``) with this interpreter. ``--against`` may be given more
+than once: every server is measured in the same run.
 
-Both servers run from the start; then rounds alternate between them (A B, B A, A B, ...), each
-round a fresh set of N games of ``bench/load.py``'s bots playing real moves (Tavern: every
-dwarf of the team steps in a random direction; Thud: a random legal move), one client process
-for both. Records are on in the arena (an SQLite file in a scratch directory); the original
-keeps none. Each round prints, for each server, its CPU seconds over the turns played (read
-from ``/proc/PID/stat`` of the server's process: for the original, the ``node`` process; for
-the arena, its records thread included), the turns per second and the reply latency; the end
-prints every round together and the ratio of the arena's CPU per turn to the other's.
+Every server runs from the start; then rounds go round them (A B, B A, A B, ... and, with
+three, A B C, B C A, C A B, ...), each round a fresh set of N games of ``bench/load.py``'s bots
+playing real moves (Tavern: every dwarf of the team steps in a random direction; Thud: a random
+legal move), one client process for all. Records are on in the arenas (an SQLite file in a
+scratch directory); the original keeps none. Each round prints, for each server, its CPU
+seconds over the turns played (read from ``/proc/PID/stat`` of the server's process: for the
+original, the ``node`` process; for an arena, its records thread included), the turns per
+second and the reply latency; the end prints every round together and the ratio of this
+arena's CPU per turn to each other server's.
 
 The original server comes from ``--original-source`` (a git directory or URL; by default this
 machine's mirror of PIWEEK/dwarven-tavern if present, else GitHub), cloned once into ``--cache``
@@ -147,14 +149,15 @@ def check_alive(label: str, server: ServerProcess) -> None:
 async def alternate(
     servers: dict[str, ServerProcess], games: int, seconds: float, mix: str, rounds: int
 ) -> dict[str, list[Figures]]:
-    """``rounds`` rounds of each server, alternating which goes first; a warm-up round each."""
+    """``rounds`` rounds of each server, each round in another order; a warm-up round each."""
     for label, server in servers.items():
         await measure(server, games, WARM_UP_S, mix, 0.0)
         check_alive(label, server)
     figures: dict[str, list[Figures]] = {label: [] for label in servers}
     labels = list(servers)
     for number in range(rounds):
-        for label in labels if number % 2 == 0 else reversed(labels):
+        first = number % len(labels)
+        for label in labels[first:] + labels[:first]:
             result = await measure(servers[label], games, seconds, mix, 0.0)
             check_alive(label, servers[label])
             figures[label].append(result)
@@ -190,9 +193,9 @@ class Opponent:
     serve: Callable[[], contextlib.AbstractAsyncContextManager[ServerProcess]]
 
 
-def opponent(args: argparse.Namespace, settings: dict[str, object]) -> Opponent:
+def opponent(against: str, args: argparse.Namespace, settings: dict[str, object]) -> Opponent:
     """The original server (prepared first, if need be), or another checkout's arena."""
-    if args.against == "original":
+    if against == "original":
         folder = prepare_original(args.original_source, args.cache)
         node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True)
         return Opponent(
@@ -201,7 +204,7 @@ def opponent(args: argparse.Namespace, settings: dict[str, object]) -> Opponent:
             f", Node {node.stdout.strip()})",
             lambda: original_process(folder, args.cache, args.points_to_win),
         )
-    root = Path(args.against).resolve()
+    root = Path(against).resolve()
     commit = git_head(root)
     return Opponent(
         commit,
@@ -211,40 +214,41 @@ def opponent(args: argparse.Namespace, settings: dict[str, object]) -> Opponent:
 
 
 async def run(
-    args: argparse.Namespace, other: Opponent, settings: dict[str, object]
+    args: argparse.Namespace, others: list[Opponent], settings: dict[str, object]
 ) -> dict[str, list[Figures]]:
     async with contextlib.AsyncExitStack() as stack:
-        servers = {
-            other.label: await stack.enter_async_context(other.serve()),
-            "arena": await stack.enter_async_context(arena_process(args.loop, settings)),
-        }
+        servers = {other.label: await stack.enter_async_context(other.serve()) for other in others}
+        servers["arena"] = await stack.enter_async_context(arena_process(args.loop, settings))
         await asyncio.sleep(1.0)
         return await alternate(servers, args.games, args.seconds, args.mix, args.rounds)
 
 
-def report(figures: dict[str, list[Figures]], other: str) -> None:
+def report(figures: dict[str, list[Figures]]) -> None:
     print("all rounds:")
     for label, rounds in figures.items():
         print(summarise(label, rounds))
-    ratios = [
-        mine.cpu_per_turn / theirs.cpu_per_turn
-        for mine, theirs in zip(figures["arena"], figures[other], strict=True)
-    ]
-    mine, theirs = (
-        sum(r.server_cpu for r in figures[label]) / sum(r.turns for r in figures[label])
-        for label in ("arena", other)
-    )
-    print(
-        f"arena / {other}, CPU per turn: {mine / theirs:.2f} "
-        f"(rounds {min(ratios):.2f}-{max(ratios):.2f})"
-    )
+    mine = sum(r.server_cpu for r in figures["arena"]) / sum(r.turns for r in figures["arena"])
+    for other, rounds in figures.items():
+        if other == "arena":
+            continue
+        ratios = [
+            ours.cpu_per_turn / theirs.cpu_per_turn
+            for ours, theirs in zip(figures["arena"], rounds, strict=True)
+        ]
+        theirs = sum(r.server_cpu for r in rounds) / sum(r.turns for r in rounds)
+        print(
+            f"arena / {other}, CPU per turn: {mine / theirs:.2f} "
+            f"(rounds {min(ratios):.2f}-{max(ratios):.2f})"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--against", default="original", help="original, or a checkout's path")
+    parser.add_argument(
+        "--against", action="append", help="original (the default), or a checkout's path"
+    )
     parser.add_argument("--mix", choices=("tavern", "thud"), default="tavern")
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -258,20 +262,23 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--points-to-win", type=int, default=1000)
     args = parser.parse_args()
-    if args.against == "original" and args.mix != "tavern":
+    against = args.against or ["original"]
+    if "original" in against and args.mix != "tavern":
         parser.error("the original server plays Tavern only")
     settings: dict[str, object] = {**UNCAPPED, "pointsToWin": args.points_to_win}
-    other = opponent(args, settings)
+    others = [opponent(name, args, settings) for name in against]
+    if len({other.label for other in others} | {"arena"}) != len(others) + 1:
+        parser.error("--against: each server once")
     print(
         f"versus: {args.mix}, {args.games} games, {args.rounds} rounds of {args.seconds:g} s "
-        f"each; arena: this checkout ({git_head(ROOT)}, {args.loop}, records in "
-        f"SQLite); {other.label}: {other.described}",
+        f"each; arena: this checkout ({git_head(ROOT)}, {args.loop}, records in SQLite); "
+        + "; ".join(f"{other.label}: {other.described}" for other in others),
         flush=True,
     )
     use_loop(args.loop)
     started = time.perf_counter()
-    figures = asyncio.run(run(args, other, settings))
-    report(figures, other.label)
+    figures = asyncio.run(run(args, others, settings))
+    report(figures)
     print(f"({time.perf_counter() - started:.0f} s in all)")
 
 
