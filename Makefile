@@ -1,17 +1,17 @@
 # `make run` installs the arena into .venv and runs it; `make test` installs everything the
-# tests need (Python packages; Node.js, Go, a JDK, Chromium, Redis and PostgreSQL from Debian
-# when missing) and runs the checks and the suite.
+# tests need (Python packages; Node.js, Go, a JDK, a C compiler with Jansson, Ruby, Chromium,
+# Redis and PostgreSQL from Debian when missing) and runs the checks and the suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SOURCES := server bots visor tests bench
+SOURCES := tavern_cli server bots visor tests bench
 
-.PHONY: run test lint node chromium go java redis postgres
+.PHONY: run test lint node chromium go java c ruby redis postgres
 
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
-test: $(VENV)/.installed-test node chromium go java redis postgres lint
+test: $(VENV)/.installed-test node chromium go java c ruby redis postgres lint
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
@@ -44,12 +44,19 @@ node:
 chromium:
 	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }
 
-# The starter kits' tests build and play the Go and Java bots.
+# The starter kits' tests build and play the Go, Java, C (with Jansson for JSON) and Ruby bots.
 go:
 	@command -v go >/dev/null || { apt-get update && apt-get install -y golang-go; }
 
 java:
 	@command -v javac >/dev/null || { apt-get update && apt-get install -y default-jdk-headless; }
+
+c:
+	@{ command -v cc && command -v pkg-config && test -f /usr/include/jansson.h; } >/dev/null || \
+	  { apt-get update && apt-get install -y gcc make pkg-config libjansson-dev; }
+
+ruby:
+	@command -v ruby >/dev/null || { apt-get update && apt-get install -y ruby; }
 
 # The cluster and records tests start their own redis-server and PostgreSQL on loopback.
 redis:

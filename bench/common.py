@@ -52,17 +52,24 @@ def with_python_path(root: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
+def tavern_module(root: Path) -> str:
+    """The module that runs as the ``tavern`` command in the checkout at ``root``: ``tavern_cli``,
+    or ``server`` in a checkout from before the command moved above the server and the visor
+    (issue 21), which has no ``tavern_cli``."""
+    return "tavern_cli" if (root / "tavern_cli" / "__main__.py").is_file() else "server"
+
+
 @contextlib.asynccontextmanager
 async def tavern_serve(
     config: Path, *options: str, log: Path | None = None, node: bool = False, root: Path = ROOT
 ) -> AsyncIterator[ServerProcess]:
-    """``python -m server serve --config CONFIG [OPTIONS]`` in a child process, on the ports it
+    """``python -m tavern_cli serve --config CONFIG [OPTIONS]`` in a child process, on the ports it
     prints (and, with ``node``, for an arena on Redis, its node id); killed at the end if it is
     still running (the tests use it too). ``log``: where its log goes (default: nowhere).
     ``root``: the checkout whose code runs it (with this interpreter), so that a benchmark can
-    measure another commit's server."""
+    measure another commit's server (``tavern_module``: an older one, as it ran)."""
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "server", "serve", "--config", str(config), *options),
+        *(sys.executable, "-m", tavern_module(root), "serve", "--config", str(config), *options),
         cwd=root,
         env=with_python_path(root),
         stdout=asyncio.subprocess.PIPE,

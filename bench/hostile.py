@@ -8,8 +8,9 @@ players (issue 20, "Under attack"), measured the same way for any checkout of th
     python bench/hostile.py --compare BEFORE.jsonl AFTER.jsonl
 
 Each attack runs against fresh servers in child processes, started from the checkout at ROOT
-(default: this one) with this interpreter (``cd ROOT; PYTHONPATH=ROOT python -m server
-serve``), with the server's own default limits: only ports, records, Redis and the config keys
+(default: this one) with this interpreter (``cd ROOT; PYTHONPATH=ROOT python -m tavern_cli
+serve``, or ``python -m server serve`` in a checkout from before issue 21, whose ``server`` was
+the command), with the server's own default limits: only ports, records, Redis and the config keys
 ROOT's server knows are set. So the same command measures the old code and the new.
 
 Throughout, ``--pairs`` honest pairs play game after game, each pair from its own loopback

@@ -6,7 +6,8 @@
 
 For each N, prints the turns played per second, the server's CPU time per turn (process CPU
 seconds, its records thread included, over the turns played, counted until the round's games
-are closed and recorded: the figure this shared machine's noise moves least), the reply latency (from a bot sending its move to the other bot receiving
+are closed and recorded: the figure this shared machine's noise moves least), the reply
+latency (from a bot sending its move to the other bot receiving
 the next turn: the server's work plus loopback), the server's memory, and the turns per second
 as a ratio to the bare asyncio relay of ``bench/baseline.py`` measured in the same run under the
 same load. Then the memory each idle simulation costs. The bots play real moves (Tavern: every

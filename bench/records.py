@@ -46,9 +46,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
 from bench.common import cluster_cpu_seconds
-from server.config import ArenaConfig
 from server.games.base import Outcome, Player
-from server.games.tavern.codec import TavernCodec
+from server.games.tavern.game import TAVERN
 from server.match import (
     GameFinished,
     GameStarted,
@@ -64,7 +63,7 @@ from server.match import (
 from server.records import Recorder, Records
 from tests.services import PostgresServer, postgres_server
 
-CODEC = TavernCodec.from_config(ArenaConfig())
+CODEC = TAVERN.codec_for(TAVERN.default_settings())
 LIMITS = MatchLimits(turn_timeout_s=10.0, max_consecutive_timeouts=3)
 DIRECTIONS = ("NORTH", "SOUTH", "EAST", "WEST")
 PLAYERS = (Player("one", ("A", "B", "C", "D", "E")), Player("two", ("F", "G", "H", "I", "J")))

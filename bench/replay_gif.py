@@ -20,19 +20,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 
 from PIL import GifImagePlugin, Image
 
-from server.config import ArenaConfig
 from server.games.base import JsonObject, Player
-from server.games.tavern.codec import TavernCodec
-from server.house import HOUSE_PLAYERS
+from server.games.tavern.game import TAVERN as TAVERN_GAME
 from visor.replay_image import render_gif
 
-TAVERN = TavernCodec.from_config(ArenaConfig())
+TAVERN = TAVERN_GAME.codec_for(TAVERN_GAME.default_settings())
 
 
 def wandering_game(turns: int) -> JsonObject:
     """A Tavern record of two house wanderers for ``turns`` turns, played through the pure
     rules: a long game in which everything moves (the turn limit is 1000)."""
-    wanderer = HOUSE_PLAYERS["tavern"]["wanderer"]
+    wanderer = TAVERN_GAME.house_players["wanderer"]
     players = [Player("a", ("A",)), Player("b", ("B",))]
     rules, rng, choices = TAVERN.rules, random.Random(7), random.Random(8)
     state = rules.initial_state(players)
@@ -46,7 +44,7 @@ def wandering_game(turns: int) -> JsonObject:
         played.append({"number": number, "seat": seat_name, "timedOut": False, "action": action})
     return {
         "id": "longone",
-        "game": "tavern",
+        "game": TAVERN.name,
         "settings": TAVERN.settings(),
         "seed": 7,
         "players": [{"nick": p.nick, "names": list(p.names)} for p in players],

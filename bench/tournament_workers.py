@@ -63,7 +63,7 @@ def timed(arguments: list[str]) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds of what it started, and the league it printed."""
     cpu, began = children_cpu_s(), time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "server", *arguments],
+        [sys.executable, "-m", "tavern_cli", *arguments],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -4,7 +4,7 @@
     python -m bots.house tavern pusher wanderer
 
 The first player takes the first seat (Thud: the dwarfs; Dwarven Tavern: team1). The players
-themselves are ``server.house``'s; here they play over TCP, as remote bots do.
+themselves are each game's (``Game.house_players``); here they play over TCP, as remote bots do.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import sys
 from collections.abc import Callable
 
 from bots.sdk import ArenaClient, JsonObject
-from server.house import HOUSE_PLAYERS, NAMES, HousePlayer
+from server.games import GAMES
+from server.games.base import HousePlayer
 
 
 def replies(player: HousePlayer, info: JsonObject, seed: int) -> Callable[[JsonObject], JsonObject]:
@@ -25,21 +26,16 @@ def replies(player: HousePlayer, info: JsonObject, seed: int) -> Callable[[JsonO
     return lambda message: player.reply_to_wire(message, info, rng)
 
 
-SEATS = {"thud": ("dwarf", "troll"), "tavern": ("team1", "team2")}
-
-
 async def play_house(
-    player: HousePlayer, host: str, port: int, simulation_id: str, seed: int, seat: str
+    game: str, player: HousePlayer, host: str, port: int, simulation_id: str, seed: int, seat: str
 ) -> JsonObject:
     """Seat a house player in a simulation over TCP and play it to the end.
 
     Thud seats are asked for by side; Dwarven Tavern seats go by join order.
     """
     async with await ArenaClient.connect(host, port) as client:
-        fields: JsonObject = {"names": NAMES} if player.game == "tavern" else {"side": seat}
-        info = await client.join(
-            simulation_id, nick=f"house {player.name}", game=player.game, **fields
-        )
+        fields = GAMES[game].house_join(seat)
+        info = await client.join(simulation_id, nick=f"house {player.name}", game=game, **fields)
         return await client.play(replies(player, info, seed))
 
 
@@ -47,18 +43,19 @@ async def run_games(
     game: str, first: str, second: str, host: str, port: int, games: int, seed: int
 ) -> list[JsonObject]:
     """Play ``games`` games between two house players; returns the first seat's finals."""
-    players = HOUSE_PLAYERS[game]
+    players = GAMES[game].house_players
+    first_seat, second_seat = GAMES[game].seat_names
     results = []
     for number in range(games):
         async with await ArenaClient.connect(host, port) as creator:
             ready = await creator.create_simulation(game, seed + number)
         simulation_id = ready["simulationId"]
         seat_one = asyncio.create_task(
-            play_house(players[first], host, port, simulation_id, seed + number, SEATS[game][0])
+            play_house(game, players[first], host, port, simulation_id, seed + number, first_seat)
         )
         await asyncio.sleep(0.05)  # the first to join takes the first Tavern seat
         seat_two = asyncio.create_task(
-            play_house(players[second], host, port, simulation_id, seed + number, SEATS[game][1])
+            play_house(game, players[second], host, port, simulation_id, seed + number, second_seat)
         )
         final, _ = await asyncio.gather(seat_one, seat_two)
         results.append(final)
@@ -75,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("game", choices=sorted(HOUSE_PLAYERS))
+    parser.add_argument("game", choices=sorted(GAMES))
     parser.add_argument("first", help="house player in the first seat")
     parser.add_argument("second", help="house player in the second seat")
     parser.add_argument("--host", default="127.0.0.1")
@@ -83,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    known = HOUSE_PLAYERS[args.game]
-    for name, seat in zip((args.first, args.second), SEATS[args.game], strict=True):
+    known = GAMES[args.game].house_players
+    for name, seat in zip((args.first, args.second), GAMES[args.game].seat_names, strict=True):
         if name not in known:
             parser.error(f"{args.game} house players are: {', '.join(known)}")
         if seat not in known[name].sides:

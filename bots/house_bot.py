@@ -11,16 +11,14 @@ import sys
 
 from bots.house import replies
 from bots.sdk import ArenaClient, JsonObject
-from server.house import HOUSE_PLAYERS, NAMES
+from server.games import GAMES
 
 
 async def play(
     game: str, name: str, host: str, port: int, simulation: str | None, side: str | None, seed: int
 ) -> JsonObject:
-    player = HOUSE_PLAYERS[game][name]
-    fields: JsonObject = {"names": NAMES} if game == "tavern" else {}
-    if side is not None and game == "thud":
-        fields["side"] = side
+    player = GAMES[game].house_players[name]
+    fields = GAMES[game].house_join(side)
     async with await ArenaClient.connect(host, port) as client:
         info = await client.join(simulation, nick=f"house {name}", game=game, **fields)
         return await client.play(replies(player, info, seed))
@@ -28,7 +26,7 @@ async def play(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bots.house_bot", description=__doc__)
-    parser.add_argument("game", choices=sorted(HOUSE_PLAYERS))
+    parser.add_argument("game", choices=sorted(GAMES))
     parser.add_argument("player")
     parser.add_argument("--simulation")
     parser.add_argument("--side")
@@ -36,8 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.player not in HOUSE_PLAYERS[args.game]:
-        parser.error(f"{args.game} house players are: {', '.join(HOUSE_PLAYERS[args.game])}")
+    known = GAMES[args.game].house_players
+    if args.player not in known:
+        parser.error(f"{args.game} house players are: {', '.join(known)}")
     final = asyncio.run(
         play(args.game, args.player, args.host, args.port, args.simulation, args.side, args.seed)
     )

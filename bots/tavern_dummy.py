@@ -2,7 +2,7 @@
 
     python -m bots.tavern_dummy [--simulation ID] [--host H] [--port N] [--nick NAME]
 
-Its strategy is the house pusher's (``server.house.tavern``): attackers push the rival barrel
+Its strategy is the house pusher's (``server.games.tavern.house``): attackers push the rival barrel
 home, defenders push their own barrel away from the rival's home row and then guard it.
 """
 
@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from bots.sdk import ArenaClient, JsonObject
-from server.house.tavern import NAMES, choose_actions, view_of_wire
+from server.games.tavern.house import NAMES, choose_actions, view_of_wire
 
 
 async def play(

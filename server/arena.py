@@ -22,6 +22,7 @@ from typing import Protocol
 
 from server.clock import Clock, LoopClock
 from server.config import ArenaConfig
+from server.errors import ALREADY_LIVE, BotError
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject
 from server.match import (
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
 MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
-TOO_MANY_SIMULATIONS = "Too many simulations"
 
 
 class RemotePeer(Protocol):
@@ -173,7 +173,7 @@ class Arena:
         # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""
         self._codecs: dict[str, AnyCodec] = {
-            name: kind.from_config(config) for name, kind in GAMES.items()
+            name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
         self._tasks: asyncio.TaskGroup | None = None
         self._match_tasks: set[asyncio.Task[None]] = set()
@@ -214,7 +214,8 @@ class Arena:
             most = self.config.max_waiting_simulations_per_address
             if self._waiting_by_address[creator] >= most:
                 raise JoinRejected(
-                    TOO_MANY_SIMULATIONS, f"at most {most} waiting simulations from one address"
+                    BotError.TOO_MANY_SIMULATIONS,
+                    f"at most {most} waiting simulations from one address",
                 )
         match = Match(
             options.match_id or self.new_id(),
@@ -241,7 +242,7 @@ class Arena:
         ``server.replay.DamagedRecord`` if the record does not replay.
         """
         if record["id"] in self.matches:
-            raise JoinRejected("Already live", f"simulation {record['id']} is being played")
+            raise JoinRejected(ALREADY_LIVE, f"simulation {record['id']} is being played")
         rng = random.Random(record["seed"])
         *_, last = frames(record, rng)
         resume = Resume(last.state, len(record["turns"]), rng)

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
-from server.games.thud.rules import NO_MOVE
-from server.match import PLAYER_DISCONNECTED, SERVER_ERROR, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.match import TOO_MANY_TIMEOUTS
 from server.replay import TurnRange, frames, game_of
 
 FORFEITS = {
-    PLAYER_DISCONNECTED: "disconnected",
-    TURN_TIMEOUT: "did not answer in time",
+    BotError.PLAYER_DISCONNECTED: "disconnected",
+    BotError.TURN_TIMEOUT: "did not answer in time",
     TOO_MANY_TIMEOUTS: "timed out too many turns in a row",
 }
 """What the seat that lost by the arena's rules did, rather than by the game's own."""
@@ -81,9 +81,9 @@ def result_text(
         """The score, ``first``'s points first: `` 3 to 1`` (nothing before the start)."""
         return "" if values is None else f" {values[first]} to {values[1 - first]}"
 
-    if reason in FORFEITS or reason == SERVER_ERROR:
+    if reason in FORFEITS or reason == BotError.SERVER_ERROR:
         was = f" (the score was{points(0 if winner is None else winner)})" if values else ""
-        if reason == SERVER_ERROR:
+        if reason == BotError.SERVER_ERROR:
             return f"no winner: the arena failed during the game{was}"
         if winner is None:
             return f"a draw: both players {FORFEITS[reason]}{was}"
@@ -92,9 +92,8 @@ def result_text(
         scored = f"a draw at{points(0)}" if values else "a draw"
     else:
         scored = f"{who(winner)} wins{points(winner)}"
-    if reason == NO_MOVE and last_seat is not None:
-        return f"{scored}: {who(last_seat)} made no move, so the game was scored as it stood"
-    return f"{scored}: {reason}"
+    explained = None if last_seat is None else game.end_text(reason, who(last_seat))
+    return f"{scored}: {explained or reason}"
 
 
 def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[str]:

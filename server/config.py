@@ -1,7 +1,11 @@
-"""The arena's settings: the original server's ``config.json`` keys plus the arena's own.
+"""The arena's settings: the server's limits, and each game's section of ``config.json``.
 
 Every key is checked at start-up, so a typo or a bad value stops the server with a message that
-names the key, instead of surfacing later as a broken game.
+names the key, instead of surfacing later as a broken game. The server's own keys are read here;
+each game reads its section (``"tavern": {...}``, ``"thud": {...}``) itself, and the top-level
+keys of the original server's file (``width``, ``pointsToWin``, ``positions``...) as the game
+that declares them (``Game.top_level_keys``); a key in a game's section wins over the same key
+at the top level.
 """
 
 from __future__ import annotations
@@ -17,18 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-DEFAULT_POSITIONS: dict[str, Any] = {
-    "team1": {
-        "barrel": {"x": 8, "y": 10},
-        "bots": [{"x": x, "y": 18} for x in (4, 7, 10, 13, 16)],
-    },
-    "team2": {
-        "barrel": {"x": 11, "y": 10},
-        "bots": [{"x": x, "y": 2} for x in (4, 7, 10, 13, 16)],
-    },
-}
-
-TEAMS = ("team1", "team2")
+from server.games import GAMES
+from server.games.base import JsonObject
+from server.games.settings import Section, SettingsError, bounded_int
 
 
 class ConfigError(Exception):
@@ -50,36 +45,15 @@ class ListenError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Point:
-    x: int
-    y: int
-
-
-@dataclass(frozen=True, slots=True)
-class TeamPositions:
-    barrel: Point
-    bots: tuple[Point, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class ArenaConfig:
     """Validated settings; field names are the snake_case of the JSON keys."""
 
     host: str = "127.0.0.1"
     port: int = 9000
     http_port: int = 8080
-    width: int = 21
-    height: int = 21
-    bots_per_player: int = 5
-    points_to_win: int = 3
-    positions: tuple[TeamPositions, TeamPositions] = (
-        TeamPositions(Point(8, 10), tuple(Point(x, 18) for x in (4, 7, 10, 13, 16))),
-        TeamPositions(Point(11, 10), tuple(Point(x, 2) for x in (4, 7, 10, 13, 16))),
-    )
     turn_timeout_ms: int = 10_000
     person_turn_timeout_ms: int = 300_000
     max_consecutive_timeouts: int = 3
-    turn_limit: int = 1000
     max_message_bytes: int = 65_536
     message_gap_ms: int = 50
     database: str = "data/arena.db"
@@ -99,30 +73,46 @@ class ArenaConfig:
     max_house_games: int = 16  # games between house players at once ("Run a game")
     max_house_games_per_page: int = 2
     max_thud_api_games_per_address: int = 20
+    max_thud_api_games: int = 1000  # live Thud HTTP API games at once, from every address
+    thud_api_unplayed_expiry_ms: int = 60_000  # an API game nobody has moved in ends after this
+    max_person_house_games: int = 200  # games of a person (or /clients) against a house player
+    max_person_house_games_per_address: int = 4
+    # The visor: HTTP connections (websockets included) and pages (websockets), in all and per
+    # address, what may wait for one page, and how long a connection may idle.
+    max_http_connections: int = 2000
+    max_http_connections_per_address: int = 64
+    http_idle_timeout_ms: int = 5000
+    max_pages: int = 1000
+    max_pages_per_address: int = 32
+    max_page_buffer_bytes: int = 65_536
     # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it,
     # and tournaments queue their games there for `tavern worker`s.
     redis: str | None = None
     node_heartbeat_ms: int = 1000  # how often a node says it is alive and refreshes its games
     node_ttl_ms: int = 3000  # a node silent this long is dead: its games leave every lobby
+    # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
+    game_settings: dict[str, JsonObject] = dataclasses.field(
+        default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
+    )
 
     def with_overrides(self, **changes: Any) -> ArenaConfig:
         """A copy with command-line overrides applied (``None`` means not given)."""
         given = {name: value for name, value in changes.items() if value is not None}
         return dataclasses.replace(self, **given)
 
+    def with_turn_limit(self, game: str, turns: int) -> ArenaConfig:
+        """A copy where ``game`` ends on points after ``turns`` turns (``tavern play --turns``)."""
+        limited = GAMES[game].with_turn_limit(self.game_settings[game], turns)
+        return dataclasses.replace(self, game_settings={**self.game_settings, game: limited})
+
 
 # JSON key -> (field name, minimum, maximum) for the integer settings.
 _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "port": ("port", 0, 65535),
     "httpPort": ("http_port", 0, 65535),
-    "width": ("width", 5, 200),
-    "height": ("height", 5, 200),
-    "botsPerPlayer": ("bots_per_player", 1, 100),
-    "pointsToWin": ("points_to_win", 1, 1000),
     "turnTimeoutMs": ("turn_timeout_ms", 1, 3_600_000),
     "personTurnTimeoutMs": ("person_turn_timeout_ms", 1, 24 * 3_600_000),
     "maxConsecutiveTimeouts": ("max_consecutive_timeouts", 1, 1000),
-    "turnLimit": ("turn_limit", 1, 1_000_000),
     "maxMessageBytes": ("max_message_bytes", 256, 64 * 1024 * 1024),
     "messageGapMs": ("message_gap_ms", 0, 10_000),
     "firstTurnTimeoutMs": ("first_turn_timeout_ms", 1, 3_600_000),
@@ -140,12 +130,27 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxHouseGames": ("max_house_games", 0, 100_000),
     "maxHouseGamesPerPage": ("max_house_games_per_page", 0, 100_000),
     "maxThudApiGamesPerAddress": ("max_thud_api_games_per_address", 1, 1_000_000),
+    "maxThudApiGames": ("max_thud_api_games", 1, 1_000_000),
+    "thudApiUnplayedExpiryMs": ("thud_api_unplayed_expiry_ms", 1, 24 * 3_600_000),
+    "maxPersonHouseGames": ("max_person_house_games", 0, 100_000),
+    "maxPersonHouseGamesPerAddress": ("max_person_house_games_per_address", 0, 100_000),
+    "maxHttpConnections": ("max_http_connections", 1, 1_000_000),
+    "maxHttpConnectionsPerAddress": ("max_http_connections_per_address", 1, 1_000_000),
+    "httpIdleTimeoutMs": ("http_idle_timeout_ms", 100, 3_600_000),
+    "maxPages": ("max_pages", 1, 1_000_000),
+    "maxPagesPerAddress": ("max_pages_per_address", 1, 1_000_000),
+    "maxPageBufferBytes": ("max_page_buffer_bytes", 16_384, 1 << 30),
     "nodeHeartbeatMs": ("node_heartbeat_ms", 10, 60_000),
     "nodeTtlMs": ("node_ttl_ms", 50, 600_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-KNOWN_KEYS = frozenset(_INT_KEYS) | frozenset(_STR_KEYS) | {"positions"}
+KNOWN_KEYS = (
+    frozenset(_INT_KEYS)
+    | frozenset(_STR_KEYS)
+    | frozenset(GAMES)
+    | frozenset(key for game in GAMES.values() for key in game.top_level_keys)
+)
 
 
 def load_config(path: Path | None) -> ArenaConfig:
@@ -183,11 +188,28 @@ def config_from_mapping(raw: object) -> ArenaConfig:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"key {key!r}: must be a non-empty string, got {value!r}")
             values[field] = value
+    values["game_settings"] = read_game_settings(raw)
     config = dataclasses.replace(ArenaConfig(), **values)
     check_cluster(config)
-    positions_raw = raw.get("positions", DEFAULT_POSITIONS)
-    positions = _positions(positions_raw, config)
-    return dataclasses.replace(config, positions=positions)
+    return config
+
+
+def read_game_settings(raw: Mapping[str, Any]) -> dict[str, JsonObject]:
+    """Each game's settings, read by the game from its section and its top-level keys."""
+    settings = {}
+    for name, game in GAMES.items():
+        section = raw.get(name, {})
+        if not isinstance(section, Mapping):
+            raise ConfigError(f"key {name!r}: must be an object of {name}'s settings")
+        values = {key: raw[key] for key in game.top_level_keys if key in raw}
+        names = {key: key for key in values}
+        values.update(section)
+        names.update((key, f"{name}.{key}") for key in section)
+        try:
+            settings[name] = game.settings(Section(values, names))
+        except SettingsError as error:
+            raise ConfigError(str(error)) from None
+    return settings
 
 
 def check_cluster(config: ArenaConfig) -> None:
@@ -214,63 +236,11 @@ def setting_range(field: str) -> tuple[int, int]:
     raise KeyError(field)
 
 
-def bounded_int(value: object, low: int, high: int) -> int:
-    """``value`` if it is an integer from ``low`` to ``high``, else ``ValueError`` saying what
-    is wrong, in the words the config file's checks and the command line's flags share."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"must be an integer, got {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"must be between {low} and {high}, got {value}")
-    return value
-
-
 def _int_in_range(key: str, value: object, low: int, high: int) -> int:
     try:
         return bounded_int(value, low, high)
     except ValueError as error:
         raise ConfigError(f"key {key!r}: {error}") from None
-
-
-def _point(key: str, value: object, config: ArenaConfig) -> Point:
-    if not isinstance(value, Mapping) or set(value) != {"x", "y"}:
-        raise ConfigError(f'key {key!r}: must be an object {{"x": X, "y": Y}}, got {value!r}')
-    x = _int_in_range(f"{key}.x", value["x"], 0, config.width - 1)
-    y = _int_in_range(f"{key}.y", value["y"], 0, config.height - 1)
-    return Point(x, y)
-
-
-def _positions(raw: object, config: ArenaConfig) -> tuple[TeamPositions, TeamPositions]:
-    if not isinstance(raw, Mapping) or set(raw) != set(TEAMS):
-        raise ConfigError("key 'positions': must be an object with exactly 'team1' and 'team2'")
-    teams: list[TeamPositions] = []
-    for index, team in enumerate(TEAMS):
-        entry = raw[team]
-        if not isinstance(entry, Mapping) or set(entry) != {"barrel", "bots"}:
-            raise ConfigError(f"key 'positions.{team}': must be an object with 'barrel' and 'bots'")
-        barrel = _point(f"positions.{team}.barrel", entry["barrel"], config)
-        # A barrel never stands in the edge columns nor in its own home row (team1's is the
-        # bottom row, team2's the top one), so it must not start there either.
-        own_row = config.height - 1 if index == 0 else 0
-        if barrel.x in (0, config.width - 1) or barrel.y in (own_row, config.height - 1 - own_row):
-            raise ConfigError(
-                f"key 'positions.{team}.barrel': a barrel cannot start on an edge row or column"
-            )
-        bots_raw = entry["bots"]
-        if not isinstance(bots_raw, list):
-            raise ConfigError(f"key 'positions.{team}.bots': must be a list of positions")
-        bots = tuple(
-            _point(f"positions.{team}.bots[{i}]", bot, config) for i, bot in enumerate(bots_raw)
-        )
-        if len(bots) < config.bots_per_player:
-            raise ConfigError(
-                f"key 'positions.{team}.bots': has {len(bots)} positions but botsPerPlayer is "
-                f"{config.bots_per_player}"
-            )
-        teams.append(TeamPositions(barrel, bots[: config.bots_per_player]))
-    cells = [teams[0].barrel, teams[1].barrel, *teams[0].bots, *teams[1].bots]
-    if len(set(cells)) != len(cells):
-        raise ConfigError("key 'positions': two pieces start on the same cell")
-    return teams[0], teams[1]
 
 
 def without_password(url: str) -> str:

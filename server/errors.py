@@ -44,6 +44,10 @@ class BotError(StrEnum):
     ARENA_LINK_LOST = "Arena link lost"
 
 
+ALREADY_LIVE = "Already live"
+"""Never sent to a client: a stored game asked to be restored while it is being played."""
+
+
 class Rejected(Exception):
     """A request that cannot be honoured: nothing changed, and the client is told why.
 

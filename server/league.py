@@ -1,8 +1,9 @@
 """League tables, as the Thud king-of-the-hill challenge keeps them, and ratings.
 
 The challenge's rule: after each game, the winner gains the difference between the two sides'
-scores and the loser loses it (a draw changes nothing). Thud keeps one table per side (a dwarf
-bot and a troll bot each compete with their own kind); Dwarven Tavern keeps one table. Each bot
+scores and the loser loses it (a draw changes nothing). Each game's ``league`` rules say whether
+it keeps one table per side (Thud: a dwarf bot and a troll bot each compete with their own kind)
+or one table (Dwarven Tavern). Each bot
 also gets an openskill rating per game, with its uncertainty: games are taken in the order they
 finished, so the same records always give the same ratings.
 
@@ -19,8 +20,10 @@ from dataclasses import dataclass, field
 
 from openskill.models import PlackettLuce, PlackettLuceRating
 
+from server.errors import BotError
+from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.match import TOO_MANY_TIMEOUTS
 
 GAME_OVER = "at the end of the game"
 """How the exit of a bot process that played its game to the end reads (tournaments write it)."""
@@ -50,7 +53,10 @@ class GameResult:
 
     def timeouts(self, seat: int) -> int:
         """The seat's turns that timed out, the one it forfeited by included."""
-        forfeited = self.reason in (TURN_TIMEOUT, TOO_MANY_TIMEOUTS) and self.winner not in (
+        forfeited = self.reason in (
+            BotError.TURN_TIMEOUT,
+            TOO_MANY_TIMEOUTS,
+        ) and self.winner not in (
             seat,
             None,
         )
@@ -99,13 +105,15 @@ class Rating:
 
 
 def tables(results: Iterable[GameResult]) -> dict[str, list[Standing]]:
-    """Standings by table: per side for Thud ("dwarf", "troll"), one "tavern" table otherwise;
-    in each, fewer crashes first, then the higher score."""
+    """Standings by table: a table per seat for a game that keeps them so (Thud's "dwarf" and
+    "troll"), else one named after the game; in each, fewer crashes first, then the higher
+    score."""
     standings: dict[str, dict[str, Standing]] = {}
     for result in results:
         difference = abs(result.scores[0] - result.scores[1])
         for seat in (0, 1):
-            table = result.seat_names[seat] if result.game == "thud" else result.game
+            by_seat = GAMES[result.game].league.table_per_seat
+            table = result.seat_names[seat] if by_seat else result.game
             bot = result.bots[seat]
             standing = standings.setdefault(table, {}).setdefault(bot, Standing(bot))
             standing.played += 1

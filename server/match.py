@@ -32,8 +32,8 @@ from typing import Any, Protocol
 import orjson
 
 from server.clock import Clock, Timer
+from server.errors import BotError
 from server.games.base import (
-    INVALID_TURN,
     ActionRejected,
     AnyCodec,
     JoinRejected,
@@ -46,11 +46,7 @@ from server.protocol import error_message
 
 log = logging.getLogger(__name__)
 
-PLAYER_DISCONNECTED = "Player disconnected"
 TOO_MANY_TIMEOUTS = "Too many timeouts"
-TURN_TIMEOUT = "Turn timeout"
-SERVER_ERROR = "Server error"
-STALE_TURN = "Stale turn"
 # A deadline this close when the match's timer rings has come: a clock that rings a hair early
 # (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
 CLOCK_SLACK_S = 1e-6
@@ -69,15 +65,17 @@ def check_answered_turn(message: JsonObject, current: int) -> None:
     answered = message["turn"]
     if not isinstance(answered, int) or isinstance(answered, bool):
         raise ActionRejected(
-            INVALID_TURN, '"turn" must be the number of the turn this reply answers'
+            BotError.INVALID_TURN, '"turn" must be the number of the turn this reply answers'
         )
     if answered < current:
         raise ActionRejected(
-            STALE_TURN, f"this reply answers turn {answered}; turn {current} is being played"
+            BotError.STALE_TURN,
+            f"this reply answers turn {answered}; turn {current} is being played",
         )
     if answered > current:
         raise ActionRejected(
-            INVALID_TURN, f"turn {answered} has not been sent yet; turn {current} is being played"
+            BotError.INVALID_TURN,
+            f"turn {answered} has not been sent yet; turn {current} is being played",
         )
 
 
@@ -553,7 +551,7 @@ class Match:
     def seat(self, channel: SeatChannel, request: SeatRequest) -> int:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
         if self.phase is not Phase.WAITING or self.is_full():
-            raise JoinRejected("Simulation full", f"simulation {self.id} has no free seat")
+            raise JoinRejected(BotError.SIMULATION_FULL, f"simulation {self.id} has no free seat")
         seat = self.codec.choose_seat(self.free_seats(), request.fields)
         player = self.codec.player_from_join(request.fields)
         timeout = (
@@ -600,7 +598,10 @@ class Match:
         if occupant is None or occupant.channel is not channel:
             return
         if self.phase is Phase.WAITING:
-            if self.options.hold_seats:
+            # A full match has started (its task begins it shortly): the seat is held, and
+            # the game begins as lost by whoever left, with no grace to rejoin. Freed, the game
+            # would begin short of a player, or seat another and start twice.
+            if self.options.hold_seats or self.is_full():
                 occupant.gone = True
             else:
                 self.seats[seat] = None
@@ -639,9 +640,9 @@ class Match:
         occupant = self.seats[seat]
         for index, other in enumerate(self.seats):
             if other is not None and index != seat:
-                other.channel.send(SeatMessage(error_message(PLAYER_DISCONNECTED)))
+                other.channel.send(SeatMessage(error_message(BotError.PLAYER_DISCONNECTED)))
         self._notify(SeatLeft(self.id, seat, occupant.player.nick if occupant else ""))
-        self._end(Outcome(self._opponent(seat), PLAYER_DISCONNECTED))
+        self._end(Outcome(self._opponent(seat), BotError.PLAYER_DISCONNECTED))
 
     def rejoin(self, channel: SeatChannel, token: object) -> int:
         """Give a seat back to the player holding its token; returns the seat.
@@ -650,7 +651,7 @@ class Match:
         ``game-info`` again and, if the seat is on move, the current turn.
         """
         if self.phase in (Phase.ENDED, Phase.FINISHED):
-            raise JoinRejected("Game over", f"simulation {self.id} has ended")
+            raise JoinRejected(BotError.GAME_OVER, f"simulation {self.id} has ended")
         for seat, occupant in enumerate(self.seats):
             if (
                 occupant is not None
@@ -669,7 +670,7 @@ class Match:
                     left_s = turn.deadline - self.clock.now()
                     channel.send(self._turn_message(seat, max(0.0, left_s)))
                 return seat
-        raise JoinRejected("Invalid token", "no seat of this simulation has that token")
+        raise JoinRejected(BotError.INVALID_TOKEN, "no seat of this simulation has that token")
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a helper task (an in-process player's thinking) owned by this match.
@@ -701,20 +702,24 @@ class Match:
         """
         occupant = self.seats[seat]
         if occupant is None or occupant.channel is not channel:
-            channel.send(SeatMessage(error_message("Not your seat", "this seat was rejoined")))
+            channel.send(
+                SeatMessage(error_message(BotError.NOT_YOUR_SEAT, "this seat was rejoined"))
+            )
             return None
         if self.phase is Phase.WAITING:
-            channel.send(SeatMessage(error_message("Game not started", "waiting for the other")))
+            channel.send(
+                SeatMessage(error_message(BotError.GAME_NOT_STARTED, "waiting for the other"))
+            )
             return None
         turn = self._turn
         if not self.is_on:
-            channel.send(SeatMessage(error_message("Game over", "this game has ended")))
+            channel.send(SeatMessage(error_message(BotError.GAME_OVER, "this game has ended")))
             return None
         try:
             # A late reply is stale whoever is on move now: it must never become a next move.
             check_answered_turn(message, self.turn_count + 1)
             if turn is None or seat != turn.seat:
-                raise ActionRejected("Not your turn", "wait for a turn message")
+                raise ActionRejected(BotError.NOT_YOUR_TURN, "wait for a turn message")
             action = self.rules.check(self.state, seat, self.codec.candidate(message))
         except ActionRejected as rejected:
             self._reject(occupant, rejected)
@@ -773,13 +778,13 @@ class Match:
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
         if action is None:
-            self._end(Outcome(self._opponent(seat), TURN_TIMEOUT))
+            self._end(Outcome(self._opponent(seat), BotError.TURN_TIMEOUT))
             return
         if occupant.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
             self._end(Outcome(self._opponent(seat), TOO_MANY_TIMEOUTS))
             return
         reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
-        occupant.channel.send(SeatMessage(error_message(TURN_TIMEOUT, reason)))
+        occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
         self._play(seat, action, timed_out=True)
 
     def _close_turn(self) -> OpenTurn | None:
@@ -826,7 +831,7 @@ class Match:
                 self._ask(clock.seat, clock.timeout_s)
         except Exception:  # a bug in a game must end that game, not the arena
             log.exception("simulation %s failed on turn %d", self.id, self.turn_count)
-            self._end(Outcome(None, SERVER_ERROR))
+            self._end(Outcome(None, BotError.SERVER_ERROR))
             return None
         return result
 
@@ -868,7 +873,7 @@ class Match:
         except Exception:
             log.exception("simulation %s failed", self.id)
             if self.outcome is None:
-                self.outcome = Outcome(None, SERVER_ERROR)
+                self.outcome = Outcome(None, BotError.SERVER_ERROR)
                 self.phase = Phase.ENDED
         finally:
             self._tasks = None
@@ -894,7 +899,7 @@ class Match:
         gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
         if gone:
             winner = self._opponent(gone[0]) if len(gone) == 1 else None
-            self._end(Outcome(winner, PLAYER_DISCONNECTED))
+            self._end(Outcome(winner, BotError.PLAYER_DISCONNECTED))
         elif (outcome := self.rules.outcome(self.state)) is not None:
             self._end(outcome)
         else:

@@ -27,9 +27,6 @@ import orjson
 
 JsonObject = dict[str, Any]
 
-INVALID_JSON = "Invalid JSON"
-MESSAGE_TOO_LONG = "Message too long"
-
 
 @dataclass(frozen=True, slots=True)
 class Message:

@@ -33,7 +33,7 @@ class Frame:
 def game_of(record: JsonObject) -> AnyCodec:
     """The game a record was played with, rebuilt from the settings it stored."""
     try:
-        return GAMES[record["game"]].from_settings(record["settings"])
+        return GAMES[record["game"]].codec_for(record["settings"])
     except Exception as error:  # whatever the stored settings hold
         raise DamagedRecord(
             f"game {record.get('id')}: its settings do not read: {error}"

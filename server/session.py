@@ -120,7 +120,7 @@ class Session:
     def create(self, fields: JsonObject) -> Match | None:
         """A new, empty simulation, which the client does not sit in."""
         try:
-            game, seed = self._game(fields), self._seed(fields)
+            game, seed = self.game_of(fields), self._seed(fields)
             limit = self.arena.config.max_simulations_per_connection
             if self.created >= limit:
                 reason = f"at most {limit} per {self.client.noun}"
@@ -136,7 +136,7 @@ class Session:
     def join(self, fields: JsonObject) -> None:
         """Sit in the simulation ``simulationId`` names, or at random in a waiting one."""
         try:
-            self._check_free()
+            self.check_free()
             simulation_id = fields.get("simulationId")
             if not simulation_id:
                 self._random(fields)
@@ -153,7 +153,7 @@ class Session:
                 raise Rejected(
                     BotError.WRONG_GAME, f"simulation {match.id} is a {match.codec.name} game"
                 )
-            self._sit(match, fields)
+            self.sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
 
@@ -161,9 +161,9 @@ class Session:
         """A new simulation with the client in it (a person on /play/thud); it is dropped if the
         client leaves it before anyone else sits down."""
         try:
-            self._check_free()
+            self.check_free()
             match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
-            self._sit(match, fields)
+            self.sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
             return None
@@ -172,7 +172,7 @@ class Session:
     def rejoin(self, fields: JsonObject) -> None:
         """Take a seat back with its token, after a lost connection."""
         try:
-            self._check_free()
+            self.check_free()
             simulation_id = fields.get("simulationId")
             match = self.arena.get(simulation_id)
             if match is None:
@@ -217,7 +217,7 @@ class Session:
         elif not self._claimed and elsewhere is not None:
             # Taken meanwhile: the nodes agree on where the next one opens.
             self._claimed = True
-            self.seat = elsewhere.random_join(self, self._game(random_join), random_join)
+            self.seat = elsewhere.random_join(self, self.game_of(random_join), random_join)
         else:  # refused even so: it waits for a partner here
             self.open_here(None)
 
@@ -239,11 +239,11 @@ class Session:
     def _refused(self, rejected: Rejected) -> None:
         self.channel.error(rejected.message, rejected.reason)
 
-    def _check_free(self) -> None:
+    def check_free(self) -> None:
         if self.in_game:
             raise Rejected(BotError.ALREADY_IN_A_GAME, f"one game per {self.client.noun}")
 
-    def _game(self, fields: JsonObject) -> str:
+    def game_of(self, fields: JsonObject) -> str:
         name = fields.get("game", DEFAULT_GAME)
         if name is None:
             name = DEFAULT_GAME
@@ -273,7 +273,7 @@ class Session:
     def _random(self, fields: JsonObject) -> None:
         """A random join: a waiting match here, else one on another node, else the one the
         nodes agree is opened for the random joins arriving at this moment."""
-        game = self._game(fields)
+        game = self.game_of(fields)
         self._seed(fields)
         here = self.arena.waiting(game, fields)  # checks the request before any look-up
         elsewhere = self.arena.elsewhere
@@ -293,14 +293,16 @@ class Session:
     ) -> None:
         """Sit in a waiting match here, or in a new one (with ``new_id``, if the nodes agreed
         on it)."""
-        game, seed = self._game(fields), self._seed(fields)
+        game, seed = self.game_of(fields), self._seed(fields)
         options = MatchOptions(
             seed=seed, creator=self.client.address, by_join=True, match_id=new_id
         )
         match = waiting or self.arena.waiting(game, fields) or self.arena.open(game, options)
-        self._sit(match, fields)
+        self.sit(match, fields)
 
-    def _sit(self, match: Match, fields: JsonObject) -> None:
+    def sit(self, match: Match, fields: JsonObject) -> None:
+        """Take a seat of ``match``, which the front end chose (the Thud API's games); raises
+        ``Rejected`` if it cannot be taken."""
         request = SeatRequest(
             fields, kind=self.client.kind, turn_timeout_s=self.client.turn_timeout_s
         )

@@ -36,13 +36,11 @@ is being played by then, and is not queued twice.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -51,14 +49,12 @@ import orjson
 from server.config import ArenaConfig, without_password
 from server.league import GameResult
 from server.records import Records
-from server.tournament import (
-    Pairing,
-    Progress,
+from server.tournament.runner import Progress, TournamentRunner
+from server.tournament.schedule import Pairing, schedule
+from server.tournament.spec import (
     TournamentError,
-    TournamentRunner,
     TournamentSpec,
     check_programs,
-    schedule,
     spec_from_mapping,
 )
 
@@ -492,30 +488,3 @@ class Worker:
                 await pipe.execute()
 
         await self.link.call(acknowledge)
-
-
-@contextlib.asynccontextmanager
-async def local_workers(
-    count: int, config: ArenaConfig, log_file: Path, redis_url: str
-) -> AsyncIterator[None]:
-    """``count`` ``tavern worker`` processes on this machine for the block (``--workers N``),
-    writing to the tournament's log (so that nothing breaks into the command's progress line);
-    stopped with SIGTERM at its end, as a user would."""
-    with log_file.open("ab") as log_output:
-        workers = [
-            await asyncio.create_subprocess_exec(
-                *(sys.executable, "-m", "server", "worker", "--redis", redis_url),
-                *("--database", config.database, "--log", str(log_file)),
-                stdout=log_output,
-                stderr=log_output,
-            )
-            for _ in range(count)
-        ]
-        try:
-            yield
-        finally:
-            for worker in workers:
-                if worker.returncode is None:
-                    worker.send_signal(signal.SIGTERM)
-            for worker in workers:
-                await worker.wait()

@@ -17,24 +17,19 @@ from pathlib import Path
 
 from server.commentary import last_seat, result_text
 from server.config import ArenaConfig
+from server.errors import BotError
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.house import HOUSE_PLAYERS
 from server.league import crashed
-from server.match import PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT
+from server.match import TOO_MANY_TIMEOUTS
 from server.records import GameFilter, Records
 from server.replay import game_of
-from server.tournament import (
-    DEFAULT_LIMITS,
-    Entrant,
-    Limits,
-    TournamentRunner,
-    TournamentSpec,
-    quoted_stderr,
-)
+from server.tournament.bots import quoted_stderr
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import DEFAULT_LIMITS, Entrant, Limits, TournamentSpec
 
 CANDIDATE = "candidate"
-FORFEITS = (PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, TURN_TIMEOUT)
+FORFEITS = (BotError.PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, BotError.TURN_TIMEOUT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +44,7 @@ class Verdict:
 def house_entrants(game: str, seat_name: str) -> list[Entrant]:
     """Every house player that can take ``seat_name``, as a bot process."""
     entrants = []
-    for name, player in HOUSE_PLAYERS[game].items():
+    for name, player in GAMES[game].house_players.items():
         if seat_name in player.sides:
             command = (
                 "{python}",

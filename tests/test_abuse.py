@@ -487,7 +487,7 @@ async def test_a_busy_port_is_named_with_the_flag_to_change_it(
         port = holder.getsockname()[1]
         other = "--http-port" if flag == "--port" else "--port"
         process = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "server", "serve", "--config", str(config)),
+            *(sys.executable, "-m", "tavern_cli", "serve", "--config", str(config)),
             *(flag, str(port), other, "0"),
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,
@@ -530,7 +530,7 @@ async def test_a_second_process_on_the_records_file_leaves_the_first_ones_games_
         busy = tmp_path / "busy.json"
         busy.write_text(orjson.dumps({**settings, "port": first.tcp_port}).decode())
         second = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "server", "serve", "--config", str(busy)),
+            *(sys.executable, "-m", "tavern_cli", "serve", "--config", str(busy)),
             cwd=ROOT,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
@@ -554,7 +554,15 @@ async def test_a_second_process_on_the_records_file_leaves_the_first_ones_games_
             ).decode()
         )
         tournament = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "server", "tournament", str(cup), "--database", str(database)),
+            *(
+                sys.executable,
+                "-m",
+                "tavern_cli",
+                "tournament",
+                str(cup),
+                "--database",
+                str(database),
+            ),
             cwd=ROOT,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,

@@ -21,7 +21,7 @@ from playwright.async_api import Page, expect
 
 from bots.house import play_house, replies
 from bots.sdk import ArenaClient, JsonObject
-from server.house import HOUSE_PLAYERS
+from server.games.thud.game import THUD
 from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import Served
 
@@ -366,7 +366,13 @@ async def test_the_starter_as_the_dwarfs_holds_out_against_the_house_troll(
     assert simulation_id
     final = await asyncio.wait_for(
         play_house(
-            HOUSE_PLAYERS["thud"]["troll"], "127.0.0.1", served.tcp_port, simulation_id, 16, "troll"
+            THUD.name,
+            THUD.house_players["troll"],
+            "127.0.0.1",
+            served.tcp_port,
+            simulation_id,
+            16,
+            "troll",
         ),
         GAMES_MS / 1000,
     )
@@ -401,7 +407,13 @@ async def test_a_client_plays_a_seat_that_a_spectator_watches(
     # The house troll joins over TCP, as any bot would.
     final = await asyncio.wait_for(
         play_house(
-            HOUSE_PLAYERS["thud"]["troll"], "127.0.0.1", served.tcp_port, simulation_id, 5, "troll"
+            THUD.name,
+            THUD.house_players["troll"],
+            "127.0.0.1",
+            served.tcp_port,
+            simulation_id,
+            5,
+            "troll",
         ),
         GAMES_MS / 1000,
     )
@@ -492,7 +504,7 @@ async def test_the_worker_runs_client_code_without_the_network(browsing: Pages) 
 
 async def slow_troll(port: int, simulation_id: str, delay_s: float) -> JsonObject:
     """The house troll over TCP, thinking ``delay_s`` per turn so the picture is mid-game."""
-    player = HOUSE_PLAYERS["thud"]["troll"]
+    player = THUD.house_players["troll"]
     async with await ArenaClient.connect("127.0.0.1", port) as client:
         info = await client.join(simulation_id, nick="Grag", game="thud", side="troll")
         reply = replies(player, info, 3)

@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 
 from bench.common import ServerProcess, tavern_serve
 from server.cluster import values, wire
-from server.cluster.node import alias_key, claim_key, inbox
+from server.cluster.keys import alias_key, claim_key, inbox
 from server.config import without_password
 from server.games.thud import rules as thud_rules
 from server.protocol import encode, error_message
@@ -520,7 +520,7 @@ def test_logs_show_the_arena_without_its_password() -> None:
 
 def test_an_arena_without_redis_never_imports_the_client() -> None:
     imported = subprocess.run(
-        [sys.executable, "-c", "import sys, server.cli; print('redis' in sys.modules)"],
+        [sys.executable, "-c", "import sys, tavern_cli.cli; print('redis' in sys.modules)"],
         capture_output=True,
         check=True,
         text=True,

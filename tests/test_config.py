@@ -9,32 +9,81 @@ from pathlib import Path
 import orjson
 import pytest
 
-from server.cli import build_parser, config_for
+from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, config_from_mapping, load_config
+from server.games import GAMES
+from tavern_cli.cli import build_parser, config_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_shipped_config_has_the_original_keys_and_values() -> None:
+ORIGINAL_CONFIG = {  # the original server's server/config.json, every key at the top level
+    "port": 9000,
+    "httpPort": 8080,
+    "width": 21,
+    "height": 21,
+    "botsPerPlayer": 5,
+    "pointsToWin": 3,
+    "positions": {
+        "team1": {
+            "barrel": {"x": 8, "y": 10},
+            "bots": [{"x": x, "y": 18} for x in (4, 7, 10, 13, 16)],
+        },
+        "team2": {
+            "barrel": {"x": 11, "y": 10},
+            "bots": [{"x": x, "y": 2} for x in (4, 7, 10, 13, 16)],
+        },
+    },
+}
+
+
+def test_shipped_config_has_a_section_for_each_game_with_the_original_values() -> None:
     raw = orjson.loads((ROOT / "config.json").read_bytes())
-    for key, value in {
-        "port": 9000,
-        "httpPort": 8080,
-        "width": 21,
-        "height": 21,
-        "botsPerPlayer": 5,
-        "pointsToWin": 3,
-    }.items():
-        assert raw[key] == value
-    assert raw["positions"]["team1"]["barrel"] == {"x": 8, "y": 10}
+    assert (raw["port"], raw["httpPort"]) == (9000, 8080)
+    assert set(GAMES) <= set(raw)
+    for key in ("width", "height", "botsPerPlayer", "pointsToWin", "positions"):
+        assert raw["tavern"][key] == ORIGINAL_CONFIG[key]
     config = load_config(ROOT / "config.json")
     assert config == ArenaConfig()
 
 
+def test_the_original_servers_config_still_reads() -> None:
+    assert config_from_mapping(ORIGINAL_CONFIG) == ArenaConfig()
+    changed = config_from_mapping({**ORIGINAL_CONFIG, "width": 17, "pointsToWin": 5})
+    tavern = Arena(changed).codec("tavern")
+    assert tavern.board_size() == (17, 21)
+    assert tavern.counting_rules()["pointsToWin"] == 5
+    # The original's keys are Tavern's: Thud keeps its own settings.
+    assert changed.game_settings["thud"] == ArenaConfig().game_settings["thud"]
+
+
+def test_a_games_section_sets_that_game_and_wins_over_the_top_level() -> None:
+    config = config_from_mapping({"pointsToWin": 5, "tavern": {"pointsToWin": 7}})
+    assert Arena(config).codec("tavern").counting_rules()["pointsToWin"] == 7
+    # The arena's older top-level turnLimit is every game's; a section's is its game's.
+    config = config_from_mapping({"turnLimit": 200, "thud": {"turnLimit": 100}})
+    arena = Arena(config)
+    assert arena.codec("tavern").counting_rules()["turnLimit"] == 200
+    assert arena.codec("thud").counting_rules()["turnLimit"] == 100
+    # Thud's engine ends every game by its 500th ply.
+    assert config_from_mapping({"thud": {"turnLimit": 900}}).game_settings["thud"] == {}
+
+
+def test_a_section_mixes_with_the_top_level_keys() -> None:
+    positions = {
+        "team1": {"barrel": {"x": 3, "y": 4}, "bots": [{"x": 1, "y": 8}]},
+        "team2": {"barrel": {"x": 5, "y": 4}, "bots": [{"x": 1, "y": 1}]},
+    }
+    raw = {"width": 9, "height": 9, "tavern": {"botsPerPlayer": 1, "positions": positions}}
+    settings = config_from_mapping(raw).game_settings["tavern"]
+    assert (settings["width"], settings["height"], settings["positions"]) == (9, 9, positions)
+
+
 def positions_with_barrel(x: int, y: int) -> dict[str, object]:
+    """One dwarf a team, team1's barrel at (x, y)."""
     return {
-        "team1": {"barrel": {"x": x, "y": y}, "bots": []},
-        "team2": {"barrel": {"x": 5, "y": 5}, "bots": []},
+        "team1": {"barrel": {"x": x, "y": y}, "bots": [{"x": 1, "y": 1}]},
+        "team2": {"barrel": {"x": 5, "y": 5}, "bots": [{"x": 2, "y": 2}]},
     }
 
 
@@ -45,32 +94,35 @@ def positions_with_barrel(x: int, y: int) -> dict[str, object]:
         ({"port": 70000}, "'port'", "between"),
         ({"width": True}, "'width'", "integer"),
         ({"pointsToWin": 0}, "'pointsToWin'", "between"),
+        ({"tavern": {"pointsToWin": 0}}, "'tavern.pointsToWin'", "between"),
+        ({"turnLimit": 0}, "'turnLimit'", "between"),
+        ({"thud": {"turnLimit": "500"}}, "'thud.turnLimit'", "integer"),
         ({"turnTimeoutMs": -1}, "'turnTimeoutMs'", "between"),
         ({"prot": 9000}, "'prot'", "unknown key"),
+        ({"tavern": {"prot": 9000}}, "'tavern.prot'", "unknown key"),
+        ({"thud": {"width": 21}}, "'thud.width'", "unknown key"),
+        ({"thud": 500}, "'thud'", "must be an object"),
         ({"host": ""}, "'host'", "non-empty string"),
         ({"redis": "localhost:6379"}, "'redis'", "redis://"),
         ({"redis": 6379}, "'redis'", "non-empty string"),
         ({"nodeHeartbeatMs": 1000, "nodeTtlMs": 1500}, "'nodeTtlMs'", "twice"),
-        ({"botsPerPlayer": 6}, "'positions.team1.bots'", "botsPerPlayer"),
+        ({"botsPerPlayer": 6}, "'positions'", "botsPerPlayer"),
+        ({"tavern": {"botsPerPlayer": 6}}, "'positions'", "botsPerPlayer"),
         ({"positions": {"team1": {}}}, "'positions'", "team1"),
         (
-            {
-                "positions": {
-                    "team1": {"barrel": {"x": 0, "y": 10}, "bots": []},
-                    "team2": {"barrel": {"x": 5, "y": 5}, "bots": []},
-                }
-            },
-            "'positions.team1.barrel'",
-            "edge",
+            {"botsPerPlayer": 1, "positions": positions_with_barrel(0, 10)},
+            "'positions'",
+            "team1's barrel",
+        ),
+        ({"botsPerPlayer": 1, "positions": positions_with_barrel(8, 20)}, "'positions'", "edge"),
+        (
+            {"botsPerPlayer": 1, "positions": positions_with_barrel(30, 10)},
+            "'positions.team1.barrel.x'",
+            "between",
         ),
         (
-            {
-                "positions": {
-                    "team1": {"barrel": {"x": 30, "y": 10}, "bots": []},
-                    "team2": {"barrel": {"x": 5, "y": 5}, "bots": []},
-                }
-            },
-            "'positions.team1.barrel.x'",
+            {"tavern": {"botsPerPlayer": 1, "positions": positions_with_barrel(8, -1)}},
+            "'tavern.positions.team1.barrel.y'",
             "between",
         ),
     ],
@@ -101,8 +153,8 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
 
 
 def test_fewer_bots_per_player_uses_the_first_positions() -> None:
-    config = config_from_mapping({"botsPerPlayer": 2})
-    assert [len(team.bots) for team in config.positions] == [2, 2]
+    positions = config_from_mapping({"botsPerPlayer": 2}).game_settings["tavern"]["positions"]
+    assert [len(positions[team]["bots"]) for team in ("team1", "team2")] == [2, 2]
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:
@@ -130,7 +182,7 @@ def test_bad_config_stops_start_up_with_the_key(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text('{"pointsToWin": "three"}')
     result = subprocess.run(
-        [sys.executable, "-m", "server", "serve", "--config", str(path)],
+        [sys.executable, "-m", "tavern_cli", "serve", "--config", str(path)],
         capture_output=True,
         text=True,
         timeout=60,

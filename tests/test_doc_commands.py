@@ -21,16 +21,23 @@ SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
 TURNS = "12"
 
 
-def examples() -> list[tuple[str, list[str]]]:
+Example = tuple[str, list[str], list[list[str]]]
+
+
+def examples() -> list[Example]:
     """Each ``tavern play``/``tavern validate`` command of the documents' shell blocks (lines
-    joined where they end in a backslash), split as a shell splits it."""
+    joined where they end in a backslash), split as a shell splits it, with the ``make`` lines
+    before it in its block (what builds the bots it plays)."""
     found = []
     for document in DOCUMENTS:
         for block in SHELL_BLOCK.findall((ROOT / document).read_text()):
+            builds: list[list[str]] = []
             for line in block.replace("\\\n", " ").splitlines():
                 words = shlex.split(line, comments=True)
-                if words[:1] == ["tavern"] and words[1:2] and words[1] in COMMANDS:
-                    found.append((document, words[1:]))
+                if words[:1] == ["make"]:
+                    builds.append(words)
+                elif words[:1] == ["tavern"] and words[1:2] and words[1] in COMMANDS:
+                    found.append((document, words[1:], list(builds)))
     return found
 
 
@@ -38,7 +45,7 @@ EXAMPLES = examples()
 
 
 def test_the_documents_show_examples_of_both_commands() -> None:
-    shown = {(document, words[0]) for document, words in EXAMPLES}
+    shown = {(document, words[0]) for document, words, _ in EXAMPLES}
     assert shown == {("README.md", "play"), ("README.md", "validate"), ("docs/play.md", "play")}
 
 
@@ -57,11 +64,18 @@ def as_run_here(words: list[str], scratch: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("document", "words"), EXAMPLES, ids=[f"{d}:{w[0]}:{n}" for n, (d, w) in enumerate(EXAMPLES)]
+    ("document", "words", "builds"),
+    EXAMPLES,
+    ids=[f"{d}:{w[0]}:{n}" for n, (d, w, _) in enumerate(EXAMPLES)],
 )
 def test_a_documented_example_runs_as_written(
-    document: str, words: list[str], tmp_path: Path
+    document: str, words: list[str], builds: list[list[str]], tmp_path: Path
 ) -> None:
+    for build in builds:
+        made = subprocess.run(
+            build, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert made.returncode == 0, f"{document}: {shlex.join(build)}\n{made.stderr}"
     run = subprocess.run(
         [TAVERN, *as_run_here(words, tmp_path)],
         cwd=ROOT,

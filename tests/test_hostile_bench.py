@@ -2,18 +2,26 @@
 
 The figures come only from the bench itself; this checks that its machinery works end to end
 (servers from a checkout, nodes on Redis, attacker processes, honest pairs from their own
-addresses, the report), so that the bench cannot rot unnoticed.
+addresses, the report), so that the bench cannot rot unnoticed; and that it still starts the
+server of a checkout from before the ``tavern`` command moved out of ``server``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
+import pytest
+
+from bench.common import tavern_serve
 
 ROOT = Path(__file__).resolve().parent.parent
+# The last commit whose ``tavern`` command was ``python -m server`` (issue 21 moved it to
+# ``tavern_cli``): what ``--server OLD`` measures runs as it ran then.
+SERVER_AS_COMMAND = "bb263f599abb4c76c3182d1f3a0c7c6666811719"
 
 
 def run_bench(*arguments: str, json_path: Path) -> tuple[str, list[dict[str, object]]]:
@@ -67,3 +75,31 @@ def test_the_hostile_bench_runs_its_attacks_beside_honest_games(tmp_path: Path) 
     assert isinstance(page_attack, dict)
     assert page_attack["pages open"] == 30
     assert page_attack["lobby message bytes"] > 1000
+
+
+@pytest.fixture
+def old_checkout(tmp_path: Path) -> Path:
+    """The server, visor and bots of ``SERVER_AS_COMMAND``, from this clone's history."""
+    old = tmp_path / "old"
+    old.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", SERVER_AS_COMMAND, "server", "visor", "bots"],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, timeout=60, check=True)
+    assert not (old / "tavern_cli").exists()
+    return old
+
+
+async def test_the_benches_serve_a_checkout_from_before_the_command_moved(
+    old_checkout: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.json"
+    config.write_bytes(orjson.dumps({"port": 0, "httpPort": 0, "database": str(tmp_path / "db")}))
+    async with tavern_serve(config, root=old_checkout) as server:
+        cmdline = Path(f"/proc/{server.process.pid}/cmdline")
+        command = (await asyncio.to_thread(cmdline.read_bytes)).split(b"\0")
+        assert command[1:4] == [b"-m", b"server", b"serve"]
+        assert server.tcp_port > 0 and server.http_port > 0

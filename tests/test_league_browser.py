@@ -12,7 +12,8 @@ from playwright.async_api import expect
 
 from server.config import ArenaConfig
 from server.league import tables
-from server.tournament import TournamentRunner, spec_from_mapping
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import spec_from_mapping
 from tests.browser import Pages, chromium_pages
 from tests.conftest import Served
 from tests.test_tournament import broken, house

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bots import tavern_dummy
-from server.house.tavern import choose_actions, view_of_wire
+from server.games.tavern.house import choose_actions, view_of_wire
 from tests.conftest import Running, tap
 
 LEGACY_DUMMY = Path(__file__).parent / "legacy" / "dummy-bot.js"

@@ -10,8 +10,8 @@ import asyncio
 from typing import Any
 
 from server.games.tavern.codec import TavernCodec
+from server.games.tavern.house import choose_actions, view_of_wire
 from server.games.thud.codec import ThudCodec
-from server.house.tavern import choose_actions, view_of_wire
 from tests.conftest import RawClient, serving, test_config
 from tests.golden_files import check_golden
 from tests.test_legacy_bots import LEGACY_DUMMY, run_node
@@ -32,7 +32,7 @@ def join(simulation_id: str | None = None, notices: bool = True) -> dict[str, An
 
 
 def test_the_notices_on_the_wire() -> None:
-    tavern = TavernCodec.from_config(test_config())
+    tavern = TavernCodec.from_settings(test_config().game_settings["tavern"])
     check_golden("tavern/opponent-gone", tavern.opponent_gone_message(10))
     check_golden("tavern/opponent-back", tavern.opponent_back_message())
     thud = ThudCodec.from_settings({})

@@ -30,7 +30,7 @@ BROKEN = str(ROOT / "tests" / "bots" / "broken.py")
 def tavern(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """The command as a user types it, its output into a pipe."""
     return subprocess.run(
-        [sys.executable, "-m", "server", "play", *args],
+        [sys.executable, "-m", "tavern_cli", "play", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -123,7 +123,7 @@ def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
     # The record was kept: the replay says the same.
     game_id = first["id"]
     replay = subprocess.run(
-        [sys.executable, "-m", "server", "replay", game_id, "--database", str(database)],
+        [sys.executable, "-m", "tavern_cli", "replay", game_id, "--database", str(database)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -224,7 +224,7 @@ def test_open_shows_the_game_in_the_browser_and_serves_its_replay(tmp_path: Path
     browser = tmp_path / "browser.py"
     browser.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "play", "tavern", TAVERN_DUMMY, WANDERER, "--open"],
+        [sys.executable, "-m", "tavern_cli", "play", "tavern", TAVERN_DUMMY, WANDERER, "--open"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -259,7 +259,17 @@ def test_open_shows_the_game_in_the_browser_and_serves_its_replay(tmp_path: Path
 def test_on_a_terminal_the_board_is_redrawn_in_place() -> None:
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "play", "tavern", TAVERN_DUMMY, WANDERER, "--seed", "3"],
+        [
+            sys.executable,
+            "-m",
+            "tavern_cli",
+            "play",
+            "tavern",
+            TAVERN_DUMMY,
+            WANDERER,
+            "--seed",
+            "3",
+        ],
         cwd=ROOT,
         stdout=follower,
         stderr=subprocess.PIPE,
@@ -308,7 +318,7 @@ def test_ctrl_c_stops_the_game_with_no_result(tmp_path: Path) -> None:
         str(database),
     ]
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", *command],
+        [sys.executable, "-m", "tavern_cli", *command],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

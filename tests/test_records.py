@@ -23,12 +23,11 @@ from bots.house import replies, run_games
 from bots.sdk import ArenaClient
 from bots.thud import ThudTurn, play_thud
 from server.arena import Arena
-from server.cli import main as tavern_main
 from server.commentary import replay_text
 from server.games.base import Player
+from server.games.tavern.house import choose_actions, view_of_wire
 from server.games.thud.codec import bot_state
-from server.house import HOUSE_PLAYERS
-from server.house.tavern import choose_actions, view_of_wire
+from server.games.thud.game import THUD
 from server.match import Seat
 from server.records import (
     SCHEMA_VERSION,
@@ -42,7 +41,8 @@ from server.records import (
 from server.records.backends import Connection
 from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
-from server.tournament import AbsentSeat
+from server.tournament.bots import AbsentSeat
+from tavern_cli.cli import main as tavern_main
 from tests.conftest import RawClient, Served, serving_visor, test_config
 from tests.services import PostgresServer
 from tests.test_thud_api import api_client
@@ -229,7 +229,7 @@ async def test_a_thud_game_replays_exactly_what_the_bots_were_sent(served: Serve
         killing = turn.killing_moves()
         return turn.reply(killing[0] if killing else turn.moves()[len(sent) % len(turn.moves())])
 
-    house_troll = replies(HOUSE_PLAYERS["thud"]["troll"], {"side": "troll"}, seed=5)
+    house_troll = replies(THUD.house_players["troll"], {"side": "troll"}, seed=5)
 
     def troll(turn: ThudTurn) -> dict[str, Any]:
         sent.append(turn.state)

@@ -9,8 +9,9 @@ import time
 from PIL import GifImagePlugin, Image
 
 from bench.replay_gif import TAVERN, wandering_game
+from server.games.picture import CELL, HEADER, MARGIN
 from server.replay import frames
-from visor.replay_image import CELL, HEADER, MARGIN, MAX_FRAMES, render_gif, sampling_step
+from visor.replay_image import MAX_FRAMES, render_gif, sampling_step
 
 TEAM1_RED = (217, 87, 59)
 

@@ -31,7 +31,7 @@ def test_thud_moves_read_as_the_issue_writes_them() -> None:
     )
 
 
-THUD = GAMES["thud"].from_settings({})
+THUD = GAMES["thud"].codec_for({})
 NICKS = ("a", "b")
 
 
@@ -150,7 +150,7 @@ def game_ids(database: Path) -> dict[str, str]:
 def tavern(*args: str) -> subprocess.CompletedProcess[str]:
     """The command as a user types it."""
     return subprocess.run(
-        [sys.executable, "-m", "server", *args],
+        [sys.executable, "-m", "tavern_cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

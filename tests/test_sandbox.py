@@ -25,7 +25,9 @@ import pytest
 from server.config import ArenaConfig
 from server.records import GameFilter, Records
 from server.sandbox import MOUNTS, OWN_CGROUPS, Hierarchies, Sandbox, find_hierarchies
-from server.tournament import STDERR_KEPT, TournamentRunner, spec_from_mapping
+from server.tournament.bots import STDERR_KEPT
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import spec_from_mapping
 from tests.bots.hog import LAST_LINE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,7 +209,7 @@ def test_a_flood_on_stderr_keeps_the_runner_small_and_the_tail(tmp_path: Path) -
     scratch.mkdir()
     database = tmp_path / "arena.db"
     runner = subprocess.Popen(
-        [sys.executable, "-m", "server", "tournament", str(path), "--database", str(database)],
+        [sys.executable, "-m", "tavern_cli", "tournament", str(path), "--database", str(database)],
         cwd=ROOT,
         env={**os.environ, "TMPDIR": str(scratch)},
         stdout=subprocess.PIPE,

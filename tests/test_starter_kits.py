@@ -1,12 +1,13 @@
-"""The starter kits in Go (bots/go) and Java (bots/java): each builds, and plays whole games of
-both games on a real arena, against the house players and against each other.
+"""The starter kits in Go (bots/go), Java (bots/java), C (bots/c) and Ruby (bots/ruby): each
+builds, and plays whole games of both games on a real arena, against the house players and
+against each other.
 
 Every game must end with a result, and a kit must never have a move rejected nor time out. A kit
 must also show that it plays: in Tavern it scores and beats a random walker, in Thud it kills and
-beats a random player. The two kits implement the same strategy, so against the same opponent
-and seed they must play exactly the same game: a check of the Java kit's hand-written JSON
-against Go's. A scripted server checks that each reply names the turn it answers and that error
-lines do not stop a kit.
+beats a random player. The kits implement the same strategy, so against the same opponent and
+seed they must all play exactly the same game: a check of each kit's JSON handling against the
+others'. A scripted server checks that each reply names the turn it answers and that error lines
+do not stop a kit.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from server.games.base import Outcome, SeatClock
 from server.match import Match, MatchOptions, SeatsChanged, TurnPlayed, Update
 from tests.conftest import ROOT, Running, serving, test_config
 
-KITS = ("go", "java")
+KITS = ("go", "java", "c", "ruby")
 GAME_TIMEOUT_S = 120
 TAVERN_TURNS = 300  # room for several points, and a game stays under a second or two
 ENDS = ("win-game", "loss-game", "draw-game")
@@ -62,14 +63,45 @@ def build_java(out: Path) -> list[str]:
     return [java, "-cp", str(out), "Bot"]
 
 
-def compile_kit(command: list[str], cwd: Path, env: dict[str, str] | None) -> None:
+def build_c(out: Path) -> list[str]:
+    """With the kit's own Makefile, as its README says, every warning an error."""
+    make, pkg_config = shutil.which("make"), shutil.which("pkg-config")
+    if shutil.which("cc") is None or make is None or pkg_config is None:
+        pytest.fail("the C starter kit needs cc, make and pkg-config: `make test` installs them")
+    found = subprocess.run([pkg_config, "--exists", "jansson"], check=False, timeout=60)
+    if found.returncode != 0:
+        pytest.fail("the C starter kit needs Jansson: `make test` installs libjansson-dev")
+    binary = out / "c-bot"
+    compile_kit([make, f"BOT={binary}", "CFLAGS=-O2 -Werror"], ROOT / "bots" / "c", None)
+    return [str(binary)]
+
+
+def build_ruby(out: Path) -> list[str]:
+    """Ruby compiles as it loads: `ruby -wc` checks the syntax, and it must warn of nothing."""
+    ruby = shutil.which("ruby")
+    if ruby is None:
+        pytest.fail("the Ruby starter kit needs Ruby: `make test` installs ruby")
+    source = ROOT / "bots" / "ruby" / "bot.rb"
+    warnings = compile_kit([ruby, "-wc", str(source)], out, None)
+    assert warnings == "", warnings
+    return [ruby, "-w", str(source)]
+
+
+def compile_kit(command: list[str], cwd: Path, env: dict[str, str] | None) -> str:
+    """Runs a build step that must succeed; what it wrote on stderr."""
     done = subprocess.run(
         command, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}"
+    return done.stderr
 
 
-BUILDERS: dict[str, Callable[[Path], list[str]]] = {"go": build_go, "java": build_java}
+BUILDERS: dict[str, Callable[[Path], list[str]]] = {
+    "go": build_go,
+    "java": build_java,
+    "c": build_c,
+    "ruby": build_ruby,
+}
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +153,10 @@ class Game:
 
 @pytest.fixture
 async def kits_arena() -> AsyncIterator[tuple[Running, Watcher]]:
-    async with serving(test_config(turn_limit=TAVERN_TURNS)) as arena:
+    config = test_config()
+    for game in GAMES:  # every game's: Thud's games stay short too
+        config = config.with_turn_limit(game, TAVERN_TURNS)
+    async with serving(config) as arena:
         watcher = Watcher(arena)
         arena.listeners.append(watcher)
         yield arena, watcher
@@ -227,21 +262,25 @@ async def test_kit_plays_thud_on_both_sides_against_the_house_and_kills(
             assert kills > 0, scores
 
 
+@pytest.mark.parametrize(("waits", "joins"), [("go", "java"), ("c", "ruby")])
 async def test_the_kits_play_each_other_by_random_join(
-    kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
+    waits: str, joins: str, kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
-    """Without --simulation: Go waits in a new simulation, Java joins it (Thud: the free side)."""
+    """Without --simulation: one kit waits in a new simulation, the other joins it (Thud: the
+    free side)."""
     arena, watcher = kits_arena
     assert arena.tcp_port is not None
-    go, java = kit_command("go"), kit_command("java")
-    for game_name, go_extra in (("tavern", []), ("thud", ["--side", "dwarf"])):
-        go_task = asyncio.create_task(run(kit_args(go, arena.tcp_port, game_name, *go_extra)))
+    first, second = kit_command(waits), kit_command(joins)
+    for game_name, first_extra in (("tavern", []), ("thud", ["--side", "dwarf"])):
+        first_task = asyncio.create_task(
+            run(kit_args(first, arena.tcp_port, game_name, *first_extra))
+        )
         async with asyncio.timeout(30):
             while not any(s.codec.name == game_name for s in watcher.simulations.values()):
                 await asyncio.sleep(0.01)
             (simulation,) = [s for s in watcher.simulations.values() if s.codec.name == game_name]
             await simulation.wait_seated(0)
-        outputs = await asyncio.gather(go_task, run(kit_args(java, arena.tcp_port, game_name)))
+        outputs = await asyncio.gather(first_task, run(kit_args(second, arena.tcp_port, game_name)))
         async with asyncio.timeout(10):
             await simulation.done.wait()
         check_finished(Game(simulation, list(outputs)), watcher, [0, 1])
@@ -250,10 +289,10 @@ async def test_the_kits_play_each_other_by_random_join(
         assert "as team1" in outputs[0][1] or "as dwarf" in outputs[0][1]
 
 
-async def test_both_kits_play_the_same_moves(
+async def test_every_kit_plays_the_same_moves(
     kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
-    """The same strategy in both files: the same opponent and seed give the same game."""
+    """The same strategy in every kit: the same opponent and seed give the same game."""
     arena, watcher = kits_arena
     for game_name, kit_seat, house, seed in (("tavern", 0, "pusher", 7), ("thud", 1, "dwarf", 8)):
         turns = []
@@ -264,7 +303,8 @@ async def test_both_kits_play_the_same_moves(
             check_finished(game, watcher, [kit_seat])
             turns.append(watcher.turns[game.simulation.id])
         assert len(turns[0]) > 20
-        assert turns[0] == turns[1]
+        for kit, played in zip(KITS[1:], turns[1:], strict=True):
+            assert played == turns[0], kit
 
 
 # --- errors -----------------------------------------------------------------------------------
@@ -274,7 +314,7 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
     """A one-connection server that plays a few lines by hand: an error before a turn, errors
     after the kit's move and the same position again as the next turn, then a loss. Each move
     must be valid and name the turn it answers."""
-    game = GAMES[game_name].from_config(test_config())
+    game = GAMES[game_name].codec_for(test_config().game_settings[game_name])
     rules = game.rules
     moves: list[Any] = []
     answered: list[Any] = []

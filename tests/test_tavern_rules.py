@@ -561,8 +561,9 @@ def test_settings_reject_a_layout_with_shared_cells() -> None:
         replace(ORIGINAL, barrel_starts=(Coords(4, 18), Coords(11, 10)))
     with pytest.raises(ValueError, match="outside"):
         replace(ORIGINAL, dwarf_starts=((Coords(21, 0),), ()))
-    with pytest.raises(ValueError, match="never let a barrel"):
-        replace(ORIGINAL, barrel_starts=(Coords(8, 20), Coords(11, 10)))
+    for team1_barrel in (Coords(8, 20), Coords(8, 0), Coords(0, 10)):  # its home row, the other
+        with pytest.raises(ValueError, match="team1's barrel cannot start on an edge"):
+            replace(ORIGINAL, barrel_starts=(team1_barrel, Coords(11, 10)))
 
 
 def test_event_texts_of_points_and_restarts() -> None:

@@ -286,7 +286,7 @@ async def test_a_silent_bot_passes_on_timeout_then_forfeits() -> None:
 
 
 async def test_turn_limit_ends_on_points_with_a_draw() -> None:
-    async with serving(test_config(turn_limit=6)) as arena:
+    async with serving(test_config().with_turn_limit("tavern", 6)) as arena:
         assert arena.tcp_port is not None
         one, two = await RawClient.connect(arena.tcp_port), await RawClient.connect(arena.tcp_port)
         for client in (one, two):

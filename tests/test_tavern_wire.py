@@ -16,7 +16,7 @@ from server.match import check_answered_turn
 from server.protocol import error_message
 from tests.golden_files import check_golden
 
-GAME = TavernCodec.from_config(ArenaConfig())
+GAME = TavernCodec.from_settings(ArenaConfig().game_settings["tavern"])
 RULES = GAME.rules
 CLOCK = SeatClock(
     turn_timeout_ms=10_000,

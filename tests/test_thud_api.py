@@ -634,7 +634,7 @@ async def test_the_api_is_also_served_on_its_own_port(tmp_path: Path) -> None:
 # --- /save and /load across a restart ------------------------------------------------------------
 @contextlib.asynccontextmanager
 async def server_process(config: Path) -> AsyncIterator[str]:
-    """``python -m server serve``; yields the visor's URL, and stops it with SIGTERM."""
+    """``python -m tavern_cli serve``; yields the visor's URL, and stops it with SIGTERM."""
     async with tavern_serve(config) as server:
         yield f"http://127.0.0.1:{server.http_port}"
         server.process.send_signal(signal.SIGTERM)

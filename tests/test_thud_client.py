@@ -27,11 +27,12 @@ import pytest
 from bots.house import play_house
 from server.games.thud import rules
 from server.games.thud.codec import bot_state, position_to_wire
+from server.games.thud.game import THUD
 from server.games.thud.rules import DWARF, TROLL, Action, Square, State
-from server.house import HOUSE_PLAYERS
 from server.match import Match, MatchOptions, TurnResult
 from server.records import GameFilter, Records
-from server.tournament import TournamentError, load_spec, schedule, spec_from_mapping
+from server.tournament.schedule import schedule
+from server.tournament.spec import TournamentError, load_spec, spec_from_mapping
 from tests.conftest import Running, TurnLog, tap
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -532,10 +533,18 @@ async def play(
     try:
         for side, seat in ((DWARF, dwarf), (TROLL, troll)):
             if isinstance(seat, str):
-                player = HOUSE_PLAYERS["thud"][seat.removeprefix("house ")]
+                player = THUD.house_players[seat.removeprefix("house ")]
                 houses.append(
                     asyncio.create_task(
-                        play_house(player, "127.0.0.1", arena.tcp_port, simulation.id, seed, side)
+                        play_house(
+                            THUD.name,
+                            player,
+                            "127.0.0.1",
+                            arena.tcp_port,
+                            simulation.id,
+                            seed,
+                            side,
+                        )
                     )
                 )
                 continue
@@ -775,7 +784,7 @@ def test_a_folder_of_clients_is_a_tournament_in_one_command(node: str, tmp_path:
         [
             sys.executable,
             "-m",
-            "server",
+            "tavern_cli",
             "tournament",
             str(folder),
             "--config",
@@ -913,5 +922,5 @@ def test_a_tournament_file_may_name_client_files(node: str, tmp_path: Path) -> N
         with pytest.raises(TournamentError, match=message):
             spec_from_mapping({"name": "t", "game": "thud", "bots": [bot, bot]}, tmp_path)
     file_bot = {"name": "x", "file": "we{ir}d/killer.js"}
-    with pytest.raises(TournamentError, match="Thud only"):
+    with pytest.raises(TournamentError, match="client files play thud only"):
         spec_from_mapping({"name": "t", "game": "tavern", "bots": [file_bot, file_bot]}, tmp_path)

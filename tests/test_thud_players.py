@@ -8,7 +8,7 @@ import pytest
 
 from bots import house
 from server.games.thud import rules
-from server.house.thud import dwarf_player, play_game, random_player, troll_player
+from server.games.thud.house import dwarf_player, play_game, random_player, troll_player
 
 GAMES = 100
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.config import ArenaConfig
+from server.config import ArenaConfig, config_from_mapping
 from server.games.base import ActionRejected, Outcome
 from server.games.thud.board import NEIGHBOURS, RAYS, cell_of
 from server.games.thud.codec import ThudCodec
@@ -489,10 +489,11 @@ def test_random_play_keeps_the_invariants(data: st.DataObject) -> None:
 
 
 def test_a_shorter_turn_limit_ends_the_game_on_points_sooner() -> None:
-    codec = ThudCodec.from_config(ArenaConfig(turn_limit=3))
+    config = config_from_mapping({"thud": {"turnLimit": 3}})
+    codec = ThudCodec.from_settings(config.game_settings["thud"])
     assert codec.settings() == {"turnLimit": 3}
     assert ThudCodec.from_settings(codec.settings()).rules.ply_limit == 3
-    assert ThudCodec.from_config(ArenaConfig()).settings() == {}  # the engine's 500 plies
+    assert ArenaConfig().game_settings["thud"] == {}  # the engine's 500 plies
     game = codec.rules
     state = game.initial_state([])
     for ply in range(1, 4):

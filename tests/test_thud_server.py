@@ -10,7 +10,7 @@ from bots.sdk import ArenaClient
 from bots.tavern_dummy import play as play_tavern
 from bots.thud import ThudTurn, play_thud
 from server.games.thud import rules
-from server.house import HOUSE_PLAYERS
+from server.games.thud.game import THUD
 from tests.conftest import RawClient, Running, serving, test_config
 
 
@@ -229,8 +229,10 @@ async def test_a_sdk_bot_plays_thud(arena: Running) -> None:
         return turn.reply(killing[0] if killing else turn.moves()[0])
 
     async def house_troll() -> dict[str, Any]:
-        player = HOUSE_PLAYERS["thud"]["troll"]
-        return await play_house(player, "127.0.0.1", arena.tcp_port or 0, simulation_id, 1, "troll")
+        player = THUD.house_players["troll"]
+        return await play_house(
+            THUD.name, player, "127.0.0.1", arena.tcp_port or 0, simulation_id, 1, "troll"
+        )
 
     async with asyncio.timeout(120):
         async with await ArenaClient.connect("127.0.0.1", arena.tcp_port) as creator:

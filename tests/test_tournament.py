@@ -18,14 +18,10 @@ from server.config import ArenaConfig
 from server.league import GameResult, format_tables, league_to_wire, tables
 from server.match import TOO_MANY_TIMEOUTS
 from server.records import GameFilter, Records
-from server.tournament import (
-    TournamentError,
-    TournamentRunner,
-    load_spec,
-    quoted_stderr,
-    schedule,
-    spec_from_mapping,
-)
+from server.tournament.bots import quoted_stderr
+from server.tournament.runner import TournamentRunner
+from server.tournament.schedule import schedule
+from server.tournament.spec import TournamentError, load_spec, spec_from_mapping
 from server.validate import validate
 from tests.conftest import Served
 
@@ -395,7 +391,7 @@ def test_the_tournament_command_prints_the_league(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "server",
+            "tavern_cli",
             "tournament",
             str(path),
             "--database",

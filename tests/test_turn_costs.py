@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any, cast
 
 import orjson
 import pytest
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 import visor.hub
 from server.arena import Arena
@@ -39,8 +40,9 @@ class Socket:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
 
-    async def send_str(self, text: str) -> None:
-        self.sent.append(orjson.loads(text))
+    async def send_frame(self, data: bytes, opcode: WSMsgType) -> None:
+        assert opcode == WSMsgType.TEXT
+        self.sent.append(orjson.loads(data))
 
     async def close(self) -> None:
         """Nothing to close."""
@@ -116,7 +118,7 @@ async def test_an_unwatched_game_costs_the_hub_nothing(monkeypatch: pytest.Monke
     built: list[object] = []
     encoded: list[object] = []
     monkeypatch.setattr(visor.hub, "replace", counted(replace, built))
-    monkeypatch.setattr(visor.hub, "dumps", counted(visor.hub.dumps, encoded))
+    monkeypatch.setattr(visor.hub, "orjson", SimpleNamespace(dumps=counted(orjson.dumps, encoded)))
     clock = FakeClock()
     arena = Arena(test_config(), clock=clock)
     hub = SpectatorHub(arena)
@@ -132,7 +134,7 @@ async def test_an_unwatched_game_costs_the_hub_nothing(monkeypatch: pytest.Monke
 
         clock.advance(0.25)
         socket = Socket()
-        page = Page(cast(web.WebSocketResponse, socket), None)
+        page = Page(cast(web.WebSocketResponse, socket), None, 1 << 20)
         writer = asyncio.create_task(page.write_loop())
         hub.watch(page, match.id)
         play_passes(match, inboxes, 1)

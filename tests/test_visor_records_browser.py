@@ -29,13 +29,15 @@ from PIL import GifImagePlugin, Image
 from playwright.async_api import Page, expect
 
 from server.config import ArenaConfig
+from server.games.picture import CELL, HEADER, MARGIN
 from server.league import head_to_head, ratings, tables
 from server.match import Match, MatchOptions
-from server.tournament import TournamentRunner, spec_from_mapping
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import spec_from_mapping
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import Served
 from tests.test_tournament import broken, house
-from visor.replay_image import CELL, HEADER, MARGIN, MAX_FRAMES
+from visor.replay_image import MAX_FRAMES
 from visor.seats import seat_house_player
 
 GAME_TIMEOUT_S = 30

@@ -3,11 +3,18 @@
 Pages are static files (no build step, nothing from a CDN); everything live goes through one
 websocket per page, ``/ws``, whose messages are JSON objects:
 
-page -> server: ``lobby``, ``watch`` {simulationId}, ``create`` {game}, ``run-game`` {game,
-players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move`` {move,
-declare, turn} (a ``player-turn`` of the page's seat).
-server -> page: ``lobby``, ``snapshot``, ``turn``, ``left``, ``end``, ``created``, ``seated``,
-``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
+page -> server: ``lobby`` {game?}, ``watch`` {simulationId}, ``create`` {game}, ``run-game``
+{game, players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move``
+{move, declare, turn} (a ``player-turn`` of the page's seat).
+server -> page: ``lobby`` {game, simulations, counts, house}, ``snapshot``, ``turn``, ``left``,
+``end``, ``created``, ``seated``, ``seat`` {message: what a bot in that seat would receive},
+``error`` {message}.
+
+A ``lobby`` lists the first ``visor.hub.LOBBY_ROWS`` simulations, of one game if the page asked for
+it, in the lobby's order; ``counts`` gives, for each game, how many are playing, waiting and
+finished, listed or not. A page past its address's or the arena's cap (``maxPagesPerAddress``,
+``maxPages``, unless the busiest address gives way: ``visor.hub.PageQuota``) gets ``error``
+``Too many pages``, then its socket is closed (1013).
 
 For spectators, ``snapshot`` and ``turn`` carry ``clock`` ({seat, timeoutMs}, plus elapsedMs in a
 snapshot: the seat awaited and its time; null once the game is over) and the last reply times
@@ -23,39 +30,40 @@ import html
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 from aiohttp import WSMsgType, web
 
-from server.arena import Arena, Elsewhere, SeatHandle
+from server.arena import Arena
 from server.cluster import OtherNodes
-from server.config import ListenError
-from server.games.base import JoinRejected, JsonObject
-from server.house import HOUSE_PLAYERS
+from server.errors import BotError, Rejected
+from server.games import GAMES
+from server.games.base import JsonObject
 from server.league import league_to_wire
-from server.match import Match, MatchOptions, Status
+from server.match import Match, SeatMessage, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
+from server.session import Client, LocalSeat, Session
 from visor import replay_image
-from visor.hub import Page, SpectatorHub, running
+from visor.connections import HttpConnections, serving_http
+from visor.errors import PageError
+from visor.hub import (
+    Page,
+    PageQuota,
+    SpectatorHub,
+    page_socket,
+    refuse_page,
+    running,
+)
 from visor.metrics import Metrics
 from visor.nodes import FORWARDED, NodeClient, NodeUnreachable
-from visor.seats import (
-    TOO_MANY_HOUSE_GAMES,
-    BrowserSeat,
-    RemotePerson,
-    run_house_game,
-    seat_house_player,
-    seat_person,
-)
+from visor.seats import HouseGames, seat_house_player
 from visor.thud_api import routes as thud_api
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 THUD_CONTROLLER = Path(__file__).parent.parent / "bots" / "js" / "thud-controller.js"
-MAX_WS_MESSAGE = 16 * 1024
 MAX_DELAY_MS = 10_000
 MAX_NICK = 64
 MAX_PAGE = 1_000_000  # of /api/games: far past any archive, and an OFFSET SQLite can hold
@@ -78,6 +86,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ARENA = web.AppKey("arena", Arena)
 HUB = web.AppKey("hub", SpectatorHub)
 RECORDS = web.AppKey("records", Records)
+PAGE_QUOTA = web.AppKey("page_quota", PageQuota)
+HOUSE_GAMES = web.AppKey("house_games", HouseGames)
 NODES = web.AppKey("nodes", NodeClient)
 
 
@@ -146,6 +156,9 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app[ARENA] = arena
     app[HUB] = hub
     app[RECORDS] = records
+    config = arena.config
+    app[PAGE_QUOTA] = quota = PageQuota(config.max_pages, config.max_pages_per_address)
+    app[HOUSE_GAMES] = HouseGames(arena)
     app[NODES] = NodeClient()
     app.on_cleanup.append(lambda _: app[NODES].close())
     app.router.add_get("/", page("index.html"))
@@ -171,7 +184,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/js/clients-worker.js", clients_worker)
     app.router.add_static("/static", STATIC)
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
-    thud_api.add_routes(app, arena, records, hub.others)
+    thud_api.add_routes(app, arena, records, quota, hub.others)
     return app
 
 
@@ -317,14 +330,20 @@ def compressed(response: web.Response) -> web.Response:
 
 
 async def websocket(request: web.Request) -> web.StreamResponse:
-    arena, hub = request.app[ARENA], request.app[HUB]
-    ws = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_WS_MESSAGE)
+    arena, hub, quota = request.app[ARENA], request.app[HUB], request.app[PAGE_QUOTA]
+    ws = page_socket()
     await ws.prepare(request)
-    connection = PageConnection(arena, hub, Page(ws, request.transport), request.remote or "")
-    hub.pages.add(connection.page)
+    address = request.remote or ""
+    page = Page(ws, request.transport, arena.config.max_page_buffer_bytes)
+    refused = quota.admit(address, page)
+    if refused is not None:
+        error = {"type": "error", "message": PageError.TOO_MANY_PAGES, "reason": refused}
+        return await refuse_page(ws, orjson.dumps(error))
+    connection = PageConnection(arena, hub, request.app[HOUSE_GAMES], page, address)
+    hub.pages.add(page)
     try:
         async with asyncio.TaskGroup() as tasks:
-            connection.page.writer = tasks.create_task(connection.page.write_loop())
+            page.writer = tasks.create_task(page.write_loop())
             try:
                 async for message in ws:
                     if message.type is WSMsgType.TEXT:
@@ -332,34 +351,45 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             finally:
                 connection.closed()
     finally:
+        quota.leave(address, page)
         await ws.close()
     return ws
 
 
 class PageConnection:
-    """What one page asked for: the lobby, a game to watch, or a seat of its own."""
+    """What one page asked for: the lobby, a game to watch, or a seat of its own.
 
-    def __init__(self, arena: Arena, hub: SpectatorHub, page: Page, address: str) -> None:
+    The seat is a ``server.session.Session``'s, as a bot's is: the page only adds what pages
+    have of their own (a house opponent, the lobby, watching) and turns what the session says
+    into the page's messages (``server.session.SessionChannel``)."""
+
+    def __init__(
+        self, arena: Arena, hub: SpectatorHub, house: HouseGames, page: Page, address: str
+    ) -> None:
         self.arena = arena
         self.hub = hub
+        self.house = house  # the arena's games of house players, against its caps
         self.page = page
         self.address = address
-        self.seat: tuple[Match, int] | None = None
-        self.remote: SeatHandle | None = None  # a seat of a match another node plays
-        self.channel = BrowserSeat(page)
+        self.session = Session(arena, self._client("person"), self)
         self.house_games: list[Match] = []  # the games between house players it started
+        self._asking: tuple[str, str, str] | None = None  # (simulation id, game, side) asked
+
+    def _client(self, kind: str) -> Client:
+        timeout_s = self.arena.config.person_turn_timeout_ms / 1000
+        return Client(self.address, kind=kind, turn_timeout_s=timeout_s, noun="page")
 
     def receive(self, text: str) -> None:
         try:
             message = orjson.loads(text)
         except orjson.JSONDecodeError:
-            self.error("Invalid JSON")
+            self.error(BotError.INVALID_JSON, None)
             return
         if not isinstance(message, dict):
-            self.error("Invalid JSON")
+            self.error(BotError.INVALID_JSON, None)
             return
         handlers: dict[str, Callable[[JsonObject], None]] = {
-            "lobby": lambda _: self.hub.join_lobby(self.page),
+            "lobby": self.lobby,
             "watch": self.watch,
             "create": self.create,
             "run-game": self.run_game,
@@ -369,144 +399,129 @@ class PageConnection:
         kind = message.get("type")
         handler = handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            self.error("Unknown message type")
+            self.error(BotError.UNKNOWN_MESSAGE_TYPE, None)
             return
         try:
             handler(message)
-        except JoinRejected as rejected:
+        except Rejected as rejected:
             self.error(rejected.message, rejected.reason)
         except Exception:  # a bug must cost this request, not the page or the games
             log.exception("page request %r failed", kind)
-            self.error("Server error", "the request failed; it was logged")
+            self.error(BotError.SERVER_ERROR, "the request failed; it was logged")
 
-    def error(self, message: str, reason: str | None = None) -> None:
+    def lobby(self, message: JsonObject) -> None:
+        """Follow the lobby: of one game with ``{"game": NAME}``, else of every game."""
+        game = message.get("game")
+        self.hub.join_lobby(self.page, game if isinstance(game, str) else None)
+
+    def watch(self, message: JsonObject) -> None:
+        simulation_id = message.get("simulationId")
+        if not isinstance(simulation_id, str):
+            self.error(PageError.INVALID_WATCH, "simulationId must be a string")
+            return
+        self.hub.watch(self.page, simulation_id)
+
+    def create(self, message: JsonObject) -> None:
+        match = self.session.create({"game": message.get("game")})
+        if match is not None:
+            created: JsonObject = {"type": "created", "simulationId": match.id}
+            created["game"] = match.codec.name
+            created["botPort"] = self.arena.bot_port  # for the command the lobby offers to copy
+            self.page.send(created)
+
+    def run_game(self, message: JsonObject) -> None:
+        game = self.session.game_of(message)
+        players = message.get("players")
+        delay = message.get("delayMs", 0)
+        if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
+            raise Rejected(
+                PageError.INVALID_PLAYERS, "players must be a list of house player names"
+            )
+        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_DELAY_MS:
+            raise Rejected(PageError.INVALID_DELAY, f"delayMs must be 0 to {MAX_DELAY_MS}")
+        self.house_games = [s for s in self.house_games if s.status is not Status.FINISHED]
+        most = self.arena.config.max_house_games_per_page
+        if len(self.house_games) >= most:
+            raise Rejected(PageError.TOO_MANY_HOUSE_GAMES, f"at most {most} at once from one page")
+        match = self.house.run(game, players, delay)
+        self.house_games.append(match)
+        self.page.send({"type": "created", "simulationId": match.id, "game": game})
+
+    def play(self, message: JsonObject) -> None:
+        """A person takes a seat, against a house player or whoever joins by id."""
+        self.session.check_free()
+        game = self.session.game_of(message)
+        side, opponent = message.get("side"), message.get("opponent")
+        nick = message.get("nick") or "player"
+        if not isinstance(nick, str) or len(nick) > MAX_NICK:
+            raise Rejected(BotError.INVALID_JOIN, f"nick must be a string of at most {MAX_NICK}")
+        seat_names = self.arena.codec(game).seat_names
+        if not isinstance(side, str) or side not in seat_names:
+            raise Rejected(BotError.INVALID_JOIN, f"side must be one of: {', '.join(seat_names)}")
+        if opponent is not None and (
+            not isinstance(opponent, str) or opponent not in GAMES[game].house_players
+        ):
+            raise Rejected(PageError.UNKNOWN_PLAYER, f"no {game} house player {opponent!r}")
+        simulation_id = message.get("simulationId")
+        if simulation_id is not None and opponent is not None:
+            raise Rejected(BotError.INVALID_JOIN, "an existing simulation brings its own opponent")
+        # A /clients page says so: the client code it runs is the seat's player.
+        self.session.client = self._client("client" if message.get("client") is True else "person")
+        fields: JsonObject = {"nick": nick, "side": side, "game": game}
+        if simulation_id is None:
+            if opponent is not None:
+                self.house.check_against(self.address)
+            self._asking = ("", game, side)
+            match = self.session.open_and_join(game, fields)
+            if match is not None and opponent is not None:
+                other = next(name for name in seat_names if name != side)
+                seat_house_player(match, opponent, other, 0.0)
+                self.house.started_against(match, self.address)
+        elif isinstance(simulation_id, str):  # a free seat of a waiting simulation, as a bot's
+            self._asking = (simulation_id, game, side)
+            self.session.join({**fields, "simulationId": simulation_id})
+        else:
+            raise Rejected(BotError.WRONG_SIMULATION_ID, "simulationId must be a string")
+
+    def move(self, message: JsonObject) -> None:
+        self.session.move({**message, "type": "player-turn"})
+
+    def error(self, message: str, reason: str | None) -> None:
         error: JsonObject = {"type": "error", "message": message}
         if reason:
             error["reason"] = reason
         self.page.send(error)
 
-    def watch(self, message: JsonObject) -> None:
-        simulation_id = message.get("simulationId")
-        if not isinstance(simulation_id, str):
-            self.error("Invalid watch", "simulationId must be a string")
-            return
-        self.hub.watch(self.page, simulation_id)
-
-    def _game_name(self, message: JsonObject) -> str:
-        game = message.get("game")
-        if game not in self.arena.games:
-            raise JoinRejected(
-                "Unknown game", f"game must be one of: {', '.join(self.arena.games)}"
-            )
-        return str(game)
-
-    def create(self, message: JsonObject) -> None:
-        game = self._game_name(message)
-        match = self.arena.open(game, MatchOptions(creator=self.address))
-        created: JsonObject = {"type": "created", "simulationId": match.id, "game": game}
-        created["botPort"] = self.arena.bot_port  # for the command the lobby offers to copy
-        self.page.send(created)
-
-    def run_game(self, message: JsonObject) -> None:
-        game = self._game_name(message)
-        players = message.get("players")
-        delay = message.get("delayMs", 0)
-        if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
-            raise JoinRejected("Invalid players", "players must be a list of house player names")
-        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_DELAY_MS:
-            raise JoinRejected("Invalid delay", f"delayMs must be 0 to {MAX_DELAY_MS}")
-        self.house_games = [s for s in self.house_games if s.status is not Status.FINISHED]
-        most = self.arena.config.max_house_games_per_page
-        if len(self.house_games) >= most:
-            raise JoinRejected(TOO_MANY_HOUSE_GAMES, f"at most {most} at once from one page")
-        match = run_house_game(self.arena, game, players, delay)
-        self.house_games.append(match)
-        self.page.send({"type": "created", "simulationId": match.id, "game": game})
-
-    def play(self, message: JsonObject) -> None:
-        """A person takes a Thud seat, against a house player or whoever joins by id."""
-        if self.remote is not None or (
-            self.seat is not None and self.seat[0].status is not Status.FINISHED
-        ):
-            raise JoinRejected("Already in a game", "one game per page")
-        game = self._game_name(message)
-        side, opponent = message.get("side"), message.get("opponent")
-        nick = message.get("nick") or "player"
-        if not isinstance(nick, str) or len(nick) > MAX_NICK:
-            raise JoinRejected("Invalid join", f"nick must be a string of at most {MAX_NICK}")
-        seat_names = self.arena.codec(game).seat_names
-        if side not in seat_names:
-            raise JoinRejected("Invalid join", f"side must be one of: {', '.join(seat_names)}")
-        if opponent is not None and (
-            not isinstance(opponent, str) or opponent not in HOUSE_PLAYERS[game]
-        ):
-            raise JoinRejected("Unknown player", f"no {game} house player {opponent!r}")
-        simulation_id = message.get("simulationId")
-        if simulation_id is None:
-            match = self.arena.open(game, MatchOptions(creator=self.address))
-        else:  # take a free seat of a waiting simulation, as a bot joining by id would
-            found = self.arena.get(simulation_id)
-            elsewhere = self.arena.elsewhere
-            if found is None and elsewhere is not None and isinstance(simulation_id, str):
-                if opponent is not None:
-                    raise JoinRejected(
-                        "Invalid join", "an existing simulation brings its own opponent"
-                    )
-                self._play_elsewhere(elsewhere, simulation_id, game, nick, str(side))
-                return
-            if found is None or found.codec.name != game:
-                raise JoinRejected(
-                    "Wrong simulation ID", f"no waiting {game} simulation {simulation_id}"
-                )
-            if opponent is not None:
-                raise JoinRejected("Invalid join", "an existing simulation brings its own opponent")
-            match = found
-        kind = "client" if message.get("client") is True else "person"  # /clients says so
-        seat = seat_person(self.arena, match, self.channel, nick, side, kind)
-        self.hub.watch(self.page, match.id)
-        self.seat = (match, seat)
-        self.page.send({"type": "seated", "simulationId": match.id, "game": game, "side": side})
-        if opponent is not None:
-            other = next(name for name in seat_names if name != side)
-            seat_house_player(match, opponent, other, 0.0)
-
-    def _play_elsewhere(
-        self, elsewhere: Elsewhere, simulation_id: str, game: str, nick: str, side: str
-    ) -> None:
-        """A seat of a simulation another node plays, through the arena's relay."""
-
-        def seated() -> None:
-            self.hub.watch(self.page, simulation_id)
-            self.page.send(
-                {"type": "seated", "simulationId": simulation_id, "game": game, "side": side}
-            )
-
-        def over() -> None:
-            self.remote = None
-
-        fields: JsonObject = {"nick": nick, "side": side, "game": game}
-        person = RemotePerson(self.page, seated, over)
-        self.remote = elsewhere.seat(person, simulation_id, fields, rejoin=False, kind="person")
-
-    def move(self, message: JsonObject) -> None:
-        if self.remote is not None:
-            self.remote.submit({**message, "type": "player-turn"})
-            return
-        if self.seat is None:
-            self.error("Not in a game", "choose a side first")
-            return
-        match, seat = self.seat
-        match.submit(seat, {**message, "type": "player-turn"}, self.channel)
-
     def closed(self) -> None:
         self.hub.forget(self.page)
         self.page.close()
-        if self.remote is not None:
-            self.remote.leave()
-        if self.seat is not None:
-            match, seat = self.seat
-            match.leave(seat, self.channel)
-            self.arena.drop_if_abandoned(match)
+        self.session.closed()
+
+    # --- SessionChannel: what the page's session says --------------------------------------
+    def send(self, message: SeatMessage) -> None:
+        self.page.send({"type": "seat", "message": message.body})
+
+    def send_data(self, data: bytes) -> None:
+        self.page.send({"type": "seat", "message": orjson.loads(data)})
+
+    def refuse(self, message: str, reason: str) -> None:
+        self.error(message, reason)
+        self.page.close()
+
+    def seated(self) -> None:
+        if self._asking is None:
+            return
+        simulation_id, game, side = self._asking
+        seat = self.session.seat
+        if isinstance(seat, LocalSeat):
+            simulation_id = seat.match.id
+        self.hub.watch(self.page, simulation_id)
+        self.page.send(
+            {"type": "seated", "simulationId": simulation_id, "game": game, "side": side}
+        )
+
+    def close(self) -> None:
+        """The seat is over; the page stays open, to show the result."""
 
 
 @contextlib.asynccontextmanager
@@ -520,29 +535,25 @@ async def serving(
 ) -> AsyncIterator[int]:
     """Serve the visor until the block exits; yields the HTTP port actually bound. ``others``:
     the arena's other nodes, whose games the pages see too; ``metrics``: served on /metrics."""
+    config = arena.config
     hub = SpectatorHub(arena, others)
     app = create_app(arena, hub, records)
+    connections = HttpConnections.for_config(config)
     if metrics is not None:
         app.router.add_get("/metrics", metrics.serve)
         metrics.measure("tavern_pages", "Browser pages connected", lambda: len(hub.pages))
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
-    try:
-        await site.start()
-    except OSError as error:
-        await runner.cleanup()
-        change = '--http-port N (or "httpPort" in config.json)'
-        raise ListenError("the visor", host, port, error, change) from error
-    server: Any = site._server  # aiohttp exposes the bound port only through the server
-    bound = server.sockets[0].getsockname()[1]
-    log.info("the visor is on http://%s:%s/", host, bound)
-    try:
-        async with (
-            running(hub),
-            thud_api.serving_separately(app, host, arena.config.thud_api_port),
-        ):
-            yield bound
-    finally:
-        await hub.shut_down(timeout_s=2.0)
-        await runner.cleanup()
+        metrics.measure(
+            "tavern_http_connections", "HTTP connections open", lambda: connections.open
+        )
+    names = ("the visor", '--http-port N (or "httpPort" in config.json)')
+    idle_ms = config.http_idle_timeout_ms
+    async with serving_http(app, host, port, connections, idle_ms, names) as bound:
+        log.info("the visor is on http://%s:%s/", host, bound)
+        try:
+            async with (
+                running(hub),
+                thud_api.serving_separately(app, host, config.thud_api_port, connections),
+            ):
+                yield bound
+        finally:
+            await hub.shut_down(timeout_s=2.0)

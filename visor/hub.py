@@ -3,27 +3,32 @@
 Each browser page has one websocket and one bounded queue. A spectator must never slow a game:
 updates are queued without waiting, and a page that falls behind has its backlog of spectator
 messages replaced by one snapshot of the latest position. Messages for a person's own seat are
-never dropped. Lobby updates are coalesced: at most one snapshot per ``LOBBY_INTERVAL_S``.
+never dropped. Lobby updates are coalesced: at most one snapshot per ``LOBBY_INTERVAL_S``, which
+lists ``LOBBY_ROWS`` rows however many simulations there are, is encoded once for every page
+that follows it, and replaces on each page the one it was not sent yet.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator, MutableMapping
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, MutableMapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
-from aiohttp import web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from server.arena import Arena
 from server.clock import Clock
 from server.cluster import Deliver, OtherNodes
+from server.errors import BotError
+from server.games import GAMES
 from server.games.base import JsonObject
-from server.house import HOUSE_PLAYERS
 from server.match import (
     GameFinished,
     GameStarted,
@@ -42,83 +47,146 @@ log = logging.getLogger(__name__)
 MAX_QUEUED = 64  # spectator messages a page may have waiting before a snapshot replaces them
 MAX_BACKLOG = 256  # messages of any kind a page may leave unread before it is closed
 LOBBY_INTERVAL_S = 0.2
+LOBBY_ROWS = 50  # rows one lobby message lists; its counts cover every simulation
 FINISHED_KEPT = 100
+STATUSES = ("playing", "waiting", "finished")
 
 
-def dumps(message: JsonObject) -> str:
-    return orjson.dumps(message).decode()
+def lobby_order(status: str, seated: bool, spectators: int, age_s: float) -> tuple[int, int, float]:
+    """Where a live simulation sits in the lobby (lowest first); finished games come after."""
+    if status == "playing":
+        return (0, -spectators, age_s)
+    return (1 if seated else 2, 0, age_s)
+
+
+@dataclass(frozen=True, slots=True)
+class LobbyEntry:
+    """One simulation as the lobby orders it; its row is built only if it is listed."""
+
+    order: tuple[int, int, float]
+    game: str
+    status: str
+    source: MatchView | JsonObject  # a live match here, or another node's or a finished row
+    age_s: float | None  # since it was opened, when known
+
+    @property
+    def simulation_id(self) -> str:
+        source = self.source
+        return source.match_id if isinstance(source, MatchView) else str(source["simulationId"])
 
 
 class Page:
-    """One browser page: its websocket and what is waiting to be sent to it."""
+    """One browser page (or matchmaking socket): its websocket and what waits to be sent to it.
 
-    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None) -> None:
+    What waits is bounded in messages (``MAX_BACKLOG``) and in bytes: once the queue and what
+    the socket's own buffer holds reach ``max_bytes``, the page reads too slowly or not at all
+    and is cut off, as a bot that stops reading is. Before that, a page falling behind (
+    ``MAX_QUEUED`` spectator messages, or half its bytes) has its spectator messages replaced by
+    one snapshot, and the lobby is one message at most, replaced by the next. So a page holds at
+    most ``max_bytes``, one lobby and the message being written.
+    """
+
+    def __init__(
+        self, ws: web.WebSocketResponse, transport: asyncio.Transport | None, max_bytes: int
+    ) -> None:
         self.ws = ws
         self.transport = transport
+        self.max_bytes = max_bytes
         self.watching: str | None = None
-        self.in_lobby = False
-        self._queue: deque[tuple[str, bool]] = deque()  # (text, may be dropped)
+        self.lobby_game: str | None = None  # the lobby's filter this page asked for
+        self._queue: deque[tuple[bytes, bool]] = deque()  # (message, may be dropped)
+        self._queued_bytes = 0
+        self._lobby: bytes | None = None  # the newest lobby not sent yet: one at most
         self.writer: asyncio.Task[None] | None = None  # the write loop, once running
         self._wakeup = asyncio.Event()
         self._closed = False
         self._hang_up = False  # close the websocket once the queue is sent
 
-    def push(self, text: str, *, droppable: bool = True, snapshot: str | None = None) -> None:
+    @property
+    def behind(self) -> bool:
+        """Falling behind: its spectator messages are to give way to a snapshot."""
+        return len(self._queue) >= MAX_QUEUED or 2 * self._queued_bytes >= self.max_bytes
+
+    def push(self, data: bytes, *, droppable: bool = True, snapshot: bytes | None = None) -> None:
         """Queue a message; past the bound, spectator messages give way to ``snapshot``."""
         if self._closed:
             return
-        if droppable and len(self._queue) >= MAX_QUEUED:
-            kept = [(t, d) for t, d in self._queue if not d]
+        if droppable and self.behind:
+            kept = [(d, keep) for d, keep in self._queue if not keep]
             self._queue.clear()
             self._queue.extend(kept)
+            self._queued_bytes = sum(len(d) for d, _ in kept)
             if snapshot is not None:
-                self._queue.append((snapshot, True))
-                self._wakeup.set()
-                return
+                data = snapshot
         if len(self._queue) >= MAX_BACKLOG:
             # A page that reads nothing (while it sends, say, a stream of bad requests) must
-            # not hold the server's memory: it is cut off, as a bot that stops reading is.
-            log.info("a page left %d messages unread: closed", len(self._queue))
-            self.abort()
+            # not hold the server's memory.
+            self._cut_off(f"left {len(self._queue)} messages unread")
             return
-        self._queue.append((text, droppable))
+        if self._full():
+            return
+        self._queue.append((data, droppable))
+        self._queued_bytes += len(data)
         self._wakeup.set()
+
+    def push_lobby(self, data: bytes) -> None:
+        """The lobby as it is now: it replaces one the page has not been sent yet."""
+        if self._closed or self._full():
+            return
+        self._lobby = data
+        self._wakeup.set()
+
+    def _full(self) -> bool:
+        """Whether the page has its bound waiting (then it is cut off)."""
+        buffered = 0 if self.transport is None else self.transport.get_write_buffer_size()
+        if self._queued_bytes + buffered < self.max_bytes:
+            return False
+        self._cut_off(f"left {self._queued_bytes + buffered:,} bytes unread")
+        return True
+
+    def _cut_off(self, why: str) -> None:
+        log.info("a page %s: closed", why)
+        self.abort()
 
     def abort(self) -> None:
         """Drop everything queued and cut the connection."""
         self._closed = True
         self._queue.clear()
+        self._queued_bytes = 0
+        self._lobby = None
         self._wakeup.set()
         if self.transport is not None:
             self.transport.abort()
 
-    @property
-    def backlog(self) -> int:
-        return len(self._queue)
-
     def send(self, message: JsonObject, *, droppable: bool = False) -> None:
-        self.push(dumps(message), droppable=droppable)
+        self.push(orjson.dumps(message), droppable=droppable)
 
     def close(self, hang_up: bool = False) -> None:
         """Stop taking messages; what is queued is still sent, then, with ``hang_up``, the
-        websocket is closed."""
+        websocket is closed. A lobby not sent yet is dropped: it is no message, only a view."""
         self._closed = True
+        self._lobby = None
         self._hang_up = self._hang_up or hang_up
         self._wakeup.set()
 
     async def write_loop(self) -> None:
-        """Send queued messages until the page closes."""
+        """Send queued messages, then the pending lobby, until the page closes."""
         try:
             while True:
-                while not self._queue:
-                    if self._closed:
-                        if self._hang_up:
-                            await self.ws.close()
-                        return
+                if self._queue:
+                    data, _ = self._queue.popleft()
+                    self._queued_bytes -= len(data)
+                elif self._lobby is not None:
+                    data, self._lobby = self._lobby, None
+                elif self._closed:
+                    if self._hang_up:
+                        await self.ws.close()
+                    return
+                else:
                     self._wakeup.clear()
                     await self._wakeup.wait()
-                text, _ = self._queue.popleft()
-                await self.ws.send_str(text)
+                    continue
+                await self.ws.send_frame(data, WSMsgType.TEXT)
         except (ConnectionError, RuntimeError) as error:  # the page went away mid-send
             log.debug("page write failed: %s", error)
 
@@ -188,6 +256,71 @@ class LiveViews(MutableMapping[str, MatchView]):
         return {names[t.seat]: t.reply_ms for t in self._turns[match_id] if t is not None}
 
 
+MAX_WS_MESSAGE = 16 * 1024  # the longest message a page may send
+
+
+def page_socket() -> web.WebSocketResponse:
+    """A page's websocket. Not compressed: each page would hold its own compressor (hundreds
+    of KiB) and compress again, for itself, the lobby and the moves every page is sent."""
+    return web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_WS_MESSAGE, compress=False)
+
+
+async def refuse_page(ws: web.WebSocketResponse, message: bytes) -> web.WebSocketResponse:
+    """Tell a page why it may not stay, then close its socket ("try again later")."""
+    await ws.send_frame(message, WSMsgType.TEXT)
+    await ws.close(code=WSCloseCode.TRY_AGAIN_LATER, message=b"too many pages")
+    return ws
+
+
+class PageQuota:
+    """The pages open (websockets: the visor's ``/ws`` and the Thud API's ``/match``), in all
+    and per address, against the arena's caps.
+
+    When every page the arena takes is open, a new one from an address that holds fewer than
+    the busiest address by two or more takes the place of that address's oldest page (cut
+    off), as the bots' port makes room: however few addresses hold the pages, they cannot shut
+    the others out.
+    """
+
+    def __init__(self, most: int, most_per_address: int) -> None:
+        self.most = most
+        self.most_per_address = most_per_address
+        self.open = 0
+        self._pages: dict[str, dict[Page, None]] = {}  # by address, oldest first
+
+    def admit(self, address: str, page: Page) -> str | None:
+        """Count ``page``, from ``address``; or, if a cap is reached, say why not."""
+        mine = len(self._pages.get(address, ()))
+        if mine >= self.most_per_address:
+            return f"at most {self.most_per_address} pages from one address: close one first"
+        if self.open >= self.most and not self._make_room(mine):
+            return f"the arena has {self.most} pages open already: try again later"
+        self._pages.setdefault(address, {})[page] = None
+        self.open += 1
+        return None
+
+    def _make_room(self, mine: int) -> bool:
+        """Cut off the oldest page of the busiest address, if it holds more than ``mine`` + 1."""
+        busiest = max(self._pages, key=lambda address: len(self._pages[address]))
+        pages = self._pages[busiest]
+        if len(pages) <= mine + 1:
+            return False
+        oldest = next(iter(pages))
+        log.info("the arena's pages are all open: one of %s's %d gives way", busiest, len(pages))
+        self.leave(busiest, oldest)
+        oldest.abort()
+        return True
+
+    def leave(self, address: str, page: Page) -> None:
+        pages = self._pages.get(address)
+        if pages is None or page not in pages:
+            return  # it gave way to a newcomer already
+        del pages[page]
+        self.open -= 1
+        if not pages:
+            del self._pages[address]
+
+
 class SpectatorHub:
     """Everything the browser pages watch, kept from the arena's updates: the hub never reads
     a live match, only the immutable views and turn results the arena sends it."""
@@ -204,6 +337,7 @@ class SpectatorHub:
         self.relays: dict[str, set[Deliver]] = {}  # other nodes' pages watching a match here
         self._elsewhere: set[str] = set()  # matches of other nodes that pages here watch
         self._lobby_dirty = asyncio.Event()
+        self._lobby_messages: dict[str | None, bytes] = {}  # by filter, until the lobby changes
         arena.listeners.append(self.on_update)
         if others is not None:
             others.serve_spectators(self)
@@ -211,7 +345,7 @@ class SpectatorHub:
     # --- arena updates -----------------------------------------------------------------------
     def on_update(self, update: Update) -> None:
         self._lobby_dirty.set()
-        text: str | None = None
+        text: bytes | None = None
         if isinstance(update, TurnPlayed):  # by far the most frequent
             result = update.result
             match_id = result.match_id
@@ -221,25 +355,25 @@ class SpectatorHub:
             if not pages and not relays:
                 return  # nobody watches it
             count = len(pages or ()) + len(relays or ())
-            text = (result.spectator_json() + b',"spectators":%d}' % count).decode()
+            text = result.spectator_json() + b',"spectators":%d}' % count
         elif isinstance(update, SeatsChanged | GameStarted):
             view = self.live[update.view.match_id] = update.view
             match_id = view.match_id
             self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
             if self.watchers.get(match_id) or self.relays.get(match_id):
-                text = dumps(self.snapshot(view))
+                text = orjson.dumps(self.snapshot(view))
         elif isinstance(update, SeatLeft):
             match_id = update.match_id
             view_or_none = self.live.get(match_id)
             if view_or_none is not None:
                 seat_name = view_or_none.codec.seat_names[update.seat]
-                text = dumps({"type": "left", "seat": seat_name, "nick": update.nick})
+                text = orjson.dumps({"type": "left", "seat": seat_name, "nick": update.nick})
         elif isinstance(update, GameFinished):
             view = update.view
             match_id = view.match_id
             self._drop_live(match_id)
             self._keep_finished(self.summary(view))
-            text = dumps(
+            text = orjson.dumps(
                 {
                     "type": "end",
                     "simulationId": match_id,
@@ -251,13 +385,14 @@ class SpectatorHub:
             match_id = update.match_id
             self._drop_live(match_id)
             self.opened_at.pop(match_id, None)
-            text = dumps(
+            text = orjson.dumps(
                 {"type": "error", "message": "This simulation was closed before it started"}
             )
         relays = self.relays.get(match_id)
         if relays and text is not None:
+            relayed = text.decode()
             for deliver in relays:
-                deliver(text)
+                deliver(relayed)
         if isinstance(update, GameFinished | Removed):
             self.relays.pop(match_id, None)
         pages = self.watchers.get(match_id)
@@ -276,12 +411,12 @@ class SpectatorHub:
     def _drop_live(self, match_id: str) -> None:
         self.live.pop(match_id, None)
 
-    def _push(self, match_id: str, pages: list[Page], text: str) -> None:
-        snapshot: str | None = None
+    def _push(self, match_id: str, pages: list[Page], text: bytes) -> None:
+        snapshot: bytes | None = None
         for page in pages:
-            if snapshot is None and page.backlog >= MAX_QUEUED:
+            if snapshot is None and page.behind:
                 view = self.live.get(match_id)
-                snapshot = dumps(self.snapshot(view)) if view is not None else text
+                snapshot = orjson.dumps(self.snapshot(view)) if view is not None else text
             page.push(text, snapshot=snapshot)
 
     # --- views -------------------------------------------------------------------------------
@@ -341,22 +476,73 @@ class SpectatorHub:
             live.extend(self.others.simulations())
         return live
 
-    def lobby(self) -> JsonObject:
-        live = self.live_simulations()
-        live_ids = {entry["simulationId"] for entry in live}
-        finished = [entry for key, entry in reversed(self.finished.items()) if key not in live_ids]
-        rows = live + finished
-        now = asyncio.get_running_loop().time()
-        for entry in rows:  # how long ago it was opened (pages count on from there)
-            opened = self.opened_at.get(entry["simulationId"])
-            entry["ageMs"] = None if opened is None else round(1000 * (now - opened))
-        return {"type": "lobby", "simulations": rows, "house": house_players()}
+    def lobbies(self, games: Iterable[str | None]) -> dict[str | None, JsonObject]:
+        """The lobby of every game (``None``) or of one, for each of ``games``: its first
+        ``LOBBY_ROWS`` rows in the lobby's order, and how many simulations each game has in each
+        status.
+
+        The order: games being played (the most watched first, then the newest), then
+        simulations in which a player waits, then empty ones, then finished games; newest
+        first within each. A simulation nobody has joined never sits above a game being played.
+        """
+        loop_now, wall_now = asyncio.get_running_loop().time(), time.time()
+        entries: list[LobbyEntry] = []
+        for view in self.live.values():
+            age_s = loop_now - self.opened_at.get(view.match_id, loop_now)
+            spectators = len(self.watchers.get(view.match_id, ()))
+            seated = any(player is not None for player in view.players)
+            order = lobby_order(view.status.value, seated, spectators, age_s)
+            entries.append(LobbyEntry(order, view.game, view.status.value, view, age_s))
+        for row in self.others.simulations() if self.others is not None else ():
+            age_s = wall_now - row.get("created", wall_now)
+            seated = any(player is not None for player in row["players"])
+            order = lobby_order(row["status"], seated, row["spectators"], age_s)
+            entries.append(LobbyEntry(order, row["game"], row["status"], row, age_s))
+        live_ids = {entry.simulation_id for entry in entries}
+        for index, finished in enumerate(reversed(self.finished.values())):
+            if finished["simulationId"] not in live_ids:
+                opened = self.opened_at.get(finished["simulationId"])
+                age = None if opened is None else loop_now - opened
+                entries.append(
+                    LobbyEntry((3, 0, index), finished["game"], "finished", finished, age)
+                )
+        counts = {name: dict.fromkeys(STATUSES, 0) for name in self.arena.games}
+        for entry in entries:
+            counts.setdefault(entry.game, dict.fromkeys(STATUSES, 0))[entry.status] += 1
+        entries.sort(key=lambda entry: entry.order)
+        lobbies: dict[str | None, JsonObject] = {}
+        for game in games:
+            shown = (entry for entry in entries if game is None or entry.game == game)
+            lobbies[game] = {
+                "type": "lobby",
+                "game": game,
+                "simulations": [self._lobby_row(e) for e in itertools.islice(shown, LOBBY_ROWS)],
+                "counts": counts,
+                "house": house_players(),
+            }
+        return lobbies
+
+    def _lobby_row(self, entry: LobbyEntry) -> JsonObject:
+        source = entry.source
+        row = self.summary(source) if isinstance(source, MatchView) else dict(source)
+        row["ageMs"] = None if entry.age_s is None else round(1000 * entry.age_s)
+        return row
+
+    def lobby_message(self, game: str | None) -> bytes:
+        """The lobby as it is, unchanged since the lobby loop last ran: encoded once for every
+        page that asks for it, however often they ask."""
+        message = self._lobby_messages.get(game)
+        if message is None:
+            message = self._lobby_messages[game] = orjson.dumps(self.lobbies([game])[game])
+        return message
 
     # --- pages -------------------------------------------------------------------------------
-    def join_lobby(self, page: Page) -> None:
-        page.in_lobby = True
+    def join_lobby(self, page: Page, game: str | None) -> None:
+        """The page follows the lobby of every game (``None``) or of one."""
+        page.lobby_game = game if game in self.arena.games else None
         self.lobby_pages.add(page)
-        page.send(self.lobby(), droppable=True)
+        if not self._lobby_dirty.is_set():  # else the lobby loop sends the new lobby shortly
+            page.push_lobby(self.lobby_message(page.lobby_game))
 
     def watch(self, page: Page, simulation_id: str) -> None:
         self.stop_watching(page)
@@ -393,11 +579,11 @@ class SpectatorHub:
     def relay(self, simulation_id: str, deliver: Deliver) -> None:
         view = self.live.get(simulation_id)
         if view is None:  # it ended a moment ago
-            deliver(dumps(self.not_live(simulation_id)))
+            deliver(orjson.dumps(self.not_live(simulation_id)).decode())
             return
         self.relays.setdefault(simulation_id, set()).add(deliver)
         self._lobby_dirty.set()
-        deliver(dumps(self.snapshot(view)))
+        deliver(orjson.dumps(self.snapshot(view)).decode())
 
     def unrelay(self, simulation_id: str, deliver: Deliver) -> None:
         relays = self.relays.get(simulation_id)
@@ -409,7 +595,7 @@ class SpectatorHub:
     def relayed(self, simulation_id: str, text: str, last: bool) -> None:
         pages = self.watchers.get(simulation_id)
         if pages:
-            self._push(simulation_id, list(pages), text)
+            self._push(simulation_id, list(pages), text.encode())
         if last:  # its node is lost: each page is told (above), then closed
             self._elsewhere.discard(simulation_id)
             for page in self.watchers.pop(simulation_id, set()):
@@ -430,7 +616,7 @@ class SpectatorHub:
 
     async def shut_down(self, timeout_s: float) -> None:
         """Tell every page the server is stopping, and close them once that is sent."""
-        notice = dumps({"type": "error", "message": "Server shutting down"})
+        notice = orjson.dumps({"type": "error", "message": BotError.SERVER_SHUTTING_DOWN})
         pages = list(self.pages)
         for page in pages:
             page.push(notice, droppable=False)
@@ -451,21 +637,22 @@ class SpectatorHub:
         while True:
             await self._lobby_dirty.wait()
             self._lobby_dirty.clear()
-            if self.lobby_pages:
-                text = dumps(self.lobby())
-                for page in self.lobby_pages:
-                    page.push(text)
+            wanted = {page.lobby_game for page in self.lobby_pages}
+            lobbies = self.lobbies(wanted) if wanted else {}
+            self._lobby_messages = {game: orjson.dumps(lobby) for game, lobby in lobbies.items()}
+            for page in self.lobby_pages:
+                page.push_lobby(self._lobby_messages[page.lobby_game])
             await asyncio.sleep(LOBBY_INTERVAL_S)
 
 
 def house_players() -> JsonObject:
     """The house players of each game, so pages offer exactly what the server accepts."""
     return {
-        game: [
+        name: [
             {"name": p.name, "description": p.description, "sides": list(p.sides)}
-            for p in players.values()
+            for p in game.house_players.values()
         ]
-        for game, players in HOUSE_PLAYERS.items()
+        for name, game in GAMES.items()
     }
 
 

@@ -3,7 +3,8 @@
 A layer above the arena, beside the TCP server; its only way into a match is the one every
 front end uses (``match.seat``, ``match.submit``, ``match.leave``, ``match.rejoin``), so a match
 never knows which node a seat or a spectator is connected through. ``server.cluster.node``
-(which imports redis-py) is imported only by an arena configured with ``redis``.
+puts a node's parts together (see its docstring); it and the parts that talk to Redis import
+redis-py, and are imported only by an arena configured with ``redis``.
 """
 
 from __future__ import annotations

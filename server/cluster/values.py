@@ -60,7 +60,7 @@ def node_http(raw: bytes | str) -> str:
 
 
 def directory_entry(value: object) -> JsonObject:
-    """A simulation as the directory keeps it (``node.lobby_entry``): a lobby row, its node,
+    """A simulation as the directory keeps it (``listing.lobby_entry``): a lobby row, its node,
     its free seats and when it was created; ``value`` as stored (bytes), or as a lobby message
     carries it."""
     entry = _object(_json(value) if isinstance(value, bytes) else value, "a directory entry")

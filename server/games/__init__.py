@@ -1,10 +1,10 @@
-"""The games the arena hosts, registered by name: each is a codec class around its rules."""
+"""The games the arena hosts, registered by name: each a ``Game`` around its codec and rules."""
 
 from __future__ import annotations
 
-from server.games.base import AnyCodec
-from server.games.tavern.codec import TavernCodec
-from server.games.thud.codec import ThudCodec
+from server.games.base import Game
+from server.games.tavern.game import TAVERN
+from server.games.thud.game import THUD
 
-GAMES: dict[str, type[AnyCodec]] = {TavernCodec.name: TavernCodec, ThudCodec.name: ThudCodec}
-DEFAULT_GAME = TavernCodec.name
+GAMES: dict[str, Game] = {game.name: game for game in (TAVERN, THUD)}
+DEFAULT_GAME = TAVERN.name

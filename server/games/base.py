@@ -1,4 +1,5 @@
-"""What a game is to the arena: pure rules, and a codec that puts them on the wire.
+"""What a game is to the arena: pure rules, a codec that puts them on the wire, and a ``Game``
+that holds everything else the arena knows about it.
 
 A game's *rules* are pure: the position before the first turn, whose turn it is, checking a
 candidate action against a position, applying a checked action (without checking it again),
@@ -7,17 +8,25 @@ and the outcome as data; no I/O, no clock, and every random choice drawn from a
 positions and results into messages; what both games say alike (``ready``, ``game-info``,
 ``turn``, the end of a game) is written once, in ``Codec``. The match, seats, timeouts and the
 transports only ever talk to a codec and its rules.
+
+A ``Game`` (one per game, registered by name in ``server.games``) is where the rest lives, as
+python-chess keeps a variant's knowledge in its variant class: its settings section of
+``config.json``, its house players, its league's rules, its replay picture. Nothing outside
+``server/games/`` tests a game's name; it asks the game.
 """
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from server.config import ArenaConfig
 from server.errors import Rejected
+from server.games.picture import Picture
+from server.games.settings import Section
 
 JsonObject = dict[str, Any]
 
@@ -52,9 +61,6 @@ class SeatClock:
     first_turn_timeout_ms: int  # its very first reply (start-up included)
     max_consecutive_timeouts: int
     reconnect_grace_ms: int
-
-
-INVALID_TURN = "Invalid turn"  # a player-turn the game cannot take (each game says why)
 
 
 class ActionRejected(Rejected):
@@ -130,13 +136,9 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
 
     @classmethod
     @abstractmethod
-    def from_config(cls, config: ArenaConfig) -> Codec[StateT, CandidateT, ActionT]:
-        """The game as the arena's settings define it."""
-
-    @classmethod
-    @abstractmethod
     def from_settings(cls, settings: JsonObject) -> Codec[StateT, CandidateT, ActionT]:
-        """The game a record was played with (the inverse of ``settings``)."""
+        """The game of these settings: a record's, or the configured ones (``Game.settings``);
+        the inverse of ``settings``."""
 
     # --- seats -----------------------------------------------------------------------------------
     def wanted_seats(self, request: JsonObject) -> tuple[int, ...]:
@@ -272,6 +274,11 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
     def events_text(self, events: Sequence[Any]) -> list[str]:
         """A turn's events in words, a line each, squares as ``x,y``."""
 
+    def end_text(self, reason: str, last: str) -> str | None:
+        """Why a game ended, in words, where its reason alone does not say it; ``last`` names
+        the seat that played the last turn. ``None``: the reason says it all."""
+        return None
+
     @abstractmethod
     def settings(self) -> JsonObject:
         """Everything that, with the seed and the turns, replays a game of these settings."""
@@ -282,3 +289,86 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
 
 
 AnyCodec = Codec[Any, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class HousePlayer(ABC):
+    """A built-in player of one game, playing real strategy (or a baseline), seeded so that
+    games between house players replay from their seeds.
+
+    In the arena's process it thinks on the rules' own position (``reply``); run as a bot
+    process it reads the turn message instead (``reply_to_wire``). Either way it answers with a
+    ``player-turn`` message, exactly as a remote bot would.
+    """
+
+    name: str
+    description: str
+    sides: tuple[str, ...]  # the seats it knows how to play
+
+    @abstractmethod
+    def reply(self, state: Any, seat: int, rng: random.Random) -> JsonObject:
+        """The ``player-turn`` message for a position of the rules, ``seat`` on move."""
+
+    @abstractmethod
+    def reply_to_wire(
+        self, message: JsonObject, info: JsonObject, rng: random.Random
+    ) -> JsonObject:
+        """The same for a ``turn`` message, given the seat's ``game-info``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeagueRules:
+    """How a tournament of the game pairs its bots and how its league keeps them."""
+
+    table_per_seat: bool  # a table per seat (each side's bots against their own kind), else one
+    both_ways: bool  # every pair of bots meets once from each seat (else once, unless asked)
+
+
+class Game(ABC):
+    """Everything the arena knows about one game besides its rules and its wire: one instance
+    per game, in ``server.games.GAMES``; a new game is one of these and its package."""
+
+    codec: ClassVar[type[AnyCodec]]  # its wire, for one set of settings
+    top_level_keys: ClassVar[frozenset[str]] = frozenset()
+    """Keys of ``config.json``'s top level that also set this game (the original server's)."""
+    house_players: ClassVar[Mapping[str, HousePlayer]]
+    league: ClassVar[LeagueRules]
+    picture: ClassVar[Picture]
+    client_adapter: ClassVar[Path | None] = None
+    """The Node.js program that plays the game's challenge clients (JavaScript files)."""
+
+    @property
+    def name(self) -> str:
+        return self.codec.name
+
+    @property
+    def seat_names(self) -> tuple[str, ...]:
+        return self.codec.seat_names
+
+    @property
+    def score_names(self) -> tuple[str, ...]:
+        return self.codec.score_names
+
+    @abstractmethod
+    def settings(self, section: Section) -> JsonObject:
+        """The game's settings from its section of ``config.json``, checked (raises
+        ``SettingsError`` naming the key), as records keep them: ``codec.from_settings`` reads
+        them."""
+
+    def default_settings(self) -> JsonObject:
+        """The settings of an empty section."""
+        return self.settings(Section({}, {}))
+
+    def codec_for(self, settings: JsonObject) -> AnyCodec:
+        """The game on the wire, for these settings."""
+        return self.codec.from_settings(settings)
+
+    def with_turn_limit(self, settings: JsonObject, turns: int) -> JsonObject:
+        """These settings, the game ending on points after ``turns`` turns (every game's
+        settings read ``turnLimit``)."""
+        return self.codec_for({**settings, "turnLimit": turns}).settings()
+
+    @abstractmethod
+    def house_join(self, seat_name: str | None) -> JsonObject:
+        """A house player's join fields to take ``seat_name`` (``None``: the seat the game
+        gives), its ``nick`` besides."""

@@ -15,6 +15,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
+from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import GameResult
 from server.records.backends import Backend, Connection
@@ -28,7 +29,6 @@ GAME_COLUMNS = (  # a game's row, and its turn count, also while it is played
     "games.*, CASE WHEN games.status = 'playing' THEN coalesce("
     f"{LAST_TURN}, games.turn_count) ELSE games.turn_count END AS turns_played"
 )
-SCORE_KEYS = {"thud": ("dwarfs", "trolls"), "tavern": ("team1", "team2")}
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -303,7 +303,7 @@ def _tournament(row: Any) -> JsonObject:
 
 
 def _seat_score(game: str, score: JsonObject, seat: int) -> int:
-    return int(score.get(SCORE_KEYS[game][seat], 0))
+    return int(score.get(GAMES[game].score_names[seat], 0))
 
 
 def _filter_sql(where: GameFilter) -> tuple[list[str], list[Any]]:

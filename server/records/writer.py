@@ -322,6 +322,13 @@ class Writer:
                     self._sweep(connection)
                 except self.backend.errors:
                     log.exception("records: looking for the games of stopped processes failed")
+                except OSError as error:  # an owner's lock file, with no descriptor left
+                    log.warning(
+                        "records: looking for the games of stopped processes failed: %s "
+                        "(tried again in %g s)",
+                        error,
+                        self.sweep_s,
+                    )
                 next_sweep = time.monotonic() + self.sweep_s
                 continue
             batches = [first]

@@ -18,7 +18,7 @@ from typing import IO
 import orjson
 
 from bots.sdk import ArenaClient, JsonObject
-from server.house import NAMES
+from server.games.tavern.house import HOUSE_NAMES
 
 
 def keep(log: IO[bytes], entry: JsonObject) -> None:
@@ -29,7 +29,7 @@ def keep(log: IO[bytes], entry: JsonObject) -> None:
 async def main(args: argparse.Namespace, log: IO[bytes]) -> None:
     late = {int(turn) for turn in args.late.split(",")}
     async with await ArenaClient.connect("127.0.0.1", args.port) as client:
-        info = await client.join(args.simulation, nick="late", names=NAMES)
+        info = await client.join(args.simulation, nick="late", names=HOUSE_NAMES)
         team = info["team"]
 
         async def on_turn(message: JsonObject) -> JsonObject:

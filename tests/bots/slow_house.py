@@ -15,12 +15,12 @@ import sys
 
 from bots.house import replies
 from bots.sdk import ArenaClient, JsonObject
-from server.house import HOUSE_PLAYERS, NAMES
+from server.games import GAMES
 
 
 async def main(args: argparse.Namespace) -> None:
-    player = HOUSE_PLAYERS[args.game][args.player]
-    fields: JsonObject = {"names": NAMES} if args.game == "tavern" else {"side": args.side}
+    player = GAMES[args.game].house_players[args.player]
+    fields = GAMES[args.game].house_join(args.side)
     async with await ArenaClient.connect("127.0.0.1", args.port) as client:
         info = await client.join(args.simulation, nick=args.player, game=args.game, **fields)
         reply = replies(player, info, args.seed)

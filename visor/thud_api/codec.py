@@ -37,6 +37,10 @@ class TooMany(Exception):
     """One client asks for more than its share: answered 429 with ``{"error": message}``."""
 
 
+class TooSlow(Exception):
+    """A request's body did not arrive in time: answered 408, and the connection is closed."""
+
+
 class Damaged(Exception):
     """A stored game this request needs cannot be read back: answered 409."""
 

@@ -23,6 +23,7 @@ from server.arena import Arena
 from server.cluster import OtherNodes
 from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
+from server.games.thud.game import THUD
 from server.games.thud.rules import Action, State
 from server.match import (
     GameFinished,
@@ -30,12 +31,12 @@ from server.match import (
     MatchLimits,
     MatchOptions,
     SeatMessage,
-    SeatRequest,
     TurnPlayed,
     Update,
 )
 from server.records import Records
 from server.replay import DamagedRecord, frames
+from server.session import Client, Session
 from visor.nodes import NodeClient, NodeUnreachable
 from visor.thud_api.codec import (
     START,
@@ -52,8 +53,7 @@ from visor.thud_api.codec import (
 
 log = logging.getLogger(__name__)
 
-GAME = "thud"
-MAX_LIVE_GAMES = 1000  # live HTTP API games at once; /start answers 503 beyond
+GAME = THUD.name  # the earlier Thud server's API plays Thud only
 READY_TIMEOUT_S = 10.0  # until a new or loaded game's match asks for its first move
 
 OpponentMoved = Callable[["HttpGame", int, JsonObject, Answer], None]
@@ -61,11 +61,12 @@ GameEnded = Callable[["HttpGame", Outcome], None]
 
 
 class HttpSeat:
-    """A seat played through the API: the match's messages to it are noted, not sent anywhere.
+    """A seat played through the API, a ``server.session.SessionChannel``: the match's
+    messages to it are noted, not sent anywhere.
 
     The player asks for the position (``/game``) and moves (``/move``) when it likes; the seat
     keeps the position of each turn it is asked for, and tells its game when the match first
-    asks for a move.
+    asks for a move. A refused move is answered ``false`` (the API has no error messages).
     """
 
     def __init__(self, game: HttpGame) -> None:
@@ -76,6 +77,18 @@ class HttpSeat:
             self.game.state = message.state
             self.game.ready.set()
 
+    def send_data(self, data: bytes) -> None:
+        raise AssertionError("an API game is played by the node that holds its token")
+
+    def error(self, message: str, reason: str | None) -> None:
+        """A refused move: ``/move`` answers false."""
+
+    def refuse(self, message: str, reason: str) -> None:
+        """The API's own limits are checked before a seat is asked for."""
+
+    def seated(self) -> None:
+        """The game starts once both seats are taken; ``go_live`` waits for it."""
+
     def close(self) -> None:
         """Nothing to release."""
 
@@ -85,6 +98,7 @@ class HttpGame:
 
     def __init__(
         self,
+        arena: Arena,
         token: str,
         match: Match,
         player_digests: tuple[str, str],
@@ -96,11 +110,28 @@ class HttpGame:
         self.player_digests = player_digests
         self.names = names
         self.address = address  # of the client that started it, for the per-address cap
-        self.channels = (HttpSeat(self), HttpSeat(self))
+        self.sessions = (self._session(arena, address), self._session(arena, address))
         self.state: State = START
         self.outcome: Outcome | None = None
         self.ready = asyncio.Event()  # the match has asked for a move (or the game ended)
         self.lock = asyncio.Lock()  # one move at a time
+        self.expiry: asyncio.TimerHandle | None = None  # ends it if nobody moves in it
+
+    def unplayed(self) -> bool:
+        """Live, and nobody has moved in it yet."""
+        return not self.over() and self.ready.is_set() and self.state.ply == 1
+
+    def stop(self) -> None:
+        """End the game as it stands (``No move``, as the engine ended a game whose client made
+        no move): for a game nobody plays."""
+        seat = rules.SIDES.index(rules.side_to_move(self.state))
+        self.sessions[seat].move({"type": "player-turn", "stop": True})
+
+    def _session(self, arena: Arena, address: str) -> Session:
+        """People and programs alike call the API: each move may take a person's time."""
+        timeout_s = arena.config.person_turn_timeout_ms / 1000
+        client = Client(address, kind="http", turn_timeout_s=timeout_s, routes=False)
+        return Session(arena, client, HttpSeat(self))
 
     def seat_of(self, player_token: str) -> int | None:
         wanted = digest(player_token)
@@ -146,13 +177,9 @@ class ThudGames:
         self.live: dict[str, HttpGame] = {}  # playable games by game token
         self._by_match: dict[str, HttpGame] = {}
         self._per_address: Counter[str] = Counter()  # live games by the address that began them
+        self._making_room: dict[str, HttpGame] = {}  # games ended for a new one, until they end
         self._loading = asyncio.Lock()
         arena.listeners.append(self.on_update)
-
-    @property
-    def turn_timeout_s(self) -> float:
-        """People and programs alike call the API: each move may take a person's time."""
-        return self.arena.config.person_turn_timeout_ms / 1000
 
     def _options(self, **changes: Any) -> MatchOptions:
         """The seats are held: a matched player who leaves before the start forfeits. An HTTP
@@ -172,16 +199,11 @@ class ThudGames:
         address: str,
     ) -> HttpGame:
         """Seat two HTTP seats in a waiting match, which starts it."""
-        game = HttpGame(token, match, player_digests, names, address)
+        game = HttpGame(self.arena, token, match, player_digests, names, address)
         self._by_match[match.id] = game
         self._per_address[address] += 1
-        for seat, name in enumerate(names):
-            request = SeatRequest(
-                {"nick": name, "side": rules.SIDES[seat]},
-                kind="http",
-                turn_timeout_s=self.turn_timeout_s,
-            )
-            match.seat(game.channels[seat], request)
+        for session, name, side in zip(game.sessions, names, rules.SIDES, strict=True):
+            session.sit(match, {"nick": name, "side": side})
         return game
 
     def _check_share(self, address: str) -> None:
@@ -191,9 +213,10 @@ class ThudGames:
 
     def create(self, names: tuple[str, str], address: str) -> tuple[HttpGame, tuple[str, str]]:
         """A new game between two names; returns it and the two player tokens."""
-        if len(self._by_match) >= MAX_LIVE_GAMES:
-            raise Unavailable(f"the server plays {MAX_LIVE_GAMES} API games already: try later")
         self._check_share(address)
+        most = self.arena.config.max_thud_api_games
+        if len(self._by_match) >= most and not self._make_room(address):
+            raise Unavailable(f"the server plays {most} API games already: try later")
         token = secrets.token_urlsafe(24)
         player_tokens = (secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         player_digests = (digest(player_tokens[0]), digest(player_tokens[1]))
@@ -201,6 +224,30 @@ class ThudGames:
         game = self._seat(match, token, player_digests, names, address)
         self.records.thud_api_game_created(digest(token), match.id, player_digests, names)
         return game, player_tokens
+
+    def _make_room(self, address: str) -> bool:
+        """Every API game is taken: end one nobody has moved in, the oldest of the address that
+        holds the most games, if it holds more than ``address`` does. True if one was ended."""
+        mine = self._per_address[address]
+        candidates = [
+            (-self._per_address[game.address], order, game)
+            for order, game in enumerate(self._by_match.values())  # oldest first
+            if self._per_address[game.address] > mine and game.unplayed()
+        ]
+        if not candidates:
+            return False
+        _, _, game = min(candidates, key=lambda candidate: candidate[:2])
+        log.info("thud api: game %s, never played, makes room for a new one", game.match.id)
+        game.stop()
+        self._forget(game)  # its place is free now; its end is announced once its match ends
+        self._making_room[game.match.id] = game
+        return True
+
+    def _expire(self, game: HttpGame) -> None:
+        game.expiry = None
+        if game.unplayed():
+            log.info("thud api: game %s ends: nobody moved in it", game.match.id)
+            game.stop()
 
     async def go_live(self, game: HttpGame) -> None:
         """Once the match asks for the first move, the game's token plays it.
@@ -221,6 +268,9 @@ class ThudGames:
         if not game.ready.is_set():
             raise Unavailable("the game did not start in time: try again")
         self.live[game.token] = game
+        if game.unplayed():  # a game nobody plays gives its place back sooner
+            expiry_s = self.arena.config.thud_api_unplayed_expiry_ms / 1000
+            game.expiry = asyncio.get_running_loop().call_later(expiry_s, self._expire, game)
         if self.others is not None:  # the other nodes find it from now on
             await self.others.alias(node_name(game.token), game.match.id)
 
@@ -231,9 +281,11 @@ class ThudGames:
             if game is not None:
                 result = update.result
                 game.state = result.state
-                self._opponent_moved(game, result.seat, result.action, answer_of(result.events))
+                if "move" in result.action:  # not the stop that ends a game nobody plays
+                    self._opponent_moved(game, result.seat, result.action, answer_of(result.events))
         elif isinstance(update, GameFinished):
-            game = self._by_match.get(update.view.match_id)
+            match_id = update.view.match_id
+            game = self._by_match.get(match_id) or self._making_room.pop(match_id, None)
             if game is not None:
                 game.outcome = update.outcome
                 if update.view.state is not None:
@@ -243,6 +295,9 @@ class ThudGames:
                 self._ended(game, update.outcome)
 
     def _forget(self, game: HttpGame) -> None:
+        if game.expiry is not None:
+            game.expiry.cancel()
+            game.expiry = None
         if self.live.get(game.token) is game:
             del self.live[game.token]
         if self._by_match.get(game.match.id) is game:
@@ -272,9 +327,7 @@ class ThudGames:
             return game.kills(seat, request)
         async with game.lock:
             wire = {"from": list(request.start), "to": list(request.end)}
-            played = game.match.submit(
-                seat, {"type": "player-turn", "move": wire}, game.channels[seat]
-            )
+            played = game.sessions[seat].move({"type": "player-turn", "move": wire})
             if played is None:
                 return False
             await self.records.flush()  # an acknowledged move is on disk

@@ -14,7 +14,8 @@ import orjson
 from aiohttp import WSMsgType, web
 
 from server.games.base import JsonObject, Outcome
-from visor.hub import Page
+from visor.errors import PageError
+from visor.hub import Page, PageQuota, page_socket, refuse_page
 from visor.thud_api.codec import (
     MAX_NAME,
     PLAYER_KEYS,
@@ -34,22 +35,15 @@ from visor.thud_api.games import HttpGame, ThudGames
 
 NAME = re.compile(r"[A-Za-z0-9]{1,64}")  # a matchmaking player name
 DUPLICATE_NAME = "Duplicate player name."
-MAX_WS_MESSAGE = 16 * 1024
 
 
 class MatchSocket:
     """A player on ``/match/{name}``: free until matched, then bound to one game."""
 
-    def __init__(
-        self,
-        name: str,
-        ws: web.WebSocketResponse,
-        transport: asyncio.Transport | None,
-        address: str,
-    ) -> None:
+    def __init__(self, name: str, page: Page, address: str) -> None:
         self.name = name
         self.address = address
-        self.page = Page(ws, transport)  # a bounded outgoing queue and its write loop
+        self.page = page  # a bounded outgoing queue and its write loop
         self.game: HttpGame | None = None
         self.seat = 0
         self.player_token = ""
@@ -57,7 +51,7 @@ class MatchSocket:
         self._held: list[object] = []
 
     def send(self, message: object) -> None:
-        self.page.push(orjson.dumps(message).decode(), droppable=False)
+        self.page.push(orjson.dumps(message), droppable=False)
 
     def send_after_reply(self, message: object) -> None:
         if self.busy:
@@ -76,7 +70,9 @@ class MatchSocket:
 class Matchmaking:
     """The players on the socket by name, and which API game each plays."""
 
-    def __init__(self) -> None:
+    def __init__(self, quota: PageQuota, max_page_bytes: int) -> None:
+        self.quota = quota  # the sockets count as the visor's pages do, against the same caps
+        self.max_page_bytes = max_page_bytes
         self.players: dict[str, MatchSocket] = {}  # connected players by name
         self._sockets: dict[str, list[MatchSocket | None]] = {}  # by game token, by seat
         self.games: ThudGames | None = None  # set once the games exist (they call us back)
@@ -183,7 +179,7 @@ class Matchmaking:
             sockets = self._sockets.get(game.token)
             if sockets is not None:
                 sockets[socket.seat] = None
-            game.match.leave(socket.seat, game.channels[socket.seat])
+            game.sessions[socket.seat].closed()
 
     async def shut_down(self, app: web.Application) -> None:
         """The server is stopping: close every matchmaking socket."""
@@ -200,13 +196,20 @@ class Matchmaking:
         name = request.match_info["playername"]
         if not NAME.fullmatch(name):
             return answer({"error": f"a player name is 1 to {MAX_NAME} letters and digits"}, 400)
-        ws = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_WS_MESSAGE)
+        ws = page_socket()
         await ws.prepare(request)
         if name in self.players:
             await ws.send_str(orjson.dumps(DUPLICATE_NAME).decode())
             await ws.close()
             return ws
-        socket = MatchSocket(name, ws, request.transport, request.remote or "")
+        address = request.remote or ""
+        page = Page(ws, request.transport, self.max_page_bytes)
+        refused = self.quota.admit(address, page)
+        if refused is not None:
+            return await refuse_page(
+                ws, orjson.dumps(["error", f"{PageError.TOO_MANY_PAGES}: {refused}"])
+            )
+        socket = MatchSocket(name, page, address)
         self.players[name] = socket
         try:
             async with asyncio.TaskGroup() as tasks:
@@ -220,6 +223,7 @@ class Matchmaking:
                 finally:
                     self.closed(socket)
         finally:
+            self.quota.leave(address, page)
             await ws.close()
         return ws
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,15 +22,17 @@ from aiohttp import web
 
 from server.arena import Arena
 from server.cluster import OtherNodes
-from server.config import ListenError
 from server.games.base import JsonObject
 from server.records import Records
+from visor.connections import HttpConnections, serving_http
+from visor.hub import PageQuota
 from visor.thud_api.codec import (
     CORS,
     Answer,
     BadRequest,
     Damaged,
     TooMany,
+    TooSlow,
     Unavailable,
     answer,
     board_to_wire,
@@ -57,8 +60,10 @@ PREFLIGHT = {
 class ThudApi:
     """The API: its games and its matchmaking socket."""
 
-    def __init__(self, arena: Arena, records: Records, others: OtherNodes | None = None) -> None:
-        self.matchmaking = Matchmaking()
+    def __init__(
+        self, arena: Arena, records: Records, quota: PageQuota, others: OtherNodes | None = None
+    ) -> None:
+        self.matchmaking = Matchmaking(quota, arena.config.max_page_buffer_bytes)
         self.games = ThudGames(
             arena, records, self.matchmaking.opponent_moved, self.matchmaking.ended, others
         )
@@ -79,9 +84,14 @@ class ThudApi:
         }
 
 
-async def _json_body(request: web.Request) -> JsonObject:
+async def _json_body(request: web.Request, timeout_s: float) -> JsonObject:
     try:
-        body = orjson.loads(await request.read())
+        async with asyncio.timeout(timeout_s):
+            data = await request.read()
+    except TimeoutError:
+        raise TooSlow(f"the request's body did not arrive within {timeout_s:g} s") from None
+    try:
+        body = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         raise BadRequest(f"the body is not valid JSON: {error}") from None
     if not isinstance(body, dict):
@@ -89,10 +99,18 @@ async def _json_body(request: web.Request) -> JsonObject:
     return body
 
 
-def _endpoint(work: Endpoint) -> Handler:
+def _endpoint(work: Endpoint, body_timeout_s: float) -> Handler:
+    """A request's body must arrive within ``body_timeout_s``, as its head must
+    (``httpIdleTimeoutMs``): a client that stops halfway is answered 408 and cut off."""
+
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
-            return answer(await work(await _json_body(request), request.remote or ""))
+            body = await _json_body(request, body_timeout_s)
+            return answer(await work(body, request.remote or ""))
+        except TooSlow as error:
+            response = answer({"error": str(error)}, 408)
+            response.force_close()
+            return response
         except BadRequest as error:
             return answer({"error": str(error)}, 400)
         except Damaged as error:
@@ -114,6 +132,7 @@ THUD_API = web.AppKey("thud_api", ThudApi)
 
 def _routes(app: web.Application, api: ThudApi) -> None:
     games = api.games
+    body_timeout_s = games.arena.config.http_idle_timeout_ms / 1000
 
     async def move(body: JsonObject, address: str) -> Answer:
         return await games.move(parse_move(body), play=True)
@@ -139,18 +158,23 @@ def _routes(app: web.Application, api: ThudApi) -> None:
         "/load": load,
     }
     for path, work in endpoints.items():
-        app.router.add_post(path, _endpoint(work))
+        app.router.add_post(path, _endpoint(work, body_timeout_s))
         app.router.add_route("OPTIONS", path, preflight)
     app.router.add_get("/match/{playername}", api.matchmaking.socket)
     app.on_shutdown.append(api.matchmaking.shut_down)
 
 
 def add_routes(
-    app: web.Application, arena: Arena, records: Records, others: OtherNodes | None = None
+    app: web.Application,
+    arena: Arena,
+    records: Records,
+    quota: PageQuota,
+    others: OtherNodes | None = None,
 ) -> ThudApi:
-    """Serve the API from the visor's app; with ``others``, requests for the games of the
-    arena's other nodes are passed to the node that plays them."""
-    api = ThudApi(arena, records, others)
+    """Serve the API from the visor's app; its matchmaking sockets count against the visor's
+    page ``quota``; with ``others``, requests for the games of the arena's other nodes are
+    passed to the node that plays them."""
+    api = ThudApi(arena, records, quota, others)
     app[THUD_API] = api
     _routes(app, api)
     app.on_cleanup.append(lambda _: api.games.close())
@@ -159,23 +183,18 @@ def add_routes(
 
 @contextlib.asynccontextmanager
 async def serving_separately(
-    app: web.Application, host: str, port: int
+    app: web.Application, host: str, port: int, connections: HttpConnections
 ) -> AsyncIterator[int | None]:
-    """Also serve the API of ``app`` (the same games and players) on ``port``, unless it is 0."""
+    """Also serve the API of ``app`` (the same games and players) on ``port``, unless it is 0;
+    its connections count against the visor's ``connections``."""
     if not port:
         yield None
         return
     own = web.Application()
-    _routes(own, app[THUD_API])
-    runner = web.AppRunner(own, access_log=None, shutdown_timeout=2.0)
-    await runner.setup()
-    try:
-        try:
-            await web.TCPSite(runner, host, port, reuse_address=True).start()
-        except OSError as error:
-            change = '"thudApiPort" in config.json'
-            raise ListenError("the Thud HTTP API", host, port, error, change) from error
-        log.info("the Thud HTTP API is also on http://%s:%s/", host, port)
-        yield port
-    finally:
-        await runner.cleanup()
+    api = app[THUD_API]
+    _routes(own, api)
+    idle_ms = api.games.arena.config.http_idle_timeout_ms
+    names = ("the Thud HTTP API", '"thudApiPort" in config.json')
+    async with serving_http(own, host, port, connections, idle_ms, names) as bound:
+        log.info("the Thud HTTP API is also on http://%s:%s/", host, bound)
+        yield bound

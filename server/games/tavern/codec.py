@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from server.config import ArenaConfig
+from server.errors import BotError
 from server.games.base import (
-    INVALID_TURN,
     ActionRejected,
     Codec,
     JoinRejected,
@@ -38,26 +37,7 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
     rules: rules.TavernRules
 
     @classmethod
-    def from_config(cls, config: ArenaConfig) -> TavernCodec:
-        return cls.from_settings(
-            {
-                "width": config.width,
-                "height": config.height,
-                "pointsToWin": config.points_to_win,
-                "turnLimit": config.turn_limit,
-                "positions": {
-                    team: {
-                        "barrel": {"x": positions.barrel.x, "y": positions.barrel.y},
-                        "bots": [{"x": p.x, "y": p.y} for p in positions.bots],
-                    }
-                    for team, positions in zip(TEAM_NAMES, config.positions, strict=True)
-                },
-            }
-        )
-
-    @classmethod
     def from_settings(cls, settings: JsonObject) -> TavernCodec:
-        """The game a record was played with (the inverse of ``settings``)."""
 
         def coords(point: JsonObject) -> Coords:
             return Coords(point["x"], point["y"])
@@ -91,14 +71,14 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         nick = request.get("nick", "anonymous")
         if not isinstance(nick, str) or not 0 < len(nick) <= MAX_NAME_LENGTH:
             raise JoinRejected(
-                "Invalid join", f"nick must be a string of 1 to {MAX_NAME_LENGTH} characters"
+                BotError.INVALID_JOIN, f"nick must be a string of 1 to {MAX_NAME_LENGTH} characters"
             )
         names = request.get("names", [])
         if not isinstance(names, list) or not all(
             isinstance(name, str) and 0 < len(name) <= MAX_NAME_LENGTH for name in names
         ):
             raise JoinRejected(
-                "Invalid join",
+                BotError.INVALID_JOIN,
                 f"names must be a list of strings of 1 to {MAX_NAME_LENGTH} characters",
             )
         return Player(nick, tuple(names))
@@ -276,14 +256,14 @@ def _order(bot_id: int, direction: Direction | None) -> Order:
 def orders_from_wire(actions: object) -> tuple[Order, ...]:
     """Parse ``actions`` as the original validated them, plus types it left unchecked."""
     if not isinstance(actions, list) or not actions:
-        raise ActionRejected(INVALID_TURN, '"actions" must be a non-empty list')
+        raise ActionRejected(BotError.INVALID_TURN, '"actions" must be a non-empty list')
     orders: list[Order] = []
     for index, action in enumerate(actions):
         if not isinstance(action, dict):
-            raise ActionRejected(INVALID_TURN, f"action {index} is not an object")
+            raise ActionRejected(BotError.INVALID_TURN, f"action {index} is not an object")
         bot_id = _bot_id(action.get("botId"))
         if bot_id is None:
-            raise ActionRejected(INVALID_TURN, f"action {index} has no valid botId")
+            raise ActionRejected(BotError.INVALID_TURN, f"action {index} has no valid botId")
         kind = action.get("type")
         if kind == "PASS":
             orders.append(_order(bot_id, None))
@@ -291,12 +271,14 @@ def orders_from_wire(actions: object) -> tuple[Order, ...]:
             direction = action.get("direction")
             if not isinstance(direction, str) or direction not in _DIRECTIONS:
                 raise ActionRejected(
-                    INVALID_TURN,
+                    BotError.INVALID_TURN,
                     f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
                 )
             orders.append(_order(bot_id, _DIRECTIONS[direction]))
         else:
-            raise ActionRejected(INVALID_TURN, f"action {index}: type must be MOVE or PASS")
+            raise ActionRejected(
+                BotError.INVALID_TURN, f"action {index}: type must be MOVE or PASS"
+            )
     return tuple(orders)
 
 

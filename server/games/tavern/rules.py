@@ -34,9 +34,8 @@ from dataclasses import dataclass, fields, replace
 from enum import IntEnum
 from typing import NamedTuple
 
-from server.games.base import INVALID_TURN, ActionRejected, Outcome, Player, RandomSource, Rules
-
-NOT_YOUR_TURN = "Not your turn"
+from server.errors import BotError
+from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
 
 
 class Direction(IntEnum):
@@ -97,11 +96,11 @@ class Settings:
                 raise ValueError(f"start {cell} is outside the tavern")
         if len(set(cells)) != len(cells):
             raise ValueError("two pieces start on the same cell")
-        team1_barrel, team2_barrel = self.barrel_starts
-        if not all(1 <= barrel.x <= self.width - 2 for barrel in self.barrel_starts) or not (
-            team1_barrel.y <= self.height - 2 and team2_barrel.y >= 1
-        ):
-            raise ValueError("a barrel starts where the rules never let a barrel be")
+        # A barrel never stands in an edge column nor in its own home row, and one that starts
+        # on the other home row would score before anyone moved.
+        for team, barrel in enumerate(self.barrel_starts):
+            if barrel.x in (0, self.width - 1) or barrel.y in (0, self.height - 1):
+                raise ValueError(f"team{team + 1}'s barrel cannot start on an edge row or column")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,18 +225,20 @@ def check_orders(state: State, team: int, orders: Sequence[Order]) -> tuple[Orde
     """A bot's turn as ``apply_turn`` may play it; rejects what the original would have played
     although it breaks the rules (B4)."""
     if state.outcome is not None:
-        raise ActionRejected(NOT_YOUR_TURN, "the game is over")
+        raise ActionRejected(BotError.NOT_YOUR_TURN, "the game is over")
     if team != state.to_move:
-        raise ActionRejected(NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
+        raise ActionRejected(BotError.NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
     if not orders:
-        raise ActionRejected(INVALID_TURN, "a turn needs at least one action")
+        raise ActionRejected(BotError.INVALID_TURN, "a turn needs at least one action")
     own_ids = {dwarf.id for dwarf in state.dwarves if dwarf.team == team}
     seen: set[int] = set()
     for order in orders:
         if order.bot_id not in own_ids:
-            raise ActionRejected(INVALID_TURN, f"dwarf {order.bot_id} is not one of yours")
+            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {order.bot_id} is not one of yours")
         if order.bot_id in seen:
-            raise ActionRejected(INVALID_TURN, f"dwarf {order.bot_id} has more than one action")
+            raise ActionRejected(
+                BotError.INVALID_TURN, f"dwarf {order.bot_id} has more than one action"
+            )
         seen.add(order.bot_id)
     return tuple(orders)
 

@@ -12,9 +12,8 @@ from typing import Any
 
 import orjson
 
-from server.config import ArenaConfig
+from server.errors import BotError
 from server.games.base import (
-    INVALID_TURN,
     ActionRejected,
     Codec,
     JoinRejected,
@@ -27,7 +26,6 @@ from server.protocol import kept_json
 
 BOARD_SIZE = 15
 MAX_NICK_LENGTH = 64
-ILLEGAL_MOVE = "Illegal move"
 
 
 class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
@@ -42,11 +40,6 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     passes_on_timeout = False
 
     @classmethod
-    def from_config(cls, config: ArenaConfig) -> ThudCodec:
-        # A turn limit below the engine's 500 plies ends Thud games sooner too.
-        return cls(rules.ThudRules(config.turn_limit))
-
-    @classmethod
     def from_settings(cls, settings: JsonObject) -> ThudCodec:
         return cls(rules.ThudRules(settings.get("turnLimit", rules.MAX_PLIES)))
 
@@ -56,7 +49,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
         if wanted is None:
             return (0, 1)  # the first joiner gets the dwarfs
         if wanted not in SIDES:
-            raise JoinRejected("Invalid join", 'side must be "dwarf" or "troll"')
+            raise JoinRejected(BotError.INVALID_JOIN, 'side must be "dwarf" or "troll"')
         return (SIDES.index(wanted),)
 
     def choose_seat(self, free_seats: Sequence[int], request: JsonObject) -> int:
@@ -64,13 +57,15 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
         for seat in wanted:
             if seat in free_seats:
                 return seat
-        raise JoinRejected("Side taken", f"the {SIDES[wanted[0]]} side of this simulation is taken")
+        raise JoinRejected(
+            BotError.SIDE_TAKEN, f"the {SIDES[wanted[0]]} side of this simulation is taken"
+        )
 
     def player_from_join(self, request: JsonObject) -> Player:
         nick = request.get("nick", "anonymous")
         if not isinstance(nick, str) or not 0 < len(nick) <= MAX_NICK_LENGTH:
             raise JoinRejected(
-                "Invalid join", f"nick must be a string of 1 to {MAX_NICK_LENGTH} characters"
+                BotError.INVALID_JOIN, f"nick must be a string of 1 to {MAX_NICK_LENGTH} characters"
             )
         return Player(nick)
 
@@ -78,15 +73,19 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     def candidate(self, message: JsonObject) -> Action | Stop:
         if message.get("stop") is True:
             if "move" in message:
-                raise ActionRejected(INVALID_TURN, 'send either "move" or "stop", not both')
+                raise ActionRejected(
+                    BotError.INVALID_TURN, 'send either "move" or "stop", not both'
+                )
             return Stop()
         move = message.get("move")
         if not isinstance(move, dict):
-            raise ActionRejected(INVALID_TURN, '"move" must be {"from": [x, y], "to": [x, y]}')
+            raise ActionRejected(
+                BotError.INVALID_TURN, '"move" must be {"from": [x, y], "to": [x, y]}'
+            )
         start, end = _square(move.get("from"), "from"), _square(move.get("to"), "to")
         declare = message.get("declare")
         if declare is not None and not isinstance(declare, bool):
-            raise ActionRejected(INVALID_TURN, '"declare" must be true or false')
+            raise ActionRejected(BotError.INVALID_TURN, '"declare" must be true or false')
         return Action((start, end), declare)
 
     def action_to_wire(self, action: Action | Stop) -> JsonObject:
@@ -160,6 +159,11 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
             # PiecesKilled repeats the move's kills, already in its line.
         return lines
 
+    def end_text(self, reason: str, last: str) -> str | None:
+        if reason == rules.NO_MOVE:
+            return f"{last} made no move, so the game was scored as it stood"
+        return None
+
     def settings(self) -> JsonObject:
         # Thud has one board and one set of rules; only a shorter game says so.
         limit = self.rules.ply_limit
@@ -181,10 +185,10 @@ def _square(value: object, field: str) -> Square:
         or len(value) != 2
         or not (_is_int(value[0]) and _is_int(value[1]))
     ):
-        raise ActionRejected(INVALID_TURN, f'"{field}" must be a square [x, y]')
+        raise ActionRejected(BotError.INVALID_TURN, f'"{field}" must be a square [x, y]')
     x, y = value
     if not rules.is_square(x, y):
-        raise ActionRejected(ILLEGAL_MOVE, f"{value} is not a square of the board")
+        raise ActionRejected(BotError.ILLEGAL_MOVE, f"{value} is not a square of the board")
     return x, y
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from itertools import chain, pairwise
 from typing import Final, Literal, NamedTuple, TypeAlias
 
+from server.errors import BotError
 from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
 from server.games.thud.board import (
     CELL_COUNT,
@@ -99,7 +100,6 @@ on move had no legal move, or its client made none."""
 DWARF_COUNT: Final = 32
 TROLL_COUNT: Final = 8
 TROLL_VALUE: Final = 4
-ILLEGAL: Final = "Illegal move"
 
 # What a cell of ``State.cells`` holds.
 EMPTY: Final = 0
@@ -667,10 +667,10 @@ def in_danger(state: State, asking_side: Side, square: Square) -> bool:
 def check(state: State, proposed: Action | Stop) -> Action | Stop:
     """The proposed action with its legal ``Move``, for the side to move.
 
-    Raises ``ActionRejected("Illegal move", reason)`` if it is not legal.
+    Raises ``ActionRejected(BotError.ILLEGAL_MOVE, reason)`` if it is not legal.
     """
     if state.end_reason is not None:
-        raise ActionRejected(ILLEGAL, f"the game is over ({state.end_reason})")
+        raise ActionRejected(BotError.ILLEGAL_MOVE, f"the game is over ({state.end_reason})")
     if isinstance(proposed, Stop):
         return proposed
     return Action(_legal_move(state, side_to_move(state), proposed.move), proposed.declare)
@@ -764,19 +764,22 @@ def _state_with_board(
 def _legal_move(state: State, side: Side, wanted: Move | tuple[Square, Square]) -> Move:
     start, end = (wanted.start, wanted.end) if isinstance(wanted, Move) else wanted
     if not is_square(*start):
-        raise ActionRejected(ILLEGAL, f"{list(start)} is not a square of the board")
+        raise ActionRejected(BotError.ILLEGAL_MOVE, f"{list(start)} is not a square of the board")
     own = DWARF_PIECE if side == DWARF else TROLL_PIECE
     cells = state.cells
     if cells[cell_of(start)] != own:
-        raise ActionRejected(ILLEGAL, f"there is no {side} on {list(start)}")
+        raise ActionRejected(BotError.ILLEGAL_MOVE, f"there is no {side} on {list(start)}")
     for move in chain.from_iterable(_runs_from(cells, start)):
         if move.end == end:
             if isinstance(wanted, Move) and wanted != move:
                 raise ActionRejected(
-                    ILLEGAL, f"in this position {start} to {end} is {move}, not {wanted}"
+                    BotError.ILLEGAL_MOVE,
+                    f"in this position {start} to {end} is {move}, not {wanted}",
                 )
             return move
-    raise ActionRejected(ILLEGAL, f"the {side} on {list(start)} cannot move to {list(end)}")
+    raise ActionRejected(
+        BotError.ILLEGAL_MOVE, f"the {side} on {list(start)} cannot move to {list(end)}"
+    )
 
 
 def _moved(pieces: tuple[Square, ...], move: Move) -> tuple[Square, ...]:
@@ -828,7 +831,7 @@ class ThudRules(Rules[State, Action | Stop, Action | Stop]):
 
     def check(self, state: State, seat: int, candidate: Action | Stop) -> Action | Stop:
         if seat != self.to_move(state):
-            raise ActionRejected("Not your turn", f"the {side_to_move(state)}s move now")
+            raise ActionRejected(BotError.NOT_YOUR_TURN, f"the {side_to_move(state)}s move now")
         return check(state, candidate)
 
     def apply(

@@ -1,7 +1,10 @@
-// The lobby: every simulation, live, with its age, filtered by game (?game=thud); create one
+// The lobby: the simulations, live, with their age, filtered by game (?game=thud); create one
 // (with the join message and a command to copy), or run a game between house players.
 // Finished games link to their replay. Waiting simulations nobody joins leave the list when the
-// arena drops them (waitingSimulationExpiryMs).
+// arena drops them (waitingSimulationExpiryMs). The server sends the first rows in the lobby's
+// order (games being played, then simulations with a player waiting, then empty ones, then
+// finished games) for the game asked for, and counts of all: the page says how many more there
+// are.
 
 import { byId, el, setText, show } from "./dom.js";
 import { GAMES, describeResult, formatScore, gameTitle, housePlayersFor, seatLabel } from "./games.js";
@@ -37,11 +40,18 @@ const ui = {
 // What the last request was, so its answer (created or error) lands in the right place.
 let pending = null; // "create" | "run" | null
 let highlighted = null; // the id just created, marked in the table
-let simulations = []; // the last lobby, as received
+let simulations = []; // the last lobby's rows, as received
+let counts = {}; // the last lobby's counts: game -> status -> how many
 let receivedAt = 0; // performance.now() when it arrived: ages count on from there
 
+/** Follow the lobby of the game chosen (every game when none is). */
+function askForLobby(s) {
+  const game = ui.gameFilter.value;
+  return s.send(game ? { type: "lobby", game } : { type: "lobby" });
+}
+
 const socket = new VisorSocket({
-  onOpen: (s) => s.send({ type: "lobby" }),
+  onOpen: askForLobby,
   onMessage: receive,
   onStatus: connectionIndicator(byId("connection")),
 });
@@ -57,7 +67,8 @@ ui.gameFilter.addEventListener("change", () => {
   else params.delete("game");
   const query = params.toString();
   history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}`);
-  renderLobby(simulations);
+  renderLobby(simulations); // the rows at hand at once; the server's list of that game follows
+  askForLobby(socket);
 });
 setInterval(updateAges, 1000);
 ui.runGame.addEventListener("change", fillSeats);
@@ -71,6 +82,7 @@ fillSeats();
 function receive(message) {
   if (message.type === "lobby") {
     simulations = message.simulations || [];
+    counts = message.counts || {};
     receivedAt = performance.now();
     renderLobby(simulations);
   }
@@ -191,16 +203,29 @@ function runGame() {
 
 // --- the table -------------------------------------------------------------------------------
 
+const STATUSES = ["playing", "waiting", "finished"];
+const count = (n) => n.toLocaleString("en-US");
+
 function renderLobby(all) {
   const game = ui.gameFilter.value;
   const shown = game ? all.filter((sim) => sim.game === game) : all;
+  // How many there are of each status, of the game shown (or of every game), listed or not.
+  const total = Object.fromEntries(STATUSES.map((status) => [status, 0]));
+  for (const [name, byStatus] of Object.entries(counts)) {
+    if (game && name !== game) continue;
+    for (const status of STATUSES) total[status] += byStatus[status] || 0;
+  }
+  const any = Object.values(counts).some((byStatus) => STATUSES.some((status) => byStatus[status]));
   show(ui.empty, shown.length === 0);
-  setText(ui.empty, all.length && game ? `No ${gameTitle(game)} simulations right now.` : "No simulations yet. Create one, run a game, or connect a bot.");
+  setText(ui.empty, any && game ? `No ${gameTitle(game)} simulations right now.` : "No simulations yet. Create one, run a game, or connect a bot.");
   show(ui.table, shown.length > 0);
-  const counts = { waiting: 0, playing: 0, finished: 0 };
-  for (const sim of shown) counts[sim.status] = (counts[sim.status] || 0) + 1;
   const which = game ? `${gameTitle(game)}: ` : "";
-  setText(ui.summary, `${which}${counts.playing} playing · ${counts.waiting} waiting · ${counts.finished} finished`);
+  const summary = `${which}${count(total.playing)} playing · ${count(total.waiting)} waiting · ${count(total.finished)} finished`;
+  // The rows not listed, by status: "and 3,912 more: 3,900 waiting, 12 finished".
+  const more = STATUSES.map((status) => [status, total[status] - shown.filter((sim) => sim.status === status).length]).filter(([, n]) => n > 0);
+  const unlisted = more.reduce((sum, [, n]) => sum + n, 0);
+  const tail = unlisted ? ` (the first ${count(shown.length)} are listed, and ${count(unlisted)} more: ${more.map(([status, n]) => `${count(n)} ${status}`).join(", ")})` : "";
+  setText(ui.summary, summary + tail);
   ui.body.replaceChildren(...shown.map(row));
 }
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from server.games.base import JsonObject
+from server.games.base import HousePlayer, JsonObject
+from server.games.tavern.codec import TEAM_NAMES
 from server.games.tavern.rules import State
 
 NAMES = ["Rhun Diamondfighter", "Balgairen Marble-Flame", "Tavio Bluefeldspar",
          "Caith Scarletjasper", "Riagan Rubygold"]  # fmt: skip
+HOUSE_NAMES = ["Gimli", "Durin", "Thorin", "Balin", "Dwalin"]  # the house players' dwarves
 STEPS = {"NORTH": (0, -1), "EAST": (1, 0), "SOUTH": (0, 1), "WEST": (-1, 0)}
 DIRECTIONS = tuple(STEPS)
 Cell = tuple[int, int]
@@ -155,3 +158,31 @@ def wanderer(view: View, rng: random.Random) -> list[JsonObject]:
         {"botId": dwarf_id, "type": "MOVE", "direction": rng.choice(DIRECTIONS)}
         for dwarf_id, _ in view.own
     ]
+
+
+Policy = Callable[[View, random.Random], list[JsonObject]]
+
+
+@dataclass(frozen=True, slots=True)
+class TavernHousePlayer(HousePlayer):
+    policy: Policy
+
+    def reply(self, state: State, seat: int, rng: random.Random) -> JsonObject:
+        return {"type": "player-turn", "actions": self.policy(view_of_state(state, seat), rng)}
+
+    def reply_to_wire(
+        self, message: JsonObject, info: JsonObject, rng: random.Random
+    ) -> JsonObject:
+        view = view_of_wire(message["state"], info["team"], info["width"], info["height"])
+        return {"type": "player-turn", "actions": self.policy(view, rng)}
+
+
+PLAYERS: dict[str, HousePlayer] = {
+    player.name: player
+    for player in (
+        TavernHousePlayer(
+            "pusher", "pushes the rival barrel home, guards its own", TEAM_NAMES, pusher
+        ),
+        TavernHousePlayer("wanderer", "every dwarf steps at random", TEAM_NAMES, wanderer),
+    )
+}

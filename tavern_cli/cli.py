@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import math
 import os
 import re
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -27,36 +28,30 @@ from server.config import (
     ArenaConfig,
     ConfigError,
     ListenError,
-    bounded_int,
     check_cluster,
     load_config,
     setting_range,
 )
 from server.games import GAMES
+from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
-from server.play import PlayError, PlayOptions, play
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
 from server.replay import DamagedRecord, TurnRange
 from server.tcp import TcpServer
-from server.tournament import (
-    Stopped,
-    TournamentError,
-    TournamentRunner,
-    describe_schedule,
-    load_spec,
-    schedule,
-    until_signalled,
-)
+from server.tournament.runner import TournamentRunner
+from server.tournament.schedule import describe_schedule, schedule
+from server.tournament.spec import TournamentError, load_spec
 from server.tournament_queue import (
     CLAIM_TIMEOUT_MS,
     MIN_CLAIM_TIMEOUT_MS,
     QueueLink,
     Worker,
-    local_workers,
     run_queued,
 )
 from server.validate import validate
+from tavern_cli.play import PlayError, PlayOptions, play
+from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
 from visor.metrics import Metrics
 
@@ -226,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument(
         "--turns",
-        type=setting_flag("turn_limit"),
+        type=int_flag(*TURN_LIMITS),
         help="end the game on points after this many turns",
     )
     play.add_argument("--output", type=writable_file, help="write the game here as JSON lines")
@@ -314,6 +309,33 @@ def log_beside_records(config: ArenaConfig, name: str) -> Path:
     """An SQLite file's folder, else ``data/`` (the default records' folder)."""
     folder = Path("data") if is_postgres(config.database) else Path(config.database).parent
     return folder / f"{name}.log"
+
+
+@contextlib.asynccontextmanager
+async def local_workers(
+    count: int, config: ArenaConfig, log_file: Path, redis_url: str
+) -> AsyncIterator[None]:
+    """``count`` ``tavern worker`` processes on this machine for the block (``--workers N``),
+    writing to the tournament's log (so that nothing breaks into the command's progress line);
+    stopped with SIGTERM at its end, as a user would."""
+    with log_file.open("ab") as log_output:
+        workers = [
+            await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "tavern_cli", "worker", "--redis", redis_url),
+                *("--database", config.database, "--log", str(log_file)),
+                stdout=log_output,
+                stderr=log_output,
+            )
+            for _ in range(count)
+        ]
+        try:
+            yield
+        finally:
+            for worker in workers:
+                if worker.returncode is None:
+                    worker.send_signal(signal.SIGTERM)
+            for worker in workers:
+                await worker.wait()
 
 
 def run_tournament(

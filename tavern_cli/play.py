@@ -35,16 +35,13 @@ from server.match import GameFinished, GameStarted, MatchOptions, TurnPlayed, Up
 from server.records import recording
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
-from server.tournament import (
+from server.tournament.bots import BotProcess, finish_bot, quoted_stderr, seat_bot
+from server.tournament.spec import (
     DEFAULT_LIMITS,
-    BotProcess,
     Entrant,
     Limits,
     check_placeholders,
-    finish_bot,
     program_problem,
-    quoted_stderr,
-    seat_bot,
 )
 from visor import app as visor
 
@@ -212,6 +209,8 @@ def config_for_play(config: ArenaConfig, options: PlayOptions, limits: Limits) -
     """The arena's settings for a local game: loopback, free ports, the bots' start-up time
     for their first reply, and no rejoining (a bot process cannot come back)."""
     turn_timeout = limits.turn_timeout_ms or config.turn_timeout_ms
+    if options.turns is not None:
+        config = config.with_turn_limit(options.game, options.turns)
     return dataclasses.replace(
         config,
         host="127.0.0.1",
@@ -220,7 +219,6 @@ def config_for_play(config: ArenaConfig, options: PlayOptions, limits: Limits) -
         turn_timeout_ms=turn_timeout,
         first_turn_timeout_ms=max(turn_timeout, limits.startup_ms),
         reconnect_grace_ms=0,
-        turn_limit=options.turns or config.turn_limit,
     )
 
 

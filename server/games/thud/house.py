@@ -21,15 +21,27 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from server.games.base import JsonObject
+from server.games.base import HousePlayer, JsonObject
 from server.games.thud import rules
 from server.games.thud.board import NEAR, NEIGHBOURS, cell_of
-from server.games.thud.rules import DWARF, DWARF_PIECE, TROLL, TROLL_PIECE, Action, Move, State
+from server.games.thud.codec import ThudCodec
+from server.games.thud.rules import (
+    DWARF,
+    DWARF_PIECE,
+    SIDES,
+    TROLL,
+    TROLL_PIECE,
+    Action,
+    Move,
+    State,
+)
 
 Policy = Callable[[State, random.Random], Action]
 Square = tuple[int, int]
 CANDIDATES = 12  # moves checked exactly against the opponent's best reply
+_WIRE = ThudCodec(rules.ThudRules())  # how a reply is written
 
 
 def random_player(state: State, rng: random.Random) -> Action:
@@ -83,10 +95,30 @@ def troll_player(state: State, rng: random.Random) -> Action:
     return Action(_best(moves, rough, exact), _peace(state, TROLL))
 
 
-POLICIES: dict[str, Policy] = {
-    "dwarf": dwarf_player,
-    "troll": troll_player,
-    "random": random_player,
+@dataclass(frozen=True, slots=True)
+class ThudHousePlayer(HousePlayer):
+    policy: Policy
+
+    def reply(self, state: State, seat: int, rng: random.Random) -> JsonObject:
+        return {"type": "player-turn", **_WIRE.action_to_wire(self.policy(state, rng))}
+
+    def reply_to_wire(
+        self, message: JsonObject, info: JsonObject, rng: random.Random
+    ) -> JsonObject:
+        return self.reply(state_from_wire(message["state"]), SIDES.index(info["side"]), rng)
+
+
+PLAYERS: dict[str, HousePlayer] = {
+    player.name: player
+    for player in (
+        ThudHousePlayer(
+            "dwarf", "hurls at trolls, keeps out of reach, forms lines", (DWARF,), dwarf_player
+        ),
+        ThudHousePlayer(
+            "troll", "kills the most dwarfs, avoids hurls, stays together", (TROLL,), troll_player
+        ),
+        ThudHousePlayer("random", "a uniformly random legal move", SIDES, random_player),
+    )
 }
 
 

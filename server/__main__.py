@@ -1,7 +1,0 @@
-"""``python -m server`` is the ``tavern`` command."""
-
-import sys
-
-from server.cli import main
-
-sys.exit(main())

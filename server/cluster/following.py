@@ -1,0 +1,230 @@
+"""The other nodes as this node follows them: which are alive, their live simulations (the
+directory, loaded from Redis and kept up to date by the lobby's announcements), and where to
+find a simulation or a name one of them plays. Whatever is read is checked first
+(``server.cluster.values``): a value that does not read is skipped and said."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from server.cluster import Spectators, values
+from server.cluster.directory import Directory
+from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, NODES, alias_key, node_key, sim_key
+from server.cluster.link import Link
+from server.games.base import JsonObject
+from server.match import Status
+
+log = logging.getLogger(__name__)
+
+LOOK_UP_FIRST_PAUSE_S = 0.005
+LOOK_UP_WAIT_S = 1.0
+SCAN_BATCH = 1000
+
+
+class Following:
+    """The other nodes' state, as far as this node knows it."""
+
+    def __init__(self, link: Link, complaints: values.Complaints) -> None:
+        self.link = link
+        self.complaints = complaints
+        self.directory = Directory()  # the other nodes' live simulations
+        self.alive: set[str] = set()  # the other nodes, at the last heartbeat
+        self.spectators: Spectators | None = None  # this node's pages, told of changes
+
+    # --- the heartbeat ------------------------------------------------------------------------
+    async def living(self, redis: Redis, members: set[bytes]) -> set[str]:
+        """The other nodes alive among ``tavern:nodes``'s ``members`` (those whose key has not
+        expired); the dead ones, and whatever else is there, are removed from it."""
+        ids, strangers = self._node_ids(members)
+        ids.discard(self.link.node_id)
+        alive: set[str] = set()
+        if ids:
+            ordered = sorted(ids)
+            entries = await redis.mget([node_key(node) for node in ordered])
+            alive = {node for node, entry in zip(ordered, entries, strict=True) if entry}
+        gone: list[str | bytes] = [*(ids - alive), *strangers]
+        if gone:
+            await redis.srem(NODES, *gone)
+        return alive
+
+    async def follow(self, redis: Redis, alive: set[str]) -> None:
+        """These nodes are alive now: the whole directory is loaded again when one is new (or
+        was taken for dead and was only slow)."""
+        if alive - self.alive:
+            await self._load(redis)
+        self.alive = alive
+
+    def _node_ids(self, members: set[bytes]) -> tuple[set[str], list[bytes]]:
+        """The node ids in ``tavern:nodes``, and what else is there (said, to be removed)."""
+        ids, strangers = set(), []
+        for member in members:
+            try:
+                ids.add(values.node_id(member))
+            except values.BadValue as bad:
+                self.complaints(NODES, bad)
+                strangers.append(member)
+        return ids, strangers
+
+    async def _load(self, redis: Redis) -> None:
+        """Every other node's live simulations, and the arena's last finished games; an entry
+        that does not read is said and skipped."""
+        directory: list[JsonObject] = []
+        keys = [key async for key in redis.scan_iter(match=sim_key("*"), count=SCAN_BATCH)]
+        for start in range(0, len(keys), SCAN_BATCH):
+            batch = keys[start : start + SCAN_BATCH]
+            for key, raw in zip(batch, await redis.mget(batch), strict=True):
+                if raw is None:
+                    continue
+                try:
+                    entry = values.directory_entry(raw)
+                except values.BadValue as bad:
+                    self.complaints(key.decode(errors="replace"), bad)
+                    continue
+                if entry["node"] != self.link.node_id:
+                    directory.append(entry)
+        self.directory.replace(directory)
+        if self.spectators is not None:
+            for raw in reversed(await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)):
+                try:
+                    entry = values.finished_entry(raw)
+                except values.BadValue as bad:
+                    self.complaints(FINISHED, bad)
+                    continue
+                if entry["node"] != self.link.node_id:
+                    self.spectators.finished_elsewhere(entry)
+            self.spectators.lobby_changed()
+
+    def drop(self, nodes: set[str]) -> int:
+        """These nodes are lost: their simulations leave the directory; how many there were."""
+        return self.directory.drop_nodes(nodes)
+
+    def clear(self) -> None:
+        """Redis is out of reach: no other node is followed."""
+        self.directory.clear()
+        self.alive.clear()
+        if self.spectators is not None:
+            self.spectators.lobby_changed()
+
+    # --- the lobby's announcements ------------------------------------------------------------
+    def announced(self, data: bytes) -> None:
+        """A message published on the lobby, where anyone who reaches the Redis can publish: one
+        that does not read costs only itself."""
+        try:
+            self._lobby_message(data)
+        except values.BadValue as bad:
+            self.complaints(LOBBY, bad)
+        except Exception:  # a bug: one announcement must not cost the link
+            self.complaints(LOBBY, "a message failed", exc_info=True)
+
+    def _lobby_message(self, data: bytes) -> None:
+        """A node's announcement: each entry is read on its own, and only its node's entries
+        are taken."""
+        change = values.lobby_change(data)
+        node = change.node
+        if node == self.link.node_id:
+            return
+        for entry in self._entries_of(node, change.set, values.directory_entry):
+            if entry["status"] == Status.FINISHED.value:
+                self.directory.pop(entry["simulationId"])
+            else:
+                self.directory.put(entry)
+        for name in change.deleted:
+            if (self.directory.get(name) or {}).get("node") == node:
+                self.directory.pop(name)
+        if self.spectators is not None:
+            for entry in self._entries_of(node, change.ended, values.finished_entry):
+                self.spectators.finished_elsewhere(entry)
+            self.spectators.lobby_changed()
+
+    def _entries_of(
+        self, node: str, entries: list[object], read: Callable[[object], JsonObject]
+    ) -> list[JsonObject]:
+        """The entries a node announced that read, and are its own."""
+        kept = []
+        for value in entries:
+            try:
+                entry = read(value)
+            except values.BadValue as bad:
+                self.complaints(f"{LOBBY} from {node}", bad)
+                continue
+            if entry["node"] == node:
+                kept.append(entry)
+            else:
+                self.complaints(f"{LOBBY} from {node}", f"an entry of node {entry['node']}")
+        return kept
+
+    # --- look-ups -----------------------------------------------------------------------------
+    async def look_up(self, simulation_id: str, wanted: Callable[[], bool]) -> JsonObject | None:
+        """The directory entry of a simulation this node does not follow (yet): one created a
+        moment ago is announced a little after its creator hears its id, so a miss is asked
+        again for up to ``LOOK_UP_WAIT_S`` (while ``wanted``) before it is None."""
+        pause, waited = LOOK_UP_FIRST_PAUSE_S, 0.0
+        while True:
+            entry = self.directory.get(simulation_id)
+            redis = self.link.redis
+            if entry is None and redis is not None:
+                entry = await self._stored_entry(redis, sim_key(simulation_id))
+            if entry is not None or waited >= LOOK_UP_WAIT_S or not wanted():
+                return entry
+            await asyncio.sleep(pause)
+            waited += pause
+            pause *= 2
+
+    async def _stored_entry(self, redis: Redis, key: str) -> JsonObject | None:
+        try:
+            raw = await redis.get(key)
+            return None if raw is None else values.directory_entry(raw)
+        except (RedisError, OSError):
+            return None
+        except values.BadValue as bad:
+            self.complaints(key, bad)
+            return None
+
+    async def locate(self, name: str) -> str | None:
+        """The HTTP address of the other node with a live simulation of this name, if any."""
+        key = alias_key(name)
+        raw = await self._read(key, name)
+        if raw is None:
+            return None
+        try:
+            _, node = values.alias(raw)
+        except values.BadValue as bad:
+            self.complaints(key, bad)
+            return None
+        return None if node == self.link.node_id else await self._http_address(node, name)
+
+    async def address_of(self, simulation_id: str) -> str | None:
+        """The HTTP address of the other node that plays this live simulation, if one does."""
+        entry = self.directory.get(simulation_id)
+        if entry is None:
+            return None
+        return await self._http_address(str(entry["node"]), simulation_id)
+
+    async def _http_address(self, node: str, looked_for: str) -> str | None:
+        """Where ``node`` serves HTTP, from the addresses it registered."""
+        key = node_key(node)
+        addresses = await self._read(key, looked_for)
+        if addresses is None:
+            return None
+        try:
+            return values.node_http(addresses)
+        except values.BadValue as bad:
+            self.complaints(key, bad)
+            return None
+
+    async def _read(self, key: str, looked_for: str) -> bytes | str | None:
+        """A key's value; None when Redis is out of reach (said in the log)."""
+        redis = self.link.redis
+        if redis is None:
+            return None
+        try:
+            value: bytes | str | None = await redis.get(key)
+        except (RedisError, OSError) as error:
+            log.warning("node %s: cannot locate %s: %s", self.link.node_id, looked_for, error)
+            return None
+        return value

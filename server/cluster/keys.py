@@ -1,0 +1,51 @@
+"""What an arena keeps in Redis, and under which names: every part of a node names its keys here.
+
+All of it has an expiry, so that a node that dies leaves nothing behind:
+
+* ``tavern:node:{id}``: the node's addresses (TCP, HTTP), refreshed every heartbeat; a node whose
+  key has expired is dead. ``tavern:nodes`` lists the ids ever seen, to find them.
+* ``tavern:sim:{id}``: the directory, one entry per live simulation (its node, game, status,
+  seats and nicks, turn, scores, when it was created), refreshed by its node every heartbeat,
+  deleted when it ends. Changes are also published on ``tavern:lobby`` so that every node's
+  lobby follows them live.
+* ``tavern:finished``: the lobby rows (with their result) of the arena's last finished games,
+  newest first, as many as a lobby lists; its expiry is renewed by every node's heartbeat. A
+  finished game leaves the directory for this list, and is published on ``tavern:lobby`` too,
+  so that every node's lobby lists it and its ``/watch`` page shows its result.
+* ``tavern:alias:{name}``: another name of a live simulation (a Thud API game's token digest),
+  refreshed with it, so that any node finds the node to pass an API request to.
+* ``tavern:claim:{game}``: ``{node} {simulation id}``, the match a random join that found nothing
+  waiting opens, set only if absent (``SET NX GET``, atomic) so that random joins arriving
+  through different nodes at once meet in one match; deleted once that match is full, and
+  short-lived in any case (the directory lists it by then).
+* ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
+  (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
+"""
+
+from __future__ import annotations
+
+PREFIX = "tavern:"
+NODES = PREFIX + "nodes"
+LOBBY = PREFIX + "lobby"
+FINISHED = PREFIX + "finished"
+FINISHED_KEPT = 100  # as many as a lobby lists (visor.hub.FINISHED_KEPT)
+
+
+def node_key(node_id: str) -> str:
+    return f"{PREFIX}node:{node_id}"
+
+
+def sim_key(simulation_id: str) -> str:
+    return f"{PREFIX}sim:{simulation_id}"
+
+
+def alias_key(name: str) -> str:
+    return f"{PREFIX}alias:{name}"
+
+
+def claim_key(game: str) -> str:
+    return f"{PREFIX}claim:{game}"
+
+
+def inbox(node_id: str) -> str:
+    return f"{PREFIX}inbox:{node_id}"

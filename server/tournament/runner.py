@@ -1,0 +1,189 @@
+"""Playing a tournament on this machine: its unfinished games on an arena of the runner's own,
+``parallel`` at a time, each recorded as it goes, so that running the same file again resumes
+it. A ``tavern worker`` plays each game it takes from the queue with the same runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from typing import IO
+
+from server.arena import Arena
+from server.commentary import result_text
+from server.config import ArenaConfig
+from server.league import GameResult
+from server.match import GameStarted, Match, MatchOptions, TurnPlayed, Update
+from server.records import Recorder, Records
+from server.sandbox import Sandbox
+from server.tcp import TcpServer
+from server.tournament.bots import BotProcess, finish_bot, seat_bot
+from server.tournament.schedule import Pairing, schedule
+from server.tournament.spec import TournamentSpec, check_programs
+
+_WARNED: set[str] = set()  # what the sandbox lacks is said once per process
+
+
+class Progress:
+    """Games done, running and left, on one line that redraws (or a line per game in a log)."""
+
+    def __init__(self, total: int, done: int, out: IO[str]) -> None:
+        self.total, self.done, self.running = total, done, 0
+        self.out = out
+        self.live = out.isatty()
+
+    def update(self, note: str = "") -> None:
+        left = self.total - self.done - self.running
+        width = 30
+        filled = round(width * self.done / self.total) if self.total else width
+        bar = "#" * filled + "." * (width - filled)
+        line = f"[{bar}] {self.done}/{self.total} done, {self.running} running, {left} left"
+        if self.live:
+            self.out.write(f"\r{line}  {note[:60]:<60}")
+            if self.done == self.total:
+                self.out.write("\n")
+        else:
+            self.out.write(f"{line}{'  ' + note if note else ''}\n")
+        self.out.flush()
+
+
+class TournamentRunner:
+    def __init__(
+        self, spec: TournamentSpec, config: ArenaConfig, records: Records, out: IO[str] = sys.stderr
+    ) -> None:
+        turn_timeout = spec.limits.turn_timeout_ms or config.turn_timeout_ms
+        # A bot's first reply may take as long as its start-up: it was just launched.
+        self.config = dataclasses.replace(
+            config,
+            host="127.0.0.1",
+            port=0,
+            turn_timeout_ms=turn_timeout,
+            first_turn_timeout_ms=max(turn_timeout, spec.limits.startup_ms),
+            # A bot process the runner started cannot come back once it has exited.
+            reconnect_grace_ms=0,
+        )
+        self.spec = spec
+        self.records = records
+        self.out = out
+        self._running: set[BotProcess] = set()  # bots not yet stopped and recorded
+        self._started: set[str] = set()  # the games that started (their seats are recorded)
+        self._last_seats: dict[str, int] = {}  # by game: the seat that played its last turn
+
+    def _on_update(self, update: Update) -> None:
+        if isinstance(update, GameStarted):
+            self._started.add(update.view.match_id)
+        elif isinstance(update, TurnPlayed):
+            self._last_seats[update.result.match_id] = update.result.seat
+
+    async def run(self) -> list[GameResult]:
+        """Play every game not yet finished; returns the tournament's results.
+
+        Cancelled (``tavern tournament`` cancels it on SIGINT or SIGTERM), it stops the matches
+        in progress before anything else, so that none of them gets a result: their bots'
+        connections closing would otherwise end them as forfeits. The records then keep them
+        unfinished, and the next run plays them again. Only then are the bots killed.
+        """
+        spec = self.spec
+        check_programs(spec.entrants, spec.game)
+        pairings = schedule(spec)
+        self.records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
+        finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
+        todo = [pairing for pairing in pairings if pairing.key not in finished]
+        progress = Progress(len(pairings), len(pairings) - len(todo), self.out)
+        progress.update("resuming" if finished else "")
+        await self.play(todo, progress)
+        if len(finished) + len(todo) == len(pairings):
+            self.records.tournament_finished(spec.id)
+        await self.records.flush()
+        return await asyncio.to_thread(self.records.results, spec.id)
+
+    async def play(self, todo: list[Pairing], progress: Progress) -> None:
+        """Play these games on an arena of the runner's own (``spec.parallel`` at once), each
+        bot in the sandbox: what ``run`` does once it knows which games are left, and what a
+        ``tavern worker`` does with each game it takes from the queue."""
+        sandbox = Sandbox.create()
+        if sandbox.warning is not None and sandbox.warning not in _WARNED:
+            _WARNED.add(sandbox.warning)
+            self.out.write(f"tavern: {sandbox.warning}\n")
+        arena = Arena(self.config)
+        arena.listeners += [Recorder(self.records), self._on_update]
+        arena.id_tag = self.records.id_tag
+        try:
+            async with arena.running(), TcpServer(arena).serving() as tcp:
+                games = asyncio.create_task(self._play(arena, tcp, todo, progress, sandbox))
+                try:
+                    await asyncio.wait({games})
+                except asyncio.CancelledError:
+                    games.cancel()  # the games leave their bots running, for the end
+                    await asyncio.wait({games})
+                    raise  # out of the arena, which stops every match without a result
+                games.result()
+        finally:
+            for bot in list(self._running):
+                await self._finish(bot)
+            await sandbox.close()
+
+    async def _play(
+        self,
+        arena: Arena,
+        tcp: TcpServer,
+        todo: list[Pairing],
+        progress: Progress,
+        sandbox: Sandbox,
+    ) -> None:
+        slots = asyncio.Semaphore(self.spec.parallel)
+        async with asyncio.TaskGroup() as games:
+            for pairing in todo:
+                games.create_task(self._game(arena, tcp, pairing, slots, progress, sandbox))
+
+    async def _game(
+        self,
+        arena: Arena,
+        tcp: TcpServer,
+        pairing: Pairing,
+        slots: asyncio.Semaphore,
+        progress: Progress,
+        sandbox: Sandbox,
+    ) -> None:
+        async with slots:
+            progress.running += 1
+            progress.update(f"started {pairing.key}")
+            options = MatchOptions(
+                seed=self.spec.seed * 100_003 + pairing.number,
+                hold_seats=True,
+                tournament_id=self.spec.id,
+                pairing=pairing.key,
+                seat_bots=tuple(entrant.name for entrant in pairing.bots),
+            )
+            match = arena.open(self.spec.game, options)
+            bots = []
+            for seat, entrant in enumerate(pairing.bots):
+                bot = BotProcess(entrant, match.id, seat, self.spec.limits)
+                self._running.add(bot)
+                bots.append(bot)
+                await self._seat(match, tcp, bot, sandbox)
+            finished = await match.finished()  # the match's own timeouts bound the wait
+            outcome = None if finished is None else finished.outcome
+            for bot in bots:
+                bot.outcome = outcome
+                await self._finish(bot)
+            progress.running -= 1
+            progress.done += 1
+            names = [entrant.name for entrant in pairing.bots]
+            result = None if finished is None else finished.view.result()
+            ended = result_text(match.codec, names, result, self._last_seats.pop(match.id, None))
+            progress.update(f"{pairing.key}: {ended}")
+
+    async def _finish(self, bot: BotProcess) -> None:
+        """Stop a bot and keep its stderr and how it ended with its game's record.
+
+        A game that has no outcome was stopped with the tournament, and so was its bot.
+        """
+        recorded = bot.match_id in self._started and bot in self._running
+        await finish_bot(bot, self.records if recorded else None)
+        self._running.discard(bot)
+
+    async def _seat(self, match: Match, tcp: TcpServer, bot: BotProcess, sandbox: Sandbox) -> None:
+        assert tcp.port is not None
+        await seat_bot(match, tcp.port, bot, sandbox)

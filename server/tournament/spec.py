@@ -1,0 +1,307 @@
+"""A tournament as its file says it, read and checked before any game starts.
+
+A JSON or TOML file, or a folder of Thud challenge clients, becomes a ``TournamentSpec``. Every
+mistake (an unknown or misspelled key, a value of the wrong type, a command with an unknown
+placeholder, a program that is not there) is a ``TournamentError`` naming the key or the bot:
+a tournament never starts only to have a misspelled bot lose every game on time. ``tavern play``
+checks its two commands by the same rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from server.games import GAMES
+from server.games.base import JsonObject
+
+PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
+KEYS = ("name", "game", "seed", "parallel", "swap_sides", "limits", "bots")
+LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms")
+BOT_KEYS = ("name", "side", "command", "file")
+MAX_NICK = 64
+
+
+class TournamentError(Exception):
+    """The tournament file is not valid; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entrant:
+    name: str
+    command: tuple[str, ...]
+    sides: tuple[str, ...]  # the seats it may take
+    cwd: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    cpu_seconds: int = 300
+    memory_mb: int = 2048
+    startup_ms: int = 10_000  # time for a bot to join its simulation
+    turn_timeout_ms: int | None = None  # None: the arena's
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentSpec:
+    id: str
+    name: str
+    game: str
+    seed: int
+    parallel: int
+    swap_sides: bool
+    entrants: tuple[Entrant, ...]
+    limits: Limits
+    raw: JsonObject
+
+
+def load_spec(path: Path) -> TournamentSpec:
+    """Read a tournament file (``.toml``, else JSON), or a folder of Thud challenge clients."""
+    if path.is_dir():
+        return spec_from_folder(path)
+    try:
+        text = path.read_bytes()
+    except OSError as error:
+        raise TournamentError(f"{path}: cannot read: {error.strerror}") from error
+    try:
+        raw = tomllib.loads(text.decode()) if path.suffix == ".toml" else orjson.loads(text)
+    except (tomllib.TOMLDecodeError, orjson.JSONDecodeError, UnicodeDecodeError) as error:
+        kind = "TOML" if path.suffix == ".toml" else "JSON"
+        raise TournamentError(f"{path}: not valid {kind}: {error}") from error
+    return spec_from_mapping(raw, path.parent)
+
+
+def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
+    if not isinstance(raw, dict):
+        raise TournamentError("a tournament file holds one object")
+    _known_keys(raw, KEYS)
+    name = _get(raw, "name", str)
+    game = _get(raw, "game", str)
+    if game not in GAMES:
+        raise TournamentError(f"key 'game': must be one of {', '.join(sorted(GAMES))}")
+    seat_names = GAMES[game].seat_names
+    bots_raw = raw.get("bots")
+    if not isinstance(bots_raw, list) or len(bots_raw) < 2:
+        raise TournamentError("key 'bots': must be a list of at least two bots")
+    entrants = tuple(
+        _entrant(index, bot, game, seat_names, base) for index, bot in enumerate(bots_raw)
+    )
+    names = [entrant.name for entrant in entrants]
+    if len(set(names)) != len(names):
+        raise TournamentError("key 'bots': two bots have the same name")
+    limits_raw = raw.get("limits", {})
+    if not isinstance(limits_raw, dict):
+        raise TournamentError("key 'limits': must be an object")
+    _known_keys(limits_raw, LIMIT_KEYS, "limits.")
+    limits = Limits(
+        cpu_seconds=_get(limits_raw, "cpu_seconds", int, DEFAULT_LIMITS.cpu_seconds, "limits."),
+        memory_mb=_get(limits_raw, "memory_mb", int, DEFAULT_LIMITS.memory_mb, "limits."),
+        startup_ms=_get(limits_raw, "startup_ms", int, DEFAULT_LIMITS.startup_ms, "limits."),
+        turn_timeout_ms=_get(limits_raw, "turn_timeout_ms", int, None, "limits."),
+    )
+    return TournamentSpec(
+        id=re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "tournament",
+        name=name,
+        game=game,
+        seed=_get(raw, "seed", int, 1),
+        parallel=max(1, _get(raw, "parallel", int, 1)),
+        swap_sides=_get(raw, "swap_sides", bool, False),
+        entrants=entrants,
+        limits=limits,
+        raw=raw,
+    )
+
+
+def _known_keys(raw: dict[str, Any], known: tuple[str, ...], prefix: str = "") -> None:
+    """A misspelled key would otherwise be ignored, and its default used without a word."""
+    for key in raw:
+        if key not in known:
+            raise TournamentError(
+                f"key '{prefix}{key}': unknown (the known keys are {', '.join(known)})"
+            )
+
+
+def _get(raw: dict[str, Any], key: str, kind: type, default: Any = ..., prefix: str = "") -> Any:
+    if key not in raw:
+        if default is ...:
+            raise TournamentError(f"key '{prefix}{key}': missing")
+        return default
+    value = raw[key]
+    if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+        raise TournamentError(f"key '{prefix}{key}': must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _entrant(
+    index: int, raw: object, game: str, seat_names: tuple[str, ...], base: Path
+) -> Entrant:
+    prefix = f"bots[{index}]."
+    if not isinstance(raw, dict):
+        raise TournamentError(f"key 'bots[{index}]': must be an object with name and command")
+    _known_keys(raw, BOT_KEYS, prefix)
+    name = _get(raw, "name", str, prefix=prefix)
+    command = raw.get("command")
+    if "file" in raw:
+        if command is not None:
+            raise TournamentError(f"key '{prefix}file': give a command or a file, not both")
+        parts = _client_command(_get(raw, "file", str, prefix=prefix), name, game, base, prefix)
+    elif isinstance(command, str):
+        parts = tuple(shlex.split(command))
+    elif isinstance(command, list) and all(isinstance(part, str) for part in command):
+        parts = tuple(command)
+    else:
+        raise TournamentError(f"key '{prefix}command': must be a string or a list of strings")
+    if not parts:
+        raise TournamentError(f"key '{prefix}command': is empty")
+    check_placeholders(parts, f"key '{prefix}command'")
+    side = _get(raw, "side", str, "both", prefix)
+    if side != "both" and side not in seat_names:
+        raise TournamentError(f"key '{prefix}side': must be both or one of {', '.join(seat_names)}")
+    sides = seat_names if side == "both" else (side,)
+    return Entrant(name, parts, sides, base)
+
+
+def check_placeholders(parts: Sequence[str], what: str) -> None:
+    """Every ``{name}`` in a command is a known placeholder; raises ``TournamentError`` naming
+    the command as ``what``."""
+    blank = dict.fromkeys(PLACEHOLDERS, "")
+    for part in parts:
+        try:
+            part.format(**blank)
+        except KeyError as error:
+            raise TournamentError(
+                f"{what}: unknown placeholder {{{error.args[0]}}} (the known ones "
+                f"are {', '.join('{' + name + '}' for name in PLACEHOLDERS)})"
+            ) from error
+        except (ValueError, IndexError) as error:
+            raise TournamentError(
+                f"{what}: {error} in {part!r} (write {{{{ and }}}} for a brace)"
+            ) from error
+
+
+def placeholder_values(entrant: Entrant, game: str) -> dict[str, str]:
+    """What a bot's command and ``TAVERN_*`` environment are filled in with; a game fills in
+    its own port, simulation, side and seed."""
+    return {
+        "host": "127.0.0.1",
+        "port": "0",
+        "simulation": "",
+        "side": entrant.sides[0],
+        "seed": "0",
+        "python": sys.executable,
+        "game": game,
+    }
+
+
+def check_programs(entrants: Sequence[Entrant], game: str) -> None:
+    """Every bot's program must exist before the first game: a misspelled one would otherwise
+    lose every game on time, with an error from deep inside the launcher."""
+    for entrant in entrants:
+        problem = program_problem(entrant, game)
+        if problem is not None:
+            raise TournamentError(f"bot {entrant.name!r}: {problem}")
+
+
+def program_problem(entrant: Entrant, game: str) -> str | None:
+    """What keeps a bot's program from running, named as its command names it (a placeholder
+    such as ``{python}`` is looked for as filled in)."""
+    written = entrant.command[0]
+    program = written.format(**placeholder_values(entrant, game))
+    if "/" in program:
+        path = entrant.cwd / program
+        if not path.is_file():
+            return f"there is no program {written} (in {entrant.cwd})"
+        if not os.access(path, os.X_OK):
+            return f"the program {written} is not executable (in {entrant.cwd})"
+    elif shutil.which(program) is None:
+        return f"the program {written} is not on the PATH"
+    return None
+
+
+def _client_command(file: str, name: str, game: str, base: Path, prefix: str) -> tuple[str, ...]:
+    """The command that plays a challenge client file through its game's Node.js adapter."""
+    adapter = GAMES[game].client_adapter
+    if adapter is None:
+        playing = ", ".join(g.name for g in GAMES.values() if g.client_adapter is not None)
+        raise TournamentError(f"key '{prefix}file': client files play {playing} only")
+    path = (base / file).resolve()
+    if not path.is_file():
+        raise TournamentError(f"key '{prefix}file': no such file {path}")
+    if shutil.which("node") is None:
+        raise TournamentError(f"key '{prefix}file': client files need Node.js (node) on the PATH")
+
+    def literal(text: str) -> str:  # every part of a command is filled in with str.format
+        return text.replace("{", "{{").replace("}", "}}")
+
+    return (
+        "node",
+        literal(str(adapter)),
+        "--file",
+        literal(str(path)),
+        "--side",
+        "{side}",
+        "--host",
+        "{host}",
+        "--port",
+        "{port}",
+        "--simulation",
+        "{simulation}",
+        "--nick",
+        literal(name[:MAX_NICK]),
+    )
+
+
+def spec_from_folder(folder: Path) -> TournamentSpec:
+    """A Thud tournament of challenge clients: every ``dwarf/**/*.js`` against every
+    ``troll/**/*.js``, each bot named after its file (its path under ``dwarf/`` or ``troll/``,
+    without ``.js``; prefixed with the side when both sides have a file of that name).
+
+    The tournament is named after the folder, and its id also depends on the files' contents:
+    running it again resumes it, but once a client changes it is a new tournament.
+    """
+    [game] = [game for game in GAMES.values() if game.client_adapter is not None]
+    files = {
+        side: sorted(path for path in (folder / side).rglob("*.js") if path.is_file())
+        for side in game.seat_names
+    }
+    for side, paths in files.items():
+        if not paths:
+            raise TournamentError(f"{folder}: no client files in {side}/ (*.js)")
+    stems = {
+        side: [path.relative_to(folder / side).with_suffix("").as_posix() for path in paths]
+        for side, paths in files.items()
+    }
+    first, second = (set(names) for names in stems.values())
+    shared = first & second
+    bots: list[JsonObject] = []
+    digest = hashlib.sha256()
+    for side, paths in files.items():
+        for path, stem in zip(paths, stems[side], strict=True):
+            relative = path.relative_to(folder).as_posix()
+            name = f"{side}/{stem}" if stem in shared else stem
+            bots.append({"name": name, "side": side, "file": relative})
+            digest.update(f"{relative}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    raw: JsonObject = {
+        "name": folder.resolve().name or "clients",
+        "game": game.name,
+        "parallel": max(1, min(4, os.cpu_count() or 1)),
+        "bots": bots,
+    }
+    spec = spec_from_mapping(raw, folder)
+    return dataclasses.replace(spec, id=f"{spec.id}-{digest.hexdigest()[:8]}")

@@ -1,0 +1,111 @@
+"""Each game carries its own knowledge: outside ``server/games/``, no code tests a game's name.
+
+The arena's modules, the visor and the bots ask a game object from the registry
+(``server.games.GAMES``) for what differs between games; a new game is added under
+``server/games/`` alone. The scan reads every Python file's syntax tree and looks for a game's
+name (as the registry spells it) compared, used as a key or an index, matched, looked up with
+``get``, or kept in a variable to be compared later. A name passed on as a value (a program's
+name, a request's field) is not a test and is not reported.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from server.games import GAMES
+
+ROOT = Path(__file__).resolve().parent.parent
+SCANNED = ("server", "visor", "bots")
+GAMES_PACKAGE = ROOT / "server" / "games"
+LOOKUPS = frozenset({"get", "pop", "setdefault"})
+
+
+def _constants(node: ast.AST) -> Iterator[ast.Constant]:
+    """The string constants of an expression, inside tuples, lists and sets too."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node
+    elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+        for element in node.elts:
+            yield from _constants(element)
+
+
+def _tested(tree: ast.AST) -> Iterator[ast.Constant]:
+    """Every string constant that a test or a lookup uses."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                yield from _constants(operand)
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if key is not None:
+                    yield from _constants(key)
+        elif isinstance(node, ast.Subscript):
+            yield from _constants(node.slice)
+        elif isinstance(node, ast.MatchValue):
+            yield from _constants(node.value)
+        elif isinstance(node, ast.Call) and node.args:
+            if isinstance(node.func, ast.Attribute) and node.func.attr in LOOKUPS:
+                yield from _constants(node.args[0])
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            yield from _constants(node.value)
+
+
+def game_name_tests(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, name) of each place the source tests one of the games' ``names``."""
+    found = {(c.lineno, c.value) for c in _tested(ast.parse(source)) if c.value in names}
+    return sorted(found)
+
+
+def _scanned_files() -> list[Path]:
+    files = []
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if not path.is_relative_to(GAMES_PACKAGE):
+                files.append(path)
+    return files
+
+
+def test_the_scan_finds_each_kind_of_game_name_test() -> None:
+    names = frozenset({"thud", "tavern"})
+    source = "\n".join(
+        [
+            'if game == "thud": pass',  # 1
+            'x = 1 if record["game"] != "tavern" else 2',  # 2
+            'ok = game in ("thud", "tavern")',  # 3
+            'KEYS = {"thud": 1}',  # 4
+            'y = PLAYERS["tavern"]',  # 5
+            'z = TIMES.get("thud", 200)',  # 6
+            'GAME = "thud"',  # 7
+            "match game:",  # 8
+            '    case "tavern": pass',  # 9
+            'parser = make(prog="tavern")',  # 10: a program's name, not a test
+            'send({"type": "join", "game": game})',  # 11: a field, not a game's name
+        ]
+    )
+    assert game_name_tests(source, names) == [
+        (1, "thud"),
+        (2, "tavern"),
+        (3, "tavern"),
+        (3, "thud"),
+        (4, "thud"),
+        (5, "tavern"),
+        (6, "thud"),
+        (7, "thud"),
+        (9, "tavern"),
+    ]
+
+
+def test_no_game_name_is_tested_outside_the_games_package() -> None:
+    names = frozenset(GAMES)
+    assert len(names) >= 2  # the registry the scan reads is the arena's
+    files = _scanned_files()
+    assert len(files) > 40  # the whole of the arena, the visor and the bots
+    assert {"league.py", "seats.py", "replay_image.py", "house.py"} <= {p.name for p in files}
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name!r}"
+        for path in files
+        for line, name in game_name_tests(path.read_text(), names)
+    ]
+    assert not found, "a game's name tested outside server/games/:\n" + "\n".join(found)
