@@ -87,7 +87,7 @@ def turns_recorded(server: ServerProcess) -> int:
 
 
 async def run(client: Path, pairings: list[tuple[str, str]], games: int, first_seed: int) -> None:
-    async with arena_process("asyncio", turnTimeoutMs=60_000) as server:
+    async with arena_process("asyncio", {"turnTimeoutMs": 60_000}) as server:
         for side, house in pairings:
             tally = {"win": 0, "draw": 0, "loss": 0}
             scores = []

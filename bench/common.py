@@ -96,8 +96,12 @@ async def tavern_serve(
 
 
 @contextlib.asynccontextmanager
-async def arena_process(loop: str, **settings: object) -> AsyncIterator[ServerProcess]:
-    """``tavern serve`` on free loopback ports, with generous limits, records in a scratch dir."""
+async def arena_process(
+    loop: str, settings: Mapping[str, object] | None = None, root: Path = ROOT
+) -> AsyncIterator[ServerProcess]:
+    """``tavern serve`` on free loopback ports, with generous limits, records in a scratch dir,
+    and ``settings``. ``root``: the checkout whose server runs (what settings it does not know
+    are left out)."""
     with tempfile.TemporaryDirectory(prefix="tavern-bench-") as scratch:
         config = {
             "port": 0,
@@ -106,11 +110,11 @@ async def arena_process(loop: str, **settings: object) -> AsyncIterator[ServerPr
             "maxConnectionsPerAddress": 100_000,
             "maxConnections": 100_000,
             "reconnectGraceMs": 0,
-            **settings,
+            **(settings or {}),
         }
         path = Path(scratch) / "config.json"
-        path.write_bytes(orjson.dumps(config))
-        async with tavern_serve(path, "--loop", loop) as server:
+        path.write_bytes(orjson.dumps(known_settings(root, config)))
+        async with tavern_serve(path, "--loop", loop, root=root) as server:
             yield server
 
 

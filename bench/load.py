@@ -5,8 +5,9 @@
                          [--database sqlite|postgresql|postgresql://...]
 
 For each N, prints the turns played per second, the server's CPU time per turn (process CPU
-seconds, its records thread included, over the turns played: the figure this shared machine's
-noise barely moves), the reply latency (from a bot sending its move to the other bot receiving
+seconds, its records thread included, over the turns played, counted until the round's games
+are closed and recorded: the figure this shared machine's noise moves least), the reply
+latency (from a bot sending its move to the other bot receiving
 the next turn: the server's work plus loopback), the server's memory, and the turns per second
 as a ratio to the bare asyncio relay of ``bench/baseline.py`` measured in the same run under the
 same load. Then the memory each idle simulation costs. The bots play real moves (Tavern: every
@@ -64,7 +65,13 @@ UNCAPPED = {"maxSimulationsPerConnection": 100_000, "maxWaitingSimulationsPerAdd
 
 class Pair:
     """Two bots playing game after game until the deadline: the first creates each game; the
-    second connects to ``second_port`` if given (another node of an arena on Redis)."""
+    second connects to ``second_port`` if given (another node of an arena on Redis).
+
+    At the deadline the bot that receives the next turn leaves it unanswered and the pair hangs
+    up: no move is in flight when its connections close (the original server, which
+    ``bench/versus.py`` measures with these bots, crashes on a move for a game whose other
+    player has just hung up).
+    """
 
     def __init__(
         self,
@@ -99,16 +106,19 @@ class Pair:
                 "game": self.game,
                 "nick": "bench",
                 "simulationId": simulation_id,
-                "names": ["a"],
+                "names": NAMES,
             }
             writer.write(orjson.dumps(join) + b"\n")
+        bots = [asyncio.create_task(self.bot(r1, w1)), asyncio.create_task(self.bot(r2, w2))]
         try:
-            async with asyncio.timeout(max(1.0, self.deadline - time.perf_counter() + 5)):
-                await asyncio.gather(self.bot(r1, w1), self.bot(r2, w2))
-        except TimeoutError:
-            pass
-        for writer in (w1, w2):
-            writer.close()
+            timeout_s = max(1.0, self.deadline - time.perf_counter() + 5)
+            await asyncio.wait(bots, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in bots:
+                task.cancel()
+            await asyncio.gather(*bots, return_exceptions=True)
+            for writer in (w1, w2):
+                writer.close()
 
     async def bot(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Answer every turn with a real move, reading as little of it as possible.
@@ -118,11 +128,11 @@ class Pair:
         their first bytes and a Thud move is picked among a regular expression's matches.
         """
         dwarves: list[int] = []
-        while time.perf_counter() < self.deadline:
+        while True:
             line = await reader.readline()
-            if not line:
-                return
             now = time.perf_counter()
+            if not line or now >= self.deadline:
+                return
             if line.startswith(TURN):
                 if self.sent_at:
                     self.latencies.append(now - self.sent_at)
@@ -143,6 +153,7 @@ class Pair:
 
 
 SEEDS = itertools.count(1)  # each pair's bots draw their own moves
+NAMES = ["Ann", "Bob", "Cid", "Dag", "Eyr"]  # a Tavern team's dwarves (the original needs five)
 MOVE = re.compile(rb'\{"from":\[(\d+),(\d+)\],"to":\[(\d+),(\d+)\]')
 DIRECTIONS = (b"NORTH", b"EAST", b"SOUTH", b"WEST")
 
@@ -172,6 +183,8 @@ class Figures:
     cpu_per_turn: float  # server CPU seconds per turn played
     client_cpu: float  # this process's (the bots') CPU time per second of wall time
     rss: int  # server resident memory at the end, bytes
+    turns: int  # turns played
+    server_cpu: float  # the server's CPU seconds over them
     database_cpu_per_turn: float = 0.0  # PostgreSQL's CPU seconds per turn (0 for SQLite)
 
 
@@ -197,9 +210,9 @@ async def measure(
     await asyncio.gather(*(pair.run() for pair in pairs))
     elapsed = time.perf_counter() - started
     turns = sum(pair.turns for pair in pairs)
-    cpu = server.cpu_seconds() - cpu_before
     client = (time.process_time() - client_before) / elapsed
-    await asyncio.sleep(0.2)  # the last batch of turns, committed
+    await asyncio.sleep(0.2)  # the last batch of turns committed, the games closed: counted too
+    cpu = server.cpu_seconds() - cpu_before
     database = 0.0 if postmaster is None else cluster_cpu_seconds(postmaster) - database_before
     return Figures(
         turns / elapsed,
@@ -208,6 +221,8 @@ async def measure(
         cpu / max(turns, 1),
         client,
         server.rss_bytes(),
+        turns,
+        cpu,
         database / max(turns, 1),
     )
 
@@ -243,10 +258,10 @@ async def run_arena(
             settings["database"] = cluster.create_database(f"load_{number}")
         elif url is not None:
             settings["database"] = url
-        async with arena_process(loop, **settings) as server:
+        async with arena_process(loop, settings) as server:
             await asyncio.sleep(1.0)
             figures.append(await measure(server, games, seconds, mix, think_s, cluster))
-    async with arena_process(loop, **UNCAPPED) as server:
+    async with arena_process(loop, UNCAPPED) as server:
         await asyncio.sleep(1.0)
         idle = await idle_memory(server, IDLE_SIMULATIONS)
     return figures, idle

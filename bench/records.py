@@ -176,6 +176,7 @@ class Feed:
                 turn.events,
                 turn.state,
                 turn.outcome,
+                played_at=time.monotonic(),
             )
             self.listener(TurnPlayed(result))
             if turn.outcome is not None:

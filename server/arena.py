@@ -36,6 +36,7 @@ from server.match import (
     Resume,
     SeatsChanged,
     Status,
+    TurnPlayed,
     TurnResult,
     Update,
 )
@@ -310,7 +311,9 @@ class Arena:
                 del self._waiting_by_address[creator]
 
     def _notify(self, update: Update) -> None:
-        if isinstance(update, SeatsChanged) and update.view.status is Status.WAITING:
+        if isinstance(update, TurnPlayed):  # by far the most frequent: nothing to keep here
+            pass
+        elif isinstance(update, SeatsChanged) and update.view.status is Status.WAITING:
             view = update.view
             if all(player is None for player in view.players):
                 self._empty_since.setdefault(view.match_id, time.monotonic())

@@ -28,10 +28,20 @@ class Clock(Protocol):
 
 
 class LoopClock:
-    """The running event loop's clock."""
+    """The running event loop's clock: the loop it was last read in, while that one is open
+    (``asyncio.get_running_loop`` makes a system call; a turn reads the clock several times)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     def now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return self._running().time()
 
     def call_later(self, delay_s: float, callback: Callable[[], object]) -> Timer:
-        return asyncio.get_running_loop().call_later(delay_s, callback)
+        return self._running().call_later(delay_s, callback)

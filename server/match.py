@@ -8,9 +8,10 @@ are full. A channel is anything that can be sent a ``SeatMessage`` and closed.
 Turns are played as they arrive: ``submit`` reads the message with the game's codec, checks it
 with the rules and, if it is legal, applies it at once and returns the ``TurnResult``, an
 immutable record of the turn that every listener (records, spectators, the Thud API, the
-tournaments) receives too; none of them ever reads a live match. The clock is a timer per turn:
-a seat that does not answer in time plays the game's timeout action, or forfeits if it has none
-or timed out too often. The match's task only waits for the end and owns the helper tasks
+tournaments) receives too; none of them ever reads a live match. The clock is one timer per
+match, due by the awaited seat's deadline (a turn answered in time moves no timer): a seat that
+does not answer in time plays the game's timeout action, or forfeits if it has none or timed out
+too often. The match's task only waits for the end and owns the helper tasks
 (house players thinking, grace periods), so nothing outlives the game.
 """
 
@@ -46,6 +47,9 @@ from server.protocol import error_message
 log = logging.getLogger(__name__)
 
 TOO_MANY_TIMEOUTS = "Too many timeouts"
+# A deadline this close when the match's timer rings has come: a clock that rings a hair early
+# (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
+CLOCK_SLACK_S = 1e-6
 
 
 def check_answered_turn(message: JsonObject, current: int) -> None:
@@ -251,6 +255,7 @@ class TurnResult:
         "match_id",
         "number",
         "outcome",
+        "played_at",
         "reply_ms",
         "seat",
         "state",
@@ -270,6 +275,8 @@ class TurnResult:
         outcome: Outcome | None,
         reply_ms: int = 0,
         clock: TurnClock | None = None,
+        *,
+        played_at: float,
     ) -> None:
         self.match_id = match_id
         self.codec = codec
@@ -282,6 +289,7 @@ class TurnResult:
         self.outcome = outcome  # set if the turn ended the game
         self.reply_ms = reply_ms  # how long the seat took (its whole time if it timed out)
         self.clock = clock  # the seat awaited next, unless the game is over
+        self.played_at = played_at  # the match's clock time: the next seat's clock runs from it
         self._scores: JsonObject | None = None
         self._action_json: bytes | None = None
         self._spectator_json: bytes | None = None
@@ -428,11 +436,11 @@ class Phase(Enum):
 
 @dataclass(slots=True)
 class OpenTurn:
-    """The turn being waited for: whose it is, since when, and the timer that ends it."""
+    """The turn being waited for: whose it is, since when, and until when (clock times)."""
 
     seat: int
-    started: float  # clock time
-    timer: Timer
+    started: float
+    deadline: float
 
 
 class Match:
@@ -470,6 +478,8 @@ class Match:
         self.started_at: float | None = None  # wall-clock seconds, for the records
         self.finished_at: float | None = None
         self._turn: OpenTurn | None = None  # while PLAYING, the seat awaited
+        self._alarm: Timer | None = None  # rings by the awaited seat's deadline
+        self._alarm_due = 0.0  # when it rings (clock time)
         self._graces: set[Timer] = set()  # seats that lost their connection, until they rejoin
         self._ended = asyncio.Event()  # the phase left PLAYING: the task may finish
         self.done = asyncio.Event()  # FINISHED
@@ -657,7 +667,7 @@ class Match:
                 channel.send(self._game_info(seat, occupant))
                 turn = self._turn
                 if turn is not None and turn.seat == seat:
-                    left_s = turn.timer.when() - self.clock.now()
+                    left_s = turn.deadline - self.clock.now()
                     channel.send(self._turn_message(seat, max(0.0, left_s)))
                 return seat
         raise JoinRejected(BotError.INVALID_TOKEN, "no seat of this simulation has that token")
@@ -723,16 +733,35 @@ class Match:
         occupant.last_error = f"{rejected.message}: {rejected.reason}"
         occupant.channel.send(SeatMessage(error_message(rejected.message, rejected.reason)))
 
-    def _ask(self) -> None:
-        """Send the seat on move its turn and start its clock."""
-        seat = self.rules.to_move(self.state)
+    def _ask(self, seat: int, timeout_s: float) -> None:
+        """Send the seat on move (``seat``) its turn and start its clock."""
         occupant = self.seats[seat]
         assert occupant is not None
-        timeout = self._turn_timeout_s(seat)
         started = self.clock.now()
-        occupant.channel.send(self._turn_message(seat, timeout))
-        timer = self.clock.call_later(timeout, lambda: self._timed_out(seat))
-        self._turn = OpenTurn(seat, started, timer)
+        occupant.channel.send(self._turn_message(seat, timeout_s))
+        deadline = started + timeout_s
+        self._turn = OpenTurn(seat, started, deadline)
+        if self._alarm is None or self._alarm_due > deadline:
+            self._set_alarm(deadline, started)
+
+    def _set_alarm(self, due: float, now: float) -> None:
+        if self._alarm is not None:
+            self._alarm.cancel()
+        self._alarm = self.clock.call_later(due - now, self._alarm_rang)
+        self._alarm_due = due
+
+    def _alarm_rang(self) -> None:
+        """The awaited seat's time is up, or the turn the timer was set for was answered: then
+        it is set again for the turn awaited now."""
+        self._alarm = None
+        turn = self._turn
+        if turn is None or not self.is_on:
+            return
+        now = self.clock.now()
+        if turn.deadline - now > CLOCK_SLACK_S:
+            self._set_alarm(turn.deadline, now)
+        else:
+            self._timed_out(turn.seat)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         body = self.codec.turn_message(
@@ -759,10 +788,8 @@ class Match:
         self._play(seat, action, timed_out=True)
 
     def _close_turn(self) -> OpenTurn | None:
-        """No turn is waited for any more: its timer is stopped."""
+        """No turn is waited for any more (the timer stays set: the next turn is due later)."""
         turn, self._turn = self._turn, None
-        if turn is not None:
-            turn.timer.cancel()
         return turn
 
     def _play(self, seat: int, action: Any, timed_out: bool) -> TurnResult | None:
@@ -775,7 +802,10 @@ class Match:
             self.state, events = self.rules.apply(before, seat, action, self.rng)
             self.turn_count += 1
             outcome = self.rules.outcome(self.state)
-            following = None if outcome is not None else self.rules.to_move(self.state)
+            clock = None
+            if outcome is None:
+                following = self.rules.to_move(self.state)
+                clock = TurnClock(following, self._turn_timeout_s(following))
             result = TurnResult(
                 self.id,
                 self.codec,
@@ -787,19 +817,18 @@ class Match:
                 self.state,
                 outcome,
                 reply_ms,
-                None
-                if following is None
-                else TurnClock(following, self._turn_timeout_s(following)),
+                clock,
+                played_at=now,
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]
                 if occupant is not None:
                     occupant.channel.send(SeatMessage(message))
             self._notify(TurnPlayed(result))
-            if outcome is not None:
+            if clock is None:
                 self._end(outcome)
             else:
-                self._ask()
+                self._ask(clock.seat, clock.timeout_s)
         except Exception:  # a bug in a game must end that game, not the arena
             log.exception("simulation %s failed on turn %d", self.id, self.turn_count)
             self._end(Outcome(None, BotError.SERVER_ERROR))
@@ -812,6 +841,9 @@ class Match:
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             return
         self._close_turn()
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
         for timer in self._graces:
             timer.cancel()
         self._graces.clear()
@@ -871,7 +903,8 @@ class Match:
         elif (outcome := self.rules.outcome(self.state)) is not None:
             self._end(outcome)
         else:
-            self._ask()
+            seat = self.rules.to_move(self.state)
+            self._ask(seat, self._turn_timeout_s(seat))
 
     def stop(self) -> None:
         """The arena is stopping: the game ends here with no result (it is kept as unfinished),

@@ -368,7 +368,7 @@ def _to_event(value: object) -> Message | InvalidMessage:
 
 def encode(message: JsonObject) -> bytes:
     """One message as one line: compact JSON, keys in the given order, ``\\n``-terminated."""
-    return orjson.dumps(message) + b"\n"
+    return orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def kept_json(value: object) -> bytes:

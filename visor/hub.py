@@ -16,7 +16,7 @@ import itertools
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from server.arena import Arena
+from server.clock import Clock
 from server.cluster import Deliver, OtherNodes
 from server.errors import BotError
 from server.games import GAMES
@@ -36,6 +37,7 @@ from server.match import (
     SeatLeft,
     SeatsChanged,
     TurnPlayed,
+    TurnResult,
     Update,
     clock_to_wire,
 )
@@ -189,6 +191,71 @@ class Page:
             log.debug("page write failed: %s", error)
 
 
+class LiveViews(MutableMapping[str, MatchView]):
+    """Every live match as pages see it, by id: its view as the arena last sent it (seats, the
+    start) with its latest turn folded in, when a page reads it (a snapshot, a lobby row).
+
+    A turn is only stored as it came (``turn_played``): a game nobody watches costs the hub no
+    view, no message and no reading of the clock per turn.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._views: dict[str, MatchView] = {}
+        self._since: dict[str, float] = {}  # when each view's clock started (clock time)
+        self._turns: dict[str, list[TurnResult | None]] = {}  # each seat's last turn, by match
+
+    def turn_played(self, result: TurnResult) -> None:
+        turns = self._turns.get(result.match_id)
+        if turns is not None:
+            turns[result.seat] = result
+
+    def _latest(self, match_id: str) -> TurnResult | None:
+        played = [turn for turn in self._turns.get(match_id, ()) if turn is not None]
+        return max(played, key=lambda turn: turn.number) if played else None
+
+    def __getitem__(self, match_id: str) -> MatchView:
+        view = self._views[match_id]
+        latest = self._latest(match_id)
+        if latest is not None and latest.number > view.turn:
+            view = self._views[match_id] = replace(
+                view, turn=latest.number, state=latest.state, clock=latest.clock
+            )
+        return view
+
+    def __setitem__(self, match_id: str, view: MatchView) -> None:
+        self._views[match_id] = view
+        self._since[match_id] = self._clock.now()
+        self._turns[match_id] = [None] * len(view.players)
+
+    def __delitem__(self, match_id: str) -> None:
+        del self._views[match_id]
+        del self._since[match_id]
+        del self._turns[match_id]
+
+    def __contains__(self, match_id: object) -> bool:
+        return match_id in self._views
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._views)
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def clock_since(self, match_id: str) -> float | None:
+        """When the clock of the seat on move started (the clock's time), if it is live."""
+        latest = self._latest(match_id)
+        return latest.played_at if latest is not None else self._since.get(match_id)
+
+    def replies_ms(self, match_id: str) -> dict[str, int]:
+        """Each seat's last reply time, by seat name, once it has replied."""
+        view = self._views.get(match_id)
+        if view is None:
+            return {}
+        names = view.codec.seat_names
+        return {names[t.seat]: t.reply_ms for t in self._turns[match_id] if t is not None}
+
+
 MAX_WS_MESSAGE = 16 * 1024  # the longest message a page may send
 
 
@@ -264,12 +331,8 @@ class SpectatorHub:
         self.pages: set[Page] = set()  # every open page, for the shutdown notice
         self.lobby_pages: set[Page] = set()
         self.watchers: dict[str, set[Page]] = {}
-        self.live: dict[str, MatchView] = {}  # every match not finished, as last seen
+        self.live = LiveViews(arena.clock)  # every match not finished, as last seen
         self.finished: OrderedDict[str, JsonObject] = OrderedDict()  # id -> lobby entry
-        # Of each live match, for a watcher arriving mid-game: when its clock last started
-        # (loop time) and each seat's last reply time.
-        self.clock_started: dict[str, float] = {}
-        self.replies: dict[str, dict[str, int]] = {}
         self.opened_at: dict[str, float] = {}  # loop time each lobby row was first seen
         self.relays: dict[str, set[Deliver]] = {}  # other nodes' pages watching a match here
         self._elsewhere: set[str] = set()  # matches of other nodes that pages here watch
@@ -283,29 +346,22 @@ class SpectatorHub:
     def on_update(self, update: Update) -> None:
         self._lobby_dirty.set()
         text: bytes | None = None
-        if isinstance(update, SeatsChanged | GameStarted):
+        if isinstance(update, TurnPlayed):  # by far the most frequent
+            result = update.result
+            match_id = result.match_id
+            self.live.turn_played(result)
+            pages = self.watchers.get(match_id)
+            relays = self.relays.get(match_id)
+            if not pages and not relays:
+                return  # nobody watches it
+            count = len(pages or ()) + len(relays or ())
+            text = result.spectator_json() + b',"spectators":%d}' % count
+        elif isinstance(update, SeatsChanged | GameStarted):
             view = self.live[update.view.match_id] = update.view
             match_id = view.match_id
             self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
-            self.clock_started[match_id] = asyncio.get_running_loop().time()
             if self.watchers.get(match_id) or self.relays.get(match_id):
                 text = orjson.dumps(self.snapshot(view))
-        elif isinstance(update, TurnPlayed):
-            result = update.result
-            match_id = result.match_id
-            before = self.live.get(match_id)
-            if before is not None:
-                self.live[match_id] = replace(
-                    before, turn=result.number, state=result.state, clock=result.clock
-                )
-                self.clock_started[match_id] = asyncio.get_running_loop().time()
-                seat_name = result.codec.seat_names[result.seat]
-                self.replies.setdefault(match_id, {})[seat_name] = result.reply_ms
-            pages = self.watchers.get(match_id)
-            relays = self.relays.get(match_id)
-            if pages or relays:
-                count = len(pages or ()) + len(relays or ())
-                text = result.spectator_json() + b',"spectators":%d}' % count
         elif isinstance(update, SeatLeft):
             match_id = update.match_id
             view_or_none = self.live.get(match_id)
@@ -354,8 +410,6 @@ class SpectatorHub:
 
     def _drop_live(self, match_id: str) -> None:
         self.live.pop(match_id, None)
-        self.clock_started.pop(match_id, None)
-        self.replies.pop(match_id, None)
 
     def _push(self, match_id: str, pages: list[Page], text: bytes) -> None:
         snapshot: bytes | None = None
@@ -386,11 +440,11 @@ class SpectatorHub:
             "scores": view.scores(),
             "spectators": len(self.watchers.get(view.match_id, ())),
             "clock": clock_to_wire(codec, view.clock),
-            "replyMs": self.replies.get(view.match_id, {}),
+            "replyMs": self.live.replies_ms(view.match_id),
         }
-        started = self.clock_started.get(view.match_id)
+        started = self.live.clock_since(view.match_id)
         if message["clock"] is not None and started is not None:
-            elapsed = asyncio.get_running_loop().time() - started
+            elapsed = self.arena.clock.now() - started
             message["clock"]["elapsedMs"] = round(1000 * elapsed)
         if view.outcome is not None:
             message["result"] = view.result()

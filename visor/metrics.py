@@ -7,18 +7,63 @@ listener's do; the others are read when Prometheus asks.
 
 from __future__ import annotations
 
+import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 from server.arena import Arena
 from server.match import GameFinished, GameStarted, Removed, TurnPlayed, Update
 
 # From a fast bot's reply on loopback to a person thinking.
 REPLY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30)
+REPLY_HELP = "Time from one turn of a game to the next: the seat's reply and the server's work"
+
+
+class GameTurns:
+    """One game's turns and the time between them, as plain numbers: a turn costs a few
+    additions, and the metrics are made of them only when Prometheus asks."""
+
+    __slots__ = ("created", "replies", "seconds", "turns")
+
+    def __init__(self) -> None:
+        self.created = time.time()
+        self.turns = 0
+        self.replies = [0] * (len(REPLY_BUCKETS) + 1)  # by bucket, the last one past them all
+        self.seconds = 0.0  # the replies' sum
+
+    def replied(self, seconds: float) -> None:
+        """One more time between two turns (a bucket holds the times up to its bound)."""
+        self.replies[bisect.bisect_left(REPLY_BUCKETS, seconds)] += 1
+        self.seconds += seconds
+
+
+class TurnCollector:
+    """``tavern_turns`` and ``tavern_reply_seconds``, by game, from ``GameTurns``."""
+
+    def __init__(self, games: dict[str, GameTurns]) -> None:
+        self.games = games
+
+    def collect(self) -> Iterator[Metric]:
+        turns = CounterMetricFamily("tavern_turns", "Turns played", labels=["game"])
+        replies = HistogramMetricFamily("tavern_reply_seconds", REPLY_HELP, labels=["game"])
+        bounds = [*map(floatToGoString, REPLY_BUCKETS), "+Inf"]
+        for game, figures in self.games.items():
+            turns.add_metric([game], figures.turns, created=figures.created)
+            cumulative, buckets = 0, []
+            for bound, count in zip(bounds, figures.replies, strict=True):
+                cumulative += count
+                buckets.append((bound, float(cumulative)))
+            replies.add_metric([game], buckets, figures.seconds)
+        for game, figures in self.games.items():
+            replies.add_sample("tavern_reply_seconds_created", {"game": game}, figures.created)
+        yield turns
+        yield replies
 
 
 class Metrics:
@@ -31,16 +76,8 @@ class Metrics:
         Gauge(
             "tavern_games_playing", "Games being played now", registry=self.registry
         ).set_function(lambda: len(self._playing))
-        turns = Counter("tavern_turns", "Turns played", ["game"], registry=self.registry)
-        self._turns = {game: turns.labels(game) for game in arena.games}
-        replies = Histogram(
-            "tavern_reply_seconds",
-            "Time from one turn of a game to the next: the seat's reply and the server's work",
-            ["game"],
-            buckets=REPLY_BUCKETS,
-            registry=self.registry,
-        )
-        self._replies = {game: replies.labels(game) for game in arena.games}
+        self._games = {game: GameTurns() for game in arena.games}
+        self.registry.register(TurnCollector(self._games))
         arena.listeners.append(self.on_update)
 
     def measure(self, name: str, documentation: str, read: Callable[[], float]) -> None:
@@ -50,12 +87,12 @@ class Metrics:
     def on_update(self, update: Update) -> None:
         if isinstance(update, TurnPlayed):
             result = update.result
-            game = result.codec.name
-            self._turns[game].inc()
+            figures = self._games[result.codec.name]
+            figures.turns += 1
             now = time.perf_counter()
             last = self._last_turn.get(result.match_id)
             if last is not None:
-                self._replies[game].observe(now - last)
+                figures.replied(now - last)
             self._last_turn[result.match_id] = now
         elif isinstance(update, GameStarted):
             self._playing.add(update.view.match_id)

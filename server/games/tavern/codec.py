@@ -239,6 +239,20 @@ def _point(coords: Coords) -> JsonObject:
     return {"x": coords.x, "y": coords.y}
 
 
+_DIRECTIONS = {direction.name: direction for direction in Direction}
+"""Each direction by its name on the wire (a dict: ``Direction[name]`` costs several calls)."""
+_KEPT_IDS = 201  # dwarf ids run from 1 to twice botsPerPlayer, which is at most 100
+_ORDERS: dict[Direction | None, tuple[Order, ...]] = {
+    direction: tuple(Order(bot_id, direction) for bot_id in range(_KEPT_IDS))
+    for direction in (None, *Direction)
+}
+"""The orders of the dwarves' ids, made once: a turn reads five of them (orders are immutable)."""
+
+
+def _order(bot_id: int, direction: Direction | None) -> Order:
+    return _ORDERS[direction][bot_id] if bot_id < _KEPT_IDS else Order(bot_id, direction)
+
+
 def orders_from_wire(actions: object) -> tuple[Order, ...]:
     """Parse ``actions`` as the original validated them, plus types it left unchecked."""
     if not isinstance(actions, list) or not actions:
@@ -252,21 +266,23 @@ def orders_from_wire(actions: object) -> tuple[Order, ...]:
             raise ActionRejected(BotError.INVALID_TURN, f"action {index} has no valid botId")
         kind = action.get("type")
         if kind == "PASS":
-            orders.append(Order(bot_id, None))
+            orders.append(_order(bot_id, None))
         elif kind == "MOVE":
             direction = action.get("direction")
-            if not isinstance(direction, str) or direction not in Direction.__members__:
+            if not isinstance(direction, str) or direction not in _DIRECTIONS:
                 raise ActionRejected(
                     BotError.INVALID_TURN,
                     f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
                 )
-            orders.append(Order(bot_id, Direction[direction]))
+            orders.append(_order(bot_id, _DIRECTIONS[direction]))
         else:
             raise ActionRejected(
                 BotError.INVALID_TURN, f"action {index}: type must be MOVE or PASS"
             )
     return tuple(orders)
 
+
+_DIRECTION_NAMES = tuple(direction.name for direction in Direction)  # by value
 
 MAX_BOT_ID_DIGITS = 18  # far beyond any dwarf's id, and far below Python's int-parsing limit
 
@@ -291,4 +307,4 @@ def _bot_id(value: object) -> int | None:
 def order_to_wire(order: Order) -> JsonObject:
     if order.direction is None:
         return {"botId": order.bot_id, "type": "PASS"}
-    return {"botId": order.bot_id, "type": "MOVE", "direction": order.direction.name}
+    return {"botId": order.bot_id, "type": "MOVE", "direction": _DIRECTION_NAMES[order.direction]}

@@ -276,12 +276,10 @@ def _kill_json(move: Move) -> bytes:
 def moves_json(runs: Sequence[Run]) -> bytes:
     """The JSON array of a turn's moves, given in runs; a turn lists hundreds of moves, so each
     prebuilt run is encoded only once."""
-    parts = list(map(_PREBUILT_RUN_JSON.get, map(id, runs)))
     try:
-        listed = b",".join(parts)  # type: ignore[arg-type]
-    except TypeError:  # a None: a run built for this position (a troll move that kills)
-        for index, part in enumerate(parts):
-            if part is None:
-                parts[index] = b",".join(map(_kill_json, runs[index]))
-        listed = b",".join(parts)  # type: ignore[arg-type]
-    return b"[" + listed + b"]"
+        listed = b",".join(map(_PREBUILT_RUN_JSON.__getitem__, map(id, runs)))
+    except KeyError:  # a run built for this position (a troll move that kills)
+        listed = b",".join(
+            [_PREBUILT_RUN_JSON.get(id(run)) or b",".join(map(_kill_json, run)) for run in runs]
+        )
+    return b"[%b]" % listed

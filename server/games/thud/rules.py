@@ -8,7 +8,7 @@ the engine's ``in_danger`` heuristic, piece order after moves and captures, and 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from itertools import chain, pairwise
 from typing import Final, Literal, NamedTuple, TypeAlias
 
@@ -496,6 +496,25 @@ def _adjacent_dwarfs(cells: bytes, cell: int) -> tuple[Square, ...]:
     return tuple([CELL_SQUARE[n] for n in NEIGHBOURS[cell] if cells[n] == DWARF_PIECE])
 
 
+_MOVE_SETTERS: Final = tuple(getattr(Move, slot.name).__set__ for slot in fields(Move))
+
+
+def _killing(cells: bytes, start: Square, end: int, kind: MoveKind) -> Run:
+    """A troll's move onto ``end``, killing the dwarfs next to it, as a run of its own.
+
+    The ``Move`` is built by storing its slots directly, in field order: a trolls' turn makes a
+    dozen, and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) takes twice
+    as long; it is the very object ``Move(...)`` makes.
+    """
+    set_start, set_end, set_kind, set_killed = _MOVE_SETTERS
+    move: Move = object.__new__(Move)
+    set_start(move, start)
+    set_end(move, CELL_SQUARE[end])
+    set_kind(move, kind)
+    set_killed(move, _adjacent_dwarfs(cells, end))
+    return (move,)
+
+
 def _shove_landings(cells: bytes, cell: int) -> Iterator[tuple[int, int]]:
     """Empty cells at distance 2..(trolls in line) with a clear path, by direction then distance,
     each with the mask of a dwarf next to it.
@@ -522,11 +541,8 @@ def _troll_runs(cells: bytes, trolls: Iterable[Square]) -> list[Run]:
         if board & dwarfs_near:
             for end, dwarfs_around, walk in steps:
                 if not cells[end]:
-                    if board & dwarfs_around:
-                        killed = _adjacent_dwarfs(cells, end)
-                        runs.append((Move(start, CELL_SQUARE[end], "walk", killed),))
-                    else:
-                        runs.append(walk)
+                    killing = board & dwarfs_around
+                    runs.append(_killing(cells, start, end, "walk") if killing else walk)
         else:
             for end, _, walk in steps:
                 if not cells[end]:
@@ -534,8 +550,7 @@ def _troll_runs(cells: bytes, trolls: Iterable[Square]) -> list[Run]:
         if board & trolls_around:
             for end, dwarfs_around in _shove_landings(cells, cell):
                 if board & dwarfs_around:
-                    killed = _adjacent_dwarfs(cells, end)
-                    runs.append((Move(start, CELL_SQUARE[end], "shove", killed),))
+                    runs.append(_killing(cells, start, end, "shove"))
     return runs
 
 
