@@ -1,0 +1,190 @@
+"""Operating nodes: health for load balancers, draining before a restart (SIGUSR1), as an
+operator runs them: real ``tavern serve`` processes, real signals, a real redis-server.
+
+Games here are short (``turnLimit``), and bots hold their games at a turn until the test lets
+them go, so that the drain is seen while games play, with no sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from bench.common import ServerProcess, tavern_serve
+from tests.services import RedisServer
+from tests.test_cluster import (
+    WAIT_S,
+    bot,
+    create,
+    ended_normally,
+    eventually,
+    join,
+    nodes,
+    play_out,
+)
+
+SHORT_GAME = {"tavern": {"turnLimit": 20}}
+
+
+def node_config(folder: Path, **settings: Any) -> Path:
+    """A config for one node on ephemeral ports, its records in ``folder``."""
+    config = {
+        "port": 0,
+        "httpPort": 0,
+        "database": str(folder / "arena.db"),
+        "reconnectGraceMs": 0,
+        **SHORT_GAME,
+        **settings,
+    }
+    path = folder / "node.json"
+    path.write_bytes(orjson.dumps(config))
+    return path
+
+
+async def health(
+    session: aiohttp.ClientSession, node: ServerProcess, path: str
+) -> tuple[int, dict[str, Any]]:
+    async with session.get(f"http://127.0.0.1:{node.http_port}{path}") as response:
+        body: dict[str, Any] = await response.json()
+        return response.status, body
+
+
+async def exit_status(node: ServerProcess) -> int:
+    async with asyncio.timeout(WAIT_S):
+        return await node.process.wait()
+
+
+def recorded(database: Path) -> dict[str, str]:
+    """Every game in the records, with its status."""
+    with sqlite3.connect(database) as db:
+        return dict(db.execute("SELECT id, status FROM games").fetchall())
+
+
+async def test_a_node_is_ready_while_linked_to_redis_and_alive_without_it(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """/readyz fails, saying why, while the node's Redis is away, and passes again once it is
+    back; /healthz passes throughout (the node is alive and plays its own games)."""
+    async with nodes(redis, tmp_path, count=1) as (node,), aiohttp.ClientSession() as session:
+        expected = {"ok": True, "why": [], "games": 0, "draining": False}
+        assert await health(session, node, "/healthz") == (200, expected)
+        assert await health(session, node, "/readyz") == (200, expected)
+        redis.stop()
+
+        async def unready() -> Any:
+            status, body = await health(session, node, "/readyz")
+            return status == 503 and body
+
+        body = await eventually(unready)
+        assert body["why"] == ["not linked to the arena's Redis"], body
+        assert await health(session, node, "/healthz") == (200, expected)
+        redis.start()
+
+        async def ready() -> bool:
+            return (await health(session, node, "/readyz"))[0] == 200
+
+        await eventually(ready)
+
+
+async def test_a_draining_node_plays_its_games_to_the_end_takes_no_new_one_then_exits(
+    tmp_path: Path,
+) -> None:
+    """SIGUSR1: /readyz fails, saying why; create and random join are refused with `Server
+    draining`; a simulation created before can still be joined; the games play to their end
+    and the pages are served meanwhile; then the node exits 0, every game finished."""
+    async with (
+        tavern_serve(node_config(tmp_path), log=tmp_path / "node.log") as node,
+        aiohttp.ClientSession() as session,
+    ):
+        held = asyncio.Event()
+        playing = await create(node)
+        games = []
+        for _ in range(2):
+            client, info = await join(node, playing)
+            games.append(asyncio.create_task(play_out(client, info["team"], held)))
+        created_before = await create(node, seed=8)
+
+        node.process.send_signal(signal.SIGUSR1)
+
+        async def draining() -> Any:
+            status, body = await health(session, node, "/readyz")
+            return status == 503 and body
+
+        body = await eventually(draining)
+        assert body["why"] == ["draining: finishing its games before a restart"], body
+        assert body["draining"] and body["games"] == 1
+        assert (await health(session, node, "/healthz"))[0] == 200
+        for _ in range(2):
+            client, info = await join(node, created_before)
+            games.append(asyncio.create_task(play_out(client, info["team"], held)))
+        late = await bot(node)
+        await late.send({"type": "create-simulation", "game": "tavern"})
+        refused = await late.expect_error("Server draining")
+        assert "connect again" in refused["reason"]
+        await late.send({"type": "join-simulation", "game": "tavern", "nick": "r"})
+        await late.expect_error("Server draining")  # no simulation waits here: none opens
+        async with session.get(f"http://127.0.0.1:{node.http_port}/api/simulations") as response:
+            listed = {row["simulationId"] for row in (await response.json())["simulations"]}
+        assert {playing, created_before} <= listed
+        assert node.process.returncode is None
+        held.set()
+        await ended_normally(games)
+        assert await exit_status(node) == 0
+        await late.close()
+    assert recorded(tmp_path / "arena.db") == {playing: "finished", created_before: "finished"}
+    assert "draining: nothing left to play" in (tmp_path / "node.log").read_text()
+
+
+async def test_a_drain_that_times_out_keeps_the_games_still_playing_unfinished(
+    tmp_path: Path,
+) -> None:
+    config = node_config(tmp_path, drainTimeoutMs=200, firstTurnTimeoutMs=60_000)
+    async with tavern_serve(config) as node:
+        stuck = await create(node)
+        players = [(await join(node, stuck))[0] for _ in range(2)]  # who never move
+        node.process.send_signal(signal.SIGUSR1)
+        assert await exit_status(node) == 0
+        for player in players:
+            while (message := await player.receive())["type"] != "error":
+                assert message["type"] == "turn", message
+            assert message["message"] == "Server shutting down", message
+            await player.close()
+    assert recorded(tmp_path / "arena.db") == {stuck: "unfinished"}
+
+
+async def test_a_draining_node_sends_random_joins_to_other_nodes_and_waits_for_its_seats_there(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """Node A drains while one of its bots plays a game node B plays: A stays up until that
+    game is over (the bot's seat goes through A), then exits 0. A random join through A finds
+    the simulation waiting on B; one that finds none anywhere is refused."""
+    async with nodes(redis, tmp_path, count=2, **SHORT_GAME) as (a, b):
+        held = asyncio.Event()
+        crossing = await create(b)
+        games = []
+        for node in (a, b):
+            client, info = await join(node, crossing)
+            games.append(asyncio.create_task(play_out(client, info["team"], held)))
+        waiting_on_b = await create(b, seed=9)
+        first, first_info = await join(b, waiting_on_b)
+        a.process.send_signal(signal.SIGUSR1)
+        second, second_info = await join(a, None)  # a random join, through A
+        assert second_info["simulationId"] == waiting_on_b
+        for client, info in ((first, first_info), (second, second_info)):
+            games.append(asyncio.create_task(play_out(client, info["team"], held)))
+        nowhere = await bot(a)
+        await nowhere.send({"type": "join-simulation", "game": "tavern", "nick": "n"})
+        await nowhere.expect_error("Server draining")
+        assert a.process.returncode is None
+        held.set()
+        await ended_normally(games)
+        assert await exit_status(a) == 0
+        await nowhere.close()
+    assert "draining: nothing left to play" in (tmp_path / "node-0.log").read_text()
+
