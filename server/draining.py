@@ -42,11 +42,14 @@ class Drain:
         """What still plays here: matches of this node, and seats on other nodes."""
         return len(self.arena.matches) + self.seats_elsewhere()
 
-    async def done(self, timeout_s: float) -> int:
+    async def done(self, timeout_s: float, notice_s: float = 0.0) -> int:
         """Once started, wait until nothing is left to play, or ``timeout_s``: what is left
-        (0: drained)."""
+        (0: drained). Never less than ``notice_s``: a load balancer notices a failing
+        ``/readyz`` only at its next checks, and meanwhile still sends new connections here,
+        which must find the node up (a join is taken, a create told to go elsewhere)."""
         await self.started.wait()
-        deadline = time.monotonic() + timeout_s
+        await asyncio.sleep(min(notice_s, timeout_s))
+        deadline = time.monotonic() + timeout_s - min(notice_s, timeout_s)
         # Looked at now and then: what ends here (matches, seats on other nodes, their links)
         # has no one event, and a look costs two len()s.
         while (left := self.left()) and time.monotonic() < deadline:  # noqa: ASYNC110

@@ -551,7 +551,7 @@ async def serve(config: ArenaConfig) -> None:
             print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
             print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
             if node is None:
-                await until_stopped(stop, drain, config.drain_timeout_ms / 1000)
+                await until_stopped(stop, drain, config)
             else:
                 addresses = {
                     "tcp": f"{config.host}:{tcp.port}",
@@ -559,15 +559,16 @@ async def serve(config: ArenaConfig) -> None:
                 }
                 async with node.running(addresses):
                     print(f"tavern: arena {node.arena_name()}, node {node.id}", flush=True)
-                    await until_stopped(stop, drain, config.drain_timeout_ms / 1000)
+                    await until_stopped(stop, drain, config)
             print("tavern: shutting down", flush=True)
 
 
-async def until_stopped(stop: asyncio.Event, drain: Drain, drain_timeout_s: float) -> None:
+async def until_stopped(stop: asyncio.Event, drain: Drain, config: ArenaConfig) -> None:
     """Until SIGTERM or SIGINT (``stop``), or the end of a drain: then says how it ended."""
+    timeout_s, notice_s = config.drain_timeout_ms / 1000, config.drain_notice_ms / 1000
     async with asyncio.TaskGroup() as tasks:
         stopped = tasks.create_task(stop.wait())
-        drained = tasks.create_task(drain.done(drain_timeout_s))
+        drained = tasks.create_task(drain.done(timeout_s, notice_s))
         await asyncio.wait((stopped, drained), return_when=asyncio.FIRST_COMPLETED)
         for task in (stopped, drained):
             task.cancel()

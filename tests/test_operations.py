@@ -44,6 +44,7 @@ def node_config(folder: Path, **settings: Any) -> Path:
         "httpPort": 0,
         "database": str(folder / "arena.db"),
         "reconnectGraceMs": 0,
+        "drainNoticeMs": 0,  # no load balancer to notice the drain
         **SHORT_GAME,
         **settings,
     }
@@ -169,7 +170,7 @@ async def test_a_draining_node_sends_random_joins_to_other_nodes_and_waits_for_i
     """Node A drains while one of its bots plays a game node B plays: A stays up until that
     game is over (the bot's seat goes through A), then exits 0. A random join through A finds
     the simulation waiting on B; one that finds none anywhere is refused."""
-    async with nodes(redis, tmp_path, count=2, **SHORT_GAME) as (a, b):
+    async with nodes(redis, tmp_path, count=2, drainNoticeMs=0, **SHORT_GAME) as (a, b):
         held = asyncio.Event()
         crossing = await create(b)
         games = []
