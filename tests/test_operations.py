@@ -253,3 +253,26 @@ async def test_a_redis_restart_forfeits_no_game_that_crosses_nodes(
     assert finished == dict.fromkeys(created, "finished")
     for index in range(2):
         assert "held for 10 s" in (tmp_path / f"node-{index}.log").read_text()
+
+
+async def test_a_seat_across_nodes_is_given_up_once_the_link_stays_lost_past_the_grace(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """Redis stays away: after ``reconnectGraceMs`` the held seat is told why and closed, and
+    the game's node forfeits it (its own player wins)."""
+    async with nodes(redis, tmp_path, count=2, reconnectGraceMs=300, **SHORT_GAME) as (a, b):
+        simulation_id = await create(a)
+        here, _ = await join(a, simulation_id)
+        there, _ = await join(b, simulation_id)
+        await asyncio.to_thread(redis.stop)
+        lost = await there.expect_error("Arena link lost")
+        assert "lost its link" in lost["reason"]
+        assert await there.is_closed()
+        while (message := await here.receive())["type"] == "turn":
+            pass  # the turn the game was at, before the seat went
+        assert message == {"type": "error", "message": "Player disconnected"}
+        await here.expect("win-game")
+        for client in (here, there):
+            await client.close()
+    for index in range(2):  # each held the seat first
+        assert "held for 0.3 s" in (tmp_path / f"node-{index}.log").read_text()
