@@ -19,7 +19,7 @@ import orjson
 
 from bench.common import ServerProcess, tavern_serve
 from tests.conftest import RawClient
-from tests.services import RedisServer
+from tests.services import RedisServer, postgres_server
 from tests.test_cluster import (
     ENDS,
     HELD_AT,
@@ -276,3 +276,34 @@ async def test_a_seat_across_nodes_is_given_up_once_the_link_stays_lost_past_the
             await client.close()
     for index in range(2):  # each held the seat first
         assert "held for 0.3 s" in (tmp_path / f"node-{index}.log").read_text()
+
+
+async def test_a_node_whose_records_cannot_be_written_is_not_ready_until_they_can(
+    tmp_path: Path,
+) -> None:
+    """PostgreSQL stops: once a write fails, /readyz says the records cannot be written (and
+    /healthz still passes: the node plays on); once it is back, /readyz passes again."""
+    with postgres_server() as postgres:
+        database = postgres.create_database("records")
+        config = node_config(tmp_path, database=database)
+        async with tavern_serve(config) as node, aiohttp.ClientSession() as session:
+            assert (await health(session, node, "/readyz"))[0] == 200
+            await asyncio.to_thread(postgres.kill)
+            simulation_id = await create(node)
+            players = [(await join(node, simulation_id))[0] for _ in range(2)]  # a write
+
+            async def unready() -> Any:
+                status, body = await health(session, node, "/readyz")
+                return status == 503 and body
+
+            body = await eventually(unready)
+            assert body["why"] == [f"the records cannot be written ({database})"], body
+            assert (await health(session, node, "/healthz"))[0] == 200
+            await asyncio.to_thread(postgres.start)
+
+            async def ready() -> bool:
+                return (await health(session, node, "/readyz"))[0] == 200
+
+            await eventually(ready)
+            for player in players:
+                await player.close()

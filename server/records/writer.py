@@ -218,6 +218,7 @@ class Writer:
         """A new connection once the database is back (PostgreSQL restarted, the network came
         back), and this node's owner lock taken again; tried for ``RECONNECT_FOR_S``, then the
         lost connection is kept, its batch dropped (logged), and the next batch tries again."""
+        self.failing = True  # until a write goes through again
         with contextlib.suppress(*self.backend.errors):
             lost.close()
         deadline = time.monotonic() + RECONNECT_FOR_S
