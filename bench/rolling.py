@@ -210,13 +210,22 @@ async def balanced_arena(folder: Path, turns: int) -> AsyncIterator[Balanced]:
 
 
 async def every_node_ready(nodes: list[Node]) -> None:
-    """Each node answers /readyz with 200, and HAProxy has had time to check it (a few of its
-    check intervals: its own clock)."""
+    """Each node answers /readyz with 200, and HAProxy has it in service: its log says the
+    node is UP in each backend as often as it said it was DOWN (a server starts UP)."""
     async with aiohttp.ClientSession() as session, asyncio.timeout(WAIT_S):
         for node in nodes:
-            while not await node.ready(session):  # noqa: ASYNC110  # another process's state
-                await asyncio.sleep(0.02)
-    await asyncio.sleep(3 * CHECK_INTER_MS / 1000)
+            while not (await node.ready(session) and in_service(node)):  # noqa: ASYNC110
+                await asyncio.sleep(CHECK_INTER_MS / 1000 / 4)  # another process's state
+
+
+def in_service(node: Node) -> bool:
+    """HAProxy's log says the node is in service in both backends."""
+    log = (node.folder / "haproxy.log").read_text()
+    name = f"node{node.index + 1}"
+    return all(
+        log.count(f"{backend}/{name} is UP") >= log.count(f"{backend}/{name} is DOWN")
+        for backend in ("nodes_tcp", "nodes_http")
+    )
 
 
 class Bot:
