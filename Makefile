@@ -1,17 +1,17 @@
 # `make run` installs the arena into .venv and runs it; `make test` installs everything the
 # tests need (Python packages; Node.js, Go, a JDK, a C compiler with Jansson, Ruby, Chromium,
-# Redis and PostgreSQL from Debian when missing) and runs the checks and the suite.
+# Redis, PostgreSQL and HAProxy from Debian when missing) and runs the checks and the suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := tavern_cli server bots visor tests bench
 
-.PHONY: run test lint node chromium go java c ruby redis postgres
+.PHONY: run test lint node chromium go java c ruby redis postgres haproxy
 
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
-test: $(VENV)/.installed-test node chromium go java c ruby redis postgres lint
+test: $(VENV)/.installed-test node chromium go java c ruby redis postgres haproxy lint
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
@@ -64,3 +64,7 @@ redis:
 
 postgres:
 	@test -x /usr/lib/postgresql/15/bin/postgres || { apt-get update && apt-get install -y postgresql; }
+
+# The deployment tests run deploy/haproxy.cfg in a real HAProxy in front of three nodes.
+haproxy:
+	@test -x /usr/sbin/haproxy || { apt-get update && apt-get install -y haproxy; }

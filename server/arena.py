@@ -169,6 +169,8 @@ class Arena:
         self.matches: dict[str, Match] = {}
         self.listeners: list[Listener] = []  # the visor, the records, the Thud API...
         self.elsewhere: Elsewhere | None = None  # the other nodes, when the arena has any
+        # Draining before a restart (SIGUSR1): no new simulation opens here (server.session).
+        self.draining = False
         # Ends every new game's id: a node's own tag where several nodes share one database
         # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""

@@ -90,6 +90,10 @@ class ArenaConfig:
     redis: str | None = None
     node_heartbeat_ms: int = 1000  # how often a node says it is alive and refreshes its games
     node_ttl_ms: int = 3000  # a node silent this long is dead: its games leave every lobby
+    # A draining node (SIGUSR1) stops after this even if games still play (kept unfinished),
+    # and not before this, so that its load balancer has seen its /readyz fail.
+    drain_timeout_ms: int = 600_000
+    drain_notice_ms: int = 3000
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
     game_settings: dict[str, JsonObject] = dataclasses.field(
         default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
@@ -142,6 +146,8 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxPageBufferBytes": ("max_page_buffer_bytes", 16_384, 1 << 30),
     "nodeHeartbeatMs": ("node_heartbeat_ms", 10, 60_000),
     "nodeTtlMs": ("node_ttl_ms", 50, 600_000),
+    "drainTimeoutMs": ("drain_timeout_ms", 1, 7 * 24 * 3_600_000),
+    "drainNoticeMs": ("drain_notice_ms", 0, 3_600_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")

@@ -31,6 +31,7 @@ class BotError(StrEnum):
     IDLE_TIMEOUT = "Idle timeout"
     SERVER_ERROR = "Server error"
     SERVER_SHUTTING_DOWN = "Server shutting down"
+    SERVER_DRAINING = "Server draining"
     ALREADY_IN_A_GAME = "Already in a game"
     NOT_IN_A_GAME = "Not in a game"
     GAME_NOT_STARTED = "Game not started"

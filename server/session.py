@@ -121,6 +121,7 @@ class Session:
         """A new, empty simulation, which the client does not sit in."""
         try:
             game, seed = self.game_of(fields), self._seed(fields)
+            self.check_open()
             limit = self.arena.config.max_simulations_per_connection
             if self.created >= limit:
                 reason = f"at most {limit} per {self.client.noun}"
@@ -162,6 +163,7 @@ class Session:
         client leaves it before anyone else sits down."""
         try:
             self.check_free()
+            self.check_open()
             match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
             self.sit(match, fields)
         except Rejected as rejected:
@@ -239,6 +241,15 @@ class Session:
     def _refused(self, rejected: Rejected) -> None:
         self.channel.error(rejected.message, rejected.reason)
 
+    def check_open(self) -> None:
+        """A draining node opens no new simulation: the client is told to ask another node
+        (behind a load balancer, a new connection goes to one)."""
+        if self.arena.draining:
+            raise Rejected(
+                BotError.SERVER_DRAINING,
+                "this node is finishing its games before a restart: connect again to start one",
+            )
+
     def check_free(self) -> None:
         if self.in_game:
             raise Rejected(BotError.ALREADY_IN_A_GAME, f"one game per {self.client.noun}")
@@ -278,8 +289,10 @@ class Session:
         here = self.arena.waiting(game, fields)  # checks the request before any look-up
         elsewhere = self.arena.elsewhere
         if here is None and elsewhere is not None and self.client.routes:
-            self._random_join = fields
             found = elsewhere.waiting(game, fields)
+            if found is None:
+                self.check_open()  # a draining node claims no new simulation for the nodes
+            self._random_join = fields
             self._claimed = found is None
             if found is not None:
                 self.seat = elsewhere.seat(self, found, fields, False, self.client.kind)
@@ -297,7 +310,10 @@ class Session:
         options = MatchOptions(
             seed=seed, creator=self.client.address, by_join=True, match_id=new_id
         )
-        match = waiting or self.arena.waiting(game, fields) or self.arena.open(game, options)
+        match = waiting or self.arena.waiting(game, fields)
+        if match is None:
+            self.check_open()
+            match = self.arena.open(game, options)
         self.sit(match, fields)
 
     def sit(self, match: Match, fields: JsonObject) -> None:

@@ -32,6 +32,7 @@ from server.config import (
     load_config,
     setting_range,
 )
+from server.draining import Drain
 from server.games import GAMES
 from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
@@ -53,6 +54,7 @@ from server.validate import validate
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
+from visor.health import Health
 from visor.metrics import Metrics
 
 DEFAULT_CONFIG = Path("config.json")
@@ -506,13 +508,18 @@ def print_replay(database: str, game_id: str, turns: TurnRange | None) -> int:
 
 async def serve(config: ArenaConfig) -> None:
     """Run until SIGTERM or SIGINT, then shut down gracefully: stop accepting, tell every bot
-    and spectator, keep every game (those cut short as unfinished), and return."""
+    and spectator, keep every game (those cut short as unfinished), and return. SIGUSR1 drains
+    the node first (``server.draining``): it returns once its games are over, or after
+    ``drainTimeoutMs``."""
     arena = Arena(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signal_number, stop.set)
     metrics = Metrics(arena)
+    metrics.measure(
+        "tavern_draining", "1 while the node drains before a restart", lambda: arena.draining
+    )
     tcp_server = TcpServer(arena)
     metrics.measure(
         "tavern_connections", "Bot connections open", lambda: len(tcp_server.connections)
@@ -529,19 +536,22 @@ async def serve(config: ArenaConfig) -> None:
             "The last heartbeat's round trip to Redis (NaN while Redis is out of reach)",
             lambda: math.nan if node is None or node.round_trip_s is None else node.round_trip_s,
         )
+    drain = Drain(arena, (lambda: len(node.asked.handles)) if node is not None else lambda: 0)
+    loop.add_signal_handler(signal.SIGUSR1, drain.start)
     async with recording(arena.listeners, config.database) as records:
         arena.id_tag = records.id_tag
+        health = Health(arena, records, (lambda: node.link.up) if node is not None else None)
         async with (
             arena.running(),
             tcp_server.serving() as tcp,
             visor.serving(
-                arena, config.host, config.http_port, records, node, metrics
+                arena, config.host, config.http_port, records, node, metrics, health
             ) as http_port,
         ):
             print(f"tavern: bots connect to {config.host}:{tcp.port}", flush=True)
             print(f"tavern: watch at http://{config.host}:{http_port}/", flush=True)
             if node is None:
-                await stop.wait()
+                await until_stopped(stop, drain, config)
             else:
                 addresses = {
                     "tcp": f"{config.host}:{tcp.port}",
@@ -549,8 +559,25 @@ async def serve(config: ArenaConfig) -> None:
                 }
                 async with node.running(addresses):
                     print(f"tavern: arena {node.arena_name()}, node {node.id}", flush=True)
-                    await stop.wait()
+                    await until_stopped(stop, drain, config)
             print("tavern: shutting down", flush=True)
+
+
+async def until_stopped(stop: asyncio.Event, drain: Drain, config: ArenaConfig) -> None:
+    """Until SIGTERM or SIGINT (``stop``), or the end of a drain: then says how it ended."""
+    timeout_s, notice_s = config.drain_timeout_ms / 1000, config.drain_notice_ms / 1000
+    async with asyncio.TaskGroup() as tasks:
+        stopped = tasks.create_task(stop.wait())
+        drained = tasks.create_task(drain.done(timeout_s, notice_s))
+        await asyncio.wait((stopped, drained), return_when=asyncio.FIRST_COMPLETED)
+        for task in (stopped, drained):
+            task.cancel()
+    if drained.done() and not drained.cancelled():
+        left = drained.result()
+        if left:
+            print(f"tavern: drain timed out; {left} games or seats left", flush=True)
+        else:
+            print("tavern: drained: every game here is over", flush=True)
 
 
 def first_of(group: BaseExceptionGroup[Exception]) -> BaseException:

@@ -47,6 +47,7 @@ from server.session import Client, LocalSeat, Session
 from visor import replay_image
 from visor.connections import HttpConnections, serving_http
 from visor.errors import PageError
+from visor.health import Health
 from visor.hub import (
     Page,
     PageQuota,
@@ -532,9 +533,11 @@ async def serving(
     records: Records,
     others: OtherNodes | None = None,
     metrics: Metrics | None = None,
+    health: Health | None = None,
 ) -> AsyncIterator[int]:
     """Serve the visor until the block exits; yields the HTTP port actually bound. ``others``:
-    the arena's other nodes, whose games the pages see too; ``metrics``: served on /metrics."""
+    the arena's other nodes, whose games the pages see too; ``metrics``: served on /metrics;
+    ``health``: on /healthz and /readyz."""
     config = arena.config
     hub = SpectatorHub(arena, others)
     app = create_app(arena, hub, records)
@@ -545,6 +548,8 @@ async def serving(
         metrics.measure(
             "tavern_http_connections", "HTTP connections open", lambda: connections.open
         )
+    if health is not None:
+        health.add_routes(app)
     names = ("the visor", '--http-port N (or "httpPort" in config.json)')
     idle_ms = config.http_idle_timeout_ms
     async with serving_http(app, host, port, connections, idle_ms, names) as bound:

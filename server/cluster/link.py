@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any, Protocol, cast
 
 import hiredis
@@ -119,13 +119,25 @@ class Outbox:
             frames.append(frame)
         self.size += len(frame)
 
-    def clear(self) -> None:
-        self._frames.clear()
-        self.size = 0
+    def keep_only(self, nodes: Collection[str]) -> None:
+        """Drop the frames of every node but these."""
+        self._frames = {node: frames for node, frames in self._frames.items() if node in nodes}
+        self.size = sum(len(frame) for frames in self._frames.values() for frame in frames)
 
-    def publishes(self) -> list[bytes]:
-        """Everything held, as encoded PUBLISH commands (taken: the outbox is empty after)."""
+    def drop(self, nodes: Collection[str]) -> None:
+        """Drop these nodes' frames."""
+        for node in nodes:
+            self.size -= sum(map(len, self._frames.pop(node, ())))
+
+    def publishes(self, held: Collection[str] = ()) -> list[bytes]:
+        """Everything due, as encoded PUBLISH commands (taken), but the frames of the ``held``
+        nodes, which stay."""
         frames_by_node, self._frames, self.size = self._frames, {}, 0
+        for node in held:
+            kept = frames_by_node.pop(node, None)
+            if kept is not None:
+                self._frames[node] = kept
+                self.size += sum(map(len, kept))
         parts: list[bytes] = []
         for node, frames in frames_by_node.items():
             head = self._heads.get(node)
@@ -162,6 +174,9 @@ class Link:
         self._sender: asyncio.Transport | None = None  # toward Redis, while linked
         self._outbox = Outbox(node_id)
         self._flush_due = False
+        # Nodes whose frames wait in the outbox while the link is down, until they are seen
+        # in the arena again (``seen``): the seats that cross to them are held meanwhile.
+        self.held: set[str] = set()
 
     @property
     def tasks(self) -> asyncio.TaskGroup | None:
@@ -171,7 +186,7 @@ class Link:
     # --- sending ------------------------------------------------------------------------------
     def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
         """Queue a frame for ``node``: sent with everything else due to it this loop round."""
-        if not self.up or self._outbox.size > MAX_OUTGOING_BYTES:
+        if (not self.up and node not in self.held) or self._outbox.size > MAX_OUTGOING_BYTES:
             return  # past the bound, the link is about to be made again (see _flush)
         self._outbox.add(node, wire.frame(kind, connection, payload))
         if not self._flush_due:
@@ -196,10 +211,27 @@ class Link:
             log.warning("node %s: %d bytes queued toward Redis", self.node_id, self._outbox.size)
             sender.abort()
             return
-        parts = self._outbox.publishes()
+        parts = self._outbox.publishes(self.held)
         parts += (wire.command(*command) for command in self.user.due())
         if parts:
             sender.write(b"".join(parts))
+
+    # --- holding frames while the link is down -----------------------------------------------
+    def hold(self, nodes: set[str]) -> None:
+        """Keep the frames for these nodes, from now until each is ``seen`` again (or
+        ``let_go``): a Redis restart then costs the seats that cross to them no frame."""
+        self.held |= nodes
+
+    def seen(self, alive: set[str]) -> None:
+        """These nodes are in the arena again (registered, so listening): their frames go."""
+        if back := self.held & alive:
+            self.held -= back
+            self.flush_soon()
+
+    def let_go(self, nodes: set[str]) -> None:
+        """Hold no more frames for these nodes: those kept are dropped."""
+        self.held -= nodes
+        self._outbox.drop(nodes)
 
     # --- linked -------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -314,7 +346,7 @@ class Link:
                 linked_once = True
                 backoff = self.heartbeat_s / 4  # it was up: start the backoff again
             self.up = False
-            self._outbox.clear()
-            self.user.unlinked(was_up)
+            self.user.unlinked(was_up)  # which may hold some nodes' frames
+            self._outbox.keep_only(self.held)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)

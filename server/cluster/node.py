@@ -17,18 +17,21 @@ skipped and logged, and costs nothing else.
 
 When a node's key expires, every other node drops its simulations, tells each bot and page
 connected through it to one of that node's games why, and closes them. When Redis itself goes
-away, games whose seats are all on their node play on; every seat and page that crosses nodes
-is told and closed; the node retries with a backoff and registers everything again once Redis
-is back.
+away, games whose seats are all on their node play on; every page that crosses nodes is told
+and closed; the seats that cross nodes are held for ``reconnectGraceMs``, their frames kept in
+the link until their node is back in the arena, so that their games go on where they were (or
+told and closed when the grace is over); the node retries with a backoff and registers
+everything again once Redis is back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 
 import orjson
 from redis.asyncio import Redis
@@ -89,6 +92,9 @@ class ClusterNode:
             wire.SPECTATE: self.watching.relayed,
         }
         self.inbox = Inbox(frame_table, complaints)
+        # How long the seats that cross nodes are held while the link is made again.
+        self.grace_s = config.reconnect_grace_ms / 1000
+        self._grace: asyncio.TimerHandle | None = None
         self._inbox_channel = inbox(self.id).encode()
         arena.listeners += (self.listing.on_update, self.claims.on_update)
 
@@ -158,34 +164,62 @@ class ClusterNode:
         results = await pipe.execute()
         self.round_trip_s = time.perf_counter() - started
         alive = await self.following.living(redis, results[-1])
-        self._lost(self._known_nodes() - alive, BotError.ARENA_NODE_LOST, NODE_LOST_REASON)
+        self.link.seen(alive)
+        # The nodes whose seats are held after a lost link have until the grace's end.
+        lost = self._known_nodes() - alive - self.link.held
+        self._lost(lost, BotError.ARENA_NODE_LOST, NODE_LOST_REASON)
         await self.following.follow(redis, alive)
 
     def unlinked(self, was_up: bool) -> None:
-        """Redis is out of reach: everything that crosses nodes is told and closed."""
+        """Redis is out of reach: the seats that cross nodes are held for ``reconnectGraceMs``
+        (their frames wait in the link until their node is back, and the game goes on where
+        it was); the pages watching across nodes, and everything once the grace is over, are
+        told and closed."""
         crossing = self.following.directory or self.asked.handles or self.given.channels
         if not was_up and not crossing:
             return
         self.round_trip_s = None
-        self._lost(self._known_nodes(), BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
+        seated = self.asked.owners() | self.given.nodes()
+        if self._grace is None and seated and self.grace_s > 0:
+            log.warning(
+                "node %s: seats on %s held for %g s while the link is made again",
+                self.id,
+                ", ".join(sorted(seated)),
+                self.grace_s,
+            )
+            self.link.hold(seated)
+            self._grace = asyncio.get_running_loop().call_later(self.grace_s, self._grace_over)
+        self._lost(self._known_nodes(), BotError.ARENA_LINK_LOST, LINK_LOST_REASON, self.link.held)
         self.asked.unlinked()  # seats still waiting for an owner
         self.following.clear()
+
+    def _grace_over(self) -> None:
+        """The nodes not back in the arena by now are lost, with every seat that crosses to
+        them."""
+        self._grace = None
+        late = set(self.link.held)
+        self.link.let_go(late)
+        if self.link.up:
+            self._lost(late, BotError.ARENA_NODE_LOST, NODE_LOST_REASON)
+        else:
+            self._lost(late, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
 
     def due(self) -> list[Command]:
         return self.listing.writes() + self.claims.writes()
 
     # --- nodes lost ---------------------------------------------------------------------------
-    def _lost(self, nodes: set[str], message: str, reason: str) -> None:
+    def _lost(self, nodes: set[str], message: str, reason: str, held: Collection[str] = ()) -> None:
         """Those nodes are gone: their simulations leave the lobby, and every seat and page
         that reached them through this node, or reached this node through them, is told why
-        and closed."""
+        and closed; but the seats that cross to the ``held`` nodes, which are kept."""
         if not nodes:
             return
         log.warning("node %s: lost %s: %s", self.id, ", ".join(sorted(nodes)), reason)
         dropped = self.following.drop(nodes)
-        self.asked.lost(nodes, encode(error_message(message, reason)))
+        seats_lost = set(nodes).difference(held)
+        self.asked.lost(seats_lost, encode(error_message(message, reason)))
         self.watching.lost(nodes, message, reason)
-        self.given.lost(nodes)
+        self.given.lost(seats_lost)
         self.relays.lost(nodes)
         if dropped and self.following.spectators is not None:
             self.following.spectators.lobby_changed()
@@ -208,6 +242,8 @@ class ClusterNode:
             try:
                 yield self
             finally:
+                if self._grace is not None:
+                    self._grace.cancel()
                 await self._leave_arena()
 
     async def _leave_arena(self) -> None:

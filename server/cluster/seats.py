@@ -195,7 +195,8 @@ class SeatsAsked:
     def unlinked(self) -> None:
         """Redis is out of reach: the seats still waiting for an owner are refused."""
         for handle in list(self.handles.values()):
-            self._refuse(handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
+            if handle.owner is None:  # those with an owner are held, or lost with their node
+                self._refuse(handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
 
 
 # --- a match here, a client on another node ------------------------------------------------------

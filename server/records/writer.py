@@ -160,6 +160,9 @@ class Writer:
         self._thread: threading.Thread | None = None
         self._owners: Owners = backend.owners()
         self.owner = ""  # this process's owner id, once open
+        # The last write (or look for stopped processes' games) failed: the records cannot be
+        # written now (``/readyz``). Set and cleared by the writer thread only.
+        self.failing = False
         self.node = 0  # this process's number in ``nodes``, once open
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -200,6 +203,11 @@ class Writer:
         self._owners.release()
 
     @property
+    def writing(self) -> bool:
+        """The writer thread runs (``/healthz``): opened, not closed, and not dead of a bug."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
     def id_tag(self) -> str:
         """What ends the ids of this node's games on a shared database (PostgreSQL): its
         number, so that two nodes never give a game the same id. An SQLite file's games keep
@@ -210,6 +218,7 @@ class Writer:
         """A new connection once the database is back (PostgreSQL restarted, the network came
         back), and this node's owner lock taken again; tried for ``RECONNECT_FOR_S``, then the
         lost connection is kept, its batch dropped (logged), and the next batch tries again."""
+        self.failing = True  # until a write goes through again
         with contextlib.suppress(*self.backend.errors):
             lost.close()
         deadline = time.monotonic() + RECONNECT_FOR_S
@@ -320,7 +329,9 @@ class Writer:
                     if self.backend.lost(connection):
                         connection = self._reconnected(connection)
                     self._sweep(connection)
+                    self.failing = False
                 except self.backend.errors:
+                    self.failing = True
                     log.exception("records: looking for the games of stopped processes failed")
                 except OSError as error:  # an owner's lock file, with no descriptor left
                     log.warning(
@@ -345,6 +356,8 @@ class Writer:
             if not committed and self.backend.lost(connection):
                 connection = self._reconnected(connection)
                 committed = _commit(self.backend, connection, operations)
+            if operations:
+                self.failing = not committed
             if not committed:
                 # One bad write must not take the others of its batch with it: one at a time,
                 # and each game's turns on their own.

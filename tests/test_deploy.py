@@ -1,0 +1,89 @@
+"""The shipped deployment files, each used as shipped: the systemd unit template checked by
+systemd-analyze, and deploy/haproxy.cfg run by a real HAProxy (from Debian: `make test`
+installs it) in front of three ``tavern serve`` nodes on one redis-server, with bots that
+connect only to HAProxy. Its addresses and check timings are the environment variables the
+file names (HAProxy expands them as it reads it); checks every 100 ms here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import configparser
+import shutil
+import subprocess
+from pathlib import Path
+
+from bench.common import ROOT
+from bench.rolling import (
+    CHECK_INTER_MS,
+    WAIT_S,
+    Figures,
+    balanced_arena,
+    connected,
+    one_game,
+    recorded,
+    rolling_restart,
+)
+
+UNIT = ROOT / "deploy" / "tavern@.service"
+
+
+def test_the_systemd_unit_template_verifies_and_drains_on_reload(tmp_path: Path) -> None:
+    instance = tmp_path / "tavern@1.service"  # a template is verified as one of its instances
+    shutil.copy(UNIT, instance)
+    verified = subprocess.run(
+        ["/usr/bin/systemd-analyze", "verify", str(instance)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (verified.returncode, verified.stdout, verified.stderr) == (0, "", "")
+    unit = configparser.ConfigParser(interpolation=None, strict=False)
+    unit.read(UNIT)
+    service = unit["Service"]
+    assert service["ExecReload"] == "/bin/kill -USR1 $MAINPID"  # a drain (server.draining)
+    assert service["Restart"] == "always"  # a drained node exits 0: it starts again
+    assert "%i" in service["ExecStart"]
+
+
+async def test_a_rolling_restart_behind_haproxy_loses_no_game(tmp_path: Path) -> None:
+    """30 games play through HAProxy while each of the three nodes is drained (SIGUSR1),
+    waited for and started again in turn, and new games keep starting: every game ends
+    normally, each is in the records once, finished; no connection is refused; every node
+    exits 0."""
+    async with balanced_arena(tmp_path, turns=40) as balanced:
+        figures, _, statuses = await rolling_restart(balanced, games=30, think_s=0.02)
+    assert statuses == [0, 0, 0]
+    assert figures.abnormal() == {}
+    assert figures.started_during_restart > 0
+    assert figures.refused == 0
+    records = recorded(balanced.nodes)
+    counts = collections.Counter(game for game, _ in records)
+    assert [game for game, count in counts.items() if count > 1] == []
+    assert dict(records) == dict.fromkeys(figures.games, "finished")
+
+
+async def test_a_node_killed_behind_haproxy_gets_no_new_connection(tmp_path: Path) -> None:
+    """kill -9 one node: HAProxy's checks mark it down, and meanwhile a connection sent to it
+    is sent again to another node; every new game through HAProxy is created, played and
+    ended normally on the others."""
+    async with balanced_arena(tmp_path, turns=10) as balanced:
+        killed = balanced.nodes[0]
+        await killed.kill()
+        figures = Figures()
+        for seed in range(10):
+            await one_game(balanced.bots_port, seed, 0.0, figures)
+        assert figures.abnormal() == {}
+        assert figures.refused == 0
+        log = tmp_path / "haproxy.log"
+        async with asyncio.timeout(WAIT_S):  # its checks run every CHECK_INTER_MS
+            while "nodes_tcp/node1 is DOWN" not in log.read_text():
+                await asyncio.sleep(CHECK_INTER_MS / 1000)
+        bot, _ = await connected(
+            balanced.bots_port, figures, {"type": "create-simulation"}, "ready"
+        )
+        bot.close()
+        assert figures.refused == 0
+    assert set(figures.games) <= {game for game, _ in recorded(balanced.nodes[1:])}
