@@ -46,6 +46,7 @@ class MatchPlan:
 class MatchReport:
     tally: Tally
     verdict: Verdict | None  # None without an SPRT
+    decided_after: int  # games counted when the test decided (0: it did not)
 
 
 def match_spec(plan: MatchPlan, started: datetime) -> TournamentSpec:
@@ -117,18 +118,21 @@ class MatchProgress(Progress):
         self.sprt = sprt
         self.tally = Tally()
         self.verdict: Verdict | None = None
+        self.decided_after = 0  # games counted when the test decided
         self.decided = asyncio.Event()
 
     def game_over(self, pairing: Pairing, outcome: Outcome | None, note: str) -> None:
         self.running -= 1
         self.done += 1
-        # A game that ends after the decision, before the match stops, does not count.
-        if outcome is not None and self.verdict is None:
+        # A game that ends after the decision, before the match stops, is counted with the
+        # others (it is in the records); the verdict stays the one the test reached.
+        if outcome is not None:
             self.tally = counted(self.tally, a_won(pairing, outcome))
-            if self.sprt is not None:
-                self.verdict = self.sprt.decision(self.tally)
-                if self.verdict is not None:
-                    self.decided.set()
+        if outcome is not None and self.sprt is not None and self.verdict is None:
+            self.verdict = self.sprt.decision(self.tally)
+            if self.verdict is not None:
+                self.decided_after = self.tally.games
+                self.decided.set()
         self._draw(ended=True)
 
     def update(self, note: str = "") -> None:
@@ -177,7 +181,7 @@ async def run_match(
     verdict = progress.verdict
     if sprt is not None and verdict is None:
         verdict = Verdict.INCONCLUSIVE
-    return MatchReport(progress.tally, verdict)
+    return MatchReport(progress.tally, verdict, progress.decided_after)
 
 
 def summary(spec: TournamentSpec, sprt: Sprt | None, report: MatchReport) -> str:
@@ -194,4 +198,9 @@ def summary(spec: TournamentSpec, sprt: Sprt | None, report: MatchReport) -> str
             f"alpha {sprt.alpha:g}, beta {sprt.beta:g}"
         )
         lines.append(f"verdict: {sprt.verdict_text(report.verdict)}")
+        if report.decided_after and report.decided_after < tally.games:
+            lines.append(
+                f"(decided after {report.decided_after} games; "
+                f"{tally.games - report.decided_after} more ended before the match stopped)"
+            )
     return "\n".join(lines)
