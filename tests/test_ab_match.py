@@ -4,16 +4,20 @@ its verdict, its progress lines, and its games in the records as a tournament's.
 
 from __future__ import annotations
 
+import os
+import pty
 import re
 import sqlite3
 import subprocess
 from pathlib import Path
 
 from server.records import Records
-from tests.test_tournament_cli import tavern
+from tests.conftest import ROOT
+from tests.test_tournament_cli import TAVERN, tavern
 
 PUSHER = "{python} -m bots.tavern_dummy --simulation {simulation} --port {port} --nick pusher"
 WANDERER = "{python} -m bots.house_bot tavern wanderer --simulation {simulation} --port {port}"
+MAX_SHOWN = 1_000_000  # bytes read from the terminal at most
 
 
 def match(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -124,3 +128,44 @@ def test_mistakes_are_said_before_any_game(tmp_path: Path) -> None:
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("tavern: B's command: unknown placeholder {prot}")
     assert not (tmp_path / "m.db").exists()
+
+
+def test_on_a_terminal_the_progress_line_is_redrawn_in_place(tmp_path: Path) -> None:
+    leader, follower = pty.openpty()
+    database = str(tmp_path / "m.db")
+    arguments = ("--games", "2", "--sprt", "0", "400", "--database", database)
+    process = subprocess.Popen(
+        [TAVERN, "match", "tavern", PUSHER, WANDERER, *arguments],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
+    )
+    os.close(follower)
+    shown = bytearray()
+    try:
+        while len(shown) < MAX_SHOWN:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end closed: the command ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+        stdout, _ = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert stdout.endswith("verdict: inconclusive: every game played, the LLR between its bounds\n")
+    progress = shown.decode().split("the arena's log is ", 1)[1].split("\n", 1)[1]
+    # One line, drawn over at each game's start and end, ended once the match is over.
+    assert progress.startswith("\r0/2 games (0 playing), A +0 =0 -0, score 0.500, Elo +0.0 ± inf")
+    assert "\r1/2 games (0 playing), A +1 =0 -0, score 1.000, Elo +inf ± inf, LLR +0.60" in progress
+    assert progress.count("\x1b[K") >= 4
+    assert progress.endswith(
+        "A +2 =0 -0, score 1.000, Elo +inf ± inf, LLR +1.19 (-2.94, +2.94)\x1b[K\r\n"
+    )
+    assert progress.count("\n") == 1
