@@ -181,7 +181,13 @@ async def run_match(
     verdict = progress.verdict
     if sprt is not None and verdict is None:
         verdict = Verdict.INCONCLUSIVE
-    return MatchReport(progress.tally, verdict, progress.decided_after)
+    # The summary counts what the records hold: a game that ended as the match stopped, after
+    # the decision, is there even when the progress line never counted it.
+    tally = Tally()
+    for result in await asyncio.to_thread(records.results, spec.id):
+        won = None if result.winner is None else result.bots[result.winner] == NAMES[0]
+        tally = counted(tally, won)
+    return MatchReport(tally, verdict, progress.decided_after)
 
 
 def summary(spec: TournamentSpec, sprt: Sprt | None, report: MatchReport) -> str:

@@ -57,7 +57,7 @@ def test_a_stronger_bot_is_found_stronger_and_the_match_stops_there(tmp_path: Pa
         rf"^match {tournament}: (5|6) games\n"
         r"A: won \1, drew 0, lost 0; score 1\.000\n"
         "Elo \\+inf ± inf\n"
-        r"LLR \+(2\.99|3\.58) \(-2\.94, \+2\.94\), for elo0 0 against elo1 400, alpha 0\.05, "
+        r"LLR \+(2\.99|3\.59) \(-2\.94, \+2\.94\), for elo0 0 against elo1 400, alpha 0\.05, "
         r"beta 0\.05\n"
         "verdict: H1 accepted: A is stronger by at least 400 Elo\n"
         r"(\(decided after 5 games; 1 more ended before the match stopped\)\n)?\Z",
@@ -66,7 +66,7 @@ def test_a_stronger_bot_is_found_stronger_and_the_match_stops_there(tmp_path: Pa
     )
     assert summary, run.stdout
     played = int(summary.group(1))
-    assert summary.group(2) == {5: "2.99", 6: "3.58"}[played]
+    assert summary.group(2) == {5: "2.99", 6: "3.59"}[played]
     assert (summary.group(3) is not None) == (played == 6)
     progress = [line for line in run.stderr.splitlines() if "/20 games" in line]
     assert progress[0] == (
