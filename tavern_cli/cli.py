@@ -14,10 +14,12 @@ import contextlib
 import logging
 import math
 import os
+import random
 import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
@@ -39,6 +41,7 @@ from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
 from server.replay import DamagedRecord, TurnRange
+from server.sprt import Sprt
 from server.tcp import TcpServer
 from server.tournament.runner import TournamentRunner
 from server.tournament.schedule import describe_schedule, schedule
@@ -51,6 +54,7 @@ from server.tournament_queue import (
     run_queued,
 )
 from server.validate import validate
+from tavern_cli.match import MatchPlan, MatchReport, match_spec, run_match, summary
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
@@ -64,6 +68,9 @@ MAX_SEED = 2**53 - 1  # a seed a page's JavaScript reads back exactly
 MAX_LOCAL_WORKERS = 256
 MAX_VALIDATE_GAMES = 1000
 MAX_CLAIM_TIMEOUT_MS = 24 * 3_600_000
+MAX_MATCH_GAMES = 1_000_000
+MAX_CONCURRENCY = 256
+MAX_MATCH_SEED = 2**32  # times 100,003 plus the pair: still a seed pages read back exactly
 
 
 class Parser(argparse.ArgumentParser):
@@ -111,6 +118,17 @@ def records_to_write(text: str) -> str:
     if not is_postgres(text):
         writable_file(text)
     return text
+
+
+def float_flag(text: str) -> float:
+    """A finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
 
 
 def turn_range(text: str) -> TurnRange:
@@ -232,6 +250,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument("--config", type=Path, help="settings file (time limits, board)")
     play.add_argument("--database", type=writable_file, help="keep the game's record in this file")
+    match = commands.add_parser(
+        "match",
+        help="an A/B test: paired games between two bot commands, with an optional SPRT",
+        description="Plays A against B in pairs of games (one seed, the sides swapped), "
+        "records them as a tournament, and with --sprt stops once the sequential probability "
+        "ratio test decides. Each command takes the placeholders of tavern play's.",
+    )
+    match.add_argument("game", choices=sorted(GAMES))
+    match.add_argument("commands", nargs=2, metavar="COMMAND", help="A's command, then B's")
+    match.add_argument(
+        "--games",
+        type=int_flag(1, MAX_MATCH_GAMES),
+        default=100,
+        help="at most this many games (default 100; an odd count is rounded up)",
+    )
+    match.add_argument(
+        "--concurrency", type=int_flag(1, MAX_CONCURRENCY), default=1, help="games at once"
+    )
+    match.add_argument(
+        "--sprt",
+        nargs=2,
+        type=float_flag,
+        metavar=("ELO0", "ELO1"),
+        help="test H0: A - B = ELO0 Elo against H1: A - B = ELO1, and stop once decided",
+    )
+    match.add_argument("--alpha", type=float_flag, default=0.05, help="false positive rate")
+    match.add_argument("--beta", type=float_flag, default=0.05, help="false negative rate")
+    match.add_argument(
+        "--seed", type=int_flag(0, MAX_MATCH_SEED), help="every pair's seed derives from it"
+    )
+    match.add_argument("--config", type=Path, help="settings file (time limits, database)")
+    match.add_argument(
+        "--database",
+        type=records_to_write,
+        help="records: a file or a postgresql:// URL (overrides the config)",
+    )
+    match.add_argument(
+        "--log", type=writable_file, help="the arena's log (default: beside the records)"
+    )
     replay = commands.add_parser("replay", help="print a recorded game turn by turn")
     replay.add_argument("game_id", help="the simulation id of a recorded game")
     replay.add_argument("--config", type=Path, help="settings file naming the database")
@@ -479,6 +536,56 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0 if finished is not None else 1
 
 
+def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
+    try:
+        sprt = (
+            None if args.sprt is None else Sprt(args.sprt[0], args.sprt[1], args.alpha, args.beta)
+        )
+    except ValueError as error:
+        print(f"tavern: --sprt: {error}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.randrange(MAX_MATCH_SEED)
+    plan = MatchPlan(
+        game=args.game,
+        commands=(args.commands[0], args.commands[1]),
+        games=args.games,
+        concurrency=args.concurrency,
+        seed=seed,
+        sprt=sprt,
+    )
+    try:
+        spec = match_spec(plan, datetime.now(UTC))
+    except (PlayError, TournamentError) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    log_file = args.log or log_beside_records(config, spec.id)
+    log_to(log_file)
+    print(
+        f"tavern: match {spec.id} (seed {seed}), recorded in {config.database}; "
+        f"the arena's log is {log_file}",
+        file=sys.stderr,
+    )
+
+    async def play() -> MatchReport:
+        records = Records(config.database)
+        await asyncio.to_thread(records.open)
+        try:
+            return await run_match(spec, sprt, config, records, sys.stderr)
+        finally:
+            await asyncio.to_thread(records.close)
+
+    try:
+        report = asyncio.run(until_signalled(play()))
+    except TournamentError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    except Stopped as stopped:
+        print("\ntavern: match stopped; the games in progress are kept unfinished", file=sys.stderr)
+        return stopped.code
+    print(summary(spec, sprt, report))
+    return 0
+
+
 def print_replay(database: str, game_id: str, turns: TurnRange | None) -> int:
     if not is_postgres(database) and not Path(database).exists():
         print(f"tavern: no records file at {database}", file=sys.stderr)
@@ -611,6 +718,8 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
         return print_replay(config.database, args.game_id, args.turns)
     if args.command == "play":
         return play_game(args, config)
+    if args.command == "match":
+        return run_ab_match(args, config)
     if args.command == "tournament":
         return run_tournament(args.file, config, args.schedule, args.workers, args.log)
     if args.command == "worker":

@@ -1,6 +1,7 @@
-"""The ``tavern play`` and ``tavern validate`` examples of README.md and docs/play.md, taken
-from the documents and run as written (``tavern play`` with a short ``--turns``, and its
-``--output`` in a scratch folder): an example can never again name a file that does not exist."""
+"""The ``tavern play``, ``tavern validate`` and ``tavern match`` examples of README.md and
+docs/play.md, taken from the documents and run as written (``tavern play`` with a short
+``--turns``, and its ``--output`` in a scratch folder; ``tavern match`` with its records there):
+an example can never again name a file that does not exist."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.conftest import ROOT
 
 TAVERN = str(Path(sys.executable).parent / "tavern")  # the command the package installs
 DOCUMENTS = ("README.md", "docs/play.md")
-COMMANDS = ("play", "validate")
+COMMANDS = ("play", "validate", "match")
 SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
 TURNS = "12"
 
@@ -46,11 +47,19 @@ EXAMPLES = examples()
 
 def test_the_documents_show_examples_of_both_commands() -> None:
     shown = {(document, words[0]) for document, words, _ in EXAMPLES}
-    assert shown == {("README.md", "play"), ("README.md", "validate"), ("docs/play.md", "play")}
+    assert shown == {
+        ("README.md", "play"),
+        ("README.md", "validate"),
+        ("docs/play.md", "play"),
+        ("docs/play.md", "match"),
+    }
 
 
 def as_run_here(words: list[str], scratch: Path) -> list[str]:
-    """The example with a short ``--turns`` and its ``--output`` file in ``scratch``."""
+    """The example with a short ``--turns`` and its ``--output`` file in ``scratch``; a match
+    with its records in ``scratch``."""
+    if words[0] == "match":
+        return [*words, "--database", str(scratch / "match.db")]
     if words[0] != "play":
         return words
     changed = list(words)
@@ -88,5 +97,7 @@ def test_a_documented_example_runs_as_written(
     assert "\n  | " not in run.stdout  # no bot crashed: every file it names is there
     if words[0] == "play":
         assert re.search(rf"^turn {TURNS}: ", run.stdout, re.MULTILINE)
+    elif words[0] == "match":
+        assert re.search(r"^verdict: H1 accepted: ", run.stdout, re.MULTILINE)
     else:
         assert run.stdout.endswith("valid: every game finished with legal moves in time\n")

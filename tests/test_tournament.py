@@ -101,10 +101,48 @@ def test_tavern_pairs_play_once_from_each_side() -> None:
     assert len(schedule(spec)) == 6
 
 
+def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
+    raw = {"name": "m", "game": "thud", "seed": 3, "paired_games": 5, "bots": TWO_BOTS}
+    pairings = schedule(spec_from_mapping(raw, ROOT))
+    assert [(p.number, p.key, p.seed) for p in pairings] == [
+        (1, "pair 1: dwarf:a v troll:b", 300_010),
+        (2, "pair 1: dwarf:b v troll:a", 300_010),
+        (3, "pair 2: dwarf:a v troll:b", 300_011),
+        (4, "pair 2: dwarf:b v troll:a", 300_011),
+        (5, "pair 3: dwarf:a v troll:b", 300_012),  # 5 games rounded up to 3 pairs
+        (6, "pair 3: dwarf:b v troll:a", 300_012),
+    ]
+    # A round robin's seeds are what they were: one per game.
+    robin = spec_from_mapping({**raw, "paired_games": 0, "swap_sides": True}, ROOT)
+    assert [p.seed for p in schedule(robin)] == [300_010, 300_011]
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
         ({"game": "thud", "bots": []}, "'name'"),
+        (
+            {"name": "x", "game": "thud", "paired_games": -1, "bots": TWO_BOTS},
+            "key 'paired_games': must be 0 or more, got -1",
+        ),
+        (
+            {
+                "name": "x",
+                "game": "thud",
+                "paired_games": 2,
+                "bots": [TWO_BOTS[0], {**TWO_BOTS[1], "side": "troll"}],
+            },
+            "key 'paired_games': needs two bots that both play either side",
+        ),
+        (
+            {
+                "name": "x",
+                "game": "thud",
+                "paired_games": 2,
+                "bots": [*TWO_BOTS, {"name": "c", "command": "z"}],
+            },
+            "key 'paired_games': needs two bots that both play either side",
+        ),
         ({"name": "x", "game": "chess", "bots": []}, "'game'"),
         ({"name": "x", "game": "thud", "bots": [{"name": "a", "command": "x"}]}, "'bots'"),
         (
@@ -135,7 +173,7 @@ def test_tavern_pairs_play_once_from_each_side() -> None:
         (
             {"name": "x", "game": "thud", "paralel": 2, "bots": []},
             "key 'paralel': unknown (the known keys are name, game, seed, parallel, swap_sides, "
-            "limits, bots)",
+            "paired_games, limits, bots)",
         ),
         (
             {"name": "x", "game": "thud", "limits": {"cpu_secnds": 3}, "bots": TWO_BOTS},

@@ -13,6 +13,7 @@ from typing import IO
 from server.arena import Arena
 from server.commentary import result_text
 from server.config import ArenaConfig
+from server.games.base import Outcome
 from server.league import GameResult
 from server.match import GameStarted, Match, MatchOptions, TurnPlayed, Update
 from server.records import Recorder, Records
@@ -32,6 +33,12 @@ class Progress:
         self.total, self.done, self.running = total, done, 0
         self.out = out
         self.live = out.isatty()
+
+    def game_over(self, pairing: Pairing, outcome: Outcome | None, note: str) -> None:
+        """A game ended (``outcome`` ``None``: with no result), said in ``note``."""
+        self.running -= 1
+        self.done += 1
+        self.update(note)
 
     def update(self, note: str = "") -> None:
         left = self.total - self.done - self.running
@@ -150,7 +157,7 @@ class TournamentRunner:
             progress.running += 1
             progress.update(f"started {pairing.key}")
             options = MatchOptions(
-                seed=self.spec.seed * 100_003 + pairing.number,
+                seed=pairing.seed,
                 hold_seats=True,
                 tournament_id=self.spec.id,
                 pairing=pairing.key,
@@ -168,12 +175,10 @@ class TournamentRunner:
             for bot in bots:
                 bot.outcome = outcome
                 await self._finish(bot)
-            progress.running -= 1
-            progress.done += 1
             names = [entrant.name for entrant in pairing.bots]
             result = None if finished is None else finished.view.result()
             ended = result_text(match.codec, names, result, self._last_seats.pop(match.id, None))
-            progress.update(f"{pairing.key}: {ended}")
+            progress.game_over(pairing, outcome, f"{pairing.key}: {ended}")
 
     async def _finish(self, bot: BotProcess) -> None:
         """Stop a bot and keep its stderr and how it ended with its game's record.

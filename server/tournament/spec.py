@@ -28,7 +28,7 @@ from server.games import GAMES
 from server.games.base import JsonObject
 
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
-KEYS = ("name", "game", "seed", "parallel", "swap_sides", "limits", "bots")
+KEYS = ("name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots")
 LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms")
 BOT_KEYS = ("name", "side", "command", "file")
 MAX_NICK = 64
@@ -68,6 +68,7 @@ class TournamentSpec:
     entrants: tuple[Entrant, ...]
     limits: Limits
     raw: JsonObject
+    paired_games: int = 0  # two bots: this many games, in pairs of one seed (0: round robin)
 
 
 def load_spec(path: Path) -> TournamentSpec:
@@ -114,6 +115,11 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         startup_ms=_get(limits_raw, "startup_ms", int, DEFAULT_LIMITS.startup_ms, "limits."),
         turn_timeout_ms=_get(limits_raw, "turn_timeout_ms", int, None, "limits."),
     )
+    paired_games = _get(raw, "paired_games", int, 0)
+    if paired_games < 0:
+        raise TournamentError(f"key 'paired_games': must be 0 or more, got {paired_games}")
+    if paired_games and (len(entrants) != 2 or any(e.sides != seat_names for e in entrants)):
+        raise TournamentError("key 'paired_games': needs two bots that both play either side")
     return TournamentSpec(
         id=re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "tournament",
         name=name,
@@ -124,6 +130,7 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         entrants=entrants,
         limits=limits,
         raw=raw,
+        paired_games=paired_games,
     )
 
 

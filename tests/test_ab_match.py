@@ -1,0 +1,171 @@
+"""``tavern match`` as a user runs it: an A/B test between the Tavern example bot (the house
+pusher's strategy) and the house wanderer, which it beats every game, in real subprocesses;
+its verdict, its progress lines, and its games in the records as a tournament's."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from server.records import Records
+from tests.conftest import ROOT
+from tests.test_tournament_cli import TAVERN, tavern
+
+PUSHER = "{python} -m bots.tavern_dummy --simulation {simulation} --port {port} --nick pusher"
+WANDERER = "{python} -m bots.house_bot tavern wanderer --simulation {simulation} --port {port}"
+MAX_SHOWN = 1_000_000  # bytes read from the terminal at most
+
+
+def match(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    database = str(tmp_path / "m.db")
+    return tavern("match", "tavern", *arguments, "--database", database, tmp_path=tmp_path)
+
+
+def match_id(run: subprocess.CompletedProcess[str]) -> str:
+    found = re.search(r"^match (match-\d{8}-\d{6}-\d+): \d+ games$", run.stdout, re.MULTILINE)
+    assert found, run.stdout
+    return found.group(1)
+
+
+def recorded(database: Path, tournament: str) -> list[tuple[int, str, str, str | None, str]]:
+    """(seed, team1's bot, team2's bot, winner, status) of the match's games, as started."""
+    with sqlite3.connect(database) as db:
+        return db.execute(
+            "SELECT g.seed, a.nick, b.nick, g.winner, g.status FROM games g "
+            "JOIN seats a ON a.game_id = g.id AND a.seat = 0 "
+            "JOIN seats b ON b.game_id = g.id AND b.seat = 1 "
+            "WHERE g.tournament_id = ? ORDER BY g.started_at",
+            (tournament,),
+        ).fetchall()
+
+
+def test_a_stronger_bot_is_found_stronger_and_the_match_stops_there(tmp_path: Path) -> None:
+    run = match(
+        tmp_path,
+        *(PUSHER, WANDERER, "--games", "20", "--concurrency", "2"),
+        *("--sprt", "0", "400", "--seed", "7"),
+    )
+    assert run.returncode == 0, run.stderr
+    tournament = match_id(run)
+    # Five wins in a row cross the upper bound (test_sprt.py): the match stops there, not at
+    # twenty games; the other game being played may still end meanwhile, and then counts too.
+    summary = re.search(
+        rf"^match {tournament}: (5|6) games\n"
+        r"A: won \1, drew 0, lost 0; score 1\.000\n"
+        "Elo \\+inf ± inf\n"
+        r"LLR \+(2\.99|3\.59) \(-2\.94, \+2\.94\), for elo0 0 against elo1 400, alpha 0\.05, "
+        r"beta 0\.05\n"
+        "verdict: H1 accepted: A is stronger by at least 400 Elo\n"
+        r"(\(decided after 5 games; 1 more ended before the match stopped\)\n)?\Z",
+        run.stdout,
+        re.MULTILINE,
+    )
+    assert summary, run.stdout
+    played = int(summary.group(1))
+    assert summary.group(2) == {5: "2.99", 6: "3.59"}[played]
+    assert (summary.group(3) is not None) == (played == 6)
+    progress = [line for line in run.stderr.splitlines() if "/20 games" in line]
+    assert progress[0] == (
+        "1/20 games (1 playing), A +1 =0 -0, score 1.000, Elo +inf ± inf, LLR +0.60 (-2.94, +2.94)"
+    )
+    assert len(progress) >= 5  # into a pipe: a plain line per game, no redrawing
+    assert "\r" not in run.stderr
+
+    games = recorded(tmp_path / "m.db", tournament)
+    finished = [game for game in games if game[4] == "finished"]
+    assert len(finished) == played
+    assert {game[4] for game in games} <= {"finished", "unfinished"}  # stopped at the decision
+    # Each pair: one seed, the sides swapped; the pusher (A) won each game from either side.
+    pairs: dict[int, list[tuple[str, str]]] = {}
+    for seed, team1, team2, _, _ in games:
+        pairs.setdefault(seed, []).append((team1, team2))
+    assert sorted(pairs) == [7 * 100_003 + pair for pair in range(1, len(pairs) + 1)]
+    for sides in pairs.values():  # two bots: distinct sides on one seed are swapped sides
+        assert len(set(sides)) == len(sides) <= 2
+    assert [len(pairs[7 * 100_003 + pair]) for pair in (1, 2)] == [2, 2]
+    for _, team1, _, winner, _ in finished:
+        assert winner == ("team1" if team1 == "pusher" else "team2")
+    records = Records(str(tmp_path / "m.db"))
+    records.open_to_read()
+    try:
+        results = records.results(tournament)
+    finally:
+        records.close()
+    assert [result.bots[result.winner] for result in results if result.winner is not None] == [
+        "A"
+    ] * played
+
+
+def test_a_weaker_bot_is_found_not_stronger(tmp_path: Path) -> None:
+    run = match(tmp_path, WANDERER, PUSHER, "--games", "10", "--sprt", "0", "400", "--seed", "3")
+    assert run.returncode == 0, run.stderr
+    assert "\nA: won 0, drew 0, lost 2; score 0.000\n" in run.stdout
+    assert run.stdout.endswith("verdict: H0 accepted: A is not stronger by more than 0 Elo\n")
+
+
+def test_every_game_played_without_a_decision_is_inconclusive(tmp_path: Path) -> None:
+    run = match(tmp_path, PUSHER, WANDERER, "--games", "3", "--sprt", "0", "400")
+    assert run.returncode == 0, run.stderr
+    assert "\nA: won 4, drew 0, lost 0; score 1.000\n" in run.stdout  # 3 rounded up to a pair
+    assert run.stdout.endswith(
+        "verdict: inconclusive: every game played, the LLR between its bounds\n"
+    )
+    games = recorded(tmp_path / "m.db", match_id(run))
+    assert [game[4] for game in games] == ["finished"] * 4
+
+
+def test_mistakes_are_said_before_any_game(tmp_path: Path) -> None:
+    reversed_test = match(tmp_path, PUSHER, WANDERER, "--sprt", "5", "0")
+    assert (reversed_test.returncode, reversed_test.stderr) == (
+        2,
+        "tavern: --sprt: ELO0 (5) must be below ELO1 (0)\n",
+    )
+    unknown = match(tmp_path, PUSHER, "{python} -m bots.nothing --port {prot}")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("tavern: B's command: unknown placeholder {prot}")
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_on_a_terminal_the_progress_line_is_redrawn_in_place(tmp_path: Path) -> None:
+    leader, follower = pty.openpty()
+    database = str(tmp_path / "m.db")
+    arguments = ("--games", "2", "--sprt", "0", "400", "--database", database)
+    process = subprocess.Popen(
+        [TAVERN, "match", "tavern", PUSHER, WANDERER, *arguments],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
+    )
+    os.close(follower)
+    shown = bytearray()
+    try:
+        while len(shown) < MAX_SHOWN:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end closed: the command ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+        stdout, _ = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert stdout.endswith("verdict: inconclusive: every game played, the LLR between its bounds\n")
+    progress = shown.decode().split("the arena's log is ", 1)[1].split("\n", 1)[1]
+    # One line, drawn over at each game's start and end, ended once the match is over.
+    assert progress.startswith("\r0/2 games (0 playing), A +0 =0 -0, score 0.500, Elo +0.0 ± inf")
+    assert "\r1/2 games (0 playing), A +1 =0 -0, score 1.000, Elo +inf ± inf, LLR +0.60" in progress
+    assert progress.count("\x1b[K") >= 4
+    assert progress.endswith(
+        "A +2 =0 -0, score 1.000, Elo +inf ± inf, LLR +1.19 (-2.94, +2.94)\x1b[K\r\n"
+    )
+    assert progress.count("\n") == 1
