@@ -123,7 +123,14 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
             yield f"\n{text}"
         elif turns.last is not None and frame.turn > turns.last:
             break
-    yield f"\n{result_text(game, nicks, record['result'], last_seat(game, record))}"
+    yield f"\n{replay_result_text(record)}"
+
+
+def replay_result_text(record: JsonObject) -> str:
+    """A recorded game's result in words."""
+    nicks = [p["nick"] for p in record["players"]]
+    game = game_of(record)
+    return result_text(game, nicks, record["result"], last_seat(game, record))
 
 
 def last_seat(game: AnyCodec, record: JsonObject) -> int | None:

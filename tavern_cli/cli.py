@@ -23,7 +23,7 @@ from typing import NoReturn
 
 from server.arena import Arena
 from server.cluster import RedisRefused
-from server.commentary import replay_text
+from server.commentary import replay_result_text, replay_text
 from server.config import (
     ArenaConfig,
     ConfigError,
@@ -32,7 +32,9 @@ from server.config import (
     load_config,
     setting_range,
 )
+from server.game_file import read_game_file, record_lines
 from server.games import GAMES
+from server.games.base import JsonObject
 from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
@@ -230,8 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument("--config", type=Path, help="settings file (time limits, board)")
     play.add_argument("--database", type=writable_file, help="keep the game's record in this file")
-    replay = commands.add_parser("replay", help="print a recorded game turn by turn")
-    replay.add_argument("game_id", help="the simulation id of a recorded game")
+    replay = commands.add_parser(
+        "replay", help="print a recorded game, or a game file, turn by turn"
+    )
+    replay.add_argument(
+        "game_id",
+        metavar="GAME",
+        help="the simulation id of a recorded game, or a game file (tavern play --output)",
+    )
     replay.add_argument("--config", type=Path, help="settings file naming the database")
     replay.add_argument(
         "--database", help="records: a file or a postgresql:// URL (overrides the config)"
@@ -241,6 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="A-B",
         type=turn_range,
         help="show only these turns: A-B, A- (to the end), -B or N",
+    )
+    replay.add_argument(
+        "--output",
+        type=writable_file,
+        help="write the game here as a game file (JSON lines) instead of printing it",
     )
     records = commands.add_parser("records", help="manage the records")
     records_commands = records.add_subparsers(dest="records_command", required=True)
@@ -477,27 +490,53 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0 if finished is not None else 1
 
 
-def print_replay(database: str, game_id: str, turns: TurnRange | None) -> int:
+def load_game(database: str, game: str) -> JsonObject:
+    """The record of a game: a game file's (a path to a file), else the records' game of that
+    id; raises ``GameNotFound`` or ``DamagedRecord`` with what to say."""
+    path = Path(game)
+    if path.is_file():
+        try:
+            with path.open("rb") as lines:
+                return read_game_file(lines, str(path))
+        except OSError as error:
+            raise GameNotFound(f"{path} cannot be read: {error}") from error
+    if game.endswith(".jsonl"):
+        raise GameNotFound(f"there is no file {game}")
     if not is_postgres(database) and not Path(database).exists():
-        print(f"tavern: no records file at {database}", file=sys.stderr)
-        return 1
+        raise GameNotFound(f"no records file at {database}")
     records = Records(database)
     records.open_to_read()
+    record = records.game(game)
+    if record is None:
+        raise GameNotFound(f"no recorded game {game!r} in {database}")
+    return record
+
+
+class GameNotFound(Exception):
+    """No game by that id in the records, and no such game file."""
+
+
+def print_replay(database: str, game: str, turns: TurnRange | None, output: Path | None) -> int:
     try:
-        record = records.game(game_id)
-        if record is None:
-            print(f"tavern: no recorded game {game_id!r} in {database}", file=sys.stderr)
-            return 1
+        record = load_game(database, game)
         played = len(record["turns"])
         if turns is not None and turns.first > played:
             print(
-                f"tavern: --turns: game {game_id} has {played} turns; there is no turn "
+                f"tavern: --turns: game {record['id']} has {played} turns; there is no turn "
                 f"{turns.first}",
                 file=sys.stderr,
             )
             return 2
-        for block in replay_text(record, turns):
-            print(block)
+        if output is not None:
+            with output.open("wb") as file:
+                file.writelines(record_lines(record, replay_result_text(record)))
+            print(f"tavern: game {record['id']} is in {output}")
+            return 0
+        blocks = list(replay_text(record, turns))  # replayed in full before anything is said
+        print("\n".join(blocks))
+    except GameNotFound as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
     except DamagedRecord as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 1
@@ -581,7 +620,7 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
     if args.command == "records":
         return copy_command(args.source, args.target)
     if args.command == "replay":
-        return print_replay(config.database, args.game_id, args.turns)
+        return print_replay(config.database, args.game_id, args.turns, args.output)
     if args.command == "play":
         return play_game(args, config)
     if args.command == "tournament":

@@ -28,6 +28,7 @@ import orjson
 from server.arena import Arena
 from server.commentary import board_text, result_text, turn_text
 from server.config import ArenaConfig
+from server.game_file import game_line, recorded_settings, result_line
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject
 from server.league import crashed
@@ -128,17 +129,15 @@ class Commentator:
         self._header = f"{view.game} {view.match_id}, seed {view.seed}: {players}"
         legend = "\n".join(self.codec.legend_text(view.state))
         self._draw(f"{self._header}\n{legend}\n\nstart\n{board_text(self.codec, view.state)}")
-        self._line(
-            {
-                "type": "game",
-                "game": view.game,
-                "id": view.match_id,
-                "seed": view.seed,
-                "players": [seat.to_wire() for seat in view.players if seat is not None],
-                "settings": self.codec.settings(),
-                "board": self.codec.describe(),
-            }
-        )
+        record = {
+            "game": view.game,
+            "id": view.match_id,
+            "seed": view.seed,
+            "players": [seat.to_wire() for seat in view.players if seat is not None],
+            "settings": recorded_settings(view),
+            "startedAt": update.started_at,
+        }
+        self._line(game_line(record, self.codec, view.state))
 
     def _turn(self, update: TurnPlayed) -> None:
         result = update.result
@@ -161,12 +160,9 @@ class Commentator:
         if self._pending is not None and not self.closed:
             self._show(self._pending)
         self._line(
-            {
-                "type": "result",
-                "turns": update.view.turn,
-                "result": update.view.result(),
-                "text": self.result_words(),
-            }
+            result_line(
+                update.view.turn, update.view.result(), self.result_words(), update.finished_at
+            )
         )
 
     def result_words(self) -> str:

@@ -71,6 +71,7 @@ def test_a_tavern_game_between_two_example_bots(tmp_path: Path) -> None:
     assert played[0]["action"]["actions"][0] == {"botId": 1, "type": "MOVE", "direction": "NORTH"}
     assert played[-1]["scores"] == {"team1": 3, "team2": 0}
     assert any(event["type"] == 3 for turn in played for event in turn["events"])  # points
+    assert isinstance(last.pop("finishedAt"), float)
     assert last == {
         "type": "result",
         "turns": len(played),
@@ -116,7 +117,11 @@ def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
     assert "\n 7 ......T*T......\n" in out  # the start, with its row numbers
     assert re.findall(r"^turn (\d+): ", out, re.MULTILINE) == [str(n) for n in range(1, 21)]
     first, *played, last = read_lines(output)
-    assert first["settings"] == {"turnLimit": 20}
+    assert first["settings"] == {
+        "turnLimit": 20,
+        "turnTimeoutMs": 10_000,
+        "maxConsecutiveTimeouts": 3,
+    }
     assert len(played) == 20
     assert last["result"]["reason"] == "Timeout"
     assert out.rstrip().splitlines()[-2] == last["text"]
@@ -135,6 +140,71 @@ def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
     assert re.findall(r"^turn (\d+): ", replay.stdout, re.MULTILINE) == [
         str(n) for n in range(1, 21)
     ]
+    # One file format: the file replays exactly as the record does, and the record written as
+    # a file has the same lines (but for the reply times and clocks, which records do not keep).
+    from_file = replay_command(str(output))
+    assert from_file.returncode == 0, from_file.stderr
+    assert from_file.stdout == replay.stdout
+    exported = tmp_path / "exported.jsonl"
+    written = replay_command(game_id, "--database", str(database), "--output", str(exported))
+    assert written.returncode == 0, written.stderr
+    assert written.stdout == f"tavern: game {game_id} is in {exported}\n"
+    kept = ("replyMs", "clock")
+    assert [{k: v for k, v in line.items() if k not in kept} for line in read_lines(exported)] == [
+        {k: v for k, v in line.items() if k not in kept} for line in read_lines(output)
+    ]
+    assert replay_command(str(exported)).stdout == replay.stdout
+
+
+def replay_command(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tavern replay`` as a user types it."""
+    return subprocess.run(
+        [sys.executable, "-m", "tavern_cli", "replay", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_damaged_game_file_is_named_with_its_line(tmp_path: Path) -> None:
+    game = tmp_path / "game.jsonl"
+    header = {
+        "type": "game",
+        "game": "thud",
+        "id": "abc1234",
+        "seed": 1,
+        "players": [
+            {"seat": "dwarf", "nick": "a", "names": [], "kind": "bot"},
+            {"seat": "troll", "nick": "b", "names": [], "kind": "bot"},
+        ],
+        "settings": {},
+        "board": {},
+    }
+    turn = {"type": "turn", "turn": 1, "seat": "dwarf", "timedOut": False}
+    bad_move = {**turn, "action": {"move": [[0, 0], [1, 1]], "declare": False}}
+    cases = {
+        b"": f"tavern: {game} holds no game: it is empty\n",
+        b"{]\n": f"tavern: {game}, line 1 is not a line of a game file: ",
+        orjson.dumps(turn): f"tavern: {game}, line 1: a game file begins with its game line\n",
+        orjson.dumps(header) + b"\n" + orjson.dumps(turn): (
+            f"tavern: {game}, line 2: the turn line lacks 'action'\n"
+        ),
+        orjson.dumps(header) + b"\n" + orjson.dumps(bad_move): (
+            "tavern: game abc1234: turn 1 does not replay: "
+        ),
+    }
+    for text, said in cases.items():
+        game.write_bytes(text)
+        run = replay_command(str(game))
+        assert (run.returncode, run.stdout) == (1, ""), text
+        assert run.stderr.startswith(said), (text, run.stderr)
+    missing = replay_command(str(tmp_path / "nothing.jsonl"))
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        f"tavern: there is no file {tmp_path / 'nothing.jsonl'}\n",
+    )
 
 
 def test_a_bot_that_thinks_too_long_now_and_then_never_has_a_late_reply_played(
