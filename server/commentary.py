@@ -12,7 +12,7 @@ from typing import Any
 from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
 from server.match import TOO_MANY_TIMEOUTS
-from server.replay import TurnRange, frames, game_of
+from server.replay import TurnRange, frames, game_of, turn_debug
 
 FORFEITS = {
     BotError.PLAYER_DISCONNECTED: "disconnected",
@@ -43,8 +43,10 @@ def turn_text(
     timed_out: bool,
     events: Sequence[Any],
     state: Any,
+    debug: str | None = None,
 ) -> str:
-    """One turn: who played it, the score after it, what happened, and the board."""
+    """One turn: who played it, the score after it, what happened, what the bot said of it
+    (its debug text, if any), and the board."""
     scores = ", ".join(f"{name} {value}" for name, value in game.scores(state).items())
     heading = f"turn {number}: {game.seat_names[seat]} ({nick})"
     if timed_out:
@@ -52,6 +54,8 @@ def turn_text(
     lines = [f"{heading}   [{scores}]"]
     said = game.events_text(events)
     lines += [f"  {line}" for line in said] if said else ["  passes"]
+    if debug is not None:
+        lines += [f"  debug| {line}" for line in debug.splitlines() or [""]]
     lines.append(board_text(game, state))
     return "\n".join(lines)
 
@@ -119,6 +123,7 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
                 timed_out,
                 frame.events,
                 frame.state,
+                turn_debug(record, frame.turn),
             )
             yield f"\n{text}"
         elif turns.last is not None and frame.turn > turns.last:

@@ -15,9 +15,10 @@ from typing import Any
 
 import orjson
 
+from server.debug import DEBUG_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match import MatchView
-from server.replay import DamagedRecord, frames, game_of
+from server.replay import DamagedRecord, frames, game_of, turn_debug
 
 
 def recorded_settings(view: MatchView) -> JsonObject:
@@ -77,12 +78,15 @@ def record_lines(record: JsonObject, result_words: str) -> Iterator[bytes]:
             "simulationId": record["id"],
             "turn": frame.turn,
             "seat": turn["seat"],
-            "action": turn["action"],
+            "action": without_debug(turn["action"]),
             "timedOut": turn["timedOut"],
             "events": game.events_to_wire(frame.events),
             "state": game.state_to_wire(frame.state),
             "scores": game.scores(frame.state),
         }
+        debug = turn_debug(record, frame.turn)
+        if debug is not None:
+            line[DEBUG_KEY] = debug
         yield orjson.dumps(line) + b"\n"
     if record["result"] is not None:
         line = result_line(len(played), record["result"], result_words, record["finishedAt"])
@@ -174,4 +178,7 @@ def _turn_of(line: JsonObject, expected: int, where: str) -> JsonObject:
         raise DamagedRecord(f"{where}: the turn line lacks {error}") from error
     if number != expected:
         raise DamagedRecord(f"{where}: turn {number} where turn {expected} should be")
+    debug = line.get(DEBUG_KEY)
+    if isinstance(debug, str) and isinstance(action, dict):  # kept with the action, as recorded
+        action = {**action, DEBUG_KEY: debug}
     return {"number": number, "seat": seat, "action": action, "timedOut": bool(timed_out)}

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from server.debug import DEBUG_KEY
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
@@ -103,10 +104,20 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
                 "state": game.state_to_wire(frame.state),
                 "events": game.events_to_wire(frame.events),
                 "scores": game.scores(frame.state),
+                "debug": turn_debug(record, frame.turn),
             }
             for frame in frames(record)
         ],
     }
+
+
+def turn_debug(record: JsonObject, number: int) -> str | None:
+    """The debug text the bot sent with turn ``number`` of a record (None for the start)."""
+    if number == 0:
+        return None
+    action = record["turns"][number - 1]["action"]
+    text = action.get(DEBUG_KEY) if isinstance(action, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def turns_to_wire(record: JsonObject, first: int, last: int) -> list[JsonObject]:

@@ -232,6 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument("--config", type=Path, help="settings file (time limits, board)")
     play.add_argument("--database", type=writable_file, help="keep the game's record in this file")
+    play.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print what each bot says of its move (its debug text) with the turn",
+    )
     replay = commands.add_parser(
         "replay", help="print a recorded game, or a game file, turn by turn"
     )
@@ -478,6 +483,7 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
         output=args.output,
         open_browser=args.open,
         database=args.database,
+        verbose=args.verbose,
     )
     try:
         finished = asyncio.run(until_signalled(play(options, config, sys.stdout)))

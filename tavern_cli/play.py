@@ -59,6 +59,7 @@ class PlayOptions:
     output: Path | None = None  # the game as JSON lines
     open_browser: bool = False  # open the watch page, and keep serving until Ctrl-C
     database: Path | None = None  # keep the records here (None: a scratch file)
+    verbose: bool = False  # print each bot's debug text with its turn, as it is played
 
 
 class PlayError(Exception):
@@ -93,8 +94,11 @@ class Commentator:
     plain text.
     """
 
-    def __init__(self, codec: AnyCodec, out: IO[str], lines: IO[bytes] | None) -> None:
+    def __init__(
+        self, codec: AnyCodec, out: IO[str], lines: IO[bytes] | None, verbose: bool = False
+    ) -> None:
         self.codec = codec
+        self.verbose = verbose
         self.out = out
         self.lines = lines
         self.live = out.isatty()
@@ -150,9 +154,11 @@ class Commentator:
             result.timed_out,
             result.events,
             result.state,
+            result.debug if self.verbose else None,
         )
         if self.lines is not None:
-            self.lines.write(result.spectator_json() + b"}\n")
+            debug = b"" if result.debug is None else b',"debug":' + orjson.dumps(result.debug)
+            self.lines.write(result.spectator_json() + debug + b"}\n")
         self._draw(f"{self._header}\n\n{text}" if self.live else f"\n{text}")
 
     def _finished(self, update: GameFinished) -> None:
@@ -241,7 +247,7 @@ async def play(
     codec = arena.codec(options.game)
     with contextlib.ExitStack() as files:
         lines = None if options.output is None else files.enter_context(options.output.open("wb"))
-        commentator = Commentator(codec, out, lines)
+        commentator = Commentator(codec, out, lines, options.verbose)
         arena.listeners.append(commentator)
         async with (
             records_file(options.database) as database,

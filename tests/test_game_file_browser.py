@@ -71,6 +71,26 @@ async def test_a_game_file_opened_or_dropped_replays_as_its_record(
     # Dropped on a page showing another game, a file takes its place.
     tavern = await house_game(served, "tavern", ["pusher", "wanderer"], TAVERN_SEED)
     tavern_replay = await get_json(served, f"/api/games/{tavern.id}/replay")
+    # A turn's debug text is shown with the turn.
+    assert b'"debug"' not in lines
+    first_line, turn_line, *rest = lines.splitlines()
+    said = orjson.dumps({**orjson.loads(turn_line), "debug": "hold the line\nthen charge"})
+    await page.evaluate(
+        """(text) => {
+            const data = new DataTransfer();
+            data.items.add(new File([text], "thud-debug.jsonl"));
+            document.dispatchEvent(new DragEvent("drop", {dataTransfer: data, cancelable: true}));
+        }""",
+        b"\n".join([first_line, said, *rest]).decode(),
+    )
+    await expect(page.locator("#game-id")).to_have_text("thud-debug.jsonl")
+    await board_matches_frame(page, recorded, 0)
+    await page.click("#forward")
+    await board_matches_frame(page, recorded, 1)
+    await expect(page.locator("#events .debug-text")).to_have_text("hold the line\nthen charge")
+    await page.click("#forward")
+    await expect(page.locator("#events .debug-text")).to_have_count(0)
+
     await page.evaluate(
         """(text) => {
             const data = new DataTransfer();

@@ -45,9 +45,13 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 
 def test_a_tavern_game_between_two_example_bots(tmp_path: Path) -> None:
     output = tmp_path / "game.jsonl"
-    run = tavern("tavern", TAVERN_DUMMY, WANDERER, "--seed", "3", "--output", str(output))
+    run = tavern(
+        "tavern", TAVERN_DUMMY, WANDERER, "--seed", "3", "--output", str(output), "--verbose"
+    )
     assert run.returncode == 0, run.stderr
     out = run.stdout
+    # --verbose: what the dummy says of each move (its debug text) is printed with the turn.
+    assert "\n  debug| orders: 1 NORTH, 2 " in out
     url = re.match(r"tavern: watch at http://127\.0\.0\.1:\d+/watch/([0-9a-r]{7})\n", out)
     assert url, out[:200]
     game_id = url.group(1)
@@ -69,6 +73,8 @@ def test_a_tavern_game_between_two_example_bots(tmp_path: Path) -> None:
     assert [turn["turn"] for turn in played] == turns
     assert {turn["type"] for turn in played} == {"turn"}
     assert played[0]["action"]["actions"][0] == {"botId": 1, "type": "MOVE", "direction": "NORTH"}
+    assert played[0]["debug"].startswith("orders: 1 NORTH, 2 ")
+    assert "debug" not in played[1]  # the house wanderer says nothing
     assert played[-1]["scores"] == {"team1": 3, "team2": 0}
     assert any(event["type"] == 3 for turn in played for event in turn["events"])  # points
     assert isinstance(last.pop("finishedAt"), float)

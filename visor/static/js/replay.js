@@ -235,7 +235,8 @@ function gameOfFile(text) {
       const expected = data.frames.length;
       if (line.turn !== expected) throw new Error(`${where}: turn ${line.turn} where turn ${expected} should be`);
       if (!line.state || !data.seats.includes(line.seat)) throw new Error(`${where}: the turn line has no position or no seat`);
-      data.frames.push({ turn: line.turn, seat: line.seat, state: line.state, events: line.events || [], scores: line.scores });
+      const debug = typeof line.debug === "string" ? line.debug : null;
+      data.frames.push({ turn: line.turn, seat: line.seat, state: line.state, events: line.events || [], scores: line.scores, debug });
     } else if (kind === "result" && data.result === null) {
       data.result = line.result;
       data.status = "finished";
@@ -420,6 +421,9 @@ function renderEvents(frame) {
     if (entries.length === 0) items.push(el("li", { className: "log-move" }, el("span", { className: "log-turn" }), "Nothing moved."));
     for (const entry of entries) {
       items.push(el("li", { className: `log-${entry.kind}` }, el("span", { className: "log-turn" }), entry.text));
+    }
+    if (frame.debug) {
+      items.push(el("li", { className: "log-debug" }, el("span", { className: "stat-label", text: `What ${who} said of it (debug)` }), el("pre", { className: "snippet debug-text", text: frame.debug })));
     }
   }
   ui.events.replaceChildren(...items);
