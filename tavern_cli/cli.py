@@ -40,6 +40,7 @@ from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
 from server.replay import DamagedRecord, TurnRange
+from server.sprt import Sprt
 from server.tcp import TcpServer
 from server.tournament.runner import TournamentRunner
 from server.tournament.schedule import describe_schedule, schedule
@@ -52,6 +53,7 @@ from server.tournament_queue import (
     run_queued,
 )
 from server.validate import validate
+from tavern_cli.ab_match import AbOptions, run_ab, verdict_line
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
@@ -63,6 +65,7 @@ INTEGER = re.compile(r"[+-]?[0-9]+")
 MAX_SEED = 2**53 - 1  # a seed a page's JavaScript reads back exactly
 MAX_LOCAL_WORKERS = 256
 MAX_VALIDATE_GAMES = 1000
+MAX_AB_GAMES = 100_000
 MAX_CLAIM_TIMEOUT_MS = 24 * 3_600_000
 
 
@@ -111,6 +114,16 @@ def records_to_write(text: str) -> str:
     if not is_postgres(text):
         writable_file(text)
     return text
+
+
+def probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 0.5:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 0.5")
+    return value
 
 
 def turn_range(text: str) -> TurnRange:
@@ -237,6 +250,34 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print what each bot says of its move (its debug text) with the turn",
     )
+    ab = commands.add_parser(
+        "match",
+        help="an A/B test: paired games between two bot commands, with a sequential test",
+        description="Games in pairs on one seed, sides swapped; a progress line after each "
+        "game (score, Elo ± 95 %% error, LLR); with --sprt, stops once H0 or H1 is accepted. "
+        "Commands as for tavern play.",
+    )
+    ab.add_argument("game", choices=sorted(GAMES))
+    ab.add_argument("commands", nargs=2, metavar="COMMAND", help="bot A's command, then bot B's")
+    ab.add_argument(
+        "--games", type=int_flag(2, MAX_AB_GAMES), default=100, help="at most this many games"
+    )
+    ab.add_argument(
+        "--concurrency", type=int_flag(1, MAX_LOCAL_WORKERS), default=1, help="games at once"
+    )
+    ab.add_argument(
+        "--sprt",
+        nargs=2,
+        type=float,
+        metavar=("ELO0", "ELO1"),
+        help="test H0 'A is ELO0 stronger' against H1 'A is ELO1 stronger' (ELO0 < ELO1)",
+    )
+    ab.add_argument("--alpha", type=probability, default=0.05, help="false H1 rate (0.05)")
+    ab.add_argument("--beta", type=probability, default=0.05, help="false H0 rate (0.05)")
+    ab.add_argument("--seed", type=int_flag(0, MAX_SEED), help="the first pair's seed")
+    ab.add_argument("--turns", type=int_flag(*TURN_LIMITS), help="end each game after N turns")
+    ab.add_argument("--config", type=Path, help="settings file (time limits, board)")
+    ab.add_argument("--database", type=writable_file, help="keep the games' records here")
     replay = commands.add_parser(
         "replay", help="print a recorded game, or a game file, turn by turn"
     )
@@ -522,6 +563,41 @@ class GameNotFound(Exception):
     """No game by that id in the records, and no such game file."""
 
 
+def ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
+    logging.getLogger().setLevel(logging.WARNING)  # the progress lines are the output
+    sprt = None
+    if args.sprt is not None:
+        elo0, elo1 = args.sprt
+        if not elo0 < elo1:
+            print("tavern: --sprt ELO0 ELO1 needs ELO0 < ELO1", file=sys.stderr)
+            return 2
+        sprt = Sprt(elo0, elo1, args.alpha, args.beta)
+    options = AbOptions(
+        game=args.game,
+        commands=(args.commands[0], args.commands[1]),
+        games=args.games,
+        concurrency=args.concurrency,
+        sprt=sprt,
+        seed=args.seed,
+        turns=args.turns,
+        database=args.database,
+    )
+    try:
+        outcome = asyncio.run(
+            until_signalled(run_ab(options, config, lambda line: print(line, flush=True)))
+        )
+    except (PlayError, TournamentError) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    except Stopped as stopped:
+        print("\ntavern: match stopped", file=sys.stderr)
+        return stopped.code
+    if outcome.unfinished:
+        print(f"{outcome.unfinished} games ended with no result (not counted)")
+    print(verdict_line(outcome, sprt))
+    return 0
+
+
 def print_replay(database: str, game: str, turns: TurnRange | None, output: Path | None) -> int:
     try:
         record = load_game(database, game)
@@ -629,6 +705,8 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
         return print_replay(config.database, args.game_id, args.turns, args.output)
     if args.command == "play":
         return play_game(args, config)
+    if args.command == "match":
+        return ab_match(args, config)
     if args.command == "tournament":
         return run_tournament(args.file, config, args.schedule, args.workers, args.log)
     if args.command == "worker":

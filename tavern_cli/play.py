@@ -69,22 +69,27 @@ class PlayError(Exception):
 def entrants(options: PlayOptions) -> list[Entrant]:
     """Each command as the bot of its seat."""
     seat_names = GAMES[options.game].seat_names
-    bots = []
-    for seat, command in enumerate(options.commands):
-        name = f"bot {seat + 1}"
-        try:
-            parts = tuple(shlex.split(command))
-        except ValueError as error:
-            raise PlayError(f"{name}'s command: {error}") from error
-        if not parts:
-            raise PlayError(f"{name}'s command is empty")
-        check_placeholders(parts, f"{name}'s command")
-        bot = Entrant(name, parts, (seat_names[seat],), Path.cwd())
-        problem = program_problem(bot, options.game)
-        if problem is not None:
-            raise PlayError(f"{name}: {problem}")
-        bots.append(bot)
-    return bots
+    return [
+        bot_entrant(f"bot {seat + 1}", command, (seat_names[seat],), options.game)
+        for seat, command in enumerate(options.commands)
+    ]
+
+
+def bot_entrant(name: str, command: str, sides: tuple[str, ...], game: str) -> Entrant:
+    """A command line as a bot that may take ``sides``; raises ``PlayError`` naming ``name``
+    if it cannot be run."""
+    try:
+        parts = tuple(shlex.split(command))
+    except ValueError as error:
+        raise PlayError(f"{name}'s command: {error}") from error
+    if not parts:
+        raise PlayError(f"{name}'s command is empty")
+    check_placeholders(parts, f"{name}'s command")
+    bot = Entrant(name, parts, sides, Path.cwd())
+    problem = program_problem(bot, game)
+    if problem is not None:
+        raise PlayError(f"{name}: {problem}")
+    return bot
 
 
 class Commentator:
