@@ -12,7 +12,7 @@ from typing import Any
 from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
 from server.match import TOO_MANY_TIMEOUTS
-from server.replay import TurnRange, frames, game_of, turn_debug
+from server.replay import ORIGIN_KEY, TurnRange, frames, game_of, turn_debug
 
 FORFEITS = {
     BotError.PLAYER_DISCONNECTED: "disconnected",
@@ -107,7 +107,15 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
     turns = TurnRange() if turns is None else turns
     nicks = [p["nick"] for p in record["players"]]
     players = " against ".join(f"{p['seat']} ({p['nick']})" for p in record["players"])
-    yield f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
+    header = f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
+    origin = record["settings"].get(ORIGIN_KEY)
+    if origin is not None:
+        turn = origin["turn"]
+        header += (
+            f"\nplayed on from game {origin['game']} after its turn {turn}"
+            f" (turns 1 to {turn} are that game's)"
+        )
+    yield header
     for frame in frames(record):
         if frame.seat is None:
             yield "\n".join(game.legend_text(frame.state))

@@ -18,16 +18,20 @@ import orjson
 from server.debug import DEBUG_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match import MatchView
-from server.replay import DamagedRecord, frames, game_of, turn_debug
+from server.replay import ORIGIN_KEY, DamagedRecord, frames, game_of, turn_debug
 
 
 def recorded_settings(view: MatchView) -> JsonObject:
-    """A game's settings as its record and its file keep them: the game's own and its limits."""
-    return {
+    """A game's settings as its record and its file keep them: the game's own, its limits,
+    and the game and turn it was played on from (``from``), if it was."""
+    settings = {
         **view.codec.settings(),
         "turnTimeoutMs": round(view.limits.turn_timeout_s * 1000),
         "maxConsecutiveTimeouts": view.limits.max_consecutive_timeouts,
     }
+    if view.origin is not None:
+        settings[ORIGIN_KEY] = view.origin
+    return settings
 
 
 def game_line(record: JsonObject, codec: AnyCodec, start: Any) -> JsonObject:

@@ -126,6 +126,7 @@ class Resume:
     state: Any
     turn_count: int
     rng: random.Random
+    origin: JsonObject | None = None  # a new game played on from another's turn: which
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +206,7 @@ class MatchView:
     pairing: str | None
     limits: MatchLimits
     clock: TurnClock | None = None  # while the game is on: the seat awaited next
+    origin: JsonObject | None = None  # the game and turn it was played on from, if it was
 
     @property
     def game(self) -> str:
@@ -521,6 +523,7 @@ class Match:
             turn=self.turn_count,
             state=self.state,
             outcome=self.outcome,
+            origin=None if self.options.resume is None else self.options.resume.origin,
             tournament_id=self.options.tournament_id,
             pairing=self.options.pairing,
             limits=self.limits,

@@ -15,6 +15,8 @@ from server.debug import DEBUG_KEY
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
+ORIGIN_KEY = "from"  # in a record's settings: {"game", "turn", "names"} it was played on from
+
 
 class DamagedRecord(Exception):
     """A stored game that cannot be read back or replayed: a damaged file, a record written by
@@ -53,7 +55,14 @@ def frames(record: JsonObject, rng: random.Random | None = None) -> Iterator[Fra
     seat_names = list(game.seat_names)
     number = 0
     try:
-        players = [Player(p["nick"], tuple(p["names"])) for p in record["players"]]
+        origin = record["settings"].get(ORIGIN_KEY)
+        # A game played on from another's turn: its first turns are the other's, whose
+        # players' names its position has.
+        names = [p["names"] for p in record["players"]] if origin is None else origin["names"]
+        players = [
+            Player(p["nick"], tuple(dwarf_names))
+            for p, dwarf_names in zip(record["players"], names, strict=True)
+        ]
         state = rules.initial_state(players)
         rng = random.Random(record["seed"]) if rng is None else rng
         frame = Frame(0, None, state, [])
@@ -97,6 +106,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
         "turnCount": record["turnCount"],
         "tournament": record["tournament"],
         "pairing": record["pairing"],
+        "from": origin_to_wire(record),
         "frames": [
             {
                 "turn": frame.turn,
@@ -109,6 +119,12 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
             for frame in frames(record)
         ],
     }
+
+
+def origin_to_wire(record: JsonObject) -> JsonObject | None:
+    """The game and turn a record was played on from (``None``: it was played from the start)."""
+    origin = record["settings"].get(ORIGIN_KEY)
+    return None if origin is None else {"game": origin["game"], "turn": origin["turn"]}
 
 
 def turn_debug(record: JsonObject, number: int) -> str | None:

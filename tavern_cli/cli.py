@@ -246,6 +246,19 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--config", type=Path, help="settings file (time limits, board)")
     play.add_argument("--database", type=writable_file, help="keep the game's record in this file")
     play.add_argument(
+        "--from",
+        dest="from_game",
+        metavar="GAME",
+        help="play on from a recorded game (its id, in --database or the config's records) or "
+        "a game file, after --turn N of its turns, with its random draws",
+    )
+    play.add_argument(
+        "--turn",
+        type=int_flag(0, 1_000_000),
+        default=0,
+        help="with --from: the turns of that game played before this one starts (0: none)",
+    )
+    play.add_argument(
         "--verbose",
         action="store_true",
         help="print what each bot says of its move (its debug text) with the turn",
@@ -516,6 +529,13 @@ def validate_bot(game: str, side: str, command: list[str], games: int, turn_time
 
 def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
     logging.getLogger().setLevel(logging.WARNING)  # the board is the output
+    start = None
+    if args.from_game is not None:
+        try:
+            start = load_game(config.database, args.from_game)
+        except (GameNotFound, DamagedRecord) as error:
+            print(f"tavern: --from: {error}", file=sys.stderr)
+            return 2
     options = PlayOptions(
         game=args.game,
         commands=(args.commands[0], args.commands[1]),
@@ -525,6 +545,8 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
         open_browser=args.open,
         database=args.database,
         verbose=args.verbose,
+        start=start,
+        start_turn=args.turn,
     )
     try:
         finished = asyncio.run(until_signalled(play(options, config, sys.stdout)))

@@ -68,7 +68,7 @@ async def test_a_game_file_opened_or_dropped_replays_as_its_record(
     await page.click("#last")
     await expect(page.locator("#result")).to_contain_text(recorded["result"]["reason"])
 
-    # Dropped on a page showing another game, a file takes its place.
+    # Another game's file, dropped on the page, takes the place of the one shown.
     tavern = await house_game(served, "tavern", ["pusher", "wanderer"], TAVERN_SEED)
     tavern_replay = await get_json(served, f"/api/games/{tavern.id}/replay")
     # A turn's debug text is shown with the turn.
@@ -85,11 +85,28 @@ async def test_a_game_file_opened_or_dropped_replays_as_its_record(
     )
     await expect(page.locator("#game-id")).to_have_text("thud-debug.jsonl")
     await board_matches_frame(page, recorded, 0)
+    await expect(page.locator("#from-link")).to_have_count(0)
     await page.click("#forward")
     await board_matches_frame(page, recorded, 1)
     await expect(page.locator("#events .debug-text")).to_have_text("hold the line\nthen charge")
     await page.click("#forward")
     await expect(page.locator("#events .debug-text")).to_have_count(0)
+
+    # A game played on from another's turn opens at that turn, and links to it.
+    header = orjson.loads(first_line)
+    header["settings"]["from"] = {"game": "abc1234", "turn": 5, "names": [[], []]}
+    await page.evaluate(
+        """(text) => {
+            const data = new DataTransfer();
+            data.items.add(new File([text], "from.jsonl"));
+            document.dispatchEvent(new DragEvent("drop", {dataTransfer: data, cancelable: true}));
+        }""",
+        b"\n".join([orjson.dumps(header), turn_line, *rest]).decode(),
+    )
+    await expect(page.locator("#game-id")).to_have_text("from.jsonl")
+    await board_matches_frame(page, recorded, 5)
+    await expect(page.locator("#from-link")).to_have_text("game abc1234, turn 5")
+    await expect(page.locator("#from-link")).to_have_attribute("href", "/replay/abc1234?turn=5")
 
     await page.evaluate(
         """(text) => {

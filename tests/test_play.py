@@ -420,3 +420,54 @@ def test_ctrl_c_stops_the_game_with_no_result(tmp_path: Path) -> None:
     records.open_to_read()
     (game,) = records.games(GameFilter())["games"]
     assert (game["status"], game["result"]) == ("unfinished", None)
+
+
+def test_a_game_played_on_from_a_turn_of_another(tmp_path: Path) -> None:
+    source = tmp_path / "source.jsonl"
+    thud = (HOUSE_THUD % "dwarf", HOUSE_THUD % "troll")
+    first = tavern("thud", *thud, "--seed", "4", "--turns", "20", "--output", str(source))
+    assert first.returncode == 0, first.stderr
+    game_line, *source_turns, _ = read_lines(source)
+    output = tmp_path / "from.jsonl"
+    database = tmp_path / "from.db"
+    run = tavern(
+        "thud",
+        *thud,
+        *("--from", str(source), "--turn", "12", "--turns", "20"),
+        *("--output", str(output), "--database", str(database)),
+    )
+    assert run.returncode == 0, run.stderr
+    new_game, *turns, result = read_lines(output)
+    assert new_game["settings"]["from"] == {
+        "game": game_line["id"],
+        "turn": 12,
+        "names": [[], []],
+    }
+    assert new_game["state"] == game_line["state"]  # its file starts where the other did
+    kept = ("turn", "seat", "action", "state", "events")
+    assert [{k: t[k] for k in kept} for t in turns[:12]] == [
+        {k: t[k] for k in kept} for t in source_turns[:12]
+    ]
+    assert [turn["turn"] for turn in turns] == list(range(1, 21))
+    assert result["turns"] == 20
+    # Its record and its file replay as one game, which says where it came from.
+    by_id = replay_command(new_game["id"], "--database", str(database))
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stdout.splitlines()[1] == (
+        f"played on from game {game_line['id']} after its turn 12 (turns 1 to 12 are that game's)"
+    )
+    assert replay_command(str(output)).stdout == by_id.stdout
+    # A position the game never reached, or a game of the other kind, is refused at once.
+    too_far = tavern("thud", *thud, "--from", str(source), "--turn", "21", "--turns", "20")
+    assert (too_far.returncode, too_far.stderr) == (
+        2,
+        f"tavern: --turn: game {game_line['id']} has 20 turns; there is no turn 21\n",
+    )
+    other_board = tavern("thud", *thud, "--from", str(source), "--turn", "3")
+    assert other_board.returncode == 2
+    assert "was played with other settings" in other_board.stderr
+    wrong_game = tavern("tavern", WANDERER, WANDERER, "--from", str(source))
+    assert (wrong_game.returncode, wrong_game.stderr) == (
+        2,
+        f"tavern: --from: game {game_line['id']} is a game of thud, not tavern\n",
+    )

@@ -229,6 +229,7 @@ function gameOfFile(text) {
         seed: line.seed,
         startedAt: line.startedAt,
         tournament: null,
+        from: line.settings && line.settings.from ? { game: line.settings.from.game, turn: line.settings.from.turn } : null,
         frames: [{ turn: 0, seat: null, state: line.state, events: [], scores: line.scores }],
       };
     } else if (kind === "turn") {
@@ -273,6 +274,7 @@ function start(data) {
     return player ? { ...player, nick: player.bot || player.nick, record: player } : null;
   });
   replay.frames = data.frames.map((frame, index) => ({ ...frame, index }));
+  replay.from = data.from || null;
 
   show(ui.loading, false);
   show(ui.main, true); // before the view, so that the canvas has its size
@@ -355,13 +357,20 @@ function describeStatus(record) {
     show(ui.matchesLink, true);
   }
   if (record.seed !== undefined && record.seed !== null) parts.push(`${parts.length ? " · " : ""}seed ${record.seed}`);
+  if (replay.from) {
+    const from = replay.from;
+    parts.push(
+      `${parts.length ? " · " : ""}played on from `,
+      el("a", { text: `game ${from.game}, turn ${from.turn}`, attrs: { href: `/replay/${encodeURIComponent(from.game)}?turn=${from.turn}`, id: "from-link" } }),
+    );
+  }
   ui.context.replaceChildren(...parts);
 }
 
 /** The turn asked for in the address: ?turn=N (or #turn=N, as links made earlier say). */
 function turnFromAddress() {
   const asked = new URLSearchParams(location.search).get("turn") ?? (/^#turn=(\d+)$/.exec(location.hash) || [])[1];
-  if (!asked || !/^\d+$/.test(asked)) return 0;
+  if (!asked || !/^\d+$/.test(asked)) return replay.from ? Math.min(replay.from.turn, replay.frames.length - 1) : 0;
   const turn = Number(asked);
   const index = replay.frames.findIndex((frame) => frame.turn === turn);
   return index >= 0 ? index : 0;
