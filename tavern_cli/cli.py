@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import NoReturn
 
+import orjson
+
 from server.arena import Arena
 from server.cluster import RedisRefused
 from server.commentary import replay_result_text, replay_text
@@ -54,6 +56,7 @@ from server.tournament_queue import (
 )
 from server.validate import validate
 from tavern_cli.ab_match import AbOptions, run_ab, verdict_line
+from tavern_cli.bot_test import positions_of, read_positions, run_positions
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
@@ -310,10 +313,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="show only these turns: A-B, A- (to the end), -B or N",
     )
     replay.add_argument(
+        "--positions",
+        metavar="A-B",
+        type=turn_range,
+        help="print the positions after turns A to B as lines of a positions file (tavern test)",
+    )
+    replay.add_argument(
         "--output",
         type=writable_file,
         help="write the game here as a game file (JSON lines) instead of printing it",
     )
+    bot_test = commands.add_parser(
+        "test",
+        help="a bot's unit tests: its answer to each position of a file (tavern replay "
+        "--positions), legal, in time and as expected",
+    )
+    bot_test.add_argument(
+        "tested_command", metavar="BOT", help="the bot's command, quoted, as for tavern play"
+    )
+    bot_test.add_argument("--positions", type=Path, required=True, help="the positions file")
+    bot_test.add_argument("--config", type=Path, help="settings file (time limits, board)")
     records = commands.add_parser("records", help="manage the records")
     records_commands = records.add_subparsers(dest="records_command", required=True)
     copy = records_commands.add_parser(
@@ -620,6 +639,41 @@ def ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0
 
 
+def print_positions(database: str, game: str, turns: TurnRange) -> int:
+    try:
+        record = load_game(database, game)
+    except (GameNotFound, DamagedRecord) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+    last = len(record["turns"]) - 1 if turns.last is None else turns.last
+    for line in positions_of(record, turns.first, last):
+        sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
+    return 0
+
+
+def test_bot(command: str, positions: Path, config: ArenaConfig) -> int:
+    logging.getLogger().setLevel(logging.WARNING)  # the verdicts say what went wrong
+    try:
+        lines = read_positions(positions)
+        verdicts = asyncio.run(
+            until_signalled(
+                run_positions(command, lines, config, lambda line: print(line, flush=True))
+            )
+        )
+    except OSError as error:
+        print(f"tavern: {positions}: {error.strerror}", file=sys.stderr)
+        return 2
+    except (PlayError, TournamentError) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    except Stopped as stopped:
+        print("\ntavern: test stopped", file=sys.stderr)
+        return stopped.code
+    failed = sum(not verdict.ok for verdict in verdicts)
+    print(f"{len(verdicts) - failed} of {len(verdicts)} positions passed")
+    return 0 if failed == 0 and verdicts else 1
+
+
 def print_replay(database: str, game: str, turns: TurnRange | None, output: Path | None) -> int:
     try:
         record = load_game(database, game)
@@ -724,7 +778,11 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
     if args.command == "records":
         return copy_command(args.source, args.target)
     if args.command == "replay":
+        if args.positions is not None:
+            return print_positions(config.database, args.game_id, args.positions)
         return print_replay(config.database, args.game_id, args.turns, args.output)
+    if args.command == "test":
+        return test_bot(args.tested_command, args.positions, config)
     if args.command == "play":
         return play_game(args, config)
     if args.command == "match":
