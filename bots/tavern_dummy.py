@@ -30,7 +30,10 @@ async def play(
 
         def on_turn(message: JsonObject) -> JsonObject:
             view = view_of_wire(message["state"], team, width, height)
-            return {"type": "player-turn", "actions": choose_actions(view)}
+            actions = choose_actions(view)
+            # What the bot meant, for its author: kept in the record, shown in replays.
+            plan = ", ".join(f"{a['botId']} {a.get('direction', a['type'])}" for a in actions)
+            return {"type": "player-turn", "actions": actions, "debug": f"orders: {plan}"}
 
         return await client.play(on_turn)
 

@@ -12,7 +12,7 @@ from typing import Any
 from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
 from server.match import TOO_MANY_TIMEOUTS
-from server.replay import TurnRange, frames, game_of
+from server.replay import ORIGIN_KEY, TurnRange, frames, game_of, turn_debug
 
 FORFEITS = {
     BotError.PLAYER_DISCONNECTED: "disconnected",
@@ -43,8 +43,10 @@ def turn_text(
     timed_out: bool,
     events: Sequence[Any],
     state: Any,
+    debug: str | None = None,
 ) -> str:
-    """One turn: who played it, the score after it, what happened, and the board."""
+    """One turn: who played it, the score after it, what happened, what the bot said of it
+    (its debug text, if any), and the board."""
     scores = ", ".join(f"{name} {value}" for name, value in game.scores(state).items())
     heading = f"turn {number}: {game.seat_names[seat]} ({nick})"
     if timed_out:
@@ -52,6 +54,8 @@ def turn_text(
     lines = [f"{heading}   [{scores}]"]
     said = game.events_text(events)
     lines += [f"  {line}" for line in said] if said else ["  passes"]
+    if debug is not None:
+        lines += [f"  debug| {line}" for line in debug.splitlines() or [""]]
     lines.append(board_text(game, state))
     return "\n".join(lines)
 
@@ -103,7 +107,15 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
     turns = TurnRange() if turns is None else turns
     nicks = [p["nick"] for p in record["players"]]
     players = " against ".join(f"{p['seat']} ({p['nick']})" for p in record["players"])
-    yield f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
+    header = f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
+    origin = record["settings"].get(ORIGIN_KEY)
+    if origin is not None:
+        turn = origin["turn"]
+        header += (
+            f"\nplayed on from game {origin['game']} after its turn {turn}"
+            f" (turns 1 to {turn} are that game's)"
+        )
+    yield header
     for frame in frames(record):
         if frame.seat is None:
             yield "\n".join(game.legend_text(frame.state))
@@ -119,11 +131,19 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
                 timed_out,
                 frame.events,
                 frame.state,
+                turn_debug(record, frame.turn),
             )
             yield f"\n{text}"
         elif turns.last is not None and frame.turn > turns.last:
             break
-    yield f"\n{result_text(game, nicks, record['result'], last_seat(game, record))}"
+    yield f"\n{replay_result_text(record)}"
+
+
+def replay_result_text(record: JsonObject) -> str:
+    """A recorded game's result in words."""
+    nicks = [p["nick"] for p in record["players"]]
+    game = game_of(record)
+    return result_text(game, nicks, record["result"], last_seat(game, record))
 
 
 def last_seat(game: AnyCodec, record: JsonObject) -> int | None:

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import orjson
 
 from server.clock import Clock, Timer
+from server.debug import DEBUG_KEY, debug_text
 from server.errors import BotError
 from server.games.base import (
     ActionRejected,
@@ -125,6 +126,7 @@ class Resume:
     state: Any
     turn_count: int
     rng: random.Random
+    origin: JsonObject | None = None  # a new game played on from another's turn: which
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +206,7 @@ class MatchView:
     pairing: str | None
     limits: MatchLimits
     clock: TurnClock | None = None  # while the game is on: the seat awaited next
+    origin: JsonObject | None = None  # the game and turn it was played on from, if it was
 
     @property
     def game(self) -> str:
@@ -251,6 +254,7 @@ class TurnResult:
         "action",
         "clock",
         "codec",
+        "debug",
         "events",
         "match_id",
         "number",
@@ -277,6 +281,7 @@ class TurnResult:
         clock: TurnClock | None = None,
         *,
         played_at: float,
+        debug: str | None = None,
     ) -> None:
         self.match_id = match_id
         self.codec = codec
@@ -290,6 +295,7 @@ class TurnResult:
         self.reply_ms = reply_ms  # how long the seat took (its whole time if it timed out)
         self.clock = clock  # the seat awaited next, unless the game is over
         self.played_at = played_at  # the match's clock time: the next seat's clock runs from it
+        self.debug = debug  # the bot's debug text: in the records only, never sent while played
         self._scores: JsonObject | None = None
         self._action_json: bytes | None = None
         self._spectator_json: bytes | None = None
@@ -302,9 +308,10 @@ class TurnResult:
 
     @property
     def action_json(self) -> bytes:
-        """The action as JSON, for the records."""
+        """The action as JSON, for the records (with the bot's debug text, if it sent one)."""
         if self._action_json is None:
-            self._action_json = bytes(memoryview(orjson.dumps(self.action)))
+            kept = self.action if self.debug is None else {**self.action, DEBUG_KEY: self.debug}
+            self._action_json = bytes(memoryview(orjson.dumps(kept)))
         return self._action_json
 
     def spectator_json(self) -> bytes:
@@ -516,6 +523,7 @@ class Match:
             turn=self.turn_count,
             state=self.state,
             outcome=self.outcome,
+            origin=None if self.options.resume is None else self.options.resume.origin,
             tournament_id=self.options.tournament_id,
             pairing=self.options.pairing,
             limits=self.limits,
@@ -726,7 +734,7 @@ class Match:
             return None
         occupant.consecutive_timeouts = 0
         occupant.replied(self.clock.now() - turn.started)
-        return self._play(seat, action, timed_out=False)
+        return self._play(seat, action, timed_out=False, debug=debug_text(message))
 
     def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
         occupant.errors += 1
@@ -792,7 +800,9 @@ class Match:
         turn, self._turn = self._turn, None
         return turn
 
-    def _play(self, seat: int, action: Any, timed_out: bool) -> TurnResult | None:
+    def _play(
+        self, seat: int, action: Any, timed_out: bool, debug: str | None = None
+    ) -> TurnResult | None:
         """Apply a checked action, tell everyone, and ask for the next turn or end the game."""
         turn = self._close_turn()
         now = self.clock.now()
@@ -819,6 +829,7 @@ class Match:
                 reply_ms,
                 clock,
                 played_at=now,
+                debug=debug,
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]

@@ -11,8 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from server.debug import DEBUG_KEY
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
+
+ORIGIN_KEY = "from"  # in a record's settings: {"game", "turn", "names"} it was played on from
 
 
 class DamagedRecord(Exception):
@@ -52,7 +55,14 @@ def frames(record: JsonObject, rng: random.Random | None = None) -> Iterator[Fra
     seat_names = list(game.seat_names)
     number = 0
     try:
-        players = [Player(p["nick"], tuple(p["names"])) for p in record["players"]]
+        origin = record["settings"].get(ORIGIN_KEY)
+        # A game played on from another's turn: its first turns are the other's, whose
+        # players' names its position has.
+        names = [p["names"] for p in record["players"]] if origin is None else origin["names"]
+        players = [
+            Player(p["nick"], tuple(dwarf_names))
+            for p, dwarf_names in zip(record["players"], names, strict=True)
+        ]
         state = rules.initial_state(players)
         rng = random.Random(record["seed"]) if rng is None else rng
         frame = Frame(0, None, state, [])
@@ -96,6 +106,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
         "turnCount": record["turnCount"],
         "tournament": record["tournament"],
         "pairing": record["pairing"],
+        "from": origin_to_wire(record),
         "frames": [
             {
                 "turn": frame.turn,
@@ -103,10 +114,26 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
                 "state": game.state_to_wire(frame.state),
                 "events": game.events_to_wire(frame.events),
                 "scores": game.scores(frame.state),
+                "debug": turn_debug(record, frame.turn),
             }
             for frame in frames(record)
         ],
     }
+
+
+def origin_to_wire(record: JsonObject) -> JsonObject | None:
+    """The game and turn a record was played on from (``None``: it was played from the start)."""
+    origin = record["settings"].get(ORIGIN_KEY)
+    return None if origin is None else {"game": origin["game"], "turn": origin["turn"]}
+
+
+def turn_debug(record: JsonObject, number: int) -> str | None:
+    """The debug text the bot sent with turn ``number`` of a record (None for the start)."""
+    if number == 0:
+        return None
+    action = record["turns"][number - 1]["action"]
+    text = action.get(DEBUG_KEY) if isinstance(action, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def turns_to_wire(record: JsonObject, first: int, last: int) -> list[JsonObject]:

@@ -23,9 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
+import orjson
+
 from server.arena import Arena
 from server.cluster import RedisRefused
-from server.commentary import replay_text
+from server.commentary import replay_result_text, replay_text
 from server.config import (
     ArenaConfig,
     ConfigError,
@@ -35,7 +37,9 @@ from server.config import (
     setting_range,
 )
 from server.draining import Drain
+from server.game_file import read_game_file, record_lines
 from server.games import GAMES
+from server.games.base import JsonObject
 from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
@@ -54,6 +58,7 @@ from server.tournament_queue import (
     run_queued,
 )
 from server.validate import validate
+from tavern_cli.bot_test import positions_of, read_positions, run_positions
 from tavern_cli.match import MatchPlan, MatchReport, match_spec, run_match, summary
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
@@ -250,6 +255,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument("--config", type=Path, help="settings file (time limits, board)")
     play.add_argument("--database", type=writable_file, help="keep the game's record in this file")
+    play.add_argument(
+        "--from",
+        dest="from_game",
+        metavar="GAME",
+        help="play on from a recorded game (its id, in --database or the config's records) or "
+        "a game file, after --turn N of its turns, with its random draws",
+    )
+    play.add_argument(
+        "--turn",
+        type=int_flag(0, 1_000_000),
+        default=0,
+        help="with --from: the turns of that game played before this one starts (0: none)",
+    )
+    play.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print what each bot says of its move (its debug text) with the turn",
+    )
     match = commands.add_parser(
         "match",
         help="an A/B test: paired games between two bot commands, with an optional SPRT",
@@ -289,8 +312,14 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument(
         "--log", type=writable_file, help="the arena's log (default: beside the records)"
     )
-    replay = commands.add_parser("replay", help="print a recorded game turn by turn")
-    replay.add_argument("game_id", help="the simulation id of a recorded game")
+    replay = commands.add_parser(
+        "replay", help="print a recorded game, or a game file, turn by turn"
+    )
+    replay.add_argument(
+        "game_id",
+        metavar="GAME",
+        help="the simulation id of a recorded game, or a game file (tavern play --output)",
+    )
     replay.add_argument("--config", type=Path, help="settings file naming the database")
     replay.add_argument(
         "--database", help="records: a file or a postgresql:// URL (overrides the config)"
@@ -301,6 +330,27 @@ def build_parser() -> argparse.ArgumentParser:
         type=turn_range,
         help="show only these turns: A-B, A- (to the end), -B or N",
     )
+    replay.add_argument(
+        "--positions",
+        metavar="A-B",
+        type=turn_range,
+        help="print the positions after turns A to B as lines of a positions file (tavern test)",
+    )
+    replay.add_argument(
+        "--output",
+        type=writable_file,
+        help="write the game here as a game file (JSON lines) instead of printing it",
+    )
+    bot_test = commands.add_parser(
+        "test",
+        help="a bot's unit tests: its answer to each position of a file (tavern replay "
+        "--positions), legal, in time and as expected",
+    )
+    bot_test.add_argument(
+        "tested_command", metavar="BOT", help="the bot's command, quoted, as for tavern play"
+    )
+    bot_test.add_argument("--positions", type=Path, required=True, help="the positions file")
+    bot_test.add_argument("--config", type=Path, help="settings file (time limits, board)")
     records = commands.add_parser("records", help="manage the records")
     records_commands = records.add_subparsers(dest="records_command", required=True)
     copy = records_commands.add_parser(
@@ -516,6 +566,13 @@ def validate_bot(game: str, side: str, command: list[str], games: int, turn_time
 
 def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
     logging.getLogger().setLevel(logging.WARNING)  # the board is the output
+    start = None
+    if args.from_game is not None:
+        try:
+            start = load_game(config.database, args.from_game)
+        except (GameNotFound, DamagedRecord) as error:
+            print(f"tavern: --from: {error}", file=sys.stderr)
+            return 2
     options = PlayOptions(
         game=args.game,
         commands=(args.commands[0], args.commands[1]),
@@ -524,6 +581,9 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
         output=args.output,
         open_browser=args.open,
         database=args.database,
+        verbose=args.verbose,
+        start=start,
+        start_turn=args.turn,
     )
     try:
         finished = asyncio.run(until_signalled(play(options, config, sys.stdout)))
@@ -586,27 +646,88 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0
 
 
-def print_replay(database: str, game_id: str, turns: TurnRange | None) -> int:
+def load_game(database: str, game: str) -> JsonObject:
+    """The record of a game: a game file's (a path to a file), else the records' game of that
+    id; raises ``GameNotFound`` or ``DamagedRecord`` with what to say."""
+    path = Path(game)
+    if path.is_file():
+        try:
+            with path.open("rb") as lines:
+                return read_game_file(lines, str(path))
+        except OSError as error:
+            raise GameNotFound(f"{path} cannot be read: {error}") from error
+    if game.endswith(".jsonl"):
+        raise GameNotFound(f"there is no file {game}")
     if not is_postgres(database) and not Path(database).exists():
-        print(f"tavern: no records file at {database}", file=sys.stderr)
-        return 1
+        raise GameNotFound(f"no records file at {database}")
     records = Records(database)
     records.open_to_read()
+    record = records.game(game)
+    if record is None:
+        raise GameNotFound(f"no recorded game {game!r} in {database}")
+    return record
+
+
+class GameNotFound(Exception):
+    """No game by that id in the records, and no such game file."""
+
+
+def print_positions(database: str, game: str, turns: TurnRange) -> int:
     try:
-        record = records.game(game_id)
-        if record is None:
-            print(f"tavern: no recorded game {game_id!r} in {database}", file=sys.stderr)
-            return 1
+        record = load_game(database, game)
+    except (GameNotFound, DamagedRecord) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+    last = len(record["turns"]) - 1 if turns.last is None else turns.last
+    for line in positions_of(record, turns.first, last):
+        sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
+    return 0
+
+
+def test_bot(command: str, positions: Path, config: ArenaConfig) -> int:
+    logging.getLogger().setLevel(logging.WARNING)  # the verdicts say what went wrong
+    try:
+        lines = read_positions(positions)
+        verdicts = asyncio.run(
+            until_signalled(
+                run_positions(command, lines, config, lambda line: print(line, flush=True))
+            )
+        )
+    except OSError as error:
+        print(f"tavern: {positions}: {error.strerror}", file=sys.stderr)
+        return 2
+    except (PlayError, TournamentError) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    except Stopped as stopped:
+        print("\ntavern: test stopped", file=sys.stderr)
+        return stopped.code
+    failed = sum(not verdict.ok for verdict in verdicts)
+    print(f"{len(verdicts) - failed} of {len(verdicts)} positions passed")
+    return 0 if failed == 0 and verdicts else 1
+
+
+def print_replay(database: str, game: str, turns: TurnRange | None, output: Path | None) -> int:
+    try:
+        record = load_game(database, game)
         played = len(record["turns"])
         if turns is not None and turns.first > played:
             print(
-                f"tavern: --turns: game {game_id} has {played} turns; there is no turn "
+                f"tavern: --turns: game {record['id']} has {played} turns; there is no turn "
                 f"{turns.first}",
                 file=sys.stderr,
             )
             return 2
-        for block in replay_text(record, turns):
-            print(block)
+        if output is not None:
+            with output.open("wb") as file:
+                file.writelines(record_lines(record, replay_result_text(record)))
+            print(f"tavern: game {record['id']} is in {output}")
+            return 0
+        blocks = list(replay_text(record, turns))  # replayed in full before anything is said
+        print("\n".join(blocks))
+    except GameNotFound as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
     except DamagedRecord as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 1
@@ -715,7 +836,11 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
     if args.command == "records":
         return copy_command(args.source, args.target)
     if args.command == "replay":
-        return print_replay(config.database, args.game_id, args.turns)
+        if args.positions is not None:
+            return print_positions(config.database, args.game_id, args.positions)
+        return print_replay(config.database, args.game_id, args.turns, args.output)
+    if args.command == "test":
+        return test_bot(args.tested_command, args.positions, config)
     if args.command == "play":
         return play_game(args, config)
     if args.command == "match":

@@ -14,25 +14,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import random
 import shlex
 import tempfile
 import time
 import webbrowser
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
 from server.arena import Arena
 from server.commentary import board_text, result_text, turn_text
 from server.config import ArenaConfig
+from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject
 from server.league import crashed
-from server.match import GameFinished, GameStarted, MatchOptions, TurnPlayed, Update
-from server.records import recording
+from server.match import GameFinished, GameStarted, MatchOptions, Resume, TurnPlayed, Update
+from server.records import Records, recording
+from server.replay import DamagedRecord, frames, game_of
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, quoted_stderr, seat_bot
@@ -58,6 +61,9 @@ class PlayOptions:
     output: Path | None = None  # the game as JSON lines
     open_browser: bool = False  # open the watch page, and keep serving until Ctrl-C
     database: Path | None = None  # keep the records here (None: a scratch file)
+    verbose: bool = False  # print each bot's debug text with its turn, as it is played
+    start: JsonObject | None = None  # a game's record to play on from (``--from``)...
+    start_turn: int = 0  # ...after this many of its turns (``--turn``)
 
 
 class PlayError(Exception):
@@ -90,6 +96,78 @@ def command_entrant(name: str, command: str, sides: tuple[str, ...], game: str) 
     return bot
 
 
+@dataclass(frozen=True, slots=True)
+class StartingPoint:
+    """A recorded game's position after some of its turns, for a new game to play on from
+    (``--from GAME --turn N``): the new game continues with the same random draws, its record
+    and its file hold the recorded game's turns up to there, and its settings say where it came
+    from, so that it replays as one game."""
+
+    resume: Resume
+    seed: int
+    turns: list[JsonObject]  # the recorded turns before it
+    start: Any  # the recorded game's first position
+    lines: list[bytes]  # those turns as the lines of a game file
+
+
+def starting_point(record: JsonObject, codec: AnyCodec, turn: int) -> StartingPoint:
+    """Where ``record`` stands after ``turn`` turns; raises ``PlayError`` saying why a game
+    of ``codec`` cannot start there."""
+    if record["game"] != codec.name:
+        raise PlayError(
+            f"--from: game {record['id']} is a game of {record['game']}, not {codec.name}"
+        )
+    if game_of(record).settings() != codec.settings():
+        raise PlayError(
+            f"--from: game {record['id']} was played with other settings (board, turn limit): "
+            "give the --config and --turns it was played with"
+        )
+    played = len(record["turns"])
+    if turn > played:
+        raise PlayError(f"--turn: game {record['id']} has {played} turns; there is no turn {turn}")
+    rng = random.Random(record["seed"])
+    try:
+        positions = frames(record, rng)
+        start = next(positions).state
+        state = start
+        for frame in positions if turn else ():
+            state = frame.state
+            if frame.turn == turn:
+                break
+        lines = list(record_lines({**record, "turns": record["turns"][:turn], "result": None}, ""))
+    except DamagedRecord as error:
+        raise PlayError(f"--from: {error}") from error
+    origin = {
+        "game": record["id"],
+        "turn": turn,
+        "names": [player["names"] for player in record["players"]],
+    }
+    return StartingPoint(
+        Resume(state, turn, rng, origin), record["seed"], record["turns"][:turn], start, lines[1:]
+    )
+
+
+def turns_before(
+    match_id: str, starting: StartingPoint, codec: AnyCodec, records: Records
+) -> Callable[[Update], None]:
+    """A listener that records the turns before the starting point as the game's first, once
+    its start is recorded (before any turn of its own)."""
+    seat_names = list(codec.seat_names)
+
+    def copy(update: Update) -> None:
+        if isinstance(update, GameStarted) and update.view.match_id == match_id:
+            for turn in starting.turns:
+                records.record_turn(
+                    match_id,
+                    turn["number"],
+                    seat_names.index(turn["seat"]),
+                    orjson.dumps(turn["action"]),
+                    turn["timedOut"],
+                )
+
+    return copy
+
+
 class Commentator:
     """Draws the game in the terminal and writes its JSON lines, from the arena's updates.
 
@@ -97,8 +175,17 @@ class Commentator:
     plain text.
     """
 
-    def __init__(self, codec: AnyCodec, out: IO[str], lines: IO[bytes] | None) -> None:
+    def __init__(
+        self,
+        codec: AnyCodec,
+        out: IO[str],
+        lines: IO[bytes] | None,
+        verbose: bool = False,
+        starting: StartingPoint | None = None,
+    ) -> None:
         self.codec = codec
+        self.starting = starting
+        self.verbose = verbose
         self.out = out
         self.lines = lines
         self.live = out.isatty()
@@ -133,17 +220,21 @@ class Commentator:
         self._header = f"{view.game} {view.match_id}, seed {view.seed}: {players}"
         legend = "\n".join(self.codec.legend_text(view.state))
         self._draw(f"{self._header}\n{legend}\n\nstart\n{board_text(self.codec, view.state)}")
-        self._line(
-            {
-                "type": "game",
-                "game": view.game,
-                "id": view.match_id,
-                "seed": view.seed,
-                "players": [seat.to_wire() for seat in view.players if seat is not None],
-                "settings": self.codec.settings(),
-                "board": self.codec.describe(),
-            }
-        )
+        record = {
+            "game": view.game,
+            "id": view.match_id,
+            "seed": view.seed,
+            "players": [seat.to_wire() for seat in view.players if seat is not None],
+            "settings": recorded_settings(view),
+            "startedAt": update.started_at,
+        }
+        starting = self.starting
+        if starting is None:
+            self._line(game_line(record, self.codec, view.state))
+        else:
+            self._line(game_line(record, self.codec, starting.start))
+            if self.lines is not None:
+                self.lines.writelines(starting.lines)
 
     def _turn(self, update: TurnPlayed) -> None:
         result = update.result
@@ -156,9 +247,11 @@ class Commentator:
             result.timed_out,
             result.events,
             result.state,
+            result.debug if self.verbose else None,
         )
         if self.lines is not None:
-            self.lines.write(result.spectator_json() + b"}\n")
+            debug = b"" if result.debug is None else b',"debug":' + orjson.dumps(result.debug)
+            self.lines.write(result.spectator_json() + debug + b"}\n")
         self._draw(f"{self._header}\n\n{text}" if self.live else f"\n{text}")
 
     def _finished(self, update: GameFinished) -> None:
@@ -166,12 +259,9 @@ class Commentator:
         if self._pending is not None and not self.closed:
             self._show(self._pending)
         self._line(
-            {
-                "type": "result",
-                "turns": update.view.turn,
-                "result": update.view.result(),
-                "text": self.result_words(),
-            }
+            result_line(
+                update.view.turn, update.view.result(), self.result_words(), update.finished_at
+            )
         )
 
     def result_words(self) -> str:
@@ -250,7 +340,10 @@ async def play(
     codec = arena.codec(options.game)
     with contextlib.ExitStack() as files:
         lines = None if options.output is None else files.enter_context(options.output.open("wb"))
-        commentator = Commentator(codec, out, lines)
+        starting = None
+        if options.start is not None:
+            starting = starting_point(options.start, codec, options.start_turn)
+        commentator = Commentator(codec, out, lines, options.verbose, starting)
         arena.listeners.append(commentator)
         async with (
             records_file(options.database) as database,
@@ -262,9 +355,17 @@ async def play(
             assert tcp.port is not None
             seat_bots = tuple(entrant.name for entrant in bots_entrants)
             match = arena.open(
-                options.game, MatchOptions(seed=options.seed, hold_seats=True, seat_bots=seat_bots)
+                options.game,
+                MatchOptions(
+                    seed=options.seed if starting is None else starting.seed,
+                    hold_seats=True,
+                    seat_bots=seat_bots,
+                    resume=None if starting is None else starting.resume,
+                ),
             )
             commentator.follow(match.id)
+            if starting is not None:
+                arena.listeners.append(turns_before(match.id, starting, codec, records))
             url = f"http://{config.host}:{http_port}/watch/{match.id}"
             commentator.say(f"tavern: watch at {url}\n")
             if options.open_browser and not webbrowser.open(url):

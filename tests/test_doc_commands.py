@@ -72,6 +72,45 @@ def as_run_here(words: list[str], scratch: Path) -> list[str]:
     return changed
 
 
+WALKTHROUGH = "docs/improving-a-bot.md"
+SHORT = {"--turns": TURNS, "--games": "2"}  # what a walkthrough command plays, here
+
+
+def walkthrough() -> list[list[str]]:
+    """Every ``tavern`` command of the walkthrough's shell blocks, in order."""
+    commands = []
+    for block in SHELL_BLOCK.findall((ROOT / WALKTHROUGH).read_text()):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words[:1] == ["tavern"]:
+                commands.append(words[1:])
+    return commands
+
+
+def test_the_walkthrough_of_improving_a_bot_runs_as_written(tmp_path: Path) -> None:
+    """Its commands in order, each game short, its game files in a scratch folder: each later
+    command reads what an earlier one wrote."""
+    commands = walkthrough()
+    assert [words[0] for words in commands] == ["play", "replay", "play", "match"]
+    for words in commands:
+        changed = [str(tmp_path / word) if word.endswith(".jsonl") else word for word in words]
+        if words[0] == "match":
+            changed = as_run_here(changed, tmp_path)
+            changed[changed.index("--games") + 1] = SHORT["--games"]
+        elif words[0] == "play":
+            for flag, value in SHORT.items():
+                if flag in changed:
+                    changed[changed.index(flag) + 1] = value
+                elif flag == "--turns":
+                    changed += [flag, value]
+        run = subprocess.run(
+            [TAVERN, *changed], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert run.returncode == 0, f"{shlex.join(words)}\n{run.stdout}\n{run.stderr}"
+        if words[0] == "match":
+            assert re.search(r"^verdict: (H1 accepted|H0 accepted|inconclusive)", run.stdout, re.M)
+
+
 @pytest.mark.parametrize(
     ("document", "words", "builds"),
     EXAMPLES,

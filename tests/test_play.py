@@ -45,9 +45,13 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 
 def test_a_tavern_game_between_two_example_bots(tmp_path: Path) -> None:
     output = tmp_path / "game.jsonl"
-    run = tavern("tavern", TAVERN_DUMMY, WANDERER, "--seed", "3", "--output", str(output))
+    run = tavern(
+        "tavern", TAVERN_DUMMY, WANDERER, "--seed", "3", "--output", str(output), "--verbose"
+    )
     assert run.returncode == 0, run.stderr
     out = run.stdout
+    # --verbose: what the dummy says of each move (its debug text) is printed with the turn.
+    assert "\n  debug| orders: 1 NORTH, 2 " in out
     url = re.match(r"tavern: watch at http://127\.0\.0\.1:\d+/watch/([0-9a-r]{7})\n", out)
     assert url, out[:200]
     game_id = url.group(1)
@@ -69,8 +73,11 @@ def test_a_tavern_game_between_two_example_bots(tmp_path: Path) -> None:
     assert [turn["turn"] for turn in played] == turns
     assert {turn["type"] for turn in played} == {"turn"}
     assert played[0]["action"]["actions"][0] == {"botId": 1, "type": "MOVE", "direction": "NORTH"}
+    assert played[0]["debug"].startswith("orders: 1 NORTH, 2 ")
+    assert "debug" not in played[1]  # the house wanderer says nothing
     assert played[-1]["scores"] == {"team1": 3, "team2": 0}
     assert any(event["type"] == 3 for turn in played for event in turn["events"])  # points
+    assert isinstance(last.pop("finishedAt"), float)
     assert last == {
         "type": "result",
         "turns": len(played),
@@ -116,7 +123,11 @@ def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
     assert "\n 7 ......T*T......\n" in out  # the start, with its row numbers
     assert re.findall(r"^turn (\d+): ", out, re.MULTILINE) == [str(n) for n in range(1, 21)]
     first, *played, last = read_lines(output)
-    assert first["settings"] == {"turnLimit": 20}
+    assert first["settings"] == {
+        "turnLimit": 20,
+        "turnTimeoutMs": 10_000,
+        "maxConsecutiveTimeouts": 3,
+    }
     assert len(played) == 20
     assert last["result"]["reason"] == "Timeout"
     assert out.rstrip().splitlines()[-2] == last["text"]
@@ -135,6 +146,71 @@ def test_a_thud_game_with_a_turn_limit(tmp_path: Path) -> None:
     assert re.findall(r"^turn (\d+): ", replay.stdout, re.MULTILINE) == [
         str(n) for n in range(1, 21)
     ]
+    # One file format: the file replays exactly as the record does, and the record written as
+    # a file has the same lines (but for the reply times and clocks, which records do not keep).
+    from_file = replay_command(str(output))
+    assert from_file.returncode == 0, from_file.stderr
+    assert from_file.stdout == replay.stdout
+    exported = tmp_path / "exported.jsonl"
+    written = replay_command(game_id, "--database", str(database), "--output", str(exported))
+    assert written.returncode == 0, written.stderr
+    assert written.stdout == f"tavern: game {game_id} is in {exported}\n"
+    kept = ("replyMs", "clock")
+    assert [{k: v for k, v in line.items() if k not in kept} for line in read_lines(exported)] == [
+        {k: v for k, v in line.items() if k not in kept} for line in read_lines(output)
+    ]
+    assert replay_command(str(exported)).stdout == replay.stdout
+
+
+def replay_command(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tavern replay`` as a user types it."""
+    return subprocess.run(
+        [sys.executable, "-m", "tavern_cli", "replay", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_damaged_game_file_is_named_with_its_line(tmp_path: Path) -> None:
+    game = tmp_path / "game.jsonl"
+    header = {
+        "type": "game",
+        "game": "thud",
+        "id": "abc1234",
+        "seed": 1,
+        "players": [
+            {"seat": "dwarf", "nick": "a", "names": [], "kind": "bot"},
+            {"seat": "troll", "nick": "b", "names": [], "kind": "bot"},
+        ],
+        "settings": {},
+        "board": {},
+    }
+    turn = {"type": "turn", "turn": 1, "seat": "dwarf", "timedOut": False}
+    bad_move = {**turn, "action": {"move": [[0, 0], [1, 1]], "declare": False}}
+    cases = {
+        b"": f"tavern: {game} holds no game: it is empty\n",
+        b"{]\n": f"tavern: {game}, line 1 is not a line of a game file: ",
+        orjson.dumps(turn): f"tavern: {game}, line 1: a game file begins with its game line\n",
+        orjson.dumps(header) + b"\n" + orjson.dumps(turn): (
+            f"tavern: {game}, line 2: the turn line lacks 'action'\n"
+        ),
+        orjson.dumps(header) + b"\n" + orjson.dumps(bad_move): (
+            "tavern: game abc1234: turn 1 does not replay: "
+        ),
+    }
+    for text, said in cases.items():
+        game.write_bytes(text)
+        run = replay_command(str(game))
+        assert (run.returncode, run.stdout) == (1, ""), text
+        assert run.stderr.startswith(said), (text, run.stderr)
+    missing = replay_command(str(tmp_path / "nothing.jsonl"))
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        f"tavern: there is no file {tmp_path / 'nothing.jsonl'}\n",
+    )
 
 
 def test_a_bot_that_thinks_too_long_now_and_then_never_has_a_late_reply_played(
@@ -344,3 +420,54 @@ def test_ctrl_c_stops_the_game_with_no_result(tmp_path: Path) -> None:
     records.open_to_read()
     (game,) = records.games(GameFilter())["games"]
     assert (game["status"], game["result"]) == ("unfinished", None)
+
+
+def test_a_game_played_on_from_a_turn_of_another(tmp_path: Path) -> None:
+    source = tmp_path / "source.jsonl"
+    thud = (HOUSE_THUD % "dwarf", HOUSE_THUD % "troll")
+    first = tavern("thud", *thud, "--seed", "4", "--turns", "20", "--output", str(source))
+    assert first.returncode == 0, first.stderr
+    game_line, *source_turns, _ = read_lines(source)
+    output = tmp_path / "from.jsonl"
+    database = tmp_path / "from.db"
+    run = tavern(
+        "thud",
+        *thud,
+        *("--from", str(source), "--turn", "12", "--turns", "20"),
+        *("--output", str(output), "--database", str(database)),
+    )
+    assert run.returncode == 0, run.stderr
+    new_game, *turns, result = read_lines(output)
+    assert new_game["settings"]["from"] == {
+        "game": game_line["id"],
+        "turn": 12,
+        "names": [[], []],
+    }
+    assert new_game["state"] == game_line["state"]  # its file starts where the other did
+    kept = ("turn", "seat", "action", "state", "events")
+    assert [{k: t[k] for k in kept} for t in turns[:12]] == [
+        {k: t[k] for k in kept} for t in source_turns[:12]
+    ]
+    assert [turn["turn"] for turn in turns] == list(range(1, 21))
+    assert result["turns"] == 20
+    # Its record and its file replay as one game, which says where it came from.
+    by_id = replay_command(new_game["id"], "--database", str(database))
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stdout.splitlines()[1] == (
+        f"played on from game {game_line['id']} after its turn 12 (turns 1 to 12 are that game's)"
+    )
+    assert replay_command(str(output)).stdout == by_id.stdout
+    # A position the game never reached, or a game of the other kind, is refused at once.
+    too_far = tavern("thud", *thud, "--from", str(source), "--turn", "21", "--turns", "20")
+    assert (too_far.returncode, too_far.stderr) == (
+        2,
+        f"tavern: --turn: game {game_line['id']} has 20 turns; there is no turn 21\n",
+    )
+    other_board = tavern("thud", *thud, "--from", str(source), "--turn", "3")
+    assert other_board.returncode == 2
+    assert "was played with other settings" in other_board.stderr
+    wrong_game = tavern("tavern", WANDERER, WANDERER, "--from", str(source))
+    assert (wrong_game.returncode, wrong_game.stderr) == (
+        2,
+        f"tavern: --from: game {game_line['id']} is a game of thud, not tavern\n",
+    )

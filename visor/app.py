@@ -36,7 +36,9 @@ from aiohttp import WSMsgType, web
 
 from server.arena import Arena
 from server.cluster import OtherNodes
+from server.commentary import replay_result_text
 from server.errors import BotError, Rejected
+from server.game_file import record_lines
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import league_to_wire
@@ -166,12 +168,14 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/watch/{simulation_id}", page("watch.html"))
     app.router.add_get("/play/thud", page("play.html"))
     app.router.add_get("/replay/{game_id}", page("replay.html"))
+    app.router.add_get("/replay", page("replay.html"))  # a game file, opened or dropped
     app.router.add_get("/ws", websocket)
     app.router.add_get("/api/simulations", api_simulations)
     app.router.add_get("/api/games", api_games)
     app.router.add_get("/api/games/{game_id}", api_game)
     app.router.add_get("/api/games/{game_id}/replay", api_replay)
     app.router.add_get("/api/games/{game_id}/turns", api_turns)
+    app.router.add_get("/api/games/{game_id}/game.jsonl", api_game_file)
     replay_image.add_routes(app, records)  # /api/games/{game_id}/replay.gif
     app.router.add_get("/api/tournaments", api_tournaments)
     app.router.add_get("/api/league", api_league)
@@ -273,6 +277,25 @@ async def api_replay(request: web.Request) -> web.Response:
     if replay is None:
         return json_error(404, "no recorded game with this id")
     return json_response(replay)
+
+
+async def api_game_file(request: web.Request) -> web.Response:
+    """A recorded game as a game file (JSON lines), as ``tavern play --output`` writes one."""
+    game_id = request.match_info["game_id"]
+
+    def build() -> bytes | None:
+        record = request.app[RECORDS].game(game_id)
+        if record is None:
+            return None
+        return b"".join(record_lines(record, replay_result_text(record)))
+
+    try:
+        lines = await asyncio.to_thread(build)
+    except DamagedRecord as error:
+        return damaged(error)
+    if lines is None:
+        return json_error(404, "no recorded game with this id")
+    return web.Response(body=lines, content_type="application/jsonl")
 
 
 async def api_turns(request: web.Request) -> web.Response:

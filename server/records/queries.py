@@ -15,6 +15,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
+from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import GameResult
@@ -200,6 +201,10 @@ class Queries:
                 (game_id,),
             ).fetchall()
             record["turns"] = [turn for chunk in chunks for turn in _turns(seat_names, *chunk)]
+            if record["status"] == "playing":  # a bot's debug text is shown once it is over
+                for turn in record["turns"]:
+                    if isinstance(turn["action"], dict):
+                        turn["action"] = without_debug(turn["action"])
         except (IndexError, KeyError, TypeError, ValueError) as error:
             raise DamagedRecord(f"game {game_id}: its record does not read: {error}") from error
         return record

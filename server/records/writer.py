@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 
 import orjson
 
+from server.game_file import recorded_settings
 from server.games.base import JsonObject
 from server.match import GameFinished, GameStarted, TurnPlayed, Update
 from server.records.backends import Backend, Connection, Owners
@@ -454,13 +455,7 @@ class Recorder:
 def _started(started: GameStarted, owner: str) -> Operation:
     view = started.view
     game = view.codec
-    settings = orjson.dumps(
-        {
-            **game.settings(),
-            "turnTimeoutMs": round(view.limits.turn_timeout_s * 1000),
-            "maxConsecutiveTimeouts": view.limits.max_consecutive_timeouts,
-        }
-    ).decode()
+    settings = orjson.dumps(recorded_settings(view)).decode()
     game_row = (
         view.match_id,
         game.name,

@@ -7,6 +7,11 @@
 // record's seed and turns by the pure rules; states and events have the shapes the live view
 // draws, so the same views (tavern-view.js, thud-view.js) and panel pieces show them.
 //
+// /replay (no id) opens a game file (JSON lines, as `tavern play --output` and
+// `tavern replay --output` write it, docs/play.md), chosen or dropped on the page (on any replay
+// page): its game line has the first position and each turn line the position after it, as the
+// server's replay has them, so the file is shown as a recorded game is, with nothing sent.
+//
 // The canvas says which frame it has finished drawing in data-frame (the frame's index, which
 // is also its turn number), so a test or a tool knows when the board shows a given turn.
 
@@ -34,6 +39,9 @@ const ui = {
   missingTitle: byId("missing-title"),
   missingDetail: byId("missing-detail"),
   missingRecord: byId("missing-record"),
+  openFile: byId("open-file"),
+  fileInput: byId("file-input"),
+  downloadFile: byId("download-file"),
   main: byId("replay"),
   canvas: byId("board"),
   wrap: byId("board-wrap"),
@@ -92,6 +100,7 @@ const replay = {
   index: 0, // the frame shown (or being tweened to)
   playing: false,
   timer: 0,
+  ready: false, // the controls and the tooltip are set up (once, whatever is shown next)
 };
 
 const playback = new Playback(
@@ -103,13 +112,59 @@ const playback = new Playback(
   (frame) => frameShown(frame),
 );
 
-setText(ui.id, gameId);
-document.title = `Replay ${gameId} · Dwarven Tavern Arena`;
-ui.download.href = `/api/games/${encodeURIComponent(gameId)}`;
-ui.download.setAttribute("download", `${gameId}.json`);
-ui.downloadGif.href = `/api/games/${encodeURIComponent(gameId)}/replay.gif`;
-ui.downloadGif.setAttribute("download", `${gameId}.gif`);
-load();
+setupFiles();
+if (gameId && gameId !== "replay") {
+  setText(ui.id, gameId);
+  document.title = `Replay ${gameId} · Dwarven Tavern Arena`;
+  ui.download.href = `/api/games/${encodeURIComponent(gameId)}`;
+  ui.download.setAttribute("download", `${gameId}.json`);
+  ui.downloadFile.href = `/api/games/${encodeURIComponent(gameId)}/game.jsonl`;
+  ui.downloadFile.setAttribute("download", `${gameId}.jsonl`);
+  ui.downloadGif.href = `/api/games/${encodeURIComponent(gameId)}/replay.gif`;
+  ui.downloadGif.setAttribute("download", `${gameId}.gif`);
+  load();
+} else {
+  show(ui.loading, false);
+  show(ui.openFile, true);
+}
+
+/** A game file chosen, or dropped anywhere on the page, is shown in place of what was. */
+function setupFiles() {
+  ui.fileInput.addEventListener("change", () => {
+    if (ui.fileInput.files.length) openFile(ui.fileInput.files[0]);
+  });
+  document.addEventListener("dragover", (event) => {
+    if (event.dataTransfer && [...event.dataTransfer.types].includes("Files")) event.preventDefault();
+  });
+  document.addEventListener("drop", (event) => {
+    const file = event.dataTransfer && event.dataTransfer.files[0];
+    if (!file) return;
+    event.preventDefault();
+    openFile(file);
+  });
+}
+
+async function openFile(file) {
+  if (replay.playing) pause();
+  show(ui.openFile, false);
+  show(ui.main, false);
+  show(ui.missing, false);
+  show(ui.loading, true);
+  setText(ui.loadingText, `Reading ${file.name}…`);
+  let body;
+  try {
+    body = gameOfFile(await file.text());
+  } catch (error) {
+    missing("This file does not replay", `${file.name}: ${error.message}.`);
+    return;
+  }
+  setText(ui.id, file.name);
+  document.title = `Replay ${file.name} · Dwarven Tavern Arena`;
+  for (const link of [ui.download, ui.downloadFile, ui.downloadGif]) show(link, false);
+  history.replaceState(null, "", "/replay");
+  start(body);
+  describeStatus(body);
+}
 
 async function load() {
   let response;
@@ -146,6 +201,54 @@ async function load() {
   start(body);
 }
 
+/** A game file's lines as the replay the server gives for a recorded game (server/game_file.py
+ * writes them); throws an Error naming the line that does not read. */
+function gameOfFile(text) {
+  let data = null;
+  text.split("\n").forEach((raw, index) => {
+    if (!raw.trim()) return;
+    const where = `line ${index + 1}`;
+    let line;
+    try {
+      line = JSON.parse(raw);
+    } catch {
+      throw new Error(`${where} is not JSON`);
+    }
+    const kind = line && typeof line === "object" ? line.type : null;
+    if (data === null) {
+      if (kind !== "game") throw new Error(`${where}: a game file begins with its game line`);
+      if (!line.state || !Array.isArray(line.players)) throw new Error(`${where}: the game line has no first position (tavern replay FILE --output NEW writes the file again with it)`);
+      data = {
+        id: line.id,
+        game: line.game,
+        players: line.players,
+        seats: line.players.map((player) => player.seat),
+        board: line.board,
+        result: null,
+        status: "unfinished",
+        seed: line.seed,
+        startedAt: line.startedAt,
+        tournament: null,
+        from: line.settings && line.settings.from ? { game: line.settings.from.game, turn: line.settings.from.turn } : null,
+        frames: [{ turn: 0, seat: null, state: line.state, events: [], scores: line.scores }],
+      };
+    } else if (kind === "turn") {
+      const expected = data.frames.length;
+      if (line.turn !== expected) throw new Error(`${where}: turn ${line.turn} where turn ${expected} should be`);
+      if (!line.state || !data.seats.includes(line.seat)) throw new Error(`${where}: the turn line has no position or no seat`);
+      const debug = typeof line.debug === "string" ? line.debug : null;
+      data.frames.push({ turn: line.turn, seat: line.seat, state: line.state, events: line.events || [], scores: line.scores, debug });
+    } else if (kind === "result" && data.result === null) {
+      data.result = line.result;
+      data.status = "finished";
+    } else {
+      throw new Error(`${where}: a ${kind} line has no place there`);
+    }
+  });
+  if (data === null) throw new Error("the file is empty");
+  return data;
+}
+
 function missing(title, detail) {
   show(ui.loading, false);
   show(ui.main, false);
@@ -171,6 +274,7 @@ function start(data) {
     return player ? { ...player, nick: player.bot || player.nick, record: player } : null;
   });
   replay.frames = data.frames.map((frame, index) => ({ ...frame, index }));
+  replay.from = data.from || null;
 
   show(ui.loading, false);
   show(ui.main, true); // before the view, so that the canvas has its size
@@ -199,6 +303,10 @@ function start(data) {
   ui.watchLive.href = `/watch/${encodeURIComponent(gameId)}`;
   describeStatus(null);
   renderSeatStats();
+  playback.show(replay.frames[turnFromAddress()]);
+  if (replay.ready) return;
+  replay.ready = true;
+  loadDetails();
   setupControls();
   attachTooltip(
     { canvas: ui.canvas, wrap: ui.wrap, tooltip: ui.tooltip },
@@ -212,12 +320,11 @@ function start(data) {
       },
     () => playback.draw(),
   );
-  playback.show(replay.frames[turnFromAddress()]);
-  loadDetails();
 }
 
 /** The record's summary (tournament, pairing, dates) for the header: not in the replay. */
 async function loadDetails() {
+  if (!gameId || gameId === "replay") return; // a file: its summary came with it
   try {
     const response = await fetch(`/api/games/${encodeURIComponent(gameId)}`);
     if (!response.ok) return;
@@ -250,13 +357,20 @@ function describeStatus(record) {
     show(ui.matchesLink, true);
   }
   if (record.seed !== undefined && record.seed !== null) parts.push(`${parts.length ? " · " : ""}seed ${record.seed}`);
+  if (replay.from) {
+    const from = replay.from;
+    parts.push(
+      `${parts.length ? " · " : ""}played on from `,
+      el("a", { text: `game ${from.game}, turn ${from.turn}`, attrs: { href: `/replay/${encodeURIComponent(from.game)}?turn=${from.turn}`, id: "from-link" } }),
+    );
+  }
   ui.context.replaceChildren(...parts);
 }
 
 /** The turn asked for in the address: ?turn=N (or #turn=N, as links made earlier say). */
 function turnFromAddress() {
   const asked = new URLSearchParams(location.search).get("turn") ?? (/^#turn=(\d+)$/.exec(location.hash) || [])[1];
-  if (!asked || !/^\d+$/.test(asked)) return 0;
+  if (!asked || !/^\d+$/.test(asked)) return replay.from ? Math.min(replay.from.turn, replay.frames.length - 1) : 0;
   const turn = Number(asked);
   const index = replay.frames.findIndex((frame) => frame.turn === turn);
   return index >= 0 ? index : 0;
@@ -316,6 +430,9 @@ function renderEvents(frame) {
     if (entries.length === 0) items.push(el("li", { className: "log-move" }, el("span", { className: "log-turn" }), "Nothing moved."));
     for (const entry of entries) {
       items.push(el("li", { className: `log-${entry.kind}` }, el("span", { className: "log-turn" }), entry.text));
+    }
+    if (frame.debug) {
+      items.push(el("li", { className: "log-debug" }, el("span", { className: "stat-label", text: `What ${who} said of it (debug)` }), el("pre", { className: "snippet debug-text", text: frame.debug })));
     }
   }
   ui.events.replaceChildren(...items);

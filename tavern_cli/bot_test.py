@@ -1,0 +1,167 @@
+"""``tavern test BOT --positions FILE``: a bot's unit tests, on positions taken from games.
+
+Each line of the file is ``{"game", "position", "expect"?}`` (``tavern replay GAME --positions
+A-B`` writes them): ``position`` is a game up to a turn (its id, seed, settings, players and
+turns, as the records keep them, and ``turn``, how many of them are played). For each, the bot is
+started in the seat on move in that position, a house player in the other, and its first answer
+is checked: it must be legal (not refused by the rules), in time (within ``turnTimeoutMs``) and,
+where ``expect`` is given, have every field ``expect`` has with the same value. One line per
+position, then a summary; the exit status is 0 only if every position passed (docs/play.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from server.arena import Arena
+from server.config import ArenaConfig
+from server.debug import without_debug
+from server.games import GAMES
+from server.games.base import JsonObject
+from server.match import Match, MatchOptions, TurnPlayed, TurnResult, Update
+from server.sandbox import Sandbox
+from server.tcp import TcpServer
+from server.tournament.bots import BotProcess, finish_bot, seat_bot
+from server.tournament.spec import DEFAULT_LIMITS, Limits
+from tavern_cli.play import PlayError, PlayOptions, command_entrant, config_for_play, starting_point
+from visor.seats import seat_house_player
+
+POSITION_FIELDS = ("id", "game", "seed", "settings", "players", "turns")
+
+
+def positions_of(record: JsonObject, first: int, last: int) -> Iterator[JsonObject]:
+    """The lines of a positions file for turns ``first`` to ``last`` of a recorded game: the
+    position after that many turns (the game going on from there)."""
+    for turn in range(first, min(last, len(record["turns"]) - 1) + 1):
+        position = {key: record[key] for key in POSITION_FIELDS}
+        position["turns"] = record["turns"][:turn]
+        position["turn"] = turn
+        yield {"game": record["game"], "position": position}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    line: int
+    ok: bool
+    said: str
+
+
+def check_answer(
+    played: TurnResult | None, seat: int, errors: int, timeout_ms: int, expect: JsonObject | None
+) -> tuple[bool, str]:
+    """Whether a bot's first answer passes, and what to say of it."""
+    if played is None or played.timed_out or played.seat != seat:
+        return False, "no answer in time"
+    action = without_debug(played.action)
+    said = orjson.dumps(action).decode()
+    if errors:
+        return False, f"{errors} refused moves before {said}"
+    if played.reply_ms > timeout_ms:
+        return False, f"answered in {played.reply_ms} ms, over {timeout_ms} ms: {said}"
+    if expect is not None and any(action.get(key) != value for key, value in expect.items()):
+        return False, f"answered {said}, expected {orjson.dumps(expect).decode()}"
+    return True, f"{said} in {played.reply_ms} ms"
+
+
+async def run_positions(
+    command: str,
+    lines: list[JsonObject],
+    config: ArenaConfig,
+    say: Callable[[str], None],
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[Verdict]:
+    """Play each position's first turn with the bot; a verdict per line."""
+    verdicts = []
+    for number, line in enumerate(lines, start=1):
+        ok, said = await _one_position(command, line, config, limits)
+        verdicts.append(Verdict(number, ok, said))
+        say(f"{'ok  ' if ok else 'FAIL'} line {number}: {said}")
+    return verdicts
+
+
+async def _one_position(
+    command: str, line: JsonObject, config: ArenaConfig, limits: Limits
+) -> tuple[bool, str]:
+    try:
+        game, position = line["game"], dict(line["position"])
+        turn = int(position["turn"])
+        record = {**position, "result": None, "finishedAt": None, "startedAt": None}
+    except (KeyError, TypeError, ValueError) as error:
+        return False, f"not a position line: {error}"
+    if game not in GAMES:
+        return False, f"no game {game!r}"
+    seat_names = GAMES[game].seat_names
+    # The position's game ends where it would have (its turn limit); the board is the config's.
+    turn_limit = (
+        record["settings"].get("turnLimit") if isinstance(record["settings"], dict) else None
+    )
+    play_options = PlayOptions(game, (command, command), turns=turn_limit)
+    arena_config = config_for_play(config, play_options, limits)
+    arena = Arena(arena_config)
+    codec = arena.codec(game)
+    try:
+        bot = command_entrant("the bot", command, tuple(seat_names), game)
+        start = starting_point(record, codec, turn)
+        seat = codec.rules.to_move(start.resume.state)
+    except PlayError as error:
+        return False, str(error)
+    answered: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+
+    def heard(update: Update) -> None:
+        if isinstance(update, TurnPlayed) and not answered.done():
+            answered.set_result(update.result)
+
+    arena.listeners.append(heard)
+    async with arena.running(), TcpServer(arena).serving() as tcp:
+        assert tcp.port is not None
+        match = arena.open(game, MatchOptions(seed=start.seed, resume=start.resume))
+        sandbox = Sandbox.create()
+        process = BotProcess(bot, match.id, seat, limits)
+        try:
+            house = next(
+                name
+                for name, player in GAMES[game].house_players.items()
+                if seat_names[1 - seat] in player.sides
+            )
+            seat_house_player(match, house, seat_names[1 - seat], 0.0)
+            await seat_bot(match, tcp.port, process, sandbox)
+            played = await _first_answer(answered, match)
+        finally:
+            match.stop()
+            process.outcome = match.outcome
+            await finish_bot(process, None)
+            await sandbox.close()
+        occupant = match.seats[seat]
+        errors = 0 if occupant is None else occupant.errors
+        return check_answer(played, seat, errors, arena_config.turn_timeout_ms, line.get("expect"))
+
+
+async def _first_answer(answered: asyncio.Future[TurnResult], match: Match) -> TurnResult | None:
+    """The first turn played, or ``None`` if the game ended first (the match's own timeouts
+    bound the wait)."""
+    finished = asyncio.ensure_future(match.done.wait())
+    try:
+        waiting: list[asyncio.Future[Any]] = [answered, finished]
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        finished.cancel()
+    return answered.result() if answered.done() else None
+
+
+def read_positions(path: Path) -> list[JsonObject]:
+    """The lines of a positions file (blank lines skipped); raises ``PlayError`` naming a line
+    that is not JSON."""
+    lines = []
+    for number, text in enumerate(path.read_bytes().splitlines(), start=1):
+        if text.strip():
+            try:
+                lines.append(orjson.loads(text))
+            except orjson.JSONDecodeError as error:
+                raise PlayError(f"{path}, line {number} is not JSON: {error}") from error
+    return lines
