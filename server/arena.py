@@ -25,6 +25,8 @@ from server.config import ArenaConfig
 from server.errors import ALREADY_LIVE, BotError
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject
+from server.identity import Roster
+from server.ladder import Seeker, SeekPool
 from server.match import (
     GameFinished,
     GameStarted,
@@ -86,6 +88,13 @@ class SeatHandle(Protocol):
 
     def leave(self) -> None:
         """The client is gone."""
+
+
+class SeekTaker(Protocol):
+    """A client whose seek waits in the pool (``server.session.Session``)."""
+
+    def paired(self, match: Match) -> None:
+        """The pool paired the seek: sit in ``match``, a new one of the seek's game."""
 
 
 class Elsewhere(Protocol):
@@ -172,6 +181,12 @@ class Arena:
         # Ends every new game's id: a node's own tag where several nodes share one database
         # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""
+        self.roster = Roster(self.clock, registration_open=config.registration == "open")
+        self.seeks = SeekPool(self.clock, self._meet)
+        self._seek_takers: dict[str, SeekTaker] = {}
+        # Each seeking bot's last ladder game here: its opponent, and whether it had the first
+        # seat (the pool avoids rematches and alternates sides).
+        self._last_games: dict[str, tuple[str, bool]] = {}
         self._codecs: dict[str, AnyCodec] = {
             name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
@@ -274,6 +289,38 @@ class Arena:
         """Forget a match whose last waiting player left before it started."""
         if match.status is Status.WAITING and match.is_empty():
             self._drop(match)
+
+    # --- seeks ---------------------------------------------------------------------------------
+    def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+        self._seek_takers[seeker.id] = taker
+        self.seeks.add(seeker)
+
+    def unseek(self, seeker_id: str) -> None:
+        self._seek_takers.pop(seeker_id, None)
+        self.seeks.remove(seeker_id)
+
+    def last_game(self, bot: str) -> tuple[str | None, bool]:
+        """A bot's last ladder opponent here, and whether it had the first seat."""
+        return self._last_games.get(bot, (None, False))
+
+    def bot_games(self, bot: str) -> int:
+        """The games here a registered bot sits in that have not finished."""
+        return sum(
+            1
+            for match in self.matches.values()
+            if match.status is not Status.FINISHED
+            and any(seat is not None and seat.bot == bot for seat in match.seats)
+        )
+
+    def _meet(self, first: Seeker, second: Seeker) -> None:
+        """Two seekers paired: a new match, ``first`` in the first seat."""
+        match = self.open(first.game, MatchOptions(rated=first.rated, by_join=True))
+        self._last_games[first.bot] = (second.bot, True)
+        self._last_games[second.bot] = (first.bot, False)
+        for seeker in (first, second):
+            taker = self._seek_takers.pop(seeker.id, None)
+            if taker is not None:
+                taker.paired(match)
 
     def new_id(self) -> str:
         """An id no match here has (ids are random: other nodes' collide with it only by a

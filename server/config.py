@@ -90,6 +90,9 @@ class ArenaConfig:
     redis: str | None = None
     node_heartbeat_ms: int = 1000  # how often a node says it is alive and refreshes its games
     node_ttl_ms: int = 3000  # a node silent this long is dead: its games leave every lobby
+    # "open": bots may register themselves over TCP; "organiser": only `tavern bots add`.
+    registration: str = "organiser"
+    max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
     game_settings: dict[str, JsonObject] = dataclasses.field(
         default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
@@ -142,12 +145,15 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxPageBufferBytes": ("max_page_buffer_bytes", 16_384, 1 << 30),
     "nodeHeartbeatMs": ("node_heartbeat_ms", 10, 60_000),
     "nodeTtlMs": ("node_ttl_ms", 50, 600_000),
+    "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
+REGISTRATION = ("organiser", "open")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = (
     frozenset(_INT_KEYS)
     | frozenset(_STR_KEYS)
+    | frozenset({"registration"})
     | frozenset(GAMES)
     | frozenset(key for game in GAMES.values() for key in game.top_level_keys)
 )
@@ -188,6 +194,13 @@ def config_from_mapping(raw: object) -> ArenaConfig:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"key {key!r}: must be a non-empty string, got {value!r}")
             values[field] = value
+    if "registration" in raw:
+        if raw["registration"] not in REGISTRATION:
+            raise ConfigError(
+                f"key 'registration': must be one of {', '.join(REGISTRATION)}, "
+                f"got {raw['registration']!r}"
+            )
+        values["registration"] = raw["registration"]
     values["game_settings"] = read_game_settings(raw)
     config = dataclasses.replace(ArenaConfig(), **values)
     check_cluster(config)

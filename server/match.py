@@ -143,6 +143,7 @@ class MatchOptions:
     by_join: bool = False  # opened by a random join: dropped when its last player leaves
     resume: Resume | None = None
     match_id: str | None = None  # a restored game keeps its id
+    rated: bool = False  # a ladder game between registered bots: it moves both ratings
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,7 @@ class SeatRequest:
     # "bot" (TCP), "house", "person", "client" (a /clients page's), "http": for lobbies and records
     kind: str = "bot"
     turn_timeout_s: float | None = None  # None: the match's
+    bot: str | None = None  # the registered bot it proved to be (server.identity), if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +206,7 @@ class MatchView:
     pairing: str | None
     limits: MatchLimits
     clock: TurnClock | None = None  # while the game is on: the seat awaited next
+    rated: bool = False
 
     @property
     def game(self) -> str:
@@ -520,6 +523,7 @@ class Match:
             pairing=self.options.pairing,
             limits=self.limits,
             clock=self._next_clock(),
+            rated=self.options.rated,
         )
 
     def _next_clock(self) -> TurnClock | None:
@@ -559,7 +563,8 @@ class Match:
             if request.turn_timeout_s is None
             else (request.turn_timeout_s)
         )
-        occupant = Seat(channel, player, timeout, request.kind, self.seat_bots[seat])
+        bot = self.seat_bots[seat] or request.bot
+        occupant = Seat(channel, player, timeout, request.kind, bot)
         occupant.hears_opponent = request.fields.get("opponentNotices") is True
         self.seats[seat] = occupant
         self._seated.set()

@@ -14,6 +14,7 @@ and nowhere else.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -21,6 +22,8 @@ from server.arena import MAX_SEED, Arena, SeatHandle
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
 from server.games.base import JoinRejected, JsonObject
+from server.ladder import Seeker
+from server.league import NEW_RATING
 from server.match import Match, MatchOptions, SeatMessage, SeatRequest, Status, TurnResult
 
 
@@ -54,6 +57,9 @@ class Client:
     kind: str = "bot"  # SeatRequest.kind: "bot", "person", "client", "http"
     turn_timeout_s: float | None = None  # a person's time for a turn (None: the match's)
     routes: bool = True  # may reach other nodes (False: a seat another node asked for)
+    # Its ``bot`` was proved by the node it connects through (a seat another node asked for,
+    # which forwards the name and never the key).
+    checked: bool = False
     noun: str = "connection"  # what one client is called in a refusal ("one game per ...")
 
 
@@ -81,8 +87,11 @@ class LocalSeat:
             self.arena.drop_if_abandoned(self.match)
 
 
+_SEEK_NUMBERS = itertools.count(1)
+
+
 class Session:
-    """One client's commands: create, join (by id or at random), rejoin, move, leave."""
+    """One client's commands: create, join (by id or at random), seek, rejoin, move, leave."""
 
     def __init__(self, arena: Arena, client: Client, channel: SessionChannel) -> None:
         self.arena = arena
@@ -93,6 +102,8 @@ class Session:
         self._random_join: JsonObject | None = None  # the random join another node answers
         self._claimed = False  # the random join went through the nodes' claim
         self._gone = False
+        self.bot: str | None = None  # the registered bot its last command proved it is
+        self._seek: tuple[str, JsonObject] | None = None  # the seek waiting: its id, its fields
 
     @property
     def in_game(self) -> bool:
@@ -113,13 +124,86 @@ class Session:
                 self.channel.send(SeatMessage(match.codec.ready_message(match.id, match.seed)))
         elif kind == "rejoin":
             self.rejoin(message)
+        elif kind == "register":
+            self.register(message)
+        elif kind == "seek":
+            self.seek(message)
         else:
             self.channel.error(BotError.UNKNOWN_MESSAGE_TYPE, f"unknown type {kind!r}")
 
     # --- commands -----------------------------------------------------------------------------
+    def register(self, fields: JsonObject) -> None:
+        """A bot registers its name, where registration is open: its key is answered once."""
+        try:
+            name, key = self.arena.roster.register(fields.get("bot"), self.client.address)
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        self.channel.send(SeatMessage({"type": "registered", "bot": name, "key": key}))
+
+    def seek(self, fields: JsonObject) -> None:
+        """Wait in the pool for an opponent of about the same rating (``server.ladder``); the
+        pairing seats the client as a join would (``paired``)."""
+        try:
+            fields = self.identified(fields)
+            self.check_free()
+            game = self.game_of(fields)
+            rated = fields.get("rated", False)
+            if not isinstance(rated, bool):
+                raise Rejected(BotError.INVALID_SEEK, '"rated" must be true or false')
+            if rated and self.bot is None:
+                raise Rejected(BotError.INVALID_SEEK, "rated games are for registered bots")
+            self.arena.codec(game).player_from_join(fields)
+            name = self.bot or str(fields.get("nick", "anonymous"))
+            if self.bot is not None:
+                self._check_bot(self.bot)
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        self._stop_seeking()
+        last_opponent, had_first_seat = self.arena.last_game(name)
+        seeker = Seeker(
+            id=f"{self.client.address}/{next(_SEEK_NUMBERS)}",
+            bot=name,
+            game=game,
+            rated=rated,
+            rating=self.arena.roster.rating(game, name) or NEW_RATING[0],
+            since=self.arena.clock.now(),
+            last_opponent=last_opponent,
+            had_first_seat=had_first_seat,
+        )
+        seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
+        self._seek = (seeker.id, seat_fields)
+        self.arena.seek(seeker, self)
+
+    def paired(self, match: Match) -> None:
+        """The pool paired this client's seek: it sits in ``match``."""
+        seek, self._seek = self._seek, None
+        if seek is None or self._gone:
+            return
+        try:
+            self._sit(match, seek[1])
+        except Rejected as rejected:
+            self._refused(rejected)
+
+    def _stop_seeking(self) -> None:
+        seek, self._seek = self._seek, None
+        if seek is not None:
+            self.arena.unseek(seek[0])
+
+    def _check_bot(self, bot: str) -> None:
+        """A registered bot may seek or challenge unless banned or at its games' limit."""
+        registered = self.arena.roster.get(bot)
+        if registered is not None and registered.banned:
+            raise Rejected(BotError.BOT_BANNED, f"{bot} is banned from the ladder")
+        most = self.arena.config.max_games_per_bot
+        if self.arena.bot_games(bot) >= most:
+            raise Rejected(BotError.TOO_MANY_GAMES, f"a bot may play {most} games at once")
+
     def create(self, fields: JsonObject) -> Match | None:
         """A new, empty simulation, which the client does not sit in."""
         try:
+            self.identified(fields)
             game, seed = self.game_of(fields), self._seed(fields)
             limit = self.arena.config.max_simulations_per_connection
             if self.created >= limit:
@@ -136,6 +220,7 @@ class Session:
     def join(self, fields: JsonObject) -> None:
         """Sit in the simulation ``simulationId`` names, or at random in a waiting one."""
         try:
+            fields = self.identified(fields)
             self.check_free()
             simulation_id = fields.get("simulationId")
             if not simulation_id:
@@ -153,7 +238,7 @@ class Session:
                 raise Rejected(
                     BotError.WRONG_GAME, f"simulation {match.id} is a {match.codec.name} game"
                 )
-            self.sit(match, fields)
+            self._sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
 
@@ -161,9 +246,10 @@ class Session:
         """A new simulation with the client in it (a person on /play/thud); it is dropped if the
         client leaves it before anyone else sits down."""
         try:
+            fields = self.identified(fields)
             self.check_free()
             match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
-            self.sit(match, fields)
+            self._sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
             return None
@@ -195,8 +281,9 @@ class Session:
         return self.seat.submit(fields)
 
     def closed(self) -> None:
-        """The client is gone: its seat is freed or forfeited."""
+        """The client is gone: its seat is freed or forfeited, its seek withdrawn."""
         self._gone = True
+        self._stop_seeking()
         seat, self.seat = self.seat, None
         if seat is not None:
             seat.leave()
@@ -236,6 +323,21 @@ class Session:
         self.channel.close()
 
     # --- the checks ---------------------------------------------------------------------------
+    def identified(self, fields: JsonObject) -> JsonObject:
+        """The command's fields once its ``bot`` and ``key`` are checked (``server.identity``):
+        without the key, and with the registered name as its nick; a guest's as they are
+        (a nick that is a registered name is refused). Raises ``Rejected``."""
+        if self.client.checked:
+            bot = fields.get("bot")
+            self.bot = bot if isinstance(bot, str) else None
+            return fields
+        self.bot = self.arena.roster.identify(fields, self.client.address)
+        if self.bot is None:
+            return fields
+        checked = {name: value for name, value in fields.items() if name != "key"}
+        checked["bot"] = checked["nick"] = self.bot
+        return checked
+
     def _refused(self, rejected: Rejected) -> None:
         self.channel.error(rejected.message, rejected.reason)
 
@@ -298,13 +400,20 @@ class Session:
             seed=seed, creator=self.client.address, by_join=True, match_id=new_id
         )
         match = waiting or self.arena.waiting(game, fields) or self.arena.open(game, options)
-        self.sit(match, fields)
+        self._sit(match, fields)
 
     def sit(self, match: Match, fields: JsonObject) -> None:
         """Take a seat of ``match``, which the front end chose (the Thud API's games); raises
         ``Rejected`` if it cannot be taken."""
+        self._sit(match, self.identified(fields))
+
+    def _sit(self, match: Match, fields: JsonObject) -> None:
+        """Take a seat with fields already ``identified``."""
         request = SeatRequest(
-            fields, kind=self.client.kind, turn_timeout_s=self.client.turn_timeout_s
+            fields,
+            kind=self.client.kind,
+            turn_timeout_s=self.client.turn_timeout_s,
+            bot=self.bot,
         )
         try:
             seat = match.seat(self.channel, request)
@@ -315,5 +424,6 @@ class Session:
         self._took(LocalSeat(self.arena, match, seat, self.channel))
 
     def _took(self, seat: LocalSeat) -> None:
+        self._stop_seeking()
         self.seat = seat
         self.channel.seated()

@@ -37,6 +37,7 @@ from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
+from server.records.identities import roster_kept
 from server.replay import DamagedRecord, TurnRange
 from server.tcp import TcpServer
 from server.tournament.runner import TournamentRunner
@@ -50,6 +51,7 @@ from server.tournament_queue import (
     run_queued,
 )
 from server.validate import validate
+from tavern_cli.ladder import add_bot_commands, bots_command, ladder_command
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
@@ -254,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=records_to_write,
         help="an SQLite file or a postgresql:// URL",
     )
+    add_bot_commands(commands)
     return parser
 
 
@@ -532,6 +535,7 @@ async def serve(config: ArenaConfig) -> None:
     async with recording(arena.listeners, config.database) as records:
         arena.id_tag = records.id_tag
         async with (
+            roster_kept(records.roster, records, arena.roster),
             arena.running(),
             tcp_server.serving() as tcp,
             visor.serving(
@@ -580,6 +584,10 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
     """The command the command line names, with its settings."""
     if args.command == "records":
         return copy_command(args.source, args.target)
+    if args.command == "bots":
+        return bots_command(args, config.database)
+    if args.command == "ladder":
+        return ladder_command(args, config.database)
     if args.command == "replay":
         return print_replay(config.database, args.game_id, args.turns)
     if args.command == "play":

@@ -17,8 +17,10 @@ import orjson
 
 from server.games import GAMES
 from server.games.base import JsonObject
+from server.identity import RegisteredBot
 from server.league import GameResult
 from server.records.backends import Backend, Connection
+from server.records.identities import current_ratings, registered_bots
 from server.records.schema import LAST_TURN
 from server.replay import DamagedRecord
 
@@ -94,6 +96,13 @@ class Queries:
             "createdAt": row["created_at"],
             "savedAt": row["saved_at"],
         }
+
+    @read
+    def roster(
+        self, reader: Connection
+    ) -> tuple[list[RegisteredBot], dict[tuple[str, str], float]]:
+        """The registered bots and the current season's ratings (``server.identity.Roster``)."""
+        return registered_bots(reader), current_ratings(reader)
 
     @read
     def tournaments(self, reader: Connection) -> list[JsonObject]:

@@ -1,0 +1,198 @@
+"""The ladder (issue 22, items 2 and 4): the pairing policy in memory with a hand-wound clock;
+seeks over real sockets that pair registered bots into rated games whose end moves both
+ratings in the records once; seasons and bans as the organiser types them."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from server.identity import new_key
+from server.ladder import (
+    REMATCH_AFTER_S,
+    TICK_S,
+    WINDOW_BASE,
+    Seeker,
+    SeekPool,
+    pair_seekers,
+    window,
+)
+from server.records import Records
+from server.records.ladder import rate
+from tests.clock import FakeClock
+from tests.conftest import RECEIVE_TIMEOUT_S, RawClient
+from tests.test_command_line import tavern
+from tests.test_identity import added, arena_on, asked
+
+NOW = 1000.0
+
+
+def seeker(
+    name: str,
+    rating: float = 25.0,
+    since: float = NOW,
+    last_opponent: str | None = None,
+    had_first_seat: bool = False,
+) -> Seeker:
+    return Seeker(name, name, "thud", True, rating, since, last_opponent, had_first_seat)
+
+
+# --- the policy, in memory -----------------------------------------------------------------------
+def test_the_window_widens_with_the_wait_and_the_nearest_rating_is_chosen() -> None:
+    far = [seeker("a", 25.0), seeker("b", 25.0 + WINDOW_BASE + 5)]
+    assert pair_seekers(far, NOW) == []
+    assert pair_seekers(far, NOW + 5) == [(far[0], far[1])]
+    three = [seeker("a", 25.0, NOW - 1), seeker("far", 27.5), seeker("near", 25.5)]
+    assert [(x.id, y.id) for x, y in pair_seekers(three, NOW)] == [("a", "near")]
+    assert window(10_000) == window(100_000)  # capped
+
+
+def test_other_games_rated_ness_and_the_bot_itself_never_meet() -> None:
+    other_game = Seeker("g", "g", "tavern", True, 25.0, NOW)
+    unrated = Seeker("u", "u", "thud", False, 25.0, NOW)
+    same_bot = Seeker("a2", "A", "thud", True, 25.0, NOW)
+    assert pair_seekers([seeker("a"), other_game, unrated, same_bot], NOW + 100) == []
+
+
+def test_no_immediate_rematch_unless_both_waited_and_sides_alternate() -> None:
+    a = seeker("a", last_opponent="b", had_first_seat=True)
+    b = seeker("b", last_opponent="a")
+    assert pair_seekers([a, b], NOW) == []
+    assert pair_seekers([a, b], NOW + REMATCH_AFTER_S) == [(b, a)]  # b takes the first seat
+    c = seeker("c", since=NOW + 1)
+    assert pair_seekers([a, b, c], NOW + 1) == [(c, a)]  # a, first, meets c: a had seat 1
+
+
+def test_the_pool_pairs_as_the_clock_goes_and_forgets_withdrawn_seeks() -> None:
+    clock = FakeClock()
+    met: list[tuple[str, str]] = []
+    pool = SeekPool(clock, lambda x, y: met.append((x.id, y.id)))
+    pool.add(seeker("a", 25.0, clock.now()))
+    pool.add(seeker("gone", 45.0, clock.now()))
+    pool.remove("gone")
+    pool.add(seeker("b", 35.0, clock.now()))
+    assert met == [] and clock.pending == 1
+    clock.advance(10 * TICK_S)
+    assert met == []
+    clock.advance(8)  # the window has grown past 10 points
+    assert met == [("a", "b")] and pool.seekers == {} and clock.pending == 0
+
+
+# --- real sockets, real records -------------------------------------------------------------------
+def ratings_in(database: Path) -> dict[str, tuple[float, int, int, int]]:
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT bot, mu, games, wins, losses FROM ratings WHERE game = 'thud'")
+        return {bot: (mu, games, wins, losses) for bot, mu, games, wins, losses in rows}
+
+
+async def test_two_registered_bots_seek_meet_and_their_ratings_move_once(tmp_path: Path) -> None:
+    database = tmp_path / "arena.db"
+    keys = {name: added(str(database), name) for name in ("Grimli", "Ugluk")}
+    async with arena_on(str(database)) as (arena, port):
+        guest = await asked(port, {"type": "seek", "game": "thud", "rated": True})
+        assert guest["message"] == "Invalid seek"
+        clients = {name: await RawClient.connect(port) for name in keys}
+        for name, client in clients.items():
+            await client.send(
+                {"type": "seek", "game": "thud", "bot": name, "key": keys[name], "rated": True}
+            )
+        infos = {name: await client.expect("game-info") for name, client in clients.items()}
+        assert {info["side"] for info in infos.values()} == {"dwarf", "troll"}
+        (match,) = arena.matches.values()
+        assert match.options.rated
+        await clients["Ugluk"].close()  # Ugluk leaves: it forfeits
+        ended = await clients["Grimli"].receive()
+        while ended["type"] not in ("win-game", "loss-game", "draw-game"):
+            ended = await clients["Grimli"].receive()
+        assert ended["type"] == "win-game"
+        await clients["Grimli"].close()
+    after = ratings_in(database)
+    assert after["Grimli"][1:] == (1, 1, 0) and after["Ugluk"][1:] == (1, 0, 1)
+    assert after["Grimli"][0] > 25 > after["Ugluk"][0]
+    records = Records(database)
+    records.open_to_read()
+    with sqlite3.connect(database) as db:
+        (game_id,) = db.execute("SELECT game_id FROM rating_history LIMIT 1").fetchone()
+        assert db.execute("SELECT rated FROM games WHERE id = ?", (game_id,)).fetchone() == (1,)
+    connection = records.backend.connect()
+    assert not rate(connection, game_id, "thud", ("Grimli", "Ugluk"), 0)  # rated once only
+    connection.close()
+    assert ratings_in(database) == after
+
+
+def test_rating_a_game_twice_changes_nothing_on_either_database(records_database: str) -> None:
+    records = Records(records_database)
+    records.open_to_read()
+    db = records.backend.connect()
+    try:
+        db.execute(
+            "INSERT INTO games (id, game, seed, settings, status, started_at) "
+            "VALUES ('g1', 'thud', 1, '{}', 'finished', 0)"
+        )
+        assert rate(db, "g1", "thud", ("A", "B"), None)
+        first = db.execute("SELECT bot, mu, sigma, draws FROM ratings ORDER BY bot").fetchall()
+        assert not rate(db, "g1", "thud", ("A", "B"), 0)
+        assert (
+            db.execute("SELECT bot, mu, sigma, draws FROM ratings ORDER BY bot").fetchall() == first
+        )
+        assert [row[3] for row in first] == [1, 1]
+    finally:
+        db.close()
+
+
+async def test_a_new_season_starts_afresh_and_a_banned_bot_may_not_seek(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    key = added(database, "Grimli")
+    records = Records(database)
+    records.open_to_read()
+    db = records.backend.connect()
+    db.execute(
+        "INSERT INTO games (id, game, seed, settings, status, started_at) "
+        "VALUES ('g1', 'thud', 1, '{}', 'finished', 0)"
+    )
+    rate(db, "g1", "thud", ("Grimli", "Other"), 0)
+    db.close()
+    season = tavern("ladder", "season", "spring", "--database", database)
+    assert season.stdout == "tavern: season spring starts now\n"
+    assert tavern("ladder", "season", "spring", "--database", database).returncode == 1
+    assert tavern("ladder", "ban", "grimli", "--database", database).stdout == (
+        "tavern: Grimli is banned\n"
+    )
+    seek = {"type": "seek", "game": "thud", "bot": "Grimli", "key": key, "rated": True}
+    async with arena_on(database) as (arena, port):
+        assert arena.roster.rating("thud", "Grimli") is None  # the new season knows nobody yet
+        assert (await asked(port, seek))["message"] == "Bot banned"
+    assert tavern("bots", "list", "--database", database).stdout == "Grimli  (banned)\n"
+    assert tavern("ladder", "unban", "Grimli", "--database", database).returncode == 0
+    async with arena_on(database) as (arena, port):
+        client = await RawClient.connect(port)
+        await client.send({"type": "seek", "game": "thud", "bot": "Grimli", "key": new_key()})
+        assert (await client.receive())["message"] == "Invalid bot key"
+        await client.send(seek)
+        async with asyncio.timeout(RECEIVE_TIMEOUT_S):
+            while not arena.seeks.seekers:
+                await asyncio.sleep(0.01)
+        (waiting,) = arena.seeks.seekers.values()
+        assert (waiting.bot, waiting.rated) == ("Grimli", True)
+        await client.close()
+    with sqlite3.connect(database) as db:
+        seasons = db.execute("SELECT season, bot FROM ratings ORDER BY bot").fetchall()
+    assert seasons == [("1", "Grimli"), ("1", "Other")]  # the old table is kept
+
+
+async def test_a_bot_holds_at_most_max_games_per_bot(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    key = added(database, "Grimli")
+    async with arena_on(database, max_games_per_bot=1) as (_, port):
+        first = await RawClient.connect(port)
+        join = {"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key}
+        await first.send(join)
+        await first.expect("game-info")
+        refused = await asked(port, {**join, "type": "seek"})
+        assert refused == {
+            "type": "error",
+            "message": "Too many games",
+            "reason": "a bot may play 1 games at once",
+        }
+        await first.close()
