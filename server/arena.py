@@ -93,8 +93,11 @@ class SeatHandle(Protocol):
 class SeekTaker(Protocol):
     """A client whose seek waits in the pool (``server.session.Session``)."""
 
-    def paired(self, match: Match) -> None:
-        """The pool paired the seek: sit in ``match``, a new one of the seek's game."""
+    def paired(self, match: Match, seat: int) -> None:
+        """The pool paired the seek: take ``seat`` of ``match``, a new one of its game."""
+
+    def paired_elsewhere(self, simulation_id: str) -> None:
+        """The pool paired the seek into a match another node plays: ask it for the seat."""
 
 
 class Elsewhere(Protocol):
@@ -115,6 +118,12 @@ class Elsewhere(Protocol):
 
     def waiting(self, game: str, fields: JsonObject) -> str | None:
         """The id of a waiting match of this game on another node that could seat the request."""
+
+    def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+        """Put a seek in the pool every node pairs from (``server.cluster.seeks``)."""
+
+    def unseek(self, seeker_id: str) -> None:
+        """Withdraw a seek of this node's."""
 
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> SeatHandle:
         """A random join that found no waiting match anywhere: the nodes agree, atomically, on
@@ -292,10 +301,17 @@ class Arena:
 
     # --- seeks ---------------------------------------------------------------------------------
     def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+        """Wait for an opponent: in the nodes' shared pool, else in this arena's own."""
+        if self.elsewhere is not None:
+            self.elsewhere.seek(seeker, taker)
+            return
         self._seek_takers[seeker.id] = taker
         self.seeks.add(seeker)
 
     def unseek(self, seeker_id: str) -> None:
+        if self.elsewhere is not None:
+            self.elsewhere.unseek(seeker_id)
+            return
         self._seek_takers.pop(seeker_id, None)
         self.seeks.remove(seeker_id)
 
@@ -312,15 +328,19 @@ class Arena:
             and any(seat is not None and seat.bot == bot for seat in match.seats)
         )
 
-    def _meet(self, first: Seeker, second: Seeker) -> None:
-        """Two seekers paired: a new match, ``first`` in the first seat."""
-        match = self.open(first.game, MatchOptions(rated=first.rated, by_join=True))
+    def paired_match(self, first: Seeker, second: Seeker) -> Match:
+        """The match two paired seekers play, ``first`` in the first seat (remembered, with
+        the opponent, for their next pairing)."""
         self._last_games[first.bot] = (second.bot, True)
         self._last_games[second.bot] = (first.bot, False)
-        for seeker in (first, second):
+        return self.open(first.game, MatchOptions(rated=first.rated, by_join=True))
+
+    def _meet(self, first: Seeker, second: Seeker) -> None:
+        match = self.paired_match(first, second)
+        for seat, seeker in enumerate((first, second)):
             taker = self._seek_takers.pop(seeker.id, None)
             if taker is not None:
-                taker.paired(match)
+                taker.paired(match, seat)
 
     def new_id(self) -> str:
         """An id no match here has (ids are random: other nodes' collide with it only by a

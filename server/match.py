@@ -155,6 +155,7 @@ class SeatRequest:
     kind: str = "bot"
     turn_timeout_s: float | None = None  # None: the match's
     bot: str | None = None  # the registered bot it proved to be (server.identity), if any
+    seat: int | None = None  # the seat matchmaking gave it (None: the codec chooses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,7 +557,10 @@ class Match:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
         if self.phase is not Phase.WAITING or self.is_full():
             raise JoinRejected(BotError.SIMULATION_FULL, f"simulation {self.id} has no free seat")
-        seat = self.codec.choose_seat(self.free_seats(), request.fields)
+        free = self.free_seats()
+        seat = (
+            request.seat if request.seat in free else self.codec.choose_seat(free, request.fields)
+        )
         player = self.codec.player_from_join(request.fields)
         timeout = (
             self.limits.turn_timeout_s

@@ -176,15 +176,21 @@ class Session:
         self._seek = (seeker.id, seat_fields)
         self.arena.seek(seeker, self)
 
-    def paired(self, match: Match) -> None:
-        """The pool paired this client's seek: it sits in ``match``."""
+    def paired(self, match: Match, seat: int) -> None:
+        """The pool paired this client's seek: it takes ``seat`` of ``match``."""
         seek, self._seek = self._seek, None
         if seek is None or self._gone:
             return
         try:
-            self._sit(match, seek[1])
+            self._sit(match, seek[1], seat)
         except Rejected as rejected:
             self._refused(rejected)
+
+    def paired_elsewhere(self, simulation_id: str) -> None:
+        """The pool paired this client's seek into a match another node plays."""
+        seek, self._seek = self._seek, None
+        if seek is not None and not self._gone:
+            self._reach(simulation_id, seek[1], False)
 
     def _stop_seeking(self) -> None:
         seek, self._seek = self._seek, None
@@ -407,13 +413,14 @@ class Session:
         ``Rejected`` if it cannot be taken."""
         self._sit(match, self.identified(fields))
 
-    def _sit(self, match: Match, fields: JsonObject) -> None:
-        """Take a seat with fields already ``identified``."""
+    def _sit(self, match: Match, fields: JsonObject, seat_given: int | None = None) -> None:
+        """Take a seat with fields already ``identified`` (``seat_given``: matchmaking's)."""
         request = SeatRequest(
             fields,
             kind=self.client.kind,
             turn_timeout_s=self.client.turn_timeout_s,
             bot=self.bot,
+            seat=seat_given,
         )
         try:
             seat = match.seat(self.channel, request)

@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator
 import orjson
 from redis.asyncio import Redis
 
-from server.arena import Arena, RandomJoiner, RemotePeer
+from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker
 from server.cluster import Spectators, values, wire
 from server.cluster.claims import Claims
 from server.cluster.following import Following
@@ -43,9 +43,11 @@ from server.cluster.link import Command, Link
 from server.cluster.listing import Listing
 from server.cluster.relays import Relays, Watching
 from server.cluster.seats import LINK_LOST_REASON, PeerSeat, SeatsAsked, SeatsGiven
+from server.cluster.seeks import SharedSeeks
 from server.config import ArenaConfig, without_password
 from server.errors import BotError
 from server.games.base import JsonObject
+from server.ladder import Seeker
 from server.protocol import encode, error_message
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,7 @@ class ClusterNode:
         self.given = SeatsGiven(self.link, arena)
         self.watching = Watching(self.link, self.following.directory)
         self.relays = Relays(self.link)
+        self.seeks = SharedSeeks(self.link, arena, self.following, complaints)
         frame_table: dict[bytes, Handler] = {
             # To the node playing the match:
             wire.JOIN: self.given.join,
@@ -87,6 +90,7 @@ class ClusterNode:
             wire.REFUSED: self.asked.refused,
             wire.CLOSE: self.asked.closed,
             wire.SPECTATE: self.watching.relayed,
+            wire.PAIRED: self.seeks.paired,
         }
         self.inbox = Inbox(frame_table, complaints)
         self._inbox_channel = inbox(self.id).encode()
@@ -134,6 +138,12 @@ class ClusterNode:
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> PeerSeat:
         return self.asked.random_join(peer, game, message)
 
+    def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+        self.seeks.seek(seeker, taker)
+
+    def unseek(self, seeker_id: str) -> None:
+        self.seeks.unseek(seeker_id)
+
     # --- what the link asks (server.cluster.link.LinkUser) ------------------------------------
     def pushed(self, channel: bytes, data: bytes) -> None:
         if channel == self._inbox_channel:
@@ -172,7 +182,7 @@ class ClusterNode:
         self.following.clear()
 
     def due(self) -> list[Command]:
-        return self.listing.writes() + self.claims.writes()
+        return self.listing.writes() + self.claims.writes() + self.seeks.writes()
 
     # --- nodes lost ---------------------------------------------------------------------------
     def _lost(self, nodes: set[str], message: str, reason: str) -> None:

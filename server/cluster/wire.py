@@ -31,7 +31,10 @@ SEATED = b"S"
 REFUSED = b"R"  # {"message", "reason"}
 CLOSE = b"C"  # the seat's channel was closed
 SPECTATE = b"P"  # simulation id, a space, a page's message
-KINDS = frozenset({JOIN, MOVE, LEAVE, WATCH, UNWATCH, DATA, SEATED, REFUSED, CLOSE, SPECTATE})
+PAIRED = b"Q"  # {"seek", "simulationId"}: a seek of the receiver's, paired into the sender's match
+KINDS = frozenset(
+    {JOIN, MOVE, LEAVE, WATCH, UNWATCH, DATA, SEATED, REFUSED, CLOSE, SPECTATE, PAIRED}
+)
 
 Frame = tuple[bytes, int, bytes]  # kind, connection, payload
 
