@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
+from server.challenges import Challenge, ChallengeBoard
 from server.clock import Clock, LoopClock
 from server.config import ArenaConfig
 from server.errors import ALREADY_LIVE, BotError
@@ -125,6 +126,13 @@ class Elsewhere(Protocol):
     def unseek(self, seeker_id: str) -> None:
         """Withdraw a seek of this node's."""
 
+    def challenge(self, challenge: Challenge) -> None:
+        """Send a challenge to its opponent on whichever node it is present; its ``answer``
+        is called with the match's id, or with why not."""
+
+    def present(self, bot: str) -> None:
+        """A bot is present here (``server.challenges``): other nodes may challenge it."""
+
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> SeatHandle:
         """A random join that found no waiting match anywhere: the nodes agree, atomically, on
         which of them opens the one match the random joins arriving at that moment share.
@@ -192,6 +200,7 @@ class Arena:
         self.id_tag = ""
         self.roster = Roster(self.clock, registration_open=config.registration == "open")
         self.seeks = SeekPool(self.clock, self._meet)
+        self.challenges = ChallengeBoard(self.clock, config.challenge_timeout_ms / 1000)
         self._seek_takers: dict[str, SeekTaker] = {}
         # Each seeking bot's last ladder game here: its opponent, and whether it had the first
         # seat (the pool avoids rematches and alternates sides).

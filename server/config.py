@@ -93,6 +93,7 @@ class ArenaConfig:
     # "open": bots may register themselves over TCP; "organiser": only `tavern bots add`.
     registration: str = "organiser"
     max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
+    challenge_timeout_ms: int = 30_000  # a challenge unanswered this long is declined
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
     game_settings: dict[str, JsonObject] = dataclasses.field(
         default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
@@ -146,6 +147,7 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "nodeHeartbeatMs": ("node_heartbeat_ms", 10, 60_000),
     "nodeTtlMs": ("node_ttl_ms", 50, 600_000),
     "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
+    "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
 REGISTRATION = ("organiser", "open")

@@ -50,6 +50,8 @@ class BotError(StrEnum):
     INVALID_SEEK = "Invalid seek"
     BOT_BANNED = "Bot banned"
     TOO_MANY_GAMES = "Too many games"
+    INVALID_CHALLENGE = "Invalid challenge"
+    UNKNOWN_CHALLENGE = "Unknown challenge"
 
 
 ALREADY_LIVE = "Already live"

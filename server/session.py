@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from server.arena import MAX_SEED, Arena, SeatHandle
+from server.challenges import Challenge
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
 from server.games.base import JoinRejected, JsonObject
@@ -128,6 +129,12 @@ class Session:
             self.register(message)
         elif kind == "seek":
             self.seek(message)
+        elif kind == "challenge":
+            self.challenge(message)
+        elif kind == "accept":
+            self.accept(message)
+        elif kind == "decline":
+            self.decline(message)
         else:
             self.channel.error(BotError.UNKNOWN_MESSAGE_TYPE, f"unknown type {kind!r}")
 
@@ -183,6 +190,114 @@ class Session:
             return
         try:
             self._sit(match, seek[1], seat)
+        except Rejected as rejected:
+            self._refused(rejected)
+
+    # --- challenges (server.challenges) --------------------------------------------------------
+    @property
+    def free(self) -> bool:
+        return not self._gone and not self.in_game
+
+    def challenge(self, fields: JsonObject) -> None:
+        """Challenge a registered bot by name, wherever it is present."""
+        try:
+            fields = self.identified(fields)
+            self.check_free()
+            if self.bot is None:
+                raise Rejected(BotError.INVALID_CHALLENGE, "challenges are for registered bots")
+            self._check_bot(self.bot)
+            game = self.game_of(fields)
+            opponent, rated, side = (
+                fields.get("opponent"),
+                fields.get("rated", False),
+                fields.get("side"),
+            )
+            codec = self.arena.codec(game)
+            if not isinstance(opponent, str) or opponent.casefold() == self.bot.casefold():
+                raise Rejected(BotError.INVALID_CHALLENGE, '"opponent" must name another bot')
+            if not isinstance(rated, bool):
+                raise Rejected(BotError.INVALID_CHALLENGE, '"rated" must be true or false')
+            if side is not None and side not in codec.seat_names:
+                sides = ", ".join(codec.seat_names)
+                raise Rejected(BotError.INVALID_CHALLENGE, f'"side" must be one of: {sides}')
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        board = self.arena.challenges
+        seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
+        challenge = Challenge(
+            id=board.new_id(),
+            challenger=self.bot,
+            opponent=opponent,
+            game=game,
+            seat=None if side is None else codec.seat_names.index(side),
+            rated=rated,
+            fields=seat_fields,
+            answer=lambda simulation_id, reason: self._answered(challenge, simulation_id, reason),
+        )
+        self.channel.send(
+            SeatMessage({"type": "challenge-sent", "challenge": challenge.id, "opponent": opponent})
+        )
+        target = board.find(opponent)
+        if target is not None:
+            board.offer(challenge, target)
+        elif self.arena.elsewhere is not None and self.client.routes:
+            self.arena.elsewhere.challenge(challenge)
+        else:
+            self._answered(challenge, None, f"{opponent} is not connected")
+
+    def challenged(self, challenge: Challenge) -> None:
+        codec = self.arena.codec(challenge.game)
+        self.channel.send(SeatMessage(challenge.to_wire(codec.seat_names, codec.seat_field)))
+
+    def accept(self, fields: JsonObject) -> None:
+        """Accept a challenge sent to this client: the match opens here, and the challenger
+        is seated in it wherever it is connected."""
+        challenge = self.arena.challenges.take(fields.get("challenge"), self)
+        try:
+            if challenge is None:
+                raise Rejected(BotError.UNKNOWN_CHALLENGE, "no open challenge of that id for you")
+            self.check_free()
+            match = self.arena.open(
+                challenge.game, MatchOptions(rated=challenge.rated, by_join=True)
+            )
+            challenger_seat = challenge.seat or 0
+            self._sit(match, {**fields, "bot": self.bot, "nick": self.bot}, 1 - challenger_seat)
+        except Rejected as rejected:
+            self._refused(rejected)
+            if challenge is not None:
+                challenge.answer(None, f"{challenge.opponent} could not accept: {rejected.reason}")
+            return
+        challenge.answer(match.id, None)
+
+    def decline(self, fields: JsonObject) -> None:
+        challenge = self.arena.challenges.take(fields.get("challenge"), self)
+        if challenge is None:
+            self.channel.error(BotError.UNKNOWN_CHALLENGE, "no open challenge of that id for you")
+            return
+        reason = fields.get("reason")
+        challenge.answer(None, reason[:200] if isinstance(reason, str) and reason else "declined")
+
+    def _answered(
+        self, challenge: Challenge, simulation_id: str | None, reason: str | None
+    ) -> None:
+        """The challenged bot answered (or did not in time): sit in its match, or hear why not."""
+        if self._gone:
+            return
+        if simulation_id is None:
+            self.channel.send(
+                SeatMessage(
+                    {"type": "challenge-declined", "challenge": challenge.id, "reason": reason}
+                )
+            )
+            return
+        match = self.arena.get(simulation_id)
+        try:
+            self.check_free()
+            if match is None:
+                self._reach(simulation_id, challenge.fields, False)
+            else:
+                self._sit(match, challenge.fields, challenge.seat or 0)
         except Rejected as rejected:
             self._refused(rejected)
 
@@ -290,6 +405,8 @@ class Session:
         """The client is gone: its seat is freed or forfeited, its seek withdrawn."""
         self._gone = True
         self._stop_seeking()
+        if self.bot is not None:
+            self.arena.challenges.gone(self.bot, self)
         seat, self.seat = self.seat, None
         if seat is not None:
             seat.leave()
@@ -340,6 +457,9 @@ class Session:
         self.bot = self.arena.roster.identify(fields, self.client.address)
         if self.bot is None:
             return fields
+        self.arena.challenges.here(self.bot, self)
+        if self.arena.elsewhere is not None and self.client.routes:
+            self.arena.elsewhere.present(self.bot)
         checked = {name: value for name, value in fields.items() if name != "key"}
         checked["bot"] = checked["nick"] = self.bot
         return checked

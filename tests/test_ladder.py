@@ -196,3 +196,60 @@ async def test_a_bot_holds_at_most_max_games_per_bot(tmp_path: Path) -> None:
             "reason": "a bot may play 1 games at once",
         }
         await first.close()
+
+
+# --- challenges ----------------------------------------------------------------------------------
+async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    keys = {name: added(database, name) for name in ("Grimli", "Ugluk")}
+    async with arena_on(database, challenge_timeout_ms=300) as (arena, port):
+        ugluk, grimli = await RawClient.connect(port), await RawClient.connect(port)
+        await ugluk.send({"type": "seek", "game": "thud", "bot": "Ugluk", "key": keys["Ugluk"]})
+        challenge = {
+            "type": "challenge",
+            "opponent": "ugluk",
+            "game": "thud",
+            "side": "troll",
+            "rated": True,
+            "bot": "Grimli",
+            "key": keys["Grimli"],
+        }
+        assert (await asked(port, {**challenge, "opponent": "Nobody"}))["type"] == "challenge-sent"
+        await grimli.send({**challenge, "side": "goblin"})
+        assert (await grimli.expect_error("Invalid challenge"))["reason"] == (
+            '"side" must be one of: dwarf, troll'
+        )
+        # Declined, with a reason; then unanswered until it expires.
+        for answer in ({"type": "decline", "reason": "busy"}, None):
+            await grimli.send(challenge)
+            sent = await grimli.expect("challenge-sent")
+            offered = await ugluk.expect("challenge")
+            assert offered == {
+                "type": "challenge",
+                "challenge": sent["challenge"],
+                "from": "Grimli",
+                "game": "thud",
+                "rated": True,
+                "side": "dwarf",
+            }
+            if answer is not None:
+                await ugluk.send({**answer, "challenge": sent["challenge"]})
+            declined = await grimli.expect("challenge-declined")
+            reason = "busy" if answer else "no answer from ugluk within 0.3 s"
+            assert declined == {
+                "type": "challenge-declined",
+                "challenge": sent["challenge"],
+                "reason": reason,
+            }
+        await ugluk.send({"type": "accept", "challenge": sent["challenge"]})
+        await ugluk.expect_error("Unknown challenge")
+        await grimli.send(challenge)
+        sent = await grimli.expect("challenge-sent")
+        await ugluk.expect("challenge")
+        await ugluk.send({"type": "accept", "challenge": sent["challenge"]})
+        assert (await ugluk.expect("game-info"))["side"] == "dwarf"
+        assert (await grimli.expect("game-info"))["side"] == "troll"
+        (match,) = arena.matches.values()
+        assert match.options.rated and arena.seeks.seekers == {}
+        await ugluk.close()
+        await grimli.close()

@@ -21,6 +21,8 @@ All of it has an expiry, so that a node that dies leaves nothing behind:
 * ``tavern:seeks:{game}``: the seek pool (``server.cluster.seeks``), a sorted set of seeks
   scored by rating; a seek is removed when it is paired (two at once, atomically) or withdrawn,
   and by any node that finds its node gone.
+* ``tavern:bot:{name}``: the node where a registered bot (its name casefolded) is present, to
+  be challenged (``server.cluster.challenges``), refreshed by that node's heartbeat.
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
 """
@@ -52,6 +54,10 @@ def claim_key(game: str) -> str:
 
 def seeks_key(game: str) -> str:
     return f"{PREFIX}seeks:{game}"
+
+
+def bot_key(folded_name: str) -> str:
+    return f"{PREFIX}bot:{folded_name}"
 
 
 def inbox(node_id: str) -> str:

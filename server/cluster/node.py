@@ -34,7 +34,9 @@ import orjson
 from redis.asyncio import Redis
 
 from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker
+from server.challenges import Challenge
 from server.cluster import Spectators, values, wire
+from server.cluster.challenges import RemoteChallenges
 from server.cluster.claims import Claims
 from server.cluster.following import Following
 from server.cluster.inbox import Handler, Inbox
@@ -77,6 +79,7 @@ class ClusterNode:
         self.watching = Watching(self.link, self.following.directory)
         self.relays = Relays(self.link)
         self.seeks = SharedSeeks(self.link, arena, self.following, complaints)
+        self.challenges = RemoteChallenges(self.link, arena)
         frame_table: dict[bytes, Handler] = {
             # To the node playing the match:
             wire.JOIN: self.given.join,
@@ -91,6 +94,8 @@ class ClusterNode:
             wire.CLOSE: self.asked.closed,
             wire.SPECTATE: self.watching.relayed,
             wire.PAIRED: self.seeks.paired,
+            wire.CHALLENGE: self.challenges.offered,
+            wire.ANSWERED: self.challenges.answered,
         }
         self.inbox = Inbox(frame_table, complaints)
         self._inbox_channel = inbox(self.id).encode()
@@ -144,6 +149,12 @@ class ClusterNode:
     def unseek(self, seeker_id: str) -> None:
         self.seeks.unseek(seeker_id)
 
+    def challenge(self, challenge: Challenge) -> None:
+        self.challenges.challenge(challenge)
+
+    def present(self, bot: str) -> None:
+        self.challenges.present(bot)
+
     # --- what the link asks (server.cluster.link.LinkUser) ------------------------------------
     def pushed(self, channel: bytes, data: bytes) -> None:
         if channel == self._inbox_channel:
@@ -162,7 +173,7 @@ class ClusterNode:
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.link.ttl_ms)
         pipe.sadd(NODES, self.id)
         pipe.pexpire(FINISHED, self.link.ttl_ms)  # kept while any node of the arena lives
-        for command in self.listing.refresh():
+        for command in [*self.listing.refresh(), *self.challenges.refresh()]:
             pipe.execute_command(*command)
         pipe.smembers(NODES)
         results = await pipe.execute()
@@ -182,7 +193,12 @@ class ClusterNode:
         self.following.clear()
 
     def due(self) -> list[Command]:
-        return self.listing.writes() + self.claims.writes() + self.seeks.writes()
+        return (
+            self.listing.writes()
+            + self.claims.writes()
+            + self.seeks.writes()
+            + self.challenges.writes()
+        )
 
     # --- nodes lost ---------------------------------------------------------------------------
     def _lost(self, nodes: set[str], message: str, reason: str) -> None:

@@ -202,6 +202,47 @@ def pairing(payload: bytes) -> tuple[str, str]:
     return _text(paired, "seek"), _simulation_id(paired.get("simulationId"))
 
 
+@dataclass(frozen=True, slots=True)
+class ChallengeRequest:
+    id: str
+    challenger: str
+    opponent: str
+    game: str
+    seat: int | None
+    rated: bool
+
+
+def challenge_request(payload: bytes) -> ChallengeRequest:
+    """A challenge from a bot on another node (a ``wire.CHALLENGE`` frame)."""
+    request = _object(_json(payload), "a challenge")
+    game, seat, rated = _text(request, "game"), request.get("seat"), request.get("rated")
+    if game not in GAMES:
+        raise BadValue(f"{_shown(game)} is not a game")
+    if not (seat is None or (_is_int(seat) and seat in (0, 1))) or not isinstance(rated, bool):
+        raise BadValue("a challenge's seat or rated is not one")
+    return ChallengeRequest(
+        _text(request, "challenge"),
+        _text(request, "from"),
+        _text(request, "opponent"),
+        game,
+        seat,
+        rated,
+    )
+
+
+def challenge_answer(payload: bytes) -> tuple[str, str | None, str | None]:
+    """The answer to a challenge sent to another node: its id, the match's or why not."""
+    answer = _object(_json(payload), "a challenge's answer")
+    simulation_id, reason = answer.get("simulationId"), answer.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise BadValue("a challenge's reason is not text")
+    return (
+        _text(answer, "challenge"),
+        None if simulation_id is None else _simulation_id(simulation_id),
+        reason,
+    )
+
+
 def text(payload: bytes) -> str:
     try:
         return payload.decode()
