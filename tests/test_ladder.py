@@ -8,6 +8,11 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import aiohttp
+import orjson
+import pytest
+
+from bots.sdk import BOT_KEY_VARIABLE, ArenaClient, bot_fields
 from server.identity import new_key
 from server.ladder import (
     REMATCH_AFTER_S,
@@ -19,9 +24,10 @@ from server.ladder import (
     window,
 )
 from server.records import Records
+from server.records.identities import roster_kept
 from server.records.ladder import rate
 from tests.clock import FakeClock
-from tests.conftest import RECEIVE_TIMEOUT_S, RawClient
+from tests.conftest import RECEIVE_TIMEOUT_S, RawClient, serving_visor, test_config
 from tests.test_command_line import tavern
 from tests.test_identity import added, arena_on, asked
 
@@ -253,3 +259,73 @@ async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> No
         assert match.options.rated and arena.seeks.seekers == {}
         await ugluk.close()
         await grimli.close()
+
+
+# --- the API -------------------------------------------------------------------------------------
+async def test_the_ladder_and_a_bot_s_page_are_read_from_the_records(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    key = added(database, "Grimli")
+    records = Records(database)
+    records.open_to_read()
+    db = records.backend.connect()
+    for game_id, winner in (("g1", 0), ("g2", None)):
+        db.execute(
+            "INSERT INTO games (id, game, seed, settings, status, started_at) "
+            "VALUES (?, 'thud', 1, '{}', 'finished', 0)",
+            (game_id,),
+        )
+        rate(db, game_id, "thud", ("Grimli", "Ugluk"), winner)
+    db.close()
+    async with (
+        serving_visor(test_config(), database) as served,
+        roster_kept(served.records.roster, served.records, served.arena.roster),
+        aiohttp.ClientSession(served.url) as http,
+    ):
+        present = await RawClient.connect(served.tcp_port)
+        await present.send({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        async with asyncio.timeout(RECEIVE_TIMEOUT_S):
+            while not served.arena.seeks.seekers:
+                await asyncio.sleep(0.01)
+        async with http.get("/api/ladder?game=thud") as response:
+            ladder = await response.json()
+        assert (ladder["game"], ladder["season"], ladder["seasons"]) == ("thud", "1", ["1"])
+        assert [
+            (b["bot"], b["games"], b["wins"], b["draws"], b["online"]) for b in ladder["bots"]
+        ] == [
+            ("Grimli", 2, 1, 1, True),
+            ("Ugluk", 2, 0, 1, False),
+        ]
+        async with http.get("/api/bots/grimli") as response:
+            page = await response.text()
+        bot = orjson.loads(page)
+        assert (bot["bot"], bot["banned"], bot["online"]) == ("Grimli", False, True)
+        assert [game["gameId"] for game in bot["history"]] == ["g2", "g1"]
+        assert bot["headToHead"] == [
+            {"opponent": "Ugluk", "game": "thud", "wins": 1, "losses": 0, "draws": 1}
+        ]
+        assert key not in page and "scrypt" not in page
+        for path, status in (("/api/bots/Nobody", 404), ("/api/ladder?game=chess", 400)):
+            async with http.get(path) as response:
+                assert response.status == status
+        async with http.get("/api/ladder?game=thud&season=9") as response:
+            assert response.status == 404
+        await present.close()
+
+
+async def test_the_python_sdk_seeks_with_the_key_from_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = str(tmp_path / "arena.db")
+    keys = {name: added(database, name) for name in ("Grimli", "Ugluk")}
+    monkeypatch.delenv(BOT_KEY_VARIABLE, raising=False)
+    with pytest.raises(ValueError, match="set TAVERN_BOT_KEY"):
+        bot_fields("Grimli")
+    async with arena_on(database) as (_, port):
+        clients = [await ArenaClient.connect("127.0.0.1", port) for _ in keys]
+        monkeypatch.setenv(BOT_KEY_VARIABLE, keys["Grimli"])
+        grimli = asyncio.create_task(clients[0].seek(bot="Grimli"))
+        ugluk = asyncio.create_task(clients[1].seek(bot="Ugluk", key=keys["Ugluk"]))
+        infos = await asyncio.gather(grimli, ugluk)
+        assert {info["side"] for info in infos} == {"dwarf", "troll"}
+        for client in clients:
+            await client.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from server.games.base import JsonObject
 from server.league import NEW_RATING, Rating, rate_game
 from server.records.backends import Connection
 
@@ -104,3 +105,99 @@ def _rating(db: Connection, game: str, season: str, bot: str) -> Rating:
         (game, season, bot),
     ).fetchone()
     return Rating(bot, *NEW_RATING) if row is None else Rating(bot, row["mu"], row["sigma"])
+
+
+def seasons(db: Connection) -> list[str]:
+    """Every season, the current one first."""
+    rows = db.execute("SELECT name FROM ladder_seasons ORDER BY started_at DESC, name DESC")
+    return [str(row[0]) for row in rows]
+
+
+def ladder_table(db: Connection, game: str, season: str) -> list[JsonObject]:
+    """A game's table in a season, the highest ordinal (mu - 3 sigma) first."""
+    rows = db.execute(
+        "SELECT bot, mu, sigma, games, wins, losses, draws, last_game_id, last_played_at "
+        "FROM ratings WHERE game = ? AND season = ?",
+        (game, season),
+    )
+    table = [
+        {
+            "bot": row["bot"],
+            "mu": row["mu"],
+            "sigma": row["sigma"],
+            "ordinal": Rating(row["bot"], row["mu"], row["sigma"]).ordinal,
+            "games": row["games"],
+            "wins": row["wins"],
+            "losses": row["losses"],
+            "draws": row["draws"],
+            "lastGame": row["last_game_id"],
+            "lastPlayedAt": row["last_played_at"],
+        }
+        for row in rows
+    ]
+    return sorted(table, key=lambda entry: (-entry["ordinal"], entry["bot"]))
+
+
+def bot_record(db: Connection, name: str, history_kept: int = 200) -> JsonObject | None:
+    """A registered bot's page: its ratings, its rated games (newest first), head to head."""
+    row = db.execute(
+        "SELECT name, banned, created_at FROM bots WHERE folded = ?", (name.casefold(),)
+    ).fetchone()
+    if row is None:
+        return None
+    bot = row["name"]
+    ratings = [
+        {
+            "game": rating["game"],
+            "season": rating["season"],
+            "mu": rating["mu"],
+            "sigma": rating["sigma"],
+            "games": rating["games"],
+            "wins": rating["wins"],
+            "losses": rating["losses"],
+            "draws": rating["draws"],
+        }
+        for rating in db.execute(
+            "SELECT * FROM ratings WHERE bot = ? ORDER BY last_played_at DESC", (bot,)
+        )
+    ]
+    history = [
+        {
+            "gameId": game["game_id"],
+            "game": game["game"],
+            "season": game["season"],
+            "opponent": game["opponent"],
+            "result": game["result"],
+            "mu": game["mu"],
+            "sigma": game["sigma"],
+            "ratedAt": game["rated_at"],
+        }
+        for game in db.execute(
+            "SELECT * FROM rating_history WHERE bot = ? ORDER BY rated_at DESC, game_id LIMIT ?",
+            (bot, history_kept),
+        )
+    ]
+    meetings = [
+        {
+            "opponent": meeting["opponent"],
+            "game": meeting["game"],
+            "wins": meeting["wins"],
+            "losses": meeting["losses"],
+            "draws": meeting["draws"],
+        }
+        for meeting in db.execute(
+            "SELECT opponent, game, SUM(CASE WHEN result = 'win' THEN 1 ELSE 0 END) AS wins, "
+            "SUM(CASE WHEN result = 'loss' THEN 1 ELSE 0 END) AS losses, "
+            "SUM(CASE WHEN result = 'draw' THEN 1 ELSE 0 END) AS draws "
+            "FROM rating_history WHERE bot = ? GROUP BY opponent, game ORDER BY opponent, game",
+            (bot,),
+        )
+    ]
+    return {
+        "bot": bot,
+        "banned": bool(row["banned"]),
+        "registeredAt": row["created_at"],
+        "ratings": ratings,
+        "history": history,
+        "headToHead": meetings,
+    }
