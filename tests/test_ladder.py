@@ -147,18 +147,27 @@ def test_rating_a_game_twice_changes_nothing_on_either_database(records_database
         db.close()
 
 
-async def test_a_new_season_starts_afresh_and_a_banned_bot_may_not_seek(tmp_path: Path) -> None:
-    database = str(tmp_path / "arena.db")
-    key = added(database, "Grimli")
+def rated(database: str, games: list[tuple[str, tuple[str, str], int | None]]) -> None:
+    """Finished Thud games in the records, rated as the records' writer rates them."""
     records = Records(database)
     records.open_to_read()
     db = records.backend.connect()
-    db.execute(
-        "INSERT INTO games (id, game, seed, settings, status, started_at) "
-        "VALUES ('g1', 'thud', 1, '{}', 'finished', 0)"
-    )
-    rate(db, "g1", "thud", ("Grimli", "Other"), 0)
-    db.close()
+    try:
+        for game_id, bots, winner in games:
+            db.execute(
+                "INSERT INTO games (id, game, seed, settings, status, started_at) "
+                "VALUES (?, 'thud', 1, '{}', 'finished', 0)",
+                (game_id,),
+            )
+            rate(db, game_id, "thud", bots, winner)
+    finally:
+        db.close()
+
+
+async def test_a_new_season_starts_afresh_and_a_banned_bot_may_not_seek(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    key = added(database, "Grimli")
+    rated(database, [("g1", ("Grimli", "Other"), 0)])
     season = tavern("ladder", "season", "spring", "--database", database)
     assert season.stdout == "tavern: season spring starts now\n"
     assert tavern("ladder", "season", "spring", "--database", database).returncode == 1
@@ -265,17 +274,7 @@ async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> No
 async def test_the_ladder_and_a_bot_s_page_are_read_from_the_records(tmp_path: Path) -> None:
     database = str(tmp_path / "arena.db")
     key = added(database, "Grimli")
-    records = Records(database)
-    records.open_to_read()
-    db = records.backend.connect()
-    for game_id, winner in (("g1", 0), ("g2", None)):
-        db.execute(
-            "INSERT INTO games (id, game, seed, settings, status, started_at) "
-            "VALUES (?, 'thud', 1, '{}', 'finished', 0)",
-            (game_id,),
-        )
-        rate(db, game_id, "thud", ("Grimli", "Ugluk"), winner)
-    db.close()
+    rated(database, [("g1", ("Grimli", "Ugluk"), 0), ("g2", ("Grimli", "Ugluk"), None)])
     async with (
         serving_visor(test_config(), database) as served,
         roster_kept(served.records.roster, served.records, served.arena.roster),
