@@ -176,6 +176,8 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/api/tournaments", api_tournaments)
     app.router.add_get("/api/league", api_league)
     app.router.add_get("/league", page("league.html"))
+    app.router.add_get("/ladder", page("ladder.html"))
+    app.router.add_get("/bots/{name}", page("bot.html"))
     app.router.add_get("/matches", page("matches.html"))
     app.router.add_get("/clients", page("clients.html"))
     app.router.add_get("/rules/tavern", page("rules-tavern.html"))
