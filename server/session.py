@@ -105,6 +105,7 @@ class Session:
         self._gone = False
         self.bot: str | None = None  # the registered bot its last command proved it is
         self._seek: tuple[str, JsonObject] | None = None  # the seek waiting: its id, its fields
+        self._paired_seek: JsonObject | None = None  # paired into another node's match, asked
 
     @property
     def in_game(self) -> bool:
@@ -153,6 +154,14 @@ class Session:
         pairing seats the client as a join would (``paired``)."""
         try:
             fields = self.identified(fields)
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        self._enqueue(fields)
+
+    def _enqueue(self, fields: JsonObject) -> None:
+        """A seek's checks, with fields already ``identified``, then its place in the pool."""
+        try:
             self.check_free()
             game = self.game_of(fields)
             rated = fields.get("rated", False)
@@ -305,6 +314,7 @@ class Session:
         """The pool paired this client's seek into a match another node plays."""
         seek, self._seek = self._seek, None
         if seek is not None and not self._gone:
+            self._paired_seek = seek[1]
             self._reach(simulation_id, seek[1], False)
 
     def _stop_seeking(self) -> None:
@@ -416,13 +426,18 @@ class Session:
         self.channel.send_data(data)
 
     def remote_seated(self) -> None:
+        self._paired_seek = None
         self.channel.seated()
 
     def remote_refused(self, message: str, reason: str | None) -> None:
         self.seat = None
         random_join = self._random_join
         elsewhere = self.arena.elsewhere
-        if random_join is None or self._gone:
+        paired_seek, self._paired_seek = self._paired_seek, None
+        if paired_seek is not None and not self._gone:
+            # The opponent left before this client came: the seek goes back to the pool.
+            self._enqueue(paired_seek)
+        elif random_join is None or self._gone:
             self.channel.error(message, reason)
         elif not self._claimed and elsewhere is not None:
             # Taken meanwhile: the nodes agree on where the next one opens.

@@ -30,6 +30,8 @@ from tests.clock import FakeClock
 from tests.conftest import RECEIVE_TIMEOUT_S, RawClient, serving_visor, test_config
 from tests.test_command_line import tavern
 from tests.test_identity import added, arena_on, asked
+from tests.test_match import table
+from tests.test_session import client
 
 NOW = 1000.0
 
@@ -328,3 +330,45 @@ async def test_the_python_sdk_seeks_with_the_key_from_its_environment(
         assert {info["side"] for info in infos} == {"dwarf", "troll"}
         for client in clients:
             await client.close()
+
+
+class OtherNodes:
+    """The arena's other nodes as a session sees them: seeks kept, seats asked for kept."""
+
+    def __init__(self) -> None:
+        self.seeks: list[Seeker] = []
+        self.asked: list[str] = []
+
+    def seek(self, seeker: Seeker, taker: object) -> None:
+        self.seeks.append(seeker)
+
+    def unseek(self, seeker_id: str) -> None:
+        self.seeks = [seeker for seeker in self.seeks if seeker.id != seeker_id]
+
+    def seat(self, peer: object, simulation_id: str, *rest: object) -> AskedSeat:
+        self.asked.append(simulation_id)
+        return AskedSeat()
+
+
+class AskedSeat:
+    playing = True
+
+    def submit(self, message: object) -> None:
+        """Never called here."""
+
+    def leave(self) -> None:
+        """Never called here."""
+
+
+async def test_a_seek_paired_elsewhere_whose_opponent_left_goes_back_to_the_pool() -> None:
+    async with table() as tables:
+        nodes = OtherNodes()
+        tables.arena.elsewhere = nodes  # type: ignore[assignment]
+        session, channel = client(tables)
+        session.seek({"type": "seek", "game": "thud", "nick": "guest"})
+        (first,) = nodes.seeks
+        session.paired_elsewhere("abc1234")
+        assert nodes.asked == ["abc1234"] and nodes.seeks == [first]
+        session.remote_refused("Wrong simulation ID", None)  # its opponent left meanwhile
+        assert channel.errors() == []
+        assert [seeker.bot for seeker in nodes.seeks] == ["guest", "guest"]
