@@ -4,6 +4,10 @@
         info = await client.join(nick="me", names=["Ann", "Bo"])
         final = await client.play(lambda message: {"type": "player-turn", "actions": [...]})
 
+A registered bot (docs/ladder.md) seeks a rated game with its key from ``TAVERN_BOT_KEY``:
+
+        info = await client.seek(game="thud", bot="Grimli")
+
 The turn callback receives each ``turn`` message and returns the reply (or awaits it); the
 client adds the number of the turn it answers, so a reply that comes too late is refused
 (``Stale turn``) instead of being played as the next turn. The server's errors come back as
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
@@ -25,6 +30,16 @@ JsonObject = dict[str, Any]
 TurnHandler = Callable[[JsonObject], JsonObject | Awaitable[JsonObject]]
 END_TYPES = frozenset({"win-game", "loss-game", "draw-game"})
 NOTICES = frozenset({"Turn timeout", "Stale turn", "Player disconnected"})
+BOT_KEY_VARIABLE = "TAVERN_BOT_KEY"
+
+
+def bot_fields(bot: str, key: str | None = None) -> JsonObject:
+    """What names a registered bot in a join, seek or challenge: its name and its key (by
+    default from ``TAVERN_BOT_KEY``, so that the key stays out of the code)."""
+    key = key if key is not None else os.environ.get(BOT_KEY_VARIABLE)
+    if not key:
+        raise ValueError(f"{bot}'s key: set {BOT_KEY_VARIABLE}")
+    return {"bot": bot, "key": key}
 
 
 class ArenaError(Exception):
@@ -104,6 +119,22 @@ class ArenaClient:
         """
         request: JsonObject = {"type": "join-simulation", "game": game, "nick": nick}
         request["simulationId"] = simulation_id
+        request.update(fields)
+        await self.send(request)
+        return await self._expect("game-info")
+
+    async def seek(
+        self,
+        *,
+        game: str = "thud",
+        bot: str,
+        key: str | None = None,
+        rated: bool = True,
+        **fields: Any,
+    ) -> JsonObject:
+        """Wait for an opponent of about the same rating; returns game-info once paired."""
+        request: JsonObject = {"type": "seek", "game": game, **bot_fields(bot, key)}
+        request["rated"] = rated
         request.update(fields)
         await self.send(request)
         return await self._expect("game-info")

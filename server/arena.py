@@ -20,11 +20,14 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
+from server.challenges import Challenge, ChallengeBoard
 from server.clock import Clock, LoopClock
 from server.config import ArenaConfig
 from server.errors import ALREADY_LIVE, BotError
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject
+from server.identity import Roster
+from server.ladder import Seeker, SeekPool
 from server.match import (
     GameFinished,
     GameStarted,
@@ -88,6 +91,16 @@ class SeatHandle(Protocol):
         """The client is gone."""
 
 
+class SeekTaker(Protocol):
+    """A client whose seek waits in the pool (``server.session.Session``)."""
+
+    def paired(self, match: Match, seat: int) -> None:
+        """The pool paired the seek: take ``seat`` of ``match``, a new one of its game."""
+
+    def paired_elsewhere(self, simulation_id: str) -> None:
+        """The pool paired the seek into a match another node plays: ask it for the seat."""
+
+
 class Elsewhere(Protocol):
     """The arena's other nodes, when it has any (``server.cluster``): the matches they play can
     be joined, rejoined and found by a random join through this node."""
@@ -106,6 +119,19 @@ class Elsewhere(Protocol):
 
     def waiting(self, game: str, fields: JsonObject) -> str | None:
         """The id of a waiting match of this game on another node that could seat the request."""
+
+    def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+        """Put a seek in the pool every node pairs from (``server.cluster.seeks``)."""
+
+    def unseek(self, seeker_id: str) -> None:
+        """Withdraw a seek of this node's."""
+
+    def challenge(self, challenge: Challenge) -> None:
+        """Send a challenge to its opponent on whichever node it is present; its ``answer``
+        is called with the match's id, or with why not."""
+
+    def present(self, bot: str) -> None:
+        """A bot is present here (``server.challenges``): other nodes may challenge it."""
 
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> SeatHandle:
         """A random join that found no waiting match anywhere: the nodes agree, atomically, on
@@ -174,6 +200,13 @@ class Arena:
         # Ends every new game's id: a node's own tag where several nodes share one database
         # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""
+        self.roster = Roster(self.clock, registration_open=config.registration == "open")
+        self.seeks = SeekPool(self.clock, self._meet)
+        self.challenges = ChallengeBoard(self.clock, config.challenge_timeout_ms / 1000)
+        self._seek_takers: dict[str, SeekTaker] = {}
+        # Each seeking bot's last ladder game here: its opponent, and whether it had the first
+        # seat (the pool avoids rematches and alternates sides).
+        self._last_games: dict[str, tuple[str, bool]] = {}
         self._codecs: dict[str, AnyCodec] = {
             name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
@@ -276,6 +309,49 @@ class Arena:
         """Forget a match whose last waiting player left before it started."""
         if match.status is Status.WAITING and match.is_empty():
             self._drop(match)
+
+    # --- seeks ---------------------------------------------------------------------------------
+    def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+        """Wait for an opponent: in the nodes' shared pool, else in this arena's own."""
+        if self.elsewhere is not None:
+            self.elsewhere.seek(seeker, taker)
+            return
+        self._seek_takers[seeker.id] = taker
+        self.seeks.add(seeker)
+
+    def unseek(self, seeker_id: str) -> None:
+        if self.elsewhere is not None:
+            self.elsewhere.unseek(seeker_id)
+            return
+        self._seek_takers.pop(seeker_id, None)
+        self.seeks.remove(seeker_id)
+
+    def last_game(self, bot: str) -> tuple[str | None, bool]:
+        """A bot's last ladder opponent here, and whether it had the first seat."""
+        return self._last_games.get(bot, (None, False))
+
+    def bot_games(self, bot: str) -> int:
+        """The games here a registered bot sits in that have not finished."""
+        return sum(
+            1
+            for match in self.matches.values()
+            if match.status is not Status.FINISHED
+            and any(seat is not None and seat.bot == bot for seat in match.seats)
+        )
+
+    def paired_match(self, first: Seeker, second: Seeker) -> Match:
+        """The match two paired seekers play, ``first`` in the first seat (remembered, with
+        the opponent, for their next pairing)."""
+        self._last_games[first.bot] = (second.bot, True)
+        self._last_games[second.bot] = (first.bot, False)
+        return self.open(first.game, MatchOptions(rated=first.rated, by_join=True))
+
+    def _meet(self, first: Seeker, second: Seeker) -> None:
+        match = self.paired_match(first, second)
+        for seat, seeker in enumerate((first, second)):
+            taker = self._seek_takers.pop(seeker.id, None)
+            if taker is not None:
+                taker.paired(match, seat)
 
     def new_id(self) -> str:
         """An id no match here has (ids are random: other nodes' collide with it only by a

@@ -94,6 +94,10 @@ class ArenaConfig:
     # and not before this, so that its load balancer has seen its /readyz fail.
     drain_timeout_ms: int = 600_000
     drain_notice_ms: int = 3000
+    # "open": bots may register themselves over TCP; "organiser": only `tavern bots add`.
+    registration: str = "organiser"
+    max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
+    challenge_timeout_ms: int = 30_000  # a challenge unanswered this long is declined
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
     game_settings: dict[str, JsonObject] = dataclasses.field(
         default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
@@ -148,12 +152,16 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "nodeTtlMs": ("node_ttl_ms", 50, 600_000),
     "drainTimeoutMs": ("drain_timeout_ms", 1, 7 * 24 * 3_600_000),
     "drainNoticeMs": ("drain_notice_ms", 0, 3_600_000),
+    "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
+    "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
+REGISTRATION = ("organiser", "open")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = (
     frozenset(_INT_KEYS)
     | frozenset(_STR_KEYS)
+    | frozenset({"registration"})
     | frozenset(GAMES)
     | frozenset(key for game in GAMES.values() for key in game.top_level_keys)
 )
@@ -194,6 +202,13 @@ def config_from_mapping(raw: object) -> ArenaConfig:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"key {key!r}: must be a non-empty string, got {value!r}")
             values[field] = value
+    if "registration" in raw:
+        if raw["registration"] not in REGISTRATION:
+            raise ConfigError(
+                f"key 'registration': must be one of {', '.join(REGISTRATION)}, "
+                f"got {raw['registration']!r}"
+            )
+        values["registration"] = raw["registration"]
     values["game_settings"] = read_game_settings(raw)
     config = dataclasses.replace(ArenaConfig(), **values)
     check_cluster(config)

@@ -43,6 +43,16 @@ class BotError(StrEnum):
     PLAYER_DISCONNECTED = "Player disconnected"
     ARENA_NODE_LOST = "Arena node lost"
     ARENA_LINK_LOST = "Arena link lost"
+    INVALID_BOT_KEY = "Invalid bot key"
+    NAME_REGISTERED = "Name registered"
+    INVALID_BOT_NAME = "Invalid bot name"
+    BOT_NAME_TAKEN = "Bot name taken"
+    REGISTRATION_CLOSED = "Registration closed"
+    INVALID_SEEK = "Invalid seek"
+    BOT_BANNED = "Bot banned"
+    TOO_MANY_GAMES = "Too many games"
+    INVALID_CHALLENGE = "Invalid challenge"
+    UNKNOWN_CHALLENGE = "Unknown challenge"
 
 
 ALREADY_LIVE = "Already live"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from openskill.models import PlackettLuce, PlackettLuceRating
+from openskill.models import PlackettLuce
 
 from server.errors import BotError
 from server.games import GAMES
@@ -136,19 +136,31 @@ def tables(results: Iterable[GameResult]) -> dict[str, list[Standing]]:
 
 def ratings(results: Sequence[GameResult]) -> list[Rating]:
     """Every bot's rating after the games in order, best first."""
-    model = PlackettLuce()
-    current: dict[str, PlackettLuceRating] = {}
+    current: dict[str, Rating] = {}
     for result in results:
-        players = [current.setdefault(bot, model.rating(name=bot)) for bot in result.bots]
-        ranks: list[float] = (
-            [1.0, 1.0]
-            if result.winner is None
-            else [1.0 if seat == result.winner else 2.0 for seat in (0, 1)]
+        before = tuple(current.get(bot) or Rating(bot, *NEW_RATING) for bot in result.bots)
+        current[result.bots[0]], current[result.bots[1]] = rate_game(
+            (before[0], before[1]), result.winner
         )
-        [[first], [second]] = model.rate([[players[0]], [players[1]]], ranks=ranks)
-        current[result.bots[0]], current[result.bots[1]] = first, second
-    rated = [Rating(bot, r.mu, r.sigma) for bot, r in current.items()]
-    return sorted(rated, key=lambda rating: (-rating.ordinal, rating.bot))
+    return sorted(current.values(), key=lambda rating: (-rating.ordinal, rating.bot))
+
+
+_MODEL = PlackettLuce()
+NEW_RATING = (_MODEL.mu, _MODEL.sigma)  # a bot's rating before its first game
+
+
+def rate_game(players: tuple[Rating, Rating], winner: int | None) -> tuple[Rating, Rating]:
+    """Both ratings after one game between them (``winner``: a seat, None for a draw): the
+    tournaments' tables and the ladder rate alike."""
+    ranks: list[float] = (
+        [1.0, 1.0] if winner is None else [1.0 if seat == winner else 2.0 for seat in (0, 1)]
+    )
+    teams = [[_MODEL.rating(mu=p.mu, sigma=p.sigma, name=p.bot)] for p in players]
+    [[first], [second]] = _MODEL.rate(teams, ranks=ranks)
+    return (
+        Rating(players[0].bot, first.mu, first.sigma),
+        Rating(players[1].bot, second.mu, second.sigma),
+    )
 
 
 @dataclass(slots=True)

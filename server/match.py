@@ -145,6 +145,7 @@ class MatchOptions:
     by_join: bool = False  # opened by a random join: dropped when its last player leaves
     resume: Resume | None = None
     match_id: str | None = None  # a restored game keeps its id
+    rated: bool = False  # a ladder game between registered bots: it moves both ratings
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,8 @@ class SeatRequest:
     # "bot" (TCP), "house", "person", "client" (a /clients page's), "http": for lobbies and records
     kind: str = "bot"
     turn_timeout_s: float | None = None  # None: the match's
+    bot: str | None = None  # the registered bot it proved to be (server.identity), if any
+    seat: int | None = None  # the seat matchmaking gave it (None: the codec chooses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,7 @@ class MatchView:
     limits: MatchLimits
     clock: TurnClock | None = None  # while the game is on: the seat awaited next
     origin: JsonObject | None = None  # the game and turn it was played on from, if it was
+    rated: bool = False
 
     @property
     def game(self) -> str:
@@ -528,6 +532,7 @@ class Match:
             pairing=self.options.pairing,
             limits=self.limits,
             clock=self._next_clock(),
+            rated=self.options.rated,
         )
 
     def _next_clock(self) -> TurnClock | None:
@@ -560,14 +565,18 @@ class Match:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
         if self.phase is not Phase.WAITING or self.is_full():
             raise JoinRejected(BotError.SIMULATION_FULL, f"simulation {self.id} has no free seat")
-        seat = self.codec.choose_seat(self.free_seats(), request.fields)
+        free = self.free_seats()
+        seat = (
+            request.seat if request.seat in free else self.codec.choose_seat(free, request.fields)
+        )
         player = self.codec.player_from_join(request.fields)
         timeout = (
             self.limits.turn_timeout_s
             if request.turn_timeout_s is None
             else (request.turn_timeout_s)
         )
-        occupant = Seat(channel, player, timeout, request.kind, self.seat_bots[seat])
+        bot = self.seat_bots[seat] or request.bot
+        occupant = Seat(channel, player, timeout, request.kind, bot)
         occupant.hears_opponent = request.fields.get("opponentNotices") is True
         self.seats[seat] = occupant
         self._seated.set()

@@ -14,13 +14,17 @@ and nowhere else.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Protocol
 
 from server.arena import MAX_SEED, Arena, SeatHandle
+from server.challenges import Challenge
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
 from server.games.base import JoinRejected, JsonObject
+from server.ladder import Seeker
+from server.league import NEW_RATING
 from server.match import Match, MatchOptions, SeatMessage, SeatRequest, Status, TurnResult
 
 
@@ -54,6 +58,9 @@ class Client:
     kind: str = "bot"  # SeatRequest.kind: "bot", "person", "client", "http"
     turn_timeout_s: float | None = None  # a person's time for a turn (None: the match's)
     routes: bool = True  # may reach other nodes (False: a seat another node asked for)
+    # Its ``bot`` was proved by the node it connects through (a seat another node asked for,
+    # which forwards the name and never the key).
+    checked: bool = False
     noun: str = "connection"  # what one client is called in a refusal ("one game per ...")
 
 
@@ -81,8 +88,11 @@ class LocalSeat:
             self.arena.drop_if_abandoned(self.match)
 
 
+_SEEK_NUMBERS = itertools.count(1)
+
+
 class Session:
-    """One client's commands: create, join (by id or at random), rejoin, move, leave."""
+    """One client's commands: create, join (by id or at random), seek, rejoin, move, leave."""
 
     def __init__(self, arena: Arena, client: Client, channel: SessionChannel) -> None:
         self.arena = arena
@@ -93,6 +103,9 @@ class Session:
         self._random_join: JsonObject | None = None  # the random join another node answers
         self._claimed = False  # the random join went through the nodes' claim
         self._gone = False
+        self.bot: str | None = None  # the registered bot its last command proved it is
+        self._seek: tuple[str, JsonObject] | None = None  # the seek waiting: its id, its fields
+        self._paired_seek: JsonObject | None = None  # paired into another node's match, asked
 
     @property
     def in_game(self) -> bool:
@@ -113,13 +126,218 @@ class Session:
                 self.channel.send(SeatMessage(match.codec.ready_message(match.id, match.seed)))
         elif kind == "rejoin":
             self.rejoin(message)
+        elif kind == "register":
+            self.register(message)
+        elif kind == "seek":
+            self.seek(message)
+        elif kind == "challenge":
+            self.challenge(message)
+        elif kind == "accept":
+            self.accept(message)
+        elif kind == "decline":
+            self.decline(message)
         else:
             self.channel.error(BotError.UNKNOWN_MESSAGE_TYPE, f"unknown type {kind!r}")
 
     # --- commands -----------------------------------------------------------------------------
+    def register(self, fields: JsonObject) -> None:
+        """A bot registers its name, where registration is open: its key is answered once."""
+        try:
+            name, key = self.arena.roster.register(fields.get("bot"), self.client.address)
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        self.channel.send(SeatMessage({"type": "registered", "bot": name, "key": key}))
+
+    def seek(self, fields: JsonObject) -> None:
+        """Wait in the pool for an opponent of about the same rating (``server.ladder``); the
+        pairing seats the client as a join would (``paired``)."""
+        try:
+            fields = self.identified(fields)
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        self._enqueue(fields)
+
+    def _enqueue(self, fields: JsonObject) -> None:
+        """A seek's checks, with fields already ``identified``, then its place in the pool."""
+        try:
+            self.check_free()
+            self.check_open()  # a draining node takes no seeks: its bots go to the others
+            game = self.game_of(fields)
+            rated = fields.get("rated", False)
+            if not isinstance(rated, bool):
+                raise Rejected(BotError.INVALID_SEEK, '"rated" must be true or false')
+            if rated and self.bot is None:
+                raise Rejected(BotError.INVALID_SEEK, "rated games are for registered bots")
+            self.arena.codec(game).player_from_join(fields)
+            name = self.bot or str(fields.get("nick", "anonymous"))
+            if self.bot is not None:
+                self._check_bot(self.bot)
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        self._stop_seeking()
+        last_opponent, had_first_seat = self.arena.last_game(name)
+        seeker = Seeker(
+            id=f"{self.client.address}/{next(_SEEK_NUMBERS)}",
+            bot=name,
+            game=game,
+            rated=rated,
+            rating=self.arena.roster.rating(game, name) or NEW_RATING[0],
+            since=self.arena.clock.now(),
+            last_opponent=last_opponent,
+            had_first_seat=had_first_seat,
+        )
+        seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
+        self._seek = (seeker.id, seat_fields)
+        self.arena.seek(seeker, self)
+
+    def paired(self, match: Match, seat: int) -> None:
+        """The pool paired this client's seek: it takes ``seat`` of ``match``."""
+        seek, self._seek = self._seek, None
+        if seek is None or self._gone:
+            return
+        try:
+            self._sit(match, seek[1], seat)
+        except Rejected as rejected:
+            self._refused(rejected)
+
+    # --- challenges (server.challenges) --------------------------------------------------------
+    @property
+    def free(self) -> bool:
+        return not self._gone and not self.in_game
+
+    def challenge(self, fields: JsonObject) -> None:
+        """Challenge a registered bot by name, wherever it is present."""
+        try:
+            fields = self.identified(fields)
+            self.check_free()
+            self.check_open()
+            if self.bot is None:
+                raise Rejected(BotError.INVALID_CHALLENGE, "challenges are for registered bots")
+            self._check_bot(self.bot)
+            game = self.game_of(fields)
+            opponent, rated, side = (
+                fields.get("opponent"),
+                fields.get("rated", False),
+                fields.get("side"),
+            )
+            codec = self.arena.codec(game)
+            if not isinstance(opponent, str) or opponent.casefold() == self.bot.casefold():
+                raise Rejected(BotError.INVALID_CHALLENGE, '"opponent" must name another bot')
+            if not isinstance(rated, bool):
+                raise Rejected(BotError.INVALID_CHALLENGE, '"rated" must be true or false')
+            if side is not None and side not in codec.seat_names:
+                sides = ", ".join(codec.seat_names)
+                raise Rejected(BotError.INVALID_CHALLENGE, f'"side" must be one of: {sides}')
+        except Rejected as rejected:
+            self._refused(rejected)
+            return
+        board = self.arena.challenges
+        seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
+        challenge = Challenge(
+            id=board.new_id(),
+            challenger=self.bot,
+            opponent=opponent,
+            game=game,
+            seat=None if side is None else codec.seat_names.index(side),
+            rated=rated,
+            fields=seat_fields,
+            answer=lambda simulation_id, reason: self._answered(challenge, simulation_id, reason),
+        )
+        self.channel.send(
+            SeatMessage({"type": "challenge-sent", "challenge": challenge.id, "opponent": opponent})
+        )
+        target = board.find(opponent)
+        if target is not None:
+            board.offer(challenge, target)
+        elif self.arena.elsewhere is not None and self.client.routes:
+            self.arena.elsewhere.challenge(challenge)
+        else:
+            self._answered(challenge, None, f"{opponent} is not connected")
+
+    def challenged(self, challenge: Challenge) -> None:
+        codec = self.arena.codec(challenge.game)
+        self.channel.send(SeatMessage(challenge.to_wire(codec.seat_names, codec.seat_field)))
+
+    def accept(self, fields: JsonObject) -> None:
+        """Accept a challenge sent to this client: the match opens here, and the challenger
+        is seated in it wherever it is connected."""
+        challenge = self.arena.challenges.take(fields.get("challenge"), self)
+        try:
+            if challenge is None:
+                raise Rejected(BotError.UNKNOWN_CHALLENGE, "no open challenge of that id for you")
+            self.check_free()
+            self.check_open()
+            match = self.arena.open(
+                challenge.game, MatchOptions(rated=challenge.rated, by_join=True)
+            )
+            challenger_seat = challenge.seat or 0
+            self._sit(match, {**fields, "bot": self.bot, "nick": self.bot}, 1 - challenger_seat)
+        except Rejected as rejected:
+            self._refused(rejected)
+            if challenge is not None:
+                challenge.answer(None, f"{challenge.opponent} could not accept: {rejected.reason}")
+            return
+        challenge.answer(match.id, None)
+
+    def decline(self, fields: JsonObject) -> None:
+        challenge = self.arena.challenges.take(fields.get("challenge"), self)
+        if challenge is None:
+            self.channel.error(BotError.UNKNOWN_CHALLENGE, "no open challenge of that id for you")
+            return
+        reason = fields.get("reason")
+        challenge.answer(None, reason[:200] if isinstance(reason, str) and reason else "declined")
+
+    def _answered(
+        self, challenge: Challenge, simulation_id: str | None, reason: str | None
+    ) -> None:
+        """The challenged bot answered (or did not in time): sit in its match, or hear why not."""
+        if self._gone:
+            return
+        if simulation_id is None:
+            self.channel.send(
+                SeatMessage(
+                    {"type": "challenge-declined", "challenge": challenge.id, "reason": reason}
+                )
+            )
+            return
+        match = self.arena.get(simulation_id)
+        try:
+            self.check_free()
+            if match is None:
+                self._reach(simulation_id, challenge.fields, False)
+            else:
+                self._sit(match, challenge.fields, challenge.seat or 0)
+        except Rejected as rejected:
+            self._refused(rejected)
+
+    def paired_elsewhere(self, simulation_id: str) -> None:
+        """The pool paired this client's seek into a match another node plays."""
+        seek, self._seek = self._seek, None
+        if seek is not None and not self._gone:
+            self._paired_seek = seek[1]
+            self._reach(simulation_id, seek[1], False)
+
+    def _stop_seeking(self) -> None:
+        seek, self._seek = self._seek, None
+        if seek is not None:
+            self.arena.unseek(seek[0])
+
+    def _check_bot(self, bot: str) -> None:
+        """A registered bot may seek or challenge unless banned or at its games' limit."""
+        registered = self.arena.roster.get(bot)
+        if registered is not None and registered.banned:
+            raise Rejected(BotError.BOT_BANNED, f"{bot} is banned from the ladder")
+        most = self.arena.config.max_games_per_bot
+        if self.arena.bot_games(bot) >= most:
+            raise Rejected(BotError.TOO_MANY_GAMES, f"a bot may play {most} games at once")
+
     def create(self, fields: JsonObject) -> Match | None:
         """A new, empty simulation, which the client does not sit in."""
         try:
+            self.identified(fields)
             game, seed = self.game_of(fields), self._seed(fields)
             self.check_open()
             limit = self.arena.config.max_simulations_per_connection
@@ -137,6 +355,7 @@ class Session:
     def join(self, fields: JsonObject) -> None:
         """Sit in the simulation ``simulationId`` names, or at random in a waiting one."""
         try:
+            fields = self.identified(fields)
             self.check_free()
             simulation_id = fields.get("simulationId")
             if not simulation_id:
@@ -154,7 +373,7 @@ class Session:
                 raise Rejected(
                     BotError.WRONG_GAME, f"simulation {match.id} is a {match.codec.name} game"
                 )
-            self.sit(match, fields)
+            self._sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
 
@@ -162,10 +381,11 @@ class Session:
         """A new simulation with the client in it (a person on /play/thud); it is dropped if the
         client leaves it before anyone else sits down."""
         try:
+            fields = self.identified(fields)
             self.check_free()
             self.check_open()
             match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
-            self.sit(match, fields)
+            self._sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
             return None
@@ -197,8 +417,11 @@ class Session:
         return self.seat.submit(fields)
 
     def closed(self) -> None:
-        """The client is gone: its seat is freed or forfeited."""
+        """The client is gone: its seat is freed or forfeited, its seek withdrawn."""
         self._gone = True
+        self._stop_seeking()
+        if self.bot is not None:
+            self.arena.challenges.gone(self.bot, self)
         seat, self.seat = self.seat, None
         if seat is not None:
             seat.leave()
@@ -208,13 +431,18 @@ class Session:
         self.channel.send_data(data)
 
     def remote_seated(self) -> None:
+        self._paired_seek = None
         self.channel.seated()
 
     def remote_refused(self, message: str, reason: str | None) -> None:
         self.seat = None
         random_join = self._random_join
         elsewhere = self.arena.elsewhere
-        if random_join is None or self._gone:
+        paired_seek, self._paired_seek = self._paired_seek, None
+        if paired_seek is not None and not self._gone:
+            # The opponent left before this client came: the seek goes back to the pool.
+            self._enqueue(paired_seek)
+        elif random_join is None or self._gone:
             self.channel.error(message, reason)
         elif not self._claimed and elsewhere is not None:
             # Taken meanwhile: the nodes agree on where the next one opens.
@@ -238,6 +466,24 @@ class Session:
         self.channel.close()
 
     # --- the checks ---------------------------------------------------------------------------
+    def identified(self, fields: JsonObject) -> JsonObject:
+        """The command's fields once its ``bot`` and ``key`` are checked (``server.identity``):
+        without the key, and with the registered name as its nick; a guest's as they are
+        (a nick that is a registered name is refused). Raises ``Rejected``."""
+        if self.client.checked:
+            bot = fields.get("bot")
+            self.bot = bot if isinstance(bot, str) else None
+            return fields
+        self.bot = self.arena.roster.identify(fields, self.client.address)
+        if self.bot is None:
+            return fields
+        self.arena.challenges.here(self.bot, self)
+        if self.arena.elsewhere is not None and self.client.routes:
+            self.arena.elsewhere.present(self.bot)
+        checked = {name: value for name, value in fields.items() if name != "key"}
+        checked["bot"] = checked["nick"] = self.bot
+        return checked
+
     def _refused(self, rejected: Rejected) -> None:
         self.channel.error(rejected.message, rejected.reason)
 
@@ -314,13 +560,21 @@ class Session:
         if match is None:
             self.check_open()
             match = self.arena.open(game, options)
-        self.sit(match, fields)
+        self._sit(match, fields)
 
     def sit(self, match: Match, fields: JsonObject) -> None:
         """Take a seat of ``match``, which the front end chose (the Thud API's games); raises
         ``Rejected`` if it cannot be taken."""
+        self._sit(match, self.identified(fields))
+
+    def _sit(self, match: Match, fields: JsonObject, seat_given: int | None = None) -> None:
+        """Take a seat with fields already ``identified`` (``seat_given``: matchmaking's)."""
         request = SeatRequest(
-            fields, kind=self.client.kind, turn_timeout_s=self.client.turn_timeout_s
+            fields,
+            kind=self.client.kind,
+            turn_timeout_s=self.client.turn_timeout_s,
+            bot=self.bot,
+            seat=seat_given,
         )
         try:
             seat = match.seat(self.channel, request)
@@ -331,5 +585,6 @@ class Session:
         self._took(LocalSeat(self.arena, match, seat, self.channel))
 
     def _took(self, seat: LocalSeat) -> None:
+        self._stop_seeking()
         self.seat = seat
         self.channel.seated()

@@ -44,6 +44,7 @@ from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
+from server.records.identities import roster_kept
 from server.replay import DamagedRecord, TurnRange
 from server.sprt import Sprt
 from server.tcp import TcpServer
@@ -59,6 +60,7 @@ from server.tournament_queue import (
 )
 from server.validate import validate
 from tavern_cli.bot_test import positions_of, read_positions, run_positions
+from tavern_cli.ladder import add_bot_commands, bots_command, ladder_command
 from tavern_cli.match import MatchPlan, MatchReport, match_spec, run_match, summary
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
@@ -363,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=records_to_write,
         help="an SQLite file or a postgresql:// URL",
     )
+    add_bot_commands(commands)
     return parser
 
 
@@ -770,6 +773,7 @@ async def serve(config: ArenaConfig) -> None:
         arena.id_tag = records.id_tag
         health = Health(arena, records, (lambda: node.link.up) if node is not None else None)
         async with (
+            roster_kept(records.roster, records, arena.roster),
             arena.running(),
             tcp_server.serving() as tcp,
             visor.serving(
@@ -835,6 +839,10 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
     """The command the command line names, with its settings."""
     if args.command == "records":
         return copy_command(args.source, args.target)
+    if args.command == "bots":
+        return bots_command(args, config.database)
+    if args.command == "ladder":
+        return ladder_command(args, config.database)
     if args.command == "replay":
         if args.positions is not None:
             return print_positions(config.database, args.game_id, args.positions)

@@ -46,7 +46,7 @@ from server.match import Match, SeatMessage, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
 from server.session import Client, LocalSeat, Session
-from visor import replay_image
+from visor import ladder, replay_image
 from visor.connections import HttpConnections, serving_http
 from visor.errors import PageError
 from visor.health import Health
@@ -60,6 +60,7 @@ from visor.hub import (
 )
 from visor.metrics import Metrics
 from visor.nodes import FORWARDED, NodeClient, NodeUnreachable
+from visor.responses import json_error, json_response
 from visor.seats import HouseGames, seat_house_player
 from visor.thud_api import routes as thud_api
 
@@ -180,6 +181,8 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/api/tournaments", api_tournaments)
     app.router.add_get("/api/league", api_league)
     app.router.add_get("/league", page("league.html"))
+    app.router.add_get("/ladder", page("ladder.html"))
+    app.router.add_get("/bots/{name}", page("bot.html"))
     app.router.add_get("/matches", page("matches.html"))
     app.router.add_get("/clients", page("clients.html"))
     app.router.add_get("/rules/tavern", page("rules-tavern.html"))
@@ -190,15 +193,8 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_static("/static", STATIC)
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
     thud_api.add_routes(app, arena, records, quota, hub.others)
+    ladder.add_routes(app, arena, records)  # /api/ladder, /api/bots/{name}
     return app
-
-
-def json_response(body: object, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
-
-
-def json_error(status: int, message: str) -> web.Response:
-    return json_response({"error": message}, status)
 
 
 async def api_simulations(request: web.Request) -> web.Response:

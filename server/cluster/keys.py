@@ -18,6 +18,11 @@ All of it has an expiry, so that a node that dies leaves nothing behind:
   waiting opens, set only if absent (``SET NX GET``, atomic) so that random joins arriving
   through different nodes at once meet in one match; deleted once that match is full, and
   short-lived in any case (the directory lists it by then).
+* ``tavern:seeks:{game}``: the seek pool (``server.cluster.seeks``), a sorted set of seeks
+  scored by rating; a seek is removed when it is paired (two at once, atomically) or withdrawn,
+  and by any node that finds its node gone.
+* ``tavern:bot:{name}``: the node where a registered bot (its name casefolded) is present, to
+  be challenged (``server.cluster.challenges``), refreshed by that node's heartbeat.
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
 """
@@ -45,6 +50,14 @@ def alias_key(name: str) -> str:
 
 def claim_key(game: str) -> str:
     return f"{PREFIX}claim:{game}"
+
+
+def seeks_key(game: str) -> str:
+    return f"{PREFIX}seeks:{game}"
+
+
+def bot_key(folded_name: str) -> str:
+    return f"{PREFIX}bot:{folded_name}"
 
 
 def inbox(node_id: str) -> str:

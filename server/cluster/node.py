@@ -36,8 +36,10 @@ from collections.abc import AsyncIterator, Collection
 import orjson
 from redis.asyncio import Redis
 
-from server.arena import Arena, RandomJoiner, RemotePeer
+from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker
+from server.challenges import Challenge
 from server.cluster import Spectators, values, wire
+from server.cluster.challenges import RemoteChallenges
 from server.cluster.claims import Claims
 from server.cluster.following import Following
 from server.cluster.inbox import Handler, Inbox
@@ -46,9 +48,11 @@ from server.cluster.link import Command, Link
 from server.cluster.listing import Listing
 from server.cluster.relays import Relays, Watching
 from server.cluster.seats import LINK_LOST_REASON, PeerSeat, SeatsAsked, SeatsGiven
+from server.cluster.seeks import SharedSeeks
 from server.config import ArenaConfig, without_password
 from server.errors import BotError
 from server.games.base import JsonObject
+from server.ladder import Seeker
 from server.protocol import encode, error_message
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,8 @@ class ClusterNode:
         self.given = SeatsGiven(self.link, arena)
         self.watching = Watching(self.link, self.following.directory)
         self.relays = Relays(self.link)
+        self.seeks = SharedSeeks(self.link, arena, self.following, complaints)
+        self.challenges = RemoteChallenges(self.link, arena)
         frame_table: dict[bytes, Handler] = {
             # To the node playing the match:
             wire.JOIN: self.given.join,
@@ -90,6 +96,9 @@ class ClusterNode:
             wire.REFUSED: self.asked.refused,
             wire.CLOSE: self.asked.closed,
             wire.SPECTATE: self.watching.relayed,
+            wire.PAIRED: self.seeks.paired,
+            wire.CHALLENGE: self.challenges.offered,
+            wire.ANSWERED: self.challenges.answered,
         }
         self.inbox = Inbox(frame_table, complaints)
         # How long the seats that cross nodes are held while the link is made again.
@@ -140,6 +149,18 @@ class ClusterNode:
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> PeerSeat:
         return self.asked.random_join(peer, game, message)
 
+    def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+        self.seeks.seek(seeker, taker)
+
+    def unseek(self, seeker_id: str) -> None:
+        self.seeks.unseek(seeker_id)
+
+    def challenge(self, challenge: Challenge) -> None:
+        self.challenges.challenge(challenge)
+
+    def present(self, bot: str) -> None:
+        self.challenges.present(bot)
+
     # --- what the link asks (server.cluster.link.LinkUser) ------------------------------------
     def pushed(self, channel: bytes, data: bytes) -> None:
         if channel == self._inbox_channel:
@@ -158,7 +179,7 @@ class ClusterNode:
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.link.ttl_ms)
         pipe.sadd(NODES, self.id)
         pipe.pexpire(FINISHED, self.link.ttl_ms)  # kept while any node of the arena lives
-        for command in self.listing.refresh():
+        for command in [*self.listing.refresh(), *self.challenges.refresh()]:
             pipe.execute_command(*command)
         pipe.smembers(NODES)
         results = await pipe.execute()
@@ -205,7 +226,12 @@ class ClusterNode:
             self._lost(late, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
 
     def due(self) -> list[Command]:
-        return self.listing.writes() + self.claims.writes()
+        return (
+            self.listing.writes()
+            + self.claims.writes()
+            + self.seeks.writes()
+            + self.challenges.writes()
+        )
 
     # --- nodes lost ---------------------------------------------------------------------------
     def _lost(self, nodes: set[str], message: str, reason: str, held: Collection[str] = ()) -> None:

@@ -271,6 +271,7 @@ class SeatsGiven:
             kind=request.kind if person and request.kind else "bot",
             turn_timeout_s=timeout_s,
             routes=False,
+            checked=True,
         )
         session = channel.session = Session(self.arena, client, channel)
         self.channels[(sender, connection)] = channel

@@ -24,6 +24,7 @@ import orjson
 from server.cluster import wire
 from server.games import GAMES
 from server.games.base import JsonObject
+from server.ladder import Seeker
 from server.match import Status
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,88 @@ def refusal(payload: bytes) -> tuple[str, str | None]:
 def move(payload: bytes) -> JsonObject:
     """A bot's message for a seat played here (a ``wire.MOVE`` frame)."""
     return _object(_json(payload), "a move")
+
+
+def seek_member(node: str, seeker: Seeker) -> bytes:
+    """A seek as its member of ``tavern:seeks:{game}`` (read back by ``seeker``)."""
+    return orjson.dumps(
+        {
+            "node": node,
+            "id": seeker.id,
+            "bot": seeker.bot,
+            "game": seeker.game,
+            "rated": seeker.rated,
+            "rating": seeker.rating,
+            "since": seeker.since,
+            "last": seeker.last_opponent,
+            "first": seeker.had_first_seat,
+        }
+    )
+
+
+def seeker(member: bytes) -> tuple[str, Seeker]:
+    """A member of a seek pool: its node and its seek."""
+    entry = _object(_json(member), "a seek")
+    rated, first, last = entry.get("rated"), entry.get("first"), entry.get("last")
+    rating, since = entry.get("rating"), entry.get("since")
+    if not (isinstance(rated, bool) and isinstance(first, bool)):
+        raise BadValue("a seek's rated or first seat is not true or false")
+    if not (isinstance(rating, int | float) and isinstance(since, int | float)):
+        raise BadValue("a seek's rating or time is not a number")
+    if last is not None and not isinstance(last, str):
+        raise BadValue("a seek's last opponent is not text")
+    game = _text(entry, "game")
+    if game not in GAMES:
+        raise BadValue(f"{_shown(game)} is not a game")
+    found = Seeker(_text(entry, "id"), _text(entry, "bot"), game, rated, rating, since, last, first)
+    return node_id(entry.get("node")), found
+
+
+def pairing(payload: bytes) -> tuple[str, str]:
+    """A seek of this node's paired into another node's match (a ``wire.PAIRED`` frame)."""
+    paired = _object(_json(payload), "a pairing")
+    return _text(paired, "seek"), _simulation_id(paired.get("simulationId"))
+
+
+@dataclass(frozen=True, slots=True)
+class ChallengeRequest:
+    id: str
+    challenger: str
+    opponent: str
+    game: str
+    seat: int | None
+    rated: bool
+
+
+def challenge_request(payload: bytes) -> ChallengeRequest:
+    """A challenge from a bot on another node (a ``wire.CHALLENGE`` frame)."""
+    request = _object(_json(payload), "a challenge")
+    game, seat, rated = _text(request, "game"), request.get("seat"), request.get("rated")
+    if game not in GAMES:
+        raise BadValue(f"{_shown(game)} is not a game")
+    if not (seat is None or (_is_int(seat) and seat in (0, 1))) or not isinstance(rated, bool):
+        raise BadValue("a challenge's seat or rated is not one")
+    return ChallengeRequest(
+        _text(request, "challenge"),
+        _text(request, "from"),
+        _text(request, "opponent"),
+        game,
+        seat,
+        rated,
+    )
+
+
+def challenge_answer(payload: bytes) -> tuple[str, str | None, str | None]:
+    """The answer to a challenge sent to another node: its id, the match's or why not."""
+    answer = _object(_json(payload), "a challenge's answer")
+    simulation_id, reason = answer.get("simulationId"), answer.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise BadValue("a challenge's reason is not text")
+    return (
+        _text(answer, "challenge"),
+        None if simulation_id is None else _simulation_id(simulation_id),
+        reason,
+    )
 
 
 def text(payload: bytes) -> str:

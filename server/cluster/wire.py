@@ -31,7 +31,26 @@ SEATED = b"S"
 REFUSED = b"R"  # {"message", "reason"}
 CLOSE = b"C"  # the seat's channel was closed
 SPECTATE = b"P"  # simulation id, a space, a page's message
-KINDS = frozenset({JOIN, MOVE, LEAVE, WATCH, UNWATCH, DATA, SEATED, REFUSED, CLOSE, SPECTATE})
+PAIRED = b"Q"  # {"seek", "simulationId"}: a seek of the receiver's, paired into the sender's match
+CHALLENGE = b"X"  # a challenge for a bot present on the receiver (server.cluster.challenges)
+ANSWERED = b"A"  # {"challenge", "simulationId", "reason"}: the answer to one
+KINDS = frozenset(
+    {
+        JOIN,
+        MOVE,
+        LEAVE,
+        WATCH,
+        UNWATCH,
+        DATA,
+        SEATED,
+        REFUSED,
+        CLOSE,
+        SPECTATE,
+        PAIRED,
+        CHALLENGE,
+        ANSWERED,
+    }
+)
 
 Frame = tuple[bytes, int, bytes]  # kind, connection, payload
 

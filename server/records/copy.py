@@ -23,7 +23,7 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "games",
         (
             "id", "game", "seed", "settings", "status", "started_at", "finished_at", "reason",
-            "winner", "score", "turn_count", "tournament_id", "pairing", "owner",
+            "winner", "score", "turn_count", "tournament_id", "pairing", "owner", "rated",
         ),
         "id",
     ),
@@ -44,6 +44,24 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
             "player_two", "created_at", "saved_at",
         ),
         "token_digest",
+    ),
+    ("bots", ("name", "folded", "key_hash", "created_at", "changed_at", "banned"), "name"),
+    ("ladder_seasons", ("name", "started_at"), "name"),
+    (
+        "ratings",
+        (
+            "game", "season", "bot", "mu", "sigma", "games", "wins", "losses", "draws",
+            "last_game_id", "last_played_at",
+        ),
+        "game, season, bot",
+    ),
+    (
+        "rating_history",
+        (
+            "game_id", "seat", "bot", "opponent", "game", "season", "result", "mu_before",
+            "sigma_before", "mu", "sigma", "rated_at",
+        ),
+        "game_id, seat",
     ),
 )  # fmt: skip
 

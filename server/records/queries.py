@@ -18,8 +18,11 @@ import orjson
 from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
+from server.identity import RegisteredBot
 from server.league import GameResult
 from server.records.backends import Backend, Connection
+from server.records.identities import current_ratings, registered_bots
+from server.records.ladder import bot_record, ladder_table, seasons
 from server.records.schema import LAST_TURN
 from server.replay import DamagedRecord
 
@@ -95,6 +98,28 @@ class Queries:
             "createdAt": row["created_at"],
             "savedAt": row["saved_at"],
         }
+
+    @read
+    def roster(
+        self, reader: Connection
+    ) -> tuple[list[RegisteredBot], dict[tuple[str, str], float]]:
+        """The registered bots and the current season's ratings (``server.identity.Roster``)."""
+        return registered_bots(reader), current_ratings(reader)
+
+    @read
+    def ladder(self, reader: Connection, game: str, season: str | None) -> JsonObject | None:
+        """A game's ladder in a season (the current one if None); None for no such season."""
+        played = seasons(reader)
+        chosen = played[0] if season is None else season
+        if chosen not in played:
+            return None
+        table = ladder_table(reader, game, chosen)
+        return {"game": game, "season": chosen, "seasons": played, "bots": table}
+
+    @read
+    def ladder_bot(self, reader: Connection, name: str) -> JsonObject | None:
+        """A registered bot's ratings, rated games and head-to-head; None if not registered."""
+        return bot_record(reader, name)
 
     @read
     def tournaments(self, reader: Connection) -> list[JsonObject]:

@@ -151,6 +151,56 @@ MIGRATIONS: tuple[str, ...] = (
         started_at REAL NOT NULL
     );
     """,
+    # 6 -> 7: the ladder. Registered bots (server.identity): each name's key, only as a salted
+    # scrypt hash with its parameters ('' once revoked); ``folded`` keeps two names from
+    # differing only by case. Ratings per game and season, and each rated game's change to
+    # them (its row makes rating a game twice impossible); seasons, the latest the current.
+    """
+    CREATE TABLE bots (
+        name TEXT PRIMARY KEY,
+        folded TEXT NOT NULL UNIQUE,
+        key_hash TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        changed_at REAL NOT NULL,
+        banned INTEGER NOT NULL DEFAULT 0
+    );
+    ALTER TABLE games ADD COLUMN rated INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE ladder_seasons (
+        name TEXT PRIMARY KEY,
+        started_at REAL NOT NULL
+    );
+    INSERT INTO ladder_seasons (name, started_at) VALUES ('1', 0);
+    CREATE TABLE ratings (
+        game TEXT NOT NULL,
+        season TEXT NOT NULL,
+        bot TEXT NOT NULL,
+        mu REAL NOT NULL,
+        sigma REAL NOT NULL,
+        games INTEGER NOT NULL,
+        wins INTEGER NOT NULL,
+        losses INTEGER NOT NULL,
+        draws INTEGER NOT NULL,
+        last_game_id TEXT NOT NULL,
+        last_played_at REAL NOT NULL,
+        PRIMARY KEY (game, season, bot)
+    );
+    CREATE TABLE rating_history (
+        game_id TEXT NOT NULL REFERENCES games (id),
+        seat INTEGER NOT NULL,
+        bot TEXT NOT NULL,
+        opponent TEXT NOT NULL,
+        game TEXT NOT NULL,
+        season TEXT NOT NULL,
+        result TEXT NOT NULL CHECK (result IN ('win', 'loss', 'draw')),
+        mu_before REAL NOT NULL,
+        sigma_before REAL NOT NULL,
+        mu REAL NOT NULL,
+        sigma REAL NOT NULL,
+        rated_at REAL NOT NULL,
+        PRIMARY KEY (game_id, seat)
+    );
+    CREATE INDEX rating_history_by_bot ON rating_history (bot, rated_at);
+    """,
 )
 
 
@@ -203,7 +253,7 @@ _POSTGRES_CHUNKS = """
 POSTGRES_MIGRATIONS: tuple[str, ...] = (
     *(_postgres_types(migration) for migration in MIGRATIONS[:4]),
     _POSTGRES_CHUNKS,
-    _postgres_types(MIGRATIONS[5]),
+    *(_postgres_types(migration) for migration in MIGRATIONS[5:]),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The number of the last recorded turn of the row of ``games`` at hand (NULL before its first).

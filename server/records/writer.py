@@ -33,6 +33,7 @@ from server.game_file import recorded_settings
 from server.games.base import JsonObject
 from server.match import GameFinished, GameStarted, TurnPlayed, Update
 from server.records.backends import Backend, Connection, Owners
+from server.records.ladder import rate
 from server.records.schema import LAST_TURN
 
 log = logging.getLogger(__name__)
@@ -465,6 +466,7 @@ def _started(started: GameStarted, owner: str) -> Operation:
         view.tournament_id,
         view.pairing,
         owner,
+        int(view.rated),
     )
     seat_rows = [
         (
@@ -485,7 +487,8 @@ def _started(started: GameStarted, owner: str) -> Operation:
         # dwarves keep the names they started with, which the replay needs.
         db.execute(
             "INSERT INTO games (id, game, seed, settings, status, started_at, tournament_id, "
-            "pairing, owner) VALUES (?, ?, ?, ?, 'playing', ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
+            "pairing, owner, rated) VALUES (?, ?, ?, ?, 'playing', ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE "
             "SET status = 'playing', finished_at = NULL, reason = NULL, winner = NULL, "
             "score = NULL, owner = excluded.owner",
             game_row,
@@ -526,6 +529,8 @@ def _finished(finished: GameFinished) -> Operation:
         for index, stats in enumerate(finished.stats)
         if stats is not None
     ]
+    bots = tuple(None if player is None else player.bot for player in view.players)
+    rated = view.rated and len(bots) == 2 and None not in bots and bots[0] != bots[1]
 
     def write(db: Connection) -> None:
         db.execute(
@@ -538,5 +543,7 @@ def _finished(finished: GameFinished) -> Operation:
             "last_error = ? WHERE game_id = ? AND seat = ?",
             seat_rows,
         )
+        if rated:
+            rate(db, view.match_id, game.name, (str(bots[0]), str(bots[1])), outcome.winner)
 
     return write

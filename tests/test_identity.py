@@ -1,0 +1,220 @@
+"""Bot identities (issue 22, item 1): `tavern bots` keeps names and salted hashes of their keys;
+a registered name is played only with its key; wrong keys are refused and paced per address;
+a key is never logged, recorded or echoed.
+
+The check is tested in memory with a hand-wound clock; the command as a user types it; and a
+real arena on its records with bots on real sockets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from server.arena import Arena
+from server.errors import BotError, Rejected
+from server.games.base import JsonObject
+from server.identity import (
+    KEY_BURST,
+    KEY_REFILL_S,
+    KeyPacer,
+    RegisteredBot,
+    Roster,
+    hash_key,
+    key_matches,
+    new_key,
+)
+from server.records import recording
+from server.records.identities import roster_kept
+from server.tcp import TcpServer
+from tests.clock import FakeClock
+from tests.conftest import RawClient, test_config
+from tests.test_command_line import tavern
+
+ADDRESS = "127.0.0.1"
+
+
+# --- in memory -----------------------------------------------------------------------------------
+def test_a_key_is_kept_as_a_salted_scrypt_hash_with_its_parameters() -> None:
+    key = new_key()
+    stored, again = hash_key(key), hash_key(key)
+    assert stored != again  # a salt of its own each time
+    assert stored.startswith("scrypt$16384$8$1$") and key not in stored
+    assert key_matches(key, stored) and key_matches(key, again)
+    assert not key_matches(key[:-1] + ("A" if key[-1] != "A" else "B"), stored)
+    assert not key_matches(key, "")  # a revoked key matches nothing
+
+
+def roster_with(clock: FakeClock, *names: str) -> tuple[Roster, dict[str, str]]:
+    roster = Roster(clock)
+    keys = {name: new_key() for name in names}
+    roster.replace([RegisteredBot(name, hash_key(key)) for name, key in keys.items()])
+    return roster, keys
+
+
+def refusal(roster: Roster, fields: JsonObject, address: str = ADDRESS) -> Rejected:
+    with pytest.raises(Rejected) as refused:
+        roster.identify(fields, address)
+    return refused.value
+
+
+def test_a_registered_name_is_played_only_with_its_key() -> None:
+    roster, keys = roster_with(FakeClock(), "Grimli")
+    assert roster.identify({"bot": "Grimli", "key": keys["Grimli"]}, ADDRESS) == "Grimli"
+    assert roster.identify({"nick": "someone"}, ADDRESS) is None  # a guest keeps a free nick
+    wrong = refusal(roster, {"bot": "Grimli", "key": new_key()})  # a guessed key
+    missing = refusal(roster, {"bot": "Grimli"})
+    unknown = refusal(roster, {"bot": "Nobody", "key": keys["Grimli"]})
+    assert wrong.message == missing.message == unknown.message == BotError.INVALID_BOT_KEY
+    for case in ({"nick": "Grimli"}, {"nick": "grimLI"}):  # a guest taking the name, any case
+        assert refusal(roster, case).message == BotError.NAME_REGISTERED
+    for rejected in (wrong, missing, unknown):
+        assert keys["Grimli"] not in str(rejected)
+
+
+def test_wrong_keys_are_paced_per_address_and_the_bucket_fills_again() -> None:
+    clock = FakeClock()
+    roster, keys = roster_with(clock, "Grimli")
+    right = {"bot": "Grimli", "key": keys["Grimli"]}
+    for _ in range(KEY_BURST):
+        assert refusal(roster, {"bot": "Grimli", "key": "guess"}).reason == (
+            "no bot 'Grimli' with this key"
+        )
+    paced = refusal(roster, right)  # even the right key waits: guessing is paced, not counted
+    assert paced.message == BotError.INVALID_BOT_KEY
+    assert paced.reason == f"too many wrong keys from this address: try again in {KEY_REFILL_S:g} s"
+    assert roster.identify(right, "127.0.0.2") == "Grimli"  # another address is not paced
+    clock.advance(KEY_REFILL_S)
+    assert roster.identify(right, ADDRESS) == "Grimli"
+
+
+def test_the_pacer_forgets_only_full_buckets_when_it_holds_too_many() -> None:
+    clock = FakeClock()
+    pacer = KeyPacer(clock, burst=2, refill_s=1.0)
+    pacer.spend("a")
+    clock.advance(5)
+    pacer.spend("b")
+    pacer._forget_full()
+    assert set(pacer._buckets) == {"b"}
+    assert pacer.wait_s("b") == 0 and pacer.wait_s("a") == 0
+
+
+def test_registration_is_the_organiser_s_unless_open() -> None:
+    clock = FakeClock()
+    closed = Roster(clock)
+    with pytest.raises(Rejected) as refused:
+        closed.register("Grimli", ADDRESS)
+    assert refused.value.message == BotError.REGISTRATION_CLOSED
+    opened = Roster(clock, registration_open=True)
+    kept: list[RegisteredBot] = []
+    opened.keep = kept.append
+    name, key = opened.register("Grimli", ADDRESS)
+    assert name == "Grimli" and [bot.name for bot in kept] == ["Grimli"]
+    assert key not in kept[0].key_hash and key_matches(key, kept[0].key_hash)
+    assert opened.identify({"bot": "grimli", "key": key}, ADDRESS) == "Grimli"
+    for bad, text in (
+        ("GRIMLI", BotError.BOT_NAME_TAKEN),
+        ("no spaces", BotError.INVALID_BOT_NAME),
+    ):
+        with pytest.raises(Rejected) as refused:
+            opened.register(bad, ADDRESS)
+        assert refused.value.message == text
+
+
+# --- the command and a real arena ----------------------------------------------------------------
+def added(database: str, name: str, command: str = "add") -> str:
+    run = tavern("bots", command, name, "--database", database)
+    assert run.returncode == 0, run
+    first, key = run.stdout.splitlines()
+    assert first == f"bot {name}: its key, shown only now (set TAVERN_BOT_KEY to it):"
+    return key
+
+
+@contextlib.asynccontextmanager
+async def arena_on(database: str, **settings: object) -> AsyncIterator[tuple[Arena, int]]:
+    """An arena on these records, its roster kept from them, bots on a real TCP port."""
+    arena = Arena(test_config(**settings))
+    async with (
+        recording(arena.listeners, database) as records,
+        roster_kept(records.roster, records, arena.roster),
+        arena.running(),
+        TcpServer(arena).serving() as tcp,
+    ):
+        assert tcp.port is not None
+        yield arena, tcp.port
+
+
+async def asked(port: int, message: dict[str, object]) -> dict[str, object]:
+    client = await RawClient.connect(port)
+    try:
+        await client.send(message)
+        return await client.receive()
+    finally:
+        await client.close()
+
+
+async def test_the_organiser_s_bots_play_under_their_names_and_nobody_else_does(
+    records_database: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = added(records_database, "Grimli")
+    assert tavern("bots", "add", "grimli", "--database", records_database).returncode == 1
+    listed = tavern("bots", "list", "--database", records_database)
+    assert listed.stdout == "Grimli\n"
+    async with arena_on(records_database) as (arena, port):
+        join = {"type": "join-simulation", "game": "thud", "bot": "Grimli"}
+        wrong = await asked(port, {**join, "key": new_key()})
+        assert wrong == {
+            "type": "error",
+            "message": "Invalid bot key",
+            "reason": "no bot 'Grimli' with this key",
+        }
+        guest = await asked(port, {"type": "join-simulation", "game": "thud", "nick": "Grimli"})
+        assert guest["message"] == "Name registered"
+        closed = await asked(port, {"type": "register", "bot": "Other"})
+        assert closed["message"] == "Registration closed"
+        client = await RawClient.connect(port)
+        await client.send({**join, "key": key, "nick": "impostor"})
+        await client.expect("game-info")
+        (match,) = arena.matches.values()
+        seat = next(player for player in match.view().players if player is not None)
+        assert (seat.bot, seat.nick) == ("Grimli", "Grimli")
+        await client.close()
+    rotated = added(records_database, "Grimli", "rotate")
+    assert tavern("bots", "revoke", "Nobody", "--database", records_database).returncode == 1
+    async with arena_on(records_database) as (arena, port):
+        old = await asked(port, {**join, "key": key})
+        assert old["message"] == "Invalid bot key"
+        assert (await asked(port, {**join, "key": rotated}))["type"] == "game-info"
+    revoked = tavern("bots", "revoke", "GRIMLI", "--database", records_database)
+    assert revoked.stdout == "tavern: the key of Grimli is revoked\n"
+    async with arena_on(records_database) as (arena, port):
+        assert (await asked(port, {**join, "key": rotated}))["message"] == "Invalid bot key"
+    logged = caplog.text + "".join(str(record.args) for record in caplog.records)
+    assert key not in logged and rotated not in logged
+    if not records_database.startswith("postgresql"):
+        for path in Path(records_database).parent.glob(Path(records_database).name + "*"):
+            if path.is_file():
+                stored = path.read_bytes()
+                assert key.encode() not in stored and rotated.encode() not in stored
+
+
+async def test_a_bot_registers_itself_where_registration_is_open(tmp_path: Path) -> None:
+    database = str(tmp_path / "arena.db")
+    async with arena_on(database, registration="open") as (_, port):
+        answer = await asked(port, {"type": "register", "bot": "Selfmade"})
+        assert answer["type"] == "registered" and answer["bot"] == "Selfmade"
+        key = answer["key"]
+        assert isinstance(key, str)
+        taken = await asked(port, {"type": "register", "bot": "selfmade"})
+        assert taken["message"] == "Bot name taken"
+        joined = await asked(
+            port, {"type": "join-simulation", "game": "thud", "bot": "Selfmade", "key": key}
+        )
+        assert joined["type"] == "game-info"
+    assert tavern("bots", "list", "--database", database).stdout == "Selfmade\n"
+    assert key.encode() not in (tmp_path / "arena.db").read_bytes()

@@ -1,0 +1,67 @@
+// /ladder: a game's ladder in a season (?game=thud&season=NAME), from /api/ladder: rating
+// (openskill mu ± sigma, ranked by mu − 3 sigma), games, wins–draws–losses, whether the bot is
+// connected now, its last game (a replay link). Refreshed every few seconds: the table is live.
+
+import { byId, el, setText, show } from "./dom.js";
+import { failure, formatTime, getJson } from "./records.js";
+
+const REFRESH_MS = 5000;
+const ui = {
+  game: byId("game"),
+  season: byId("season"),
+  summary: byId("summary"),
+  error: byId("error"),
+  empty: byId("empty"),
+  body: byId("ladder-body"),
+};
+const params = new URLSearchParams(location.search);
+ui.game.value = params.get("game") === "tavern" ? "tavern" : "thud";
+let season = params.get("season");
+
+ui.game.addEventListener("change", () => {
+  season = null;
+  load();
+});
+ui.season.addEventListener("change", () => {
+  season = ui.season.value;
+  load();
+});
+load();
+setInterval(load, REFRESH_MS);
+
+async function load() {
+  const query = new URLSearchParams({ game: ui.game.value });
+  if (season) query.set("season", season);
+  history.replaceState(null, "", `/ladder?${query}`);
+  const answer = await getJson(`/api/ladder?${query}`);
+  show(ui.error, !answer.ok);
+  if (!answer.ok) {
+    setText(ui.error, failure(answer, "the ladder"));
+    return;
+  }
+  const ladder = answer.body;
+  ui.season.replaceChildren(...ladder.seasons.map((name) => el("option", { text: name, attrs: { value: name } })));
+  ui.season.value = ladder.season;
+  const bots = ladder.bots;
+  setText(ui.summary, `Season ${ladder.season}: ${bots.length} ${bots.length === 1 ? "bot" : "bots"} rated.`);
+  show(ui.empty, bots.length === 0);
+  ui.body.replaceChildren(
+    ...bots.map((bot, index) =>
+      el(
+        "tr",
+        { dataset: { bot: bot.bot } },
+        el("td", { className: "num", text: index + 1 }),
+        el("td", {}, el("a", { text: bot.bot, attrs: { href: `/bots/${encodeURIComponent(bot.bot)}` } })),
+        el("td", { className: "num", text: `${bot.mu.toFixed(1)} ± ${bot.sigma.toFixed(1)}` }),
+        el("td", { className: "num", text: bot.games }),
+        el("td", { className: "num", text: `${bot.wins}–${bot.draws}–${bot.losses}` }),
+        el("td", { text: bot.online ? "online" : "" }),
+        el(
+          "td",
+          {},
+          el("a", { text: formatTime(bot.lastPlayedAt), attrs: { href: `/replay/${encodeURIComponent(bot.lastGame)}` } }),
+        ),
+      ),
+    ),
+  );
+}
