@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,9 +66,10 @@ class Figures:
 
 @contextlib.asynccontextmanager
 async def arena_nodes(
-    count: int, redis: RedisServer | None, loop: str
+    count: int, redis: RedisServer | None, loop: str, settings: Mapping[str, object] | None = None
 ) -> AsyncIterator[list[ServerProcess]]:
-    """``count`` ``tavern serve`` processes, on ``redis`` if given, records in a scratch dir."""
+    """``count`` ``tavern serve`` processes, on ``redis`` if given, records in a scratch dir
+    unless ``settings`` (added to every node's) name a database they share."""
     with tempfile.TemporaryDirectory(prefix="tavern-cluster-") as scratch:
         async with contextlib.AsyncExitStack() as stack:
             servers = []
@@ -78,6 +79,7 @@ async def arena_nodes(
                     "httpPort": 0,
                     "database": str(Path(scratch) / f"node-{index}.db"),
                     **SETTINGS,
+                    **(settings or {}),
                 }
                 if redis is not None:
                     config["redis"] = redis.url
