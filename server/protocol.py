@@ -151,7 +151,22 @@ class MessageReader:
             return True
         if len(buffer) > self.max_message_bytes or self._track():
             return True
-        return newline and len(buffer) >= 2 * self._checked
+        return newline and (len(buffer) >= 2 * self._checked or self._last_line_is_message())
+
+    def _last_line_is_message(self) -> bool:
+        """Whether the buffer's last whole line is a JSON object by itself: then what comes
+        before it (an unfinished message over several lines, still open) is garbage, and the
+        object must not wait for the buffer to double (a bot that sent it waits for an answer).
+        Each line is looked at once, so this costs no more than reading the bytes."""
+        buffer = self._buffer
+        last = buffer.rfind(b"\n")
+        previous = buffer.rfind(b"\n", 0, last)
+        with memoryview(buffer) as view:
+            line = view[previous + 1 : last]
+            try:
+                return isinstance(orjson.loads(line), dict)
+            except orjson.JSONDecodeError:
+                return False
 
     def _track(self) -> bool:
         """Follow the nesting over the bytes not followed yet; True if it may be back at the top.

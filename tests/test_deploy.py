@@ -13,6 +13,9 @@ import configparser
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
+
+import aiohttp
 
 from bench.common import ROOT
 from bench.rolling import (
@@ -87,3 +90,45 @@ async def test_a_node_killed_behind_haproxy_gets_no_new_connection(tmp_path: Pat
         bot.close()
         assert figures.refused == 0
     assert set(figures.games) <= {game for game, _ in recorded(balanced.nodes[1:])}
+
+
+async def page_message(ws: aiohttp.ClientWebSocketResponse, kind: str) -> dict[str, Any]:
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            message: dict[str, Any] = await ws.receive_json()
+            if message["type"] == kind:
+                return message
+
+
+async def test_pages_and_their_websockets_go_through_haproxy(tmp_path: Path) -> None:
+    """The pages' port of the shipped config: a page loads, its websocket is upgraded through
+    HAProxy, and it watches a game played through the bots' port (on whichever node each
+    landed: the nodes share their lobby and relay turns over Redis) turn by turn, to its end."""
+    async with balanced_arena(tmp_path, turns=60) as balanced:
+        figures = Figures()
+        playing = asyncio.create_task(one_game(balanced.bots_port, 7, 0.03, figures))
+        async with asyncio.timeout(WAIT_S):
+            while not figures.games:
+                await asyncio.sleep(0.01)
+        (simulation_id,) = figures.games
+        pages = f"http://127.0.0.1:{balanced.pages_port}"
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{pages}/") as response:
+                assert response.status == 200
+                assert "text/html" in response.headers["Content-Type"]
+            async with session.ws_connect(f"{pages}/ws") as ws, asyncio.timeout(WAIT_S):
+                while True:  # until its seats are taken and the nodes list it
+                    await ws.send_json({"type": "watch", "simulationId": simulation_id})
+                    answer = await ws.receive_json()
+                    while answer["type"] == "lobby":
+                        answer = await ws.receive_json()
+                    if answer["type"] == "snapshot":
+                        break
+                    assert answer["message"] == "There is no simulation with this id", answer
+                    await asyncio.sleep(0.02)
+                assert answer["simulationId"] == simulation_id
+                snapshot = answer
+                turn = await page_message(ws, "turn")
+                assert turn["turn"] >= snapshot["turn"]
+                await playing
+        assert figures.abnormal() == {}

@@ -297,6 +297,17 @@ def test_valid_messages_survive_any_framing_and_split(
     assert payloads(events) == sent
 
 
+def test_a_message_after_an_unclosed_line_is_read_at_once() -> None:
+    """An object left open at the end of its line, then a whole message on the next: the
+    message comes out with that line (before, it waited until the buffer had doubled, while
+    its bot waited for an answer). Found by the property test below."""
+    reader = MessageReader(1 << 20)
+    assert reader.feed(b'{       "":""\n') == []
+    garbage, message = reader.feed(b'{"type":"0"}\n')
+    assert isinstance(garbage, InvalidMessage)
+    assert message == Message({"type": "0"})
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=60).filter(lambda b: b"\n" not in b), messages)
 def test_garbage_line_never_costs_the_next_message(
