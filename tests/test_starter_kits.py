@@ -35,7 +35,7 @@ from tests.conftest import ROOT, Running, serving, test_config
 from tests.test_identity import added, arena_on
 
 KITS = ("go", "java", "c", "ruby")
-SEEKING_KITS = ("js", "go", "java", "c")
+SEEKING_KITS = ("js", *KITS)
 GAME_TIMEOUT_S = 120
 TAVERN_TURNS = 300  # room for several points, and a game stays under a second or two
 ENDS = ("win-game", "loss-game", "draw-game")
