@@ -1,6 +1,7 @@
 """The starter kits in Go (bots/go), Java (bots/java), C (bots/c) and Ruby (bots/ruby): each
 builds, and plays whole games of both games on a real arena, against the house players and
-against each other.
+against each other. Each of them, and the Node.js Tavern bot (bots/js/tavern-bot.js), seeks a
+rated game on the ladder under a registered name with its key from TAVERN_BOT_KEY.
 
 Every game must end with a result, and a kit must never have a move rejected nor time out. A kit
 must also show that it plays: in Tavern it scores and beats a random walker, in Thud it kills and
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -27,10 +29,13 @@ import pytest
 
 from server.games import GAMES
 from server.games.base import Outcome, SeatClock
+from server.identity import new_key
 from server.match import Match, MatchOptions, SeatsChanged, TurnPlayed, Update
 from tests.conftest import ROOT, Running, serving, test_config
+from tests.test_identity import added, arena_on
 
 KITS = ("go", "java", "c", "ruby")
+SEEKING_KITS = ("js", *KITS)
 GAME_TIMEOUT_S = 120
 TAVERN_TURNS = 300  # room for several points, and a game stays under a second or two
 ENDS = ("win-game", "loss-game", "draw-game")
@@ -38,6 +43,14 @@ KitCommand = Callable[[str], list[str]]
 
 
 # --- building ---------------------------------------------------------------------------------
+
+
+def build_js(out: Path) -> list[str]:
+    """Nothing to build: Node.js runs the file."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("the Node.js bot needs Node.js: `make test` installs nodejs")
+    return [node, str(ROOT / "bots" / "js" / "tavern-bot.js")]
 
 
 def build_go(out: Path) -> list[str]:
@@ -97,6 +110,7 @@ def compile_kit(command: list[str], cwd: Path, env: dict[str, str] | None) -> st
 
 
 BUILDERS: dict[str, Callable[[Path], list[str]]] = {
+    "js": build_js,
     "go": build_go,
     "java": build_java,
     "c": build_c,
@@ -162,9 +176,9 @@ async def kits_arena() -> AsyncIterator[tuple[Running, Watcher]]:
         yield arena, watcher
 
 
-async def run(command: list[str]) -> tuple[int, str, str]:
+async def run(command: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        *command, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *command, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     try:
         async with asyncio.timeout(GAME_TIMEOUT_S):
@@ -370,3 +384,49 @@ async def test_kit_names_its_turns_survives_error_lines_and_a_failed_join(
     code, out, err = await run(kit_args(command, arena.tcp_port, "thud", "--simulation", "0000000"))
     assert code == 1
     assert "Wrong simulation ID" in err
+
+
+# --- the ladder -------------------------------------------------------------------------------
+
+
+def seek_args(kit: str, command: list[str], port: int, bot: str) -> list[str]:
+    """A kit seeking a rated Tavern game under ``bot`` (the Node.js bot plays only Tavern)."""
+    game = [] if kit == "js" else ["--game", "tavern"]
+    return [*command, "--port", str(port), *game, "--seek", "--bot", bot]
+
+
+def with_key(key: str) -> dict[str, str]:
+    """The kit's environment: the key only there, never on its command line."""
+    return {**os.environ, "TAVERN_BOT_KEY": key}
+
+
+@pytest.mark.parametrize("kit", SEEKING_KITS)
+async def test_kit_seeks_a_rated_game_with_its_key_from_the_environment(
+    kit: str, kit_command: KitCommand, tmp_path: Path
+) -> None:
+    """Two registered bots, both this kit, seek: they are paired and play a rated game to its
+    end under their names, which the records keep; a wrong key is refused and ends the kit."""
+    command = kit_command(kit)
+    database = str(tmp_path / "arena.db")
+    keys = {name: added(database, name) for name in ("Grimli", "Ugluk")}
+    settings = test_config().with_turn_limit("tavern", TAVERN_TURNS).game_settings
+    async with arena_on(database, game_settings=settings) as (_, port):
+        wrong = new_key()
+        code, out, err = await run(seek_args(kit, command, port, "Grimli"), with_key(wrong))
+        assert code != 0, (out, err)
+        assert "Invalid bot key" in err
+        assert wrong not in out + err
+        outputs = await asyncio.gather(
+            *(run(seek_args(kit, command, port, name), with_key(key)) for name, key in keys.items())
+        )
+    for (code, out, err), key in zip(outputs, keys.values(), strict=True):
+        assert code == 0, (out, err)
+        assert out.strip().splitlines()[-1].split(":")[0].split()[0] in ENDS, out
+        assert key not in out + err
+    with sqlite3.connect(database) as db:
+        (game_id, status) = db.execute("SELECT id, status FROM games WHERE rated = 1").fetchone()
+        nicks = db.execute("SELECT nick FROM seats WHERE game_id = ?", (game_id,)).fetchall()
+        rated = db.execute("SELECT bot, games FROM ratings WHERE game = 'tavern'").fetchall()
+    assert status == "finished"
+    assert sorted(nick for (nick,) in nicks) == ["Grimli", "Ugluk"]
+    assert sorted(rated) == [("Grimli", 1), ("Ugluk", 1)]

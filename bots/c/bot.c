@@ -2,9 +2,14 @@
  * JSON (Debian: apt-get install gcc make pkg-config libjansson-dev).
  *
  *   make && ./bot --game thud [--side troll] [--simulation ID] [--host H] [--port N] [--nick NAME]
+ *   TAVERN_BOT_KEY=... ./bot --game thud --seek [--bot NAME] [--host H] [--port N]
  *
  * The arena and the bot exchange JSON objects, one per line (docs/protocol.md). Without
  * --simulation the bot joins a random waiting simulation of its game, or creates one and waits.
+ * With --seek it is a registered bot (`tavern bots add NAME`, docs/ladder.md): it names itself
+ * with --bot NAME (or TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command
+ * line (where `ps` would show it) and never printed, seeks a rated game of its game on the
+ * ladder, and plays the game it is paired into as a joined one (sides alternate: no --side).
  *
  * Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
  * bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -425,7 +430,7 @@ static json_t *thud_reply(json_t *state)
 static int usage(void)
 {
     fprintf(stderr, "usage: bot [--host H] [--port N] [--game tavern|thud] [--simulation ID]"
-                    " [--side dwarf|troll] [--nick NAME]\n");
+                    " [--side dwarf|troll] [--nick NAME] [--seek [--bot NAME]]\n");
     return 2;
 }
 
@@ -485,7 +490,7 @@ static int play(int fd, const char *game, json_t *join)
             code = 0;
         } else if (strcmp(type, "error") == 0) {
             fprintf(stderr, "server error: %s (%s)\n", text(message, "message"), text(message, "reason"));
-            if (info == NULL) /* the join failed: there is no game to wait for */
+            if (info == NULL) /* the join or seek failed: there is no game to wait for */
                 code = 1;
         }
         json_decref(message);
@@ -503,9 +508,15 @@ static int play(int fd, const char *game, json_t *join)
 int main(int argc, char **argv)
 {
     const char *host = "127.0.0.1", *port = "9000", *game = "tavern", *simulation = NULL,
-               *side = NULL, *nick = "C bot";
+               *side = NULL, *nick = "C bot", *bot = getenv("TAVERN_BOT_NAME");
+    bool seek = false;
     for (int i = 1; i < argc; i += 2) {
         const char *key = argv[i] + strspn(argv[i], "-");
+        if (strcmp(key, "seek") == 0) { /* a flag: no value follows */
+            seek = true;
+            i -= 1;
+            continue;
+        }
         if (i + 1 >= argc)
             return usage();
         const char *value = argv[i + 1];
@@ -521,6 +532,8 @@ int main(int argc, char **argv)
             side = value;
         else if (strcmp(key, "nick") == 0)
             nick = value;
+        else if (strcmp(key, "bot") == 0)
+            bot = value;
         else
             return usage();
     }
@@ -532,18 +545,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "--port must be a number\n");
         return 2;
     }
-    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it happens, even into a pipe */
-    json_t *join = json_pack("{s:s, s:s, s:s}", "type", "join-simulation", "game", game, "nick", nick);
-    if (join == NULL) {
-        fprintf(stderr, "--nick must be UTF-8\n");
+    const char *secret = getenv("TAVERN_BOT_KEY");
+    if (seek && (bot == NULL || bot[0] == '\0' || secret == NULL || secret[0] == '\0')) {
+        fprintf(stderr, "--seek needs --bot NAME (or TAVERN_BOT_NAME) and the key in TAVERN_BOT_KEY\n");
         return 2;
     }
-    if (simulation != NULL)
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it happens, even into a pipe */
+    json_t *join = seek ? json_pack("{s:s, s:s, s:s, s:s, s:b}", "type", "seek", "game", game,
+                                    "bot", bot, "key", secret, "rated", 1)
+                        : json_pack("{s:s, s:s, s:s}", "type", "join-simulation", "game", game,
+                                    "nick", nick);
+    if (join == NULL) {
+        fprintf(stderr, "--nick, --bot and TAVERN_BOT_KEY must be UTF-8\n");
+        return 2;
+    }
+    if (simulation != NULL && !seek)
         json_object_set_new(join, "simulationId", json_string(simulation));
     if (strcmp(game, "tavern") == 0)
         json_object_set_new(join, "names",
                             json_pack("[s, s, s, s, s]", "Gimli", "Durin", "Thorin", "Balin", "Dwalin"));
-    if (side != NULL)
+    if (side != NULL && !seek)
         json_object_set_new(join, "side", json_string(side));
     int fd = connect_to(host, port);
     int code = fd < 0 ? 1 : play(fd, game, join);

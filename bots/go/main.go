@@ -2,8 +2,14 @@
 //
 //	go build -o bot . && ./bot -game thud [-side troll] [-simulation ID] [-host H] [-port N] [-nick NAME]
 //
+//	TAVERN_BOT_KEY=... ./bot -game thud -seek [-bot NAME] [-host H] [-port N]
+//
 // The arena and the bot exchange JSON objects, one per line (docs/protocol.md). Without
 // -simulation the bot joins a random waiting simulation of its game, or creates one and waits.
+// With -seek it is a registered bot (`tavern bots add NAME`, docs/ladder.md): it names itself
+// with -bot NAME (or TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command
+// line (where `ps` would show it) and never printed, seeks a rated game of its game on the
+// ladder, and plays the game it is paired into as a joined one (sides alternate: no -side).
 //
 // Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
 // bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -45,9 +51,16 @@ func main() {
 	simulation := flag.String("simulation", "", "simulation id (default: a random waiting one)")
 	side := flag.String("side", "", "Thud: dwarf or troll (default: the first free side)")
 	nick := flag.String("nick", "Go bot", "player name")
+	seek := flag.Bool("seek", false, "seek a rated game as a registered bot (its key in TAVERN_BOT_KEY)")
+	bot := flag.String("bot", os.Getenv("TAVERN_BOT_NAME"), "-seek: the registered bot's name")
 	flag.Parse()
 	if *game != "tavern" && *game != "thud" {
 		fmt.Fprintln(os.Stderr, "-game must be tavern or thud")
+		os.Exit(2)
+	}
+	key := os.Getenv("TAVERN_BOT_KEY")
+	if *seek && (*bot == "" || key == "") {
+		fmt.Fprintln(os.Stderr, "-seek needs -bot NAME (or TAVERN_BOT_NAME) and the key in TAVERN_BOT_KEY")
 		os.Exit(2)
 	}
 	conn, err := net.Dial("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
@@ -65,13 +78,15 @@ func main() {
 	}
 
 	join := map[string]any{"type": "join-simulation", "game": *game, "nick": *nick}
-	if *simulation != "" {
+	if *seek {
+		join = map[string]any{"type": "seek", "game": *game, "bot": *bot, "key": key, "rated": true}
+	} else if *simulation != "" {
 		join["simulationId"] = *simulation
 	}
 	if *game == "tavern" {
 		join["names"] = []string{"Gimli", "Durin", "Thorin", "Balin", "Dwalin"}
 	}
-	if *side != "" {
+	if *side != "" && !*seek {
 		join["side"] = *side
 	}
 	send(join)
@@ -112,7 +127,7 @@ func main() {
 			return
 		case "error":
 			fmt.Fprintf(os.Stderr, "server error: %s (%s)\n", message.Message, message.Reason)
-			if info.Type == "" { // the join failed: there is no game to wait for
+			if info.Type == "" { // the join or seek failed: there is no game to wait for
 				os.Exit(1)
 			}
 		}

@@ -2,10 +2,15 @@
 //
 //   javac -d out Bot.java && java -cp out Bot --game thud [--side troll] [--simulation ID]
 //       [--host H] [--port N] [--nick NAME]
+//   TAVERN_BOT_KEY=... java -cp out Bot --game thud --seek [--bot NAME] [--host H] [--port N]
 //
 // The arena and the bot exchange JSON objects, one per line (docs/protocol.md); Java has no JSON
 // in its standard library, so the class Json below reads and writes it. Without --simulation the
-// bot joins a random waiting simulation of its game, or creates one and waits.
+// bot joins a random waiting simulation of its game, or creates one and waits. With --seek it is
+// a registered bot (`tavern bots add NAME`, docs/ladder.md): it names itself with --bot NAME (or
+// TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command line (where `ps`
+// would show it) and never printed, seeks a rated game of its game on the ladder, and plays the
+// game it is paired into as a joined one (sides alternate: no --side).
 //
 // Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
 // bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -34,15 +39,27 @@ public final class Bot {
     public static void main(String[] args) {
         Map<String, String> options = new HashMap<>(Map.of(
                 "host", "127.0.0.1", "port", "9000", "game", "tavern", "nick", "Java bot"));
+        String bot = System.getenv("TAVERN_BOT_NAME");
+        if (bot != null) options.put("bot", bot);
         for (int i = 0; i < args.length; i += 2) {
             String key = args[i].replaceFirst("^--?", "");
-            if (!List.of("host", "port", "game", "simulation", "side", "nick").contains(key)
+            if (key.equals("seek")) { // a flag: no value follows
+                options.put("seek", "true");
+                i -= 1;
+                continue;
+            }
+            if (!List.of("host", "port", "game", "simulation", "side", "nick", "bot").contains(key)
                     || i + 1 >= args.length) {
                 System.err.println("usage: java Bot [--host H] [--port N] [--game tavern|thud]"
-                        + " [--simulation ID] [--side dwarf|troll] [--nick NAME]");
+                        + " [--simulation ID] [--side dwarf|troll] [--nick NAME] [--seek [--bot NAME]]");
                 System.exit(2);
             }
             options.put(key, args[i + 1]);
+        }
+        String key = System.getenv("TAVERN_BOT_KEY");
+        if (options.containsKey("seek") && (!options.containsKey("bot") || key == null || key.isEmpty())) {
+            System.err.println("--seek needs --bot NAME (or TAVERN_BOT_NAME) and the key in TAVERN_BOT_KEY");
+            System.exit(2);
         }
         String game = options.get("game");
         if (!game.equals("tavern") && !game.equals("thud")) {
@@ -63,12 +80,20 @@ public final class Bot {
                     new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
             OutputStream out = socket.getOutputStream();
             Map<String, Object> join = new LinkedHashMap<>();
-            join.put("type", "join-simulation");
-            join.put("game", game);
-            join.put("nick", options.get("nick"));
-            join.put("simulationId", options.get("simulation")); // null: a random join
+            if (options.containsKey("seek")) {
+                join.put("type", "seek");
+                join.put("game", game);
+                join.put("bot", options.get("bot"));
+                join.put("key", System.getenv("TAVERN_BOT_KEY"));
+                join.put("rated", true);
+            } else {
+                join.put("type", "join-simulation");
+                join.put("game", game);
+                join.put("nick", options.get("nick"));
+                join.put("simulationId", options.get("simulation")); // null: a random join
+                if (options.containsKey("side")) join.put("side", options.get("side"));
+            }
             if (game.equals("tavern")) join.put("names", List.of("Gimli", "Durin", "Thorin", "Balin", "Dwalin"));
-            if (options.containsKey("side")) join.put("side", options.get("side"));
             send(out, join);
 
             Map<String, Object> info = null; // our game-info: team (Tavern) or side (Thud), board size
@@ -105,7 +130,7 @@ public final class Bot {
                     }
                     case "error" -> {
                         System.err.println("server error: " + message.get("message") + " (" + message.get("reason") + ")");
-                        if (info == null) return 1; // the join failed: there is no game to wait for
+                        if (info == null) return 1; // the join or seek failed: no game to wait for
                     }
                     default -> { }
                 }

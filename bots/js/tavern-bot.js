@@ -2,7 +2,12 @@
 // A Dwarven Tavern bot for Node.js with no dependencies: it shows the whole protocol in one file.
 //
 //   node bots/js/tavern-bot.js [--host H] [--port N] [--simulation ID] [--nick NAME]
+//   TAVERN_BOT_KEY=... node bots/js/tavern-bot.js --seek [--bot NAME] [--host H] [--port N]
 //
+// With --seek the bot is a registered one (`tavern bots add NAME`, docs/ladder.md): it names
+// itself with --bot NAME (or TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the
+// command line (where `ps` would show it) and never printed, seeks a rated game on the ladder
+// and plays the game it is paired into as a joined one.
 // Messages are JSON objects, one per line. The bot buffers what it reads and splits on "\n",
 // because TCP may deliver half a message or several at once.
 // Strategy: each team scores by pushing toward its own home row (team1 south, team2 north), so
@@ -11,13 +16,27 @@
 const net = require('net');
 
 function parseArgs(argv) {
-  const args = { host: '127.0.0.1', port: 9000, simulation: null, nick: 'JS bot' };
+  const args = { host: '127.0.0.1', port: 9000, simulation: null, nick: 'JS bot',
+                 bot: process.env.TAVERN_BOT_NAME || null, seek: false };
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
     if (!(key in args)) throw new Error('unknown option ' + argv[i]);
+    if (key === 'seek') { args.seek = true; i -= 1; continue; } // a flag: no value follows
     args[key] = key === 'port' ? Number(argv[i + 1]) : argv[i + 1];
   }
   return args;
+}
+
+// What the bot sends first: a rated seek under its registered name, or a join.
+function firstMessage(args) {
+  const names = ['Gimli', 'Durin', 'Thorin', 'Balin', 'Dwalin'];
+  if (!args.seek) return { type: 'join-simulation', nick: args.nick, simulationId: args.simulation, names };
+  const key = process.env.TAVERN_BOT_KEY;
+  if (!args.bot || !key) {
+    console.error('--seek needs --bot NAME (or TAVERN_BOT_NAME) and the key in TAVERN_BOT_KEY');
+    process.exit(2);
+  }
+  return { type: 'seek', game: 'tavern', bot: args.bot, key, rated: true, names };
 }
 
 const STEPS = { NORTH: [0, -1], EAST: [1, 0], SOUTH: [0, 1], WEST: [-1, 0] };
@@ -60,14 +79,12 @@ function chooseActions(state, team, width, height) {
 
 function main() {
   const args = parseArgs(process.argv.slice(2));
+  const first = firstMessage(args);
   const socket = net.connect({ host: args.host, port: args.port });
   const send = (message) => socket.write(JSON.stringify(message) + '\n');
   let team = null, width = 0, height = 0, pending = '';
 
-  socket.on('connect', () => {
-    send({ type: 'join-simulation', nick: args.nick, simulationId: args.simulation,
-           names: ['Gimli', 'Durin', 'Thorin', 'Balin', 'Dwalin'] });
-  });
+  socket.on('connect', () => send(first));
   socket.on('data', (chunk) => {
     pending += chunk.toString('utf8');
     let newline;
@@ -100,7 +117,10 @@ function main() {
         break;
       case 'error':
         console.error('server error: ' + message.message + (message.reason ? ' (' + message.reason + ')' : ''));
-        if (!['Turn timeout', 'Stale turn', 'Player disconnected'].includes(message.message)) socket.end();
+        if (!['Turn timeout', 'Stale turn', 'Player disconnected'].includes(message.message)) {
+          process.exitCode = 1; // a failed join or seek (such as Invalid bot key) ends the bot
+          socket.end();
+        }
         break;
       default:
         break;

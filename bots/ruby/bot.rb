@@ -2,9 +2,14 @@
 # only (Ruby 3; Debian: apt-get install ruby).
 #
 #   ruby bot.rb --game thud [--side troll] [--simulation ID] [--host H] [--port N] [--nick NAME]
+#   TAVERN_BOT_KEY=... ruby bot.rb --game thud --seek [--bot NAME] [--host H] [--port N]
 #
 # The arena and the bot exchange JSON objects, one per line (docs/protocol.md). Without
 # --simulation the bot joins a random waiting simulation of its game, or creates one and waits.
+# With --seek it is a registered bot (`tavern bots add NAME`, docs/ladder.md): it names itself
+# with --bot NAME (or TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command
+# line (where `ps` would show it) and never printed, seeks a rated game of its game on the
+# ladder, and plays the game it is paired into as a joined one (sides alternate: no --side).
 #
 # Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
 # bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -16,17 +21,28 @@ require "set"
 require "socket"
 
 USAGE = "usage: ruby bot.rb [--host H] [--port N] [--game tavern|thud] [--simulation ID] " \
-        "[--side dwarf|troll] [--nick NAME]"
+        "[--side dwarf|troll] [--nick NAME] [--seek [--bot NAME]]"
 
 def main(args)
-  options = { "host" => "127.0.0.1", "port" => "9000", "game" => "tavern", "nick" => "Ruby bot" }
-  args.each_slice(2) do |flag, value|
-    key = flag.sub(/\A--?/, "")
-    unless %w[host port game simulation side nick].include?(key) && value
+  options = { "host" => "127.0.0.1", "port" => "9000", "game" => "tavern", "nick" => "Ruby bot",
+              "bot" => ENV.fetch("TAVERN_BOT_NAME", nil) }
+  rest = args.dup
+  until rest.empty?
+    key = rest.shift.sub(/\A--?/, "")
+    if key == "seek" # a flag: no value follows
+      options["seek"] = true
+      next
+    end
+    value = rest.shift
+    unless %w[host port game simulation side nick bot].include?(key) && value
       warn USAGE
       return 2
     end
     options[key] = value
+  end
+  if options["seek"] && [options["bot"], ENV.fetch("TAVERN_BOT_KEY", nil)].any? { |v| v.to_s.empty? }
+    warn "--seek needs --bot NAME (or TAVERN_BOT_NAME) and the key in TAVERN_BOT_KEY"
+    return 2
   end
   unless %w[tavern thud].include?(options["game"])
     warn "--game must be tavern or thud"
@@ -52,10 +68,14 @@ end
 # Plays one game on a connected socket; the process's exit code.
 def play(socket, options)
   game = options["game"]
-  join = { "type" => "join-simulation", "game" => game, "nick" => options["nick"] }
-  join["simulationId"] = options["simulation"] if options["simulation"]
+  join = if options["seek"]
+           { "type" => "seek", "game" => game, "bot" => options["bot"],
+             "key" => ENV.fetch("TAVERN_BOT_KEY"), "rated" => true }
+         else
+           { "type" => "join-simulation", "game" => game, "nick" => options["nick"],
+             "simulationId" => options["simulation"], "side" => options["side"] }.compact
+         end
   join["names"] = %w[Gimli Durin Thorin Balin Dwalin] if game == "tavern"
-  join["side"] = options["side"] if options["side"]
   send_message(socket, join)
 
   info = nil # our game-info: team (Tavern) or side (Thud), and the board's size
@@ -91,7 +111,7 @@ def play(socket, options)
       return 0
     when "error"
       warn "server error: #{message['message']} (#{message['reason']})"
-      return 1 if info.nil? # the join failed: there is no game to wait for
+      return 1 if info.nil? # the join or seek failed: there is no game to wait for
     end
   end
   warn "connection closed before the game ended"
