@@ -12,6 +12,8 @@ the same policy.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -59,24 +61,54 @@ def seated_in_order(a: Seeker, b: Seeker) -> tuple[Seeker, Seeker]:
 
 def pair_seekers(seekers: Iterable[Seeker], now: float) -> list[tuple[Seeker, Seeker]]:
     """The pairs to seat now, each in seat order; the longest-waiting seeker is served first,
-    with the nearest rating it may meet."""
+    with the nearest rating it may meet (of equals, the longest-waiting).
+
+    Each seeker looks outward from its own rating in its game's seekers sorted by rating, and
+    stops at the first distance where it finds one it may meet: with thousands waiting at
+    about the same rating (new bots), a pass is not every seeker against every other."""
     waiting = sorted(seekers, key=lambda seeker: (seeker.since, seeker.id))
+    pools: dict[tuple[str, bool], list[Seeker]] = {}
+    for seeker in waiting:
+        pools.setdefault((seeker.game, seeker.rated), []).append(seeker)
+    by_rating = {key: sorted(pool, key=lambda s: s.rating) for key, pool in pools.items()}
+    ratings = {key: [seeker.rating for seeker in pool] for key, pool in by_rating.items()}
     taken: set[str] = set()
     pairs = []
-    for index, seeker in enumerate(waiting):
+    for seeker in waiting:
         if seeker.id in taken:
             continue
-        candidates = [
-            other
-            for other in waiting[index + 1 :]
-            if other.id not in taken and may_meet(seeker, other, now)
-        ]
-        if not candidates:
-            continue
-        match = min(candidates, key=lambda other: (abs(other.rating - seeker.rating), other.since))
-        taken.update((seeker.id, match.id))
-        pairs.append(seated_in_order(seeker, match))
+        key = (seeker.game, seeker.rated)
+        match = _nearest(seeker, by_rating[key], ratings[key], taken, now)
+        if match is not None:
+            taken.update((seeker.id, match.id))
+            pairs.append(seated_in_order(seeker, match))
     return pairs
+
+
+def _nearest(
+    seeker: Seeker, pool: list[Seeker], ratings: list[float], taken: set[str], now: float
+) -> Seeker | None:
+    """The seeker of ``pool`` (sorted by rating) nearest ``seeker``'s rating that it may
+    meet, not ``taken``; of those at the same distance, the longest-waiting."""
+    reach = window(now - seeker.since)  # no one farther may meet it
+    left = bisect.bisect_left(ratings, seeker.rating) - 1
+    right = left + 1
+    best: Seeker | None = None
+    best_distance = math.inf
+    while True:
+        left_distance = seeker.rating - ratings[left] if left >= 0 else math.inf
+        right_distance = ratings[right] - seeker.rating if right < len(pool) else math.inf
+        distance = min(left_distance, right_distance)
+        if distance > min(reach, best_distance):
+            return best
+        if left_distance <= right_distance:
+            other, left = pool[left], left - 1
+        else:
+            other, right = pool[right], right + 1
+        if other.id in taken or other.id == seeker.id or not may_meet(seeker, other, now):
+            continue
+        if best is None or (other.since, other.id) < (best.since, best.id):
+            best, best_distance = other, distance
 
 
 class SeekPool:

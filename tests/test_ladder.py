@@ -5,6 +5,7 @@ ratings in the records once; seasons and bans as the organiser types them."""
 from __future__ import annotations
 
 import asyncio
+import random
 import sqlite3
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from server.ladder import (
     WINDOW_BASE,
     Seeker,
     SeekPool,
+    may_meet,
     pair_seekers,
+    seated_in_order,
     window,
 )
 from server.records import Records
@@ -47,6 +50,49 @@ def seeker(
 
 
 # --- the policy, in memory -----------------------------------------------------------------------
+def every_pair_tried(seekers: list[Seeker], now: float) -> list[tuple[Seeker, Seeker]]:
+    """The policy as its docstring says it, each seeker against every later one: what
+    ``pair_seekers`` must give, however it finds it."""
+    waiting = sorted(seekers, key=lambda s: (s.since, s.id))
+    taken: set[str] = set()
+    pairs = []
+    for index, one in enumerate(waiting):
+        if one.id in taken:
+            continue
+        candidates = [
+            other
+            for other in waiting[index + 1 :]
+            if other.id not in taken and may_meet(one, other, now)
+        ]
+        if candidates:
+            best = min(candidates, key=lambda o: (abs(o.rating - one.rating), o.since, o.id))
+            taken.update((one.id, best.id))
+            pairs.append(seated_in_order(one, best))
+    return pairs
+
+
+def test_pairing_by_nearest_rating_gives_what_trying_every_pair_gives() -> None:
+    """500 random crowds (two games, rated or not, ratings on a coarse grid so that distances
+    tie, recent opponents, a bot seeking twice): the pairs are those of trying every pair."""
+    rng = random.Random(22)
+    for _ in range(500):
+        bots = [f"b{n}" for n in range(rng.randint(1, 12))]
+        crowd = [
+            Seeker(
+                id=f"s{n}",
+                bot=rng.choice(bots),
+                game=rng.choice(("thud", "tavern")),
+                rated=rng.random() < 0.8,
+                rating=25 + rng.randint(-8, 8) * 1.5,
+                since=NOW - rng.choice((0, 1, 2, 5, 12, 60)),
+                last_opponent=rng.choice([None, *bots]),
+                had_first_seat=rng.random() < 0.5,
+            )
+            for n in range(rng.randint(0, 30))
+        ]
+        assert pair_seekers(crowd, NOW) == every_pair_tried(crowd, NOW)
+
+
 def test_the_window_widens_with_the_wait_and_the_nearest_rating_is_chosen() -> None:
     far = [seeker("a", 25.0), seeker("b", 25.0 + WINDOW_BASE + 5)]
     assert pair_seekers(far, NOW) == []
