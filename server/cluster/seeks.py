@@ -123,14 +123,22 @@ class SharedSeeks:
             seekers.append(seeker)
         if gone:
             await redis.zrem(key, *gone)
-        for first, second in pair_seekers(seekers, time.time()):
-            older = min((first, second), key=lambda seeker: (seeker.since, seeker.id))
-            if members[older.id][0] != self.link.node_id:
-                continue  # its node pairs it
-            claimed = await redis.eval(
-                CLAIM_PAIR, 1, key, members[first.id][1], members[second.id][1]
-            )
-            if claimed == 1:
+        mine = [
+            (first, second)
+            for first, second in pair_seekers(seekers, time.time())
+            if members[min((first, second), key=lambda s: (s.since, s.id)).id][0]
+            == self.link.node_id  # the older seeker's node pairs them
+        ]
+        if not mine:
+            return
+        # Every claim of the pass in one round trip: each is still atomic (one script), and
+        # a pass of hundreds of pairs does not wait for Redis once per pair.
+        async with redis.pipeline(transaction=False) as claims:
+            for first, second in mine:
+                claims.eval(CLAIM_PAIR, 1, key, members[first.id][1], members[second.id][1])
+            claimed = await claims.execute()
+        for (first, second), answer in zip(mine, claimed, strict=True):
+            if answer == 1:
                 self._meet(first, second, members)
 
     def _meet(self, first: Seeker, second: Seeker, members: dict[str, tuple[str, bytes]]) -> None:
