@@ -23,7 +23,7 @@ from typing import Protocol
 from server.challenges import Challenge, ChallengeBoard
 from server.clock import Clock, LoopClock
 from server.config import ArenaConfig
-from server.errors import ALREADY_LIVE, BotError
+from server.errors import ALREADY_LIVE, BotError, Rejected
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject
 from server.identity import Roster
@@ -329,6 +329,15 @@ class Arena:
     def last_game(self, bot: str) -> tuple[str | None, bool]:
         """A bot's last ladder opponent here, and whether it had the first seat."""
         return self._last_games.get(bot, (None, False))
+
+    def check_open(self) -> None:
+        """A draining node opens no new simulation, whoever asks (a client's session, a
+        page's "Run a game"): behind a load balancer, a new connection goes to another node."""
+        if self.draining:
+            raise Rejected(
+                BotError.SERVER_DRAINING,
+                "this node is finishing its games before a restart: connect again to start one",
+            )
 
     def bot_games(self, bot: str) -> int:
         """The games here a registered bot sits in that have not finished."""

@@ -2,7 +2,7 @@
 then lets its command stop (docs/operations.md).
 
 ``Drain.start`` (SIGUSR1 in ``tavern serve``) sets ``Arena.draining``, which the sessions check
-before opening anything (``server.session.Session.check_open``), so that create and random join
+before opening anything (``server.arena.Arena.check_open``), so that create and random join
 are refused here, through every front end, and go to the other nodes. The node's ``/readyz``
 fails from then on, so that a load balancer sends new connections elsewhere. ``Drain.done``
 returns once nothing is left to play here: no match of this node (playing, or waiting for the

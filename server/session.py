@@ -163,7 +163,7 @@ class Session:
         """A seek's checks, with fields already ``identified``, then its place in the pool."""
         try:
             self.check_free()
-            self.check_open()  # a draining node takes no seeks: its bots go to the others
+            self.arena.check_open()  # a draining node takes no seeks: its bots go to the others
             game = self.game_of(fields)
             rated = fields.get("rated", False)
             if not isinstance(rated, bool):
@@ -213,7 +213,7 @@ class Session:
         try:
             fields = self.identified(fields)
             self.check_free()
-            self.check_open()
+            self.arena.check_open()
             if self.bot is None:
                 raise Rejected(BotError.INVALID_CHALLENGE, "challenges are for registered bots")
             self._check_bot(self.bot)
@@ -269,7 +269,7 @@ class Session:
             if challenge is None:
                 raise Rejected(BotError.UNKNOWN_CHALLENGE, "no open challenge of that id for you")
             self.check_free()
-            self.check_open()
+            self.arena.check_open()
             match = self.arena.open(
                 challenge.game, MatchOptions(rated=challenge.rated, by_join=True)
             )
@@ -339,7 +339,7 @@ class Session:
         try:
             self.identified(fields)
             game, seed = self.game_of(fields), self._seed(fields)
-            self.check_open()
+            self.arena.check_open()
             limit = self.arena.config.max_simulations_per_connection
             if self.created >= limit:
                 reason = f"at most {limit} per {self.client.noun}"
@@ -383,7 +383,7 @@ class Session:
         try:
             fields = self.identified(fields)
             self.check_free()
-            self.check_open()
+            self.arena.check_open()
             match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
             self._sit(match, fields)
         except Rejected as rejected:
@@ -487,15 +487,6 @@ class Session:
     def _refused(self, rejected: Rejected) -> None:
         self.channel.error(rejected.message, rejected.reason)
 
-    def check_open(self) -> None:
-        """A draining node opens no new simulation: the client is told to ask another node
-        (behind a load balancer, a new connection goes to one)."""
-        if self.arena.draining:
-            raise Rejected(
-                BotError.SERVER_DRAINING,
-                "this node is finishing its games before a restart: connect again to start one",
-            )
-
     def check_free(self) -> None:
         if self.in_game:
             raise Rejected(BotError.ALREADY_IN_A_GAME, f"one game per {self.client.noun}")
@@ -537,7 +528,7 @@ class Session:
         if here is None and elsewhere is not None and self.client.routes:
             found = elsewhere.waiting(game, fields)
             if found is None:
-                self.check_open()  # a draining node claims no new simulation for the nodes
+                self.arena.check_open()  # a draining node claims no new simulation for the nodes
             self._random_join = fields
             self._claimed = found is None
             if found is not None:
@@ -558,7 +549,7 @@ class Session:
         )
         match = waiting or self.arena.waiting(game, fields)
         if match is None:
-            self.check_open()
+            self.arena.check_open()
             match = self.arena.open(game, options)
         self._sit(match, fields)
 

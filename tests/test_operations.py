@@ -135,6 +135,14 @@ async def test_a_draining_node_plays_its_games_to_the_end_takes_no_new_one_then_
         assert "connect again" in refused["reason"]
         await late.send({"type": "join-simulation", "game": "tavern", "nick": "r"})
         await late.expect_error("Server draining")  # no simulation waits here: none opens
+        async with session.ws_connect(f"http://127.0.0.1:{node.http_port}/ws") as page:
+            players = ["wanderer", "wanderer"]
+            await page.send_json({"type": "run-game", "game": "tavern", "players": players})
+            async with asyncio.timeout(10):
+                answer = await page.receive_json()
+                while answer["type"] == "lobby":
+                    answer = await page.receive_json()
+            assert answer["type"] == "error" and answer["message"] == "Server draining", answer
         async with session.get(f"http://127.0.0.1:{node.http_port}/api/simulations") as response:
             listed = {row["simulationId"] for row in (await response.json())["simulations"]}
         assert {playing, created_before} <= listed

@@ -156,6 +156,7 @@ class HouseGames:
     def run(self, game: str, names: list[str], delay_ms: int) -> Match:
         """The visor's "Run a game", if the arena runs few enough such games."""
         self._prune()
+        self.arena.check_open()
         most = self.arena.config.max_house_games
         if len(self._between) >= most:
             raise Rejected(PageError.TOO_MANY_HOUSE_GAMES, f"the arena runs at most {most} at once")
