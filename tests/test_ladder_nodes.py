@@ -5,6 +5,7 @@ another accepted and played; a game whose node is killed is not rated."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ async def test_bots_seeking_through_two_nodes_meet_and_only_finished_games_are_r
         }
         assert sides == {"dwarf", "troll"}
         async with aiohttp.ClientSession() as session:  # /tv on either node: the same game
-            shown = [await eventually(lambda n=node: on_tv(session, n)) for node in (a, b)]
+            shown = [await eventually(functools.partial(on_tv, session, n)) for n in (a, b)]
         assert shown[0] == shown[1]
         assert {player["bot"] for player in shown[0]["players"]} == {"Grimli", "Ugluk"}
         await ugluk.close()  # it leaves mid-game: Grimli wins by forfeit
