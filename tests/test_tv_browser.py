@@ -81,6 +81,9 @@ async def test_tv_shows_the_strongest_pair_then_the_next_then_nothing(tmp_path: 
         for page in (desk, phone):
             await expect(page.locator("#tv")).to_have_attribute("data-state", "result")
             await expect(page.locator("#banner")).to_contain_text("Grimli (Trolls) won")
+            await expect(page.locator("#why")).to_have_text(
+                "Game over: the next game follows in a few seconds"
+            )
         for page in (desk, phone):
             await shows(page, weak, "Bolg", "Ugluk")
 

@@ -142,6 +142,7 @@ function onEnd(message) {
   ui.banner.classList.add("banner-final");
   show(ui.banner, true);
   ui.tv.dataset.state = "result";
+  setText(ui.why, "Game over: the next game follows in a few seconds");
   moveOn(RESULT_MS);
 }
 
