@@ -56,8 +56,8 @@ def tv_choice(rows: Iterable[JsonObject], rating: Rating) -> JsonObject | None:
         else:
             key = (0, 0.0, 0.0, row["spectators"], -row["turn"], row["simulationId"])
         if best is None or key > best[0]:
-            choice = {"simulationId": row["simulationId"], "game": row["game"]}
-            best = (key, {**choice, "rated": key[0] == 1, "players": seats})
+            shown = {"simulationId": row["simulationId"], "game": row["game"]}
+            best = (key, {**shown, "rated": key[0] == 1, "players": seats})
     return None if best is None else best[1]
 
 

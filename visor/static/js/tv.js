@@ -28,6 +28,7 @@ const tv = {
   board: null,
   view: null,
   asking: false,
+  askAgain: false, // a cue to choose came while an answer was awaited
   ending: 0, // the timer that moves on after a result
 };
 
@@ -65,8 +66,12 @@ function receive(message) {
 
 /** Ask /api/tv which game to show, and watch it (or show that nothing is being played). */
 async function choose() {
-  if (tv.asking) return;
+  if (tv.asking) {
+    tv.askAgain = true; // what the answer in flight says may be older than the cue
+    return;
+  }
   tv.asking = true;
+  tv.askAgain = false;
   try {
     const response = await fetch("/api/tv");
     if (!response.ok) return;
@@ -80,6 +85,7 @@ async function choose() {
     // The network dropped: the reconnection chooses again.
   } finally {
     tv.asking = false;
+    if (tv.askAgain && !tv.chosen) choose();
   }
   return undefined;
 }
