@@ -173,6 +173,14 @@ class SeatView:
     def to_wire(self) -> JsonObject:
         return {"seat": self.seat, "nick": self.nick, "names": list(self.names), "kind": self.kind}
 
+    def lobby_wire(self) -> JsonObject:
+        """As a lobby row lists it: with the registered bot it proved to be, if any, so that
+        every node's /tv can rate the pair (a guest's seat is as ``to_wire``)."""
+        wire = self.to_wire()
+        if self.bot is not None:
+            wire["bot"] = self.bot
+        return wire
+
 
 @dataclass(frozen=True, slots=True)
 class SeatStats:
@@ -230,7 +238,7 @@ class MatchView:
             "simulationId": self.match_id,
             "game": self.game,
             "status": self.status.value,
-            "players": [None if p is None else p.to_wire() for p in self.players],
+            "players": [None if p is None else p.lobby_wire() for p in self.players],
             "scores": self.scores(),
             "turn": self.turn,
             "spectators": spectators,

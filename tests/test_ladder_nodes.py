@@ -1,13 +1,15 @@
 """The ladder across nodes (issue 22): two `tavern serve` nodes on a real redis-server and one
-PostgreSQL database; registered bots seeking through different nodes meet, and their ratings
-move once; a challenge across nodes is declined, another accepted and played; a game whose
-node is killed is not rated."""
+PostgreSQL database; registered bots seeking through different nodes meet (both nodes' /tv
+name their game and bots), and their ratings move once; a challenge across nodes is declined,
+another accepted and played; a game whose node is killed is not rated."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import psycopg
 from redis.asyncio import Redis
 
@@ -29,6 +31,13 @@ def ratings(url: str) -> dict[str, tuple[int, int, int]]:
 
 def seek(name: str, key: str) -> dict[str, Any]:
     return {"type": "seek", "game": "thud", "bot": name, "key": key, "rated": True}
+
+
+async def on_tv(session: aiohttp.ClientSession, node: ServerProcess) -> Any:
+    """The game a node's /tv shows (``/api/tv``)."""
+    async with session.get(f"http://127.0.0.1:{node.http_port}/api/tv") as response:
+        assert response.status == 200
+        return (await response.json())["simulation"]
 
 
 async def end_of(client: RawClient) -> str:
@@ -81,6 +90,10 @@ async def test_bots_seeking_through_two_nodes_meet_and_only_finished_games_are_r
             (await ugluk.expect("game-info"))["side"],
         }
         assert sides == {"dwarf", "troll"}
+        async with aiohttp.ClientSession() as session:  # /tv on either node: the same game
+            shown = [await eventually(functools.partial(on_tv, session, n)) for n in (a, b)]
+        assert shown[0] == shown[1]
+        assert {player["bot"] for player in shown[0]["players"]} == {"Grimli", "Ugluk"}
         await ugluk.close()  # it leaves mid-game: Grimli wins by forfeit
         assert await end_of(grimli) == "win-game"
         await grimli.close()

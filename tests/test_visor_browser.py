@@ -434,7 +434,7 @@ async def test_an_unknown_address_is_a_page_of_the_arena_with_the_ways_back(
     await expect(page.locator("#missing-path")).to_have_text("/no/such/<b>page</b>")
     assert await page.locator("main b").count() == 0
     await expect(page.locator(".topnav a")).to_have_text(
-        ["Lobby", "Play Thud", "Matches", "League", "Clients"]
+        ["Lobby", "Play Thud", "Matches", "League", "Ladder", "TV", "Clients"]
     )
     # The arena's stylesheet: its buttons, and a phone's width.
     lobby = page.locator("#to-lobby")

@@ -46,7 +46,7 @@ from server.match import Match, SeatMessage, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
 from server.session import Client, LocalSeat, Session
-from visor import ladder, replay_image
+from visor import ladder, replay_image, tv
 from visor.connections import HttpConnections, serving_http
 from visor.errors import PageError
 from visor.health import Health
@@ -183,6 +183,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/league", page("league.html"))
     app.router.add_get("/ladder", page("ladder.html"))
     app.router.add_get("/bots/{name}", page("bot.html"))
+    app.router.add_get("/tv", page("tv.html"))
     app.router.add_get("/matches", page("matches.html"))
     app.router.add_get("/clients", page("clients.html"))
     app.router.add_get("/rules/tavern", page("rules-tavern.html"))
@@ -194,6 +195,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
     thud_api.add_routes(app, arena, records, quota, hub.others)
     ladder.add_routes(app, arena, records)  # /api/ladder, /api/bots/{name}
+    tv.add_routes(app, arena, hub)  # /api/tv
     return app
 
 

@@ -338,12 +338,15 @@ def _seat(value: object) -> JsonObject | None:
     names = seat.get("names")
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise BadValue("a seat's names are not a list of text")
-    return {
+    read: JsonObject = {
         "seat": _text(seat, "seat"),
         "nick": _text(seat, "nick"),
         "names": list(names),
         "kind": _text(seat, "kind"),
     }
+    if "bot" in seat:  # a registered bot's seat (``SeatView.lobby_wire``)
+        read["bot"] = _text(seat, "bot")
+    return read
 
 
 def _lobby_row(row: dict[str, Any]) -> JsonObject:

@@ -3,11 +3,10 @@
 import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
+import { viewSnapshotBoard } from "./live-view.js";
 import { formatMs, logEntries, MoveList, nickOf, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
-import { TavernView } from "./tavern-view.js";
-import { ThudView } from "./thud-view.js";
 
 const SPEED_KEY = "visor.animationMs";
 /** Each game's rules page (visor/static/rules-*.html). */
@@ -104,11 +103,7 @@ function onSnapshot(message) {
   watch.status = message.status;
   watch.players = message.players || [];
   watch.spectators = message.spectators;
-  if (!watch.view || JSON.stringify(watch.board) !== JSON.stringify(message.board)) {
-    watch.board = message.board;
-    if (watch.view) watch.view.board.dispose();
-    watch.view = message.game === "thud" ? new ThudView(ui.canvas, message.board) : new TavernView(ui.canvas, message.board);
-  }
+  viewSnapshotBoard(watch, ui.canvas, message);
   ui.watch.dataset.game = message.game;
   setText(ui.title, gameTitle(message.game));
   showRulesLink(message.game);
