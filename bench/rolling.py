@@ -130,7 +130,13 @@ class Node:
         await self.process.process.wait()
 
     async def stop(self) -> None:
+        """SIGTERM, as an operator stops a node (its records are written to the last), then
+        the process is gone (killed if it took longer than ``WAIT_S``)."""
         if self._stack is not None:
+            if self.process is not None and self.process.process.returncode is None:
+                self.process.process.send_signal(signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.process.process.wait(), WAIT_S)
             await self._stack.aclose()
             self.process = self._stack = None
 

@@ -257,8 +257,14 @@ async def test_a_redis_restart_forfeits_no_game_that_crosses_nodes(
         assert bad == [], bad
         # Only the turns whose frame was in flight as Redis stopped, if any, timed out.
         assert sum(timeouts for _, timeouts in ends) <= CROSSING_GAMES // 5, ends
-    finished = recorded(tmp_path / "node-0.db") | recorded(tmp_path / "node-1.db")
-    assert finished == dict.fromkeys(created, "finished")
+
+        async def all_recorded() -> bool:
+            # A game's end reaches its bots as its record is written (the writer's thread),
+            # and the nodes are killed at the end of this block: wait for the last records.
+            finished = recorded(tmp_path / "node-0.db") | recorded(tmp_path / "node-1.db")
+            return finished == dict.fromkeys(created, "finished")
+
+        await eventually(all_recorded)
     for index in range(2):
         assert "held for 10 s" in (tmp_path / f"node-{index}.log").read_text()
 
