@@ -177,7 +177,7 @@ class Session:
         except Rejected as rejected:
             self._refused(rejected)
             return
-        self._stop_seeking()
+        self.stop_seeking()
         last_opponent, had_first_seat = self.arena.last_game(name)
         seeker = Seeker(
             id=f"{self.client.address}/{next(_SEEK_NUMBERS)}",
@@ -320,10 +320,17 @@ class Session:
             self._paired_seek = seek[1]
             self._reach(simulation_id, seek[1], False)
 
-    def _stop_seeking(self) -> None:
+    @property
+    def seeking(self) -> bool:
+        """Its seek waits in the pool (not paired yet)."""
+        return self._seek is not None
+
+    def stop_seeking(self) -> bool:
+        """Withdraw the seek waiting, if any (a page's Cancel): whether there was one."""
         seek, self._seek = self._seek, None
         if seek is not None:
             self.arena.unseek(seek[0])
+        return seek is not None
 
     def _check_bot(self, bot: str) -> None:
         """A registered bot may seek or challenge unless banned or at its games' limit."""
@@ -419,7 +426,7 @@ class Session:
     def closed(self) -> None:
         """The client is gone: its seat is freed or forfeited, its seek withdrawn."""
         self._gone = True
-        self._stop_seeking()
+        self.stop_seeking()
         if self.bot is not None:
             self.arena.challenges.gone(self.bot, self)
         seat, self.seat = self.seat, None
@@ -576,6 +583,6 @@ class Session:
         self._took(LocalSeat(self.arena, match, seat, self.channel))
 
     def _took(self, seat: LocalSeat) -> None:
-        self._stop_seeking()
+        self.stop_seeking()
         self.seat = seat
         self.channel.seated()

@@ -215,3 +215,23 @@ async def test_a_person_plays_thud_and_both_declare(page_socket: Any) -> None:
         "winner": None,
         "score": {"dwarfs": 32, "trolls": 32},
     }
+
+
+async def test_a_page_s_seek_is_checked_as_its_other_commands(
+    served: Served, page_socket: Any
+) -> None:
+    """A page's seek (/play/thud's "Find an opponent") has its other commands' limits: a nick
+    of at most 64 characters, a known game, one game per page; a refused seek waits nowhere."""
+    page = await page_socket()
+    await page.send({"type": "seek", "game": "thud", "nick": "x" * 65})
+    assert (await page.receive("error"))["message"] == "Invalid join"
+    await page.send({"type": "seek", "game": "chess", "nick": "me"})
+    assert (await page.receive("error"))["message"] == "Unknown game"
+    await page.send(
+        {"type": "play", "game": "thud", "side": "dwarf", "opponent": "troll", "nick": "me"}
+    )
+    await page.receive("seated")
+    await page.send({"type": "seek", "game": "thud", "nick": "me"})
+    error = await page.receive("error")
+    assert (error["message"], error["reason"]) == ("Already in a game", "one game per page")
+    assert served.arena.seeks.seekers == {}

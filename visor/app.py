@@ -4,11 +4,12 @@ Pages are static files (no build step, nothing from a CDN); everything live goes
 websocket per page, ``/ws``, whose messages are JSON objects:
 
 page -> server: ``lobby`` {game?}, ``watch`` {simulationId}, ``create`` {game}, ``run-game``
-{game, players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``move``
+{game, players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``seek``
+{game, nick} (an unrated seek as a guest, docs/protocol.md), ``cancel-seek``, ``move``
 {move, declare, turn} (a ``player-turn`` of the page's seat).
 server -> page: ``lobby`` {game, simulations, counts, house}, ``snapshot``, ``turn``, ``left``,
-``end``, ``created``, ``seated``, ``seat`` {message: what a bot in that seat would receive},
-``error`` {message}.
+``end``, ``created``, ``seated``, ``seeking`` {game} (the seek waits in the pool),
+``seek-cancelled``, ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
 
 A ``lobby`` lists the first ``visor.hub.LOBBY_ROWS`` simulations, of one game if the page asked for
 it, in the lobby's order; ``counts`` gives, for each game, how many are playing, waiting and
@@ -395,7 +396,9 @@ class PageConnection:
         self.address = address
         self.session = Session(arena, self._client("person"), self)
         self.house_games: list[Match] = []  # the games between house players it started
-        self._asking: tuple[str, str, str] | None = None  # (simulation id, game, side) asked
+        # (simulation id, game, side) asked; a seek's side (None) is the pairing's
+        self._asking: tuple[str, str, str | None] | None = None
+        self._given: tuple[str, str] | None = None  # (simulation id, side) of the seat's game-info
 
     def _client(self, kind: str) -> Client:
         timeout_s = self.arena.config.person_turn_timeout_ms / 1000
@@ -416,6 +419,8 @@ class PageConnection:
             "create": self.create,
             "run-game": self.run_game,
             "play": self.play,
+            "seek": self.seek,
+            "cancel-seek": self.cancel_seek,
             "move": self.move,
         }
         kind = message.get("type")
@@ -474,9 +479,7 @@ class PageConnection:
         self.session.check_free()
         game = self.session.game_of(message)
         side, opponent = message.get("side"), message.get("opponent")
-        nick = message.get("nick") or "player"
-        if not isinstance(nick, str) or len(nick) > MAX_NICK:
-            raise Rejected(BotError.INVALID_JOIN, f"nick must be a string of at most {MAX_NICK}")
+        nick = self._nick(message)
         seat_names = self.arena.codec(game).seat_names
         if not isinstance(side, str) or side not in seat_names:
             raise Rejected(BotError.INVALID_JOIN, f"side must be one of: {', '.join(seat_names)}")
@@ -487,8 +490,7 @@ class PageConnection:
         simulation_id = message.get("simulationId")
         if simulation_id is not None and opponent is not None:
             raise Rejected(BotError.INVALID_JOIN, "an existing simulation brings its own opponent")
-        # A /clients page says so: the client code it runs is the seat's player.
-        self.session.client = self._client("client" if message.get("client") is True else "person")
+        self._player(message)
         fields: JsonObject = {"nick": nick, "side": side, "game": game}
         if simulation_id is None:
             if opponent is not None:
@@ -504,6 +506,34 @@ class PageConnection:
             self.session.join({**fields, "simulationId": simulation_id})
         else:
             raise Rejected(BotError.WRONG_SIMULATION_ID, "simulationId must be a string")
+
+    def seek(self, message: JsonObject) -> None:
+        """A person seeks an unrated game as a guest, as a bot does (``Session.seek``): the
+        pairing seats them (``seated``) against whichever seeker of the game it picks."""
+        self.session.check_free()
+        game = self.session.game_of(message)
+        nick = self._nick(message)
+        self._player(message)
+        self._asking, self._given = ("", game, None), None
+        self.session.seek({"type": "seek", "game": game, "nick": nick, "rated": False})
+        if self.session.seeking:  # not refused, nor paired at once
+            self.page.send({"type": "seeking", "game": game})
+
+    def cancel_seek(self, message: JsonObject) -> None:
+        """Withdraw the page's seek; unless it was paired first (then ``seated`` came)."""
+        if self.session.stop_seeking():
+            self.page.send({"type": "seek-cancelled"})
+
+    @staticmethod
+    def _nick(message: JsonObject) -> str:
+        nick = message.get("nick") or "player"
+        if not isinstance(nick, str) or len(nick) > MAX_NICK:
+            raise Rejected(BotError.INVALID_JOIN, f"nick must be a string of at most {MAX_NICK}")
+        return nick
+
+    def _player(self, message: JsonObject) -> None:
+        """Who plays the seat: a /clients page says so (the client code it runs), else a person."""
+        self.session.client = self._client("client" if message.get("client") is True else "person")
 
     def move(self, message: JsonObject) -> None:
         self.session.move({**message, "type": "player-turn"})
@@ -521,10 +551,17 @@ class PageConnection:
 
     # --- SessionChannel: what the page's session says --------------------------------------
     def send(self, message: SeatMessage) -> None:
-        self.page.send({"type": "seat", "message": message.body})
+        self._seat_message(message.body)
 
     def send_data(self, data: bytes) -> None:
-        self.page.send({"type": "seat", "message": orjson.loads(data)})
+        self._seat_message(orjson.loads(data))
+
+    def _seat_message(self, body: JsonObject) -> None:
+        if body.get("type") == "game-info" and self._asking and self._asking[2] is None:
+            # A paired seek learns its match and side here (the match may be another node's).
+            seat_field = self.arena.codec(self._asking[1]).seat_field
+            self._given = (str(body.get("simulationId")), str(body.get(seat_field)))
+        self.page.send({"type": "seat", "message": body})
 
     def refuse(self, message: str, reason: str) -> None:
         self.error(message, reason)
@@ -534,6 +571,8 @@ class PageConnection:
         if self._asking is None:
             return
         simulation_id, game, side = self._asking
+        if side is None and self._given is not None:  # a seek: the pairing chose
+            simulation_id, side = self._given
         seat = self.session.seat
         if isinstance(seat, LocalSeat):
             simulation_id = seat.match.id

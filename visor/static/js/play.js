@@ -1,4 +1,5 @@
-// /play/thud: a person takes a Thud side in the browser, against a house player or a bot.
+// /play/thud: a person takes a Thud side in the browser, against a house player or a bot (one
+// that joins by id, or whichever seeking bot the arena pairs them with: "Find an opponent").
 //
 // The page watches its own game like any spectator (snapshot, turn, end) and also receives
 // what a bot in its seat would (`seat` messages: game-info, turn with every legal move, error,
@@ -21,6 +22,9 @@ const ui = {
   opponentAbout: byId("opponent-about"),
   nick: byId("nick"),
   start: byId("start"),
+  seek: byId("seek"),
+  seeking: byId("seeking"),
+  cancelSeek: byId("cancel-seek"),
   setupError: byId("setup-error"),
   game: byId("game"),
   canvas: byId("board"),
@@ -47,7 +51,7 @@ let game = freshGame();
 
 function freshGame() {
   return {
-    phase: "setup", // setup -> joining -> playing -> over
+    phase: "setup", // setup -> joining (or seeking) -> playing -> over
     side: null,
     opponent: null,
     simulationId: null,
@@ -76,7 +80,11 @@ playback.durationMs = 250;
 
 const socket = new VisorSocket({
   onOpen: (_socket, reconnected) => {
-    if (reconnected && (game.phase === "playing" || game.phase === "joining")) {
+    if (reconnected && game.phase === "seeking") {
+      // So does a seek: the arena withdrew it with the connection.
+      backToSetup();
+      showSetupError("The connection to the arena was lost, so the search was stopped: try again.");
+    } else if (reconnected && (game.phase === "playing" || game.phase === "joining")) {
       // A seat belongs to a connection: when it drops, the arena counts it as leaving.
       endLocally("The connection to the arena was lost, so this seat was given up.");
     }
@@ -97,7 +105,12 @@ ui.again.addEventListener("click", () => {
   moveList.clear();
   show(ui.game, false);
   show(ui.setup, true);
-  ui.start.disabled = false;
+  backToSetup();
+});
+ui.seek.addEventListener("click", seekOpponent);
+ui.cancelSeek.addEventListener("click", () => {
+  // The page stays seeking until the arena says the seek is withdrawn (or paired meanwhile).
+  if (socket.send({ type: "cancel-seek" })) ui.cancelSeek.disabled = true;
 });
 
 // --- setup -----------------------------------------------------------------------------------
@@ -130,9 +143,7 @@ function setupForm() {
   fillOpponents();
   ui.form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const nick = ui.nick.value.trim() || "player";
-    localStorage.setItem(NICK_KEY, nick);
-    show(ui.setupError, false);
+    const nick = chosenNick();
     const side = chosenSide();
     const opponent = ui.opponent.value || null;
     if (!socket.send({ type: "play", game: "thud", side, opponent, nick })) {
@@ -142,8 +153,39 @@ function setupForm() {
     game.phase = "joining";
     game.side = side;
     game.opponent = opponent;
-    ui.start.disabled = true;
+    setSetupEnabled(false);
   });
+}
+
+function chosenNick() {
+  const nick = ui.nick.value.trim() || "player";
+  localStorage.setItem(NICK_KEY, nick);
+  show(ui.setupError, false);
+  return nick;
+}
+
+/** Seek an unrated game as a guest: the arena pairs the page with a seeking bot, and the
+ * side is the pairing's. */
+function seekOpponent() {
+  if (!socket.send({ type: "seek", game: "thud", nick: chosenNick() })) {
+    showSetupError("Not connected to the arena: try again in a moment.");
+    return;
+  }
+  game.phase = "seeking";
+  game.opponent = "a seeking bot"; // the pairing brings one: nobody is to join by id
+  setSetupEnabled(false);
+}
+
+function setSetupEnabled(enabled) {
+  ui.start.disabled = !enabled;
+  ui.seek.disabled = !enabled;
+}
+
+function backToSetup() {
+  game.phase = "setup";
+  game.opponent = null;
+  show(ui.seeking, false);
+  setSetupEnabled(true);
 }
 
 function showSetupError(text) {
@@ -157,6 +199,11 @@ function receive(message) {
   switch (message.type) {
     case "seated":
       return onSeated(message);
+    case "seeking":
+      ui.cancelSeek.disabled = false;
+      return show(ui.seeking, game.phase === "seeking");
+    case "seek-cancelled":
+      return game.phase === "seeking" ? backToSetup() : undefined;
     case "snapshot":
       return onSnapshot(message);
     case "turn":
@@ -178,6 +225,7 @@ function onSeated(message) {
   game.phase = "playing";
   game.simulationId = message.simulationId;
   game.side = message.side;
+  show(ui.seeking, false);
   show(ui.setup, false);
   show(ui.game, true);
   show(ui.result, false);
@@ -248,9 +296,8 @@ function onSeat(message) {
 
 function onError(message) {
   const text = message.reason ? `${message.message}: ${message.reason}` : message.message;
-  if (game.phase === "joining") {
-    game.phase = "setup";
-    ui.start.disabled = false;
+  if (game.phase === "joining" || game.phase === "seeking") {
+    backToSetup();
     showSetupError(text);
   } else showError(text);
 }
