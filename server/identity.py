@@ -6,12 +6,18 @@ play under it without the key, not even as a guest's free ``nick``. Only a salte
 is kept (``hashlib.scrypt``, a random salt per key, its parameters stored with it), compared in
 constant time; a key is shown once, when it is made, and never logged, recorded or echoed.
 Wrong keys cost their address a token of a bucket that fills slowly (``KeyPacer``), so that
-guessing is paced. The roster here is a copy of the records' ``bots`` table, which the node
-refreshes (``server.records``): the check itself never waits for a database.
+guessing is paced: a check takes a token first and gives it back only for a right key, so that
+checks in flight at once are paced too. On an arena of nodes the buckets live in Redis
+(``server.cluster.bots``), so a guesser switching nodes is paced all the same. scrypt runs on
+the roster's own few threads, never in the event loop, so that a check stalls no game; each
+session has at most one check in flight (``server.session``), so what waits for the threads is
+bounded by the connections. The roster here is a copy of the records' ``bots`` table, which
+the node refreshes (``server.records``): the check itself never waits for a database.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -19,11 +25,15 @@ import math
 import re
 import secrets
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from server.clock import Clock
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
+
+T = TypeVar("T")
 
 BOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
 KEY_PREFIX = "tvk_"
@@ -36,6 +46,7 @@ DIGEST_BYTES = 32
 KEY_BURST = 5
 KEY_REFILL_S = 2.0
 MAX_PACED_ADDRESSES = 10_000  # addresses whose bucket is remembered (full ones are forgotten)
+HASH_THREADS = 2  # scrypt's threads (it releases the GIL): a check waits for one
 
 
 def new_key() -> str:
@@ -91,8 +102,19 @@ class RegisteredBot:
     banned: bool = False
 
 
+class Pacer(Protocol):
+    """Where wrong keys are counted: this node's memory (``KeyPacer``), or the arena's Redis."""
+
+    async def take(self, address: str) -> float:
+        """Take a token of the address's bucket: 0 if taken, else how long until one is."""
+
+    def refund(self, address: str) -> None:
+        """Give back the token of a check that found the right key."""
+
+
 class KeyPacer:
-    """A token bucket per address, spent by wrong keys (and registrations)."""
+    """A token bucket per address, in this node's memory, spent by wrong keys (and
+    registrations)."""
 
     def __init__(
         self, clock: Clock, burst: int = KEY_BURST, refill_s: float = KEY_REFILL_S
@@ -106,15 +128,22 @@ class KeyPacer:
         tokens, since = self._buckets.get(address, (self.burst, self.clock.now()))
         return min(self.burst, tokens + (self.clock.now() - since) / self.refill_s)
 
-    def wait_s(self, address: str) -> float:
-        """0 if the address may try now, else how long until it may."""
-        tokens = self._tokens(address)
-        return 0.0 if tokens >= 1 else (1 - tokens) * self.refill_s
+    async def take(self, address: str) -> float:
+        return self.take_now(address)
 
-    def spend(self, address: str) -> None:
+    def take_now(self, address: str) -> float:
+        """``take``, at once."""
+        tokens = self._tokens(address)
+        if tokens < 1:
+            return (1 - tokens) * self.refill_s
         if len(self._buckets) >= MAX_PACED_ADDRESSES:
             self._forget_full()
-        self._buckets[address] = (self._tokens(address) - 1, self.clock.now())
+        self._buckets[address] = (tokens - 1, self.clock.now())
+        return 0.0
+
+    def refund(self, address: str) -> None:
+        if address in self._buckets:
+            self._buckets[address] = (min(self.burst, self._tokens(address) + 1), self.clock.now())
 
     def _forget_full(self) -> None:
         for address in [a for a in self._buckets if self._tokens(a) >= self.burst]:
@@ -127,13 +156,14 @@ class Roster:
     def __init__(self, clock: Clock, registration_open: bool = False) -> None:
         self.registration_open = registration_open
         self.keep: Callable[[RegisteredBot], object] | None = None  # the records, if kept
-        self.pacer = KeyPacer(clock)
+        self.pacer: Pacer = KeyPacer(clock)  # an arena of nodes puts the shared one here
         self._bots: dict[str, RegisteredBot] = {}  # by casefolded name
         self._ratings: dict[tuple[str, str], float] = {}  # (game, bot) -> this season's mu
         # Keys already verified, by a digest under a secret of this process: a bot that joins
         # game after game pays for scrypt once.
         self._secret = secrets.token_bytes(32)
         self._verified: set[tuple[str, bytes]] = set()
+        self._hashing: ThreadPoolExecutor | None = None  # made at the first hash, closed by close
 
     def replace(self, bots: list[RegisteredBot]) -> None:
         """The records' table as just read."""
@@ -141,25 +171,30 @@ class Roster:
         hashes = {bot.key_hash for bot in bots}
         self._verified = {entry for entry in self._verified if entry[0] in hashes}
 
-    def register(self, name: object, address: str) -> tuple[str, str]:
+    async def register(self, name: object, address: str) -> tuple[str, str]:
         """A bot registering itself (``"registration": "open"``): its name and its new key,
         which only the caller ever sees. It is known here at once, and kept in the records."""
         if not self.registration_open:
             raise Rejected(
                 BotError.REGISTRATION_CLOSED, "bots are registered by the organiser here"
             )
-        wait_s = self.pacer.wait_s(address)
+        wait_s = await self.pacer.take(address)
         if wait_s > 0:
             raise Rejected(
                 BotError.REGISTRATION_CLOSED,
                 f"too many registrations from this address: try again in {math.ceil(wait_s)} s",
             )
-        checked = check_name(name)
-        if self.get(checked) is not None:
-            raise Rejected(BotError.BOT_NAME_TAKEN, f"a bot named {checked!r} is registered")
-        self.pacer.spend(address)
+        try:
+            checked = check_name(name)
+            if self.get(checked) is not None:
+                raise Rejected(BotError.BOT_NAME_TAKEN, f"a bot named {checked!r} is registered")
+        except Rejected:
+            self.pacer.refund(address)  # only registrations made are paced
+            raise
         key = new_key()
-        bot = RegisteredBot(checked, hash_key(key))
+        bot = RegisteredBot(checked, await self._hashed(hash_key, key))
+        if self.get(checked) is not None:  # registered meanwhile, through another connection
+            raise Rejected(BotError.BOT_NAME_TAKEN, f"a bot named {checked!r} is registered")
         self._bots[checked.casefold()] = bot
         if self.keep is not None:
             self.keep(bot)
@@ -175,36 +210,52 @@ class Roster:
     def get(self, name: str) -> RegisteredBot | None:
         return self._bots.get(name.casefold())
 
-    def identify(self, fields: JsonObject, address: str) -> str | None:
+    def guest(self, fields: JsonObject) -> None:
+        """A guest's message: its ``nick`` may not be a registered name (raises ``Rejected``)."""
+        nick = fields.get("nick")
+        if isinstance(nick, str) and nick.casefold() in self._bots:
+            raise Rejected(
+                BotError.NAME_REGISTERED,
+                f"{nick!r} is a registered bot's name: give its bot and key, or another nick",
+            )
+
+    async def identify(self, fields: JsonObject, address: str) -> str | None:
         """The registered name a message's ``bot`` and ``key`` prove, or None for a guest;
         raises ``Rejected`` for a wrong key, or a guest's ``nick`` that is a registered name."""
         name = fields.get("bot")
         if name is None:
-            nick = fields.get("nick")
-            if isinstance(nick, str) and nick.casefold() in self._bots:
-                raise Rejected(
-                    BotError.NAME_REGISTERED,
-                    f"{nick!r} is a registered bot's name: give its bot and key, or another nick",
-                )
+            self.guest(fields)
             return None
         key = fields.get("key")
-        wait_s = self.pacer.wait_s(address)
+        wait_s = await self.pacer.take(address)
         if wait_s > 0:
             raise Rejected(
                 BotError.INVALID_BOT_KEY,
                 f"too many wrong keys from this address: try again in {math.ceil(wait_s)} s",
             )
         bot = self.get(name) if isinstance(name, str) else None
-        if bot is None or not isinstance(key, str) or not self._matches(bot, key):
-            self.pacer.spend(address)
+        if bot is None or not isinstance(key, str) or not await self._matches(bot, key):
             raise Rejected(BotError.INVALID_BOT_KEY, f"no bot {str(name)[:32]!r} with this key")
+        self.pacer.refund(address)  # a right key costs nothing
         return bot.name
 
-    def _matches(self, bot: RegisteredBot, key: str) -> bool:
+    async def _matches(self, bot: RegisteredBot, key: str) -> bool:
         digest = hmac.digest(self._secret, key.encode(), "sha256")
         if (bot.key_hash, digest) in self._verified:
             return True
-        if not key_matches(key, bot.key_hash):
+        if not await self._hashed(key_matches, key, bot.key_hash):
             return False
         self._verified.add((bot.key_hash, digest))
         return True
+
+    async def _hashed(self, work: Callable[..., T], *args: str) -> T:
+        """``work`` (scrypt) on the roster's threads, off the event loop."""
+        if self._hashing is None:
+            self._hashing = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="scrypt")
+        return await asyncio.get_running_loop().run_in_executor(self._hashing, work, *args)
+
+    def close(self) -> None:
+        """The arena stops: its hashing threads end (a check in flight finishes first)."""
+        if self._hashing is not None:
+            self._hashing.shutdown(wait=False, cancel_futures=True)
+            self._hashing = None
