@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -37,6 +37,8 @@ from server.tcp import TcpServer
 from tests.clock import FakeClock
 from tests.conftest import RawClient, test_config
 from tests.test_command_line import tavern
+from tests.test_match import table
+from tests.test_session import client
 
 ADDRESS = "127.0.0.1"
 
@@ -124,6 +126,43 @@ async def test_scrypt_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -
         assert await roster.identify({"bot": "Grimli", "key": keys["Grimli"]}, ADDRESS)
     roster.close()
     assert len(threads) == 1 and threads[0].startswith("scrypt")
+
+
+async def test_a_session_carries_out_what_came_during_a_key_check_in_order() -> None:
+    """A keyed join, then a guest's join: the second waits for the first's check, and is then
+    refused as a second game (one per connection); a client that leaves during a check is
+    answered nothing; past 64 messages held, the client is refused."""
+    async with table() as tables:
+        key = new_key()
+        tables.arena.roster.replace([RegisteredBot("Grimli", hash_key(key))])
+        session, channel = client(tables)
+        session.handle({"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key})
+        session.handle({"type": "join-simulation", "game": "thud", "nick": "guest"})
+        assert channel.messages == [] and channel.seats == 0  # the check is on its thread
+        await until(lambda: channel.seats == 1 and channel.messages)
+        assert channel.errors() == [BotError.ALREADY_IN_A_GAME]
+        (match,) = tables.arena.matches.values()
+        assert [seat.bot for seat in match.view().players if seat is not None] == ["Grimli"]
+        assert tables.arena.bot_games("Grimli") == 1
+        gone, heard = client(tables)
+        gone.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        gone.closed()
+        flooding, flooded = client(tables)
+        flooding.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        for _ in range(65):
+            flooding.handle({"type": "player-turn"})
+        assert flooded.refused == [BotError.TOO_MANY_MESSAGES]
+        flooding.closed()  # as the front end does on a refusal
+        await until(lambda: not (gone._checking or flooding._checking))
+        assert heard.messages == flooded.messages == []
+        assert tables.arena.bot_games("Grimli") == 1  # neither seek was carried out
+
+
+async def until(check: Callable[[], object]) -> None:
+    """Wait (a few seconds at most) for what the roster's threads and the loop finish."""
+    async with asyncio.timeout(5):
+        while not check():
+            await asyncio.sleep(0.005)
 
 
 def test_the_pacer_forgets_only_full_buckets_when_it_holds_too_many() -> None:
