@@ -60,6 +60,7 @@ class SharedBots:
         self.local = KeyPacer(arena.clock)  # while Redis is away
         self.burst, self.refill_s = KEY_BURST, KEY_REFILL_S
         self._held: dict[str, int] = {}  # casefolded name -> what it holds here (not 0)
+        self._cleared: set[str] = set()  # those that hold nothing here now, cleared again once
         self._writes: list[Command] = []
 
     # --- pacing (server.identity.Pacer) -------------------------------------------------------
@@ -87,6 +88,7 @@ class SharedBots:
             self._write(("HSET", held_key(name), self.link.node_id, games))
             self._write(("PEXPIRE", held_key(name), self.link.ttl_ms))
         elif self._held.pop(name, None) is not None:
+            self._cleared.add(name)  # again at the heartbeat, in case Redis was away now
             self._write(("HDEL", held_key(name), self.link.node_id))
 
     def paired(self, first: str, second: str) -> None:
@@ -145,8 +147,11 @@ class SharedBots:
 
     # --- writing ------------------------------------------------------------------------------
     def refresh(self) -> list[Command]:
-        """At each heartbeat: what the bots hold here, again (Redis may have lost it)."""
-        commands: list[Command] = []
+        """At each heartbeat: what the bots hold here, again (Redis may have lost it, or
+        missed its clearing)."""
+        node = self.link.node_id
+        commands: list[Command] = [("HDEL", held_key(name), node) for name in self._cleared]
+        self._cleared = set()
         for name, games in self._held.items():
             commands += (
                 ("HSET", held_key(name), self.link.node_id, games),
