@@ -32,6 +32,7 @@ from tests.test_cluster_frames import SENDER, node_and_other
 from tests.test_identity import added, asked
 
 BOTS = ("Grimli", "Ugluk", "Third")
+OTHER = ("127.0.0.2", 0)  # another loopback address, for the guesser (paced apart)
 
 
 def ratings(url: str) -> dict[str, tuple[int, int, int]]:
@@ -145,6 +146,8 @@ async def held(store: Redis, bot: str) -> dict[bytes | str, bytes | str]:
 async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_node_s(
     redis: RedisServer, postgres: PostgresServer, tmp_path: Path
 ) -> None:
+    """Three registered bots through two nodes, `maxGamesPerBot` 1: each thing the nodes share
+    about bots, seen from the node that did not write it."""
     url = postgres.create_database("ladder_shared")
     keys = {name: added(url, name) for name in BOTS}
     async with (
@@ -155,8 +158,8 @@ async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_nod
         assert a.node_id is not None and b.node_id is not None
         # A guesser from another address, switching nodes, is paced as on one node.
         guesser = [
-            RawClient(*await asyncio.open_connection("127.0.0.1", n.tcp_port, local_addr=(ip, 0)))
-            for n, ip in ((a, "127.0.0.2"), (b, "127.0.0.2"))
+            RawClient(*await asyncio.open_connection("127.0.0.1", n.tcp_port, local_addr=OTHER))
+            for n in (a, b)
         ]
         for attempt in range(KEY_BURST + 1):
             await guesser[attempt % 2].send(seek("Grimli", new_key()))
