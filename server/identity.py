@@ -6,25 +6,28 @@ play under it without the key, not even as a guest's free ``nick``. Only a salte
 is kept (``hashlib.scrypt``, a random salt per key, its parameters stored with it), compared in
 constant time; a key is shown once, when it is made, and never logged, recorded or echoed.
 Wrong keys cost their address a token of a bucket that fills slowly (``KeyPacer``), so that
-guessing is paced: a check takes a token first and gives it back only for a right key, so that
-checks in flight at once are paced too. On an arena of nodes the buckets live in Redis
-(``server.cluster.bots``), so a guesser switching nodes is paced all the same. scrypt runs on
-the roster's own few threads, never in the event loop, so that a check stalls no game; each
-session has at most one check in flight (``server.session``), so what waits for the threads is
-bounded by the connections. The roster here is a copy of the records' ``bots`` table, which
-the node refreshes (``server.records``): the check itself never waits for a database.
+guessing is paced. A key not verified yet is checked one at a time per address on a node (the
+others from that address wait their turn), so that guesses sent at once on many connections are
+paced as if sent one after another, while bots behind one address that start together are
+slowed, not refused. On an arena of nodes the buckets live in Redis (``server.cluster.bots``),
+so a guesser switching nodes is paced all the same. scrypt runs on the roster's own few threads,
+never in the event loop, so that a check stalls no game; each session has at most one check in
+flight (``server.session``), so what waits for the threads is bounded by the connections. The
+roster here is a copy of the records' ``bots`` table, which the node refreshes
+(``server.records``): the check itself never waits for a database.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import math
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -105,11 +108,11 @@ class RegisteredBot:
 class Pacer(Protocol):
     """Where wrong keys are counted: this node's memory (``KeyPacer``), or the arena's Redis."""
 
-    async def take(self, address: str) -> float:
-        """Take a token of the address's bucket: 0 if taken, else how long until one is."""
+    async def wait_s(self, address: str) -> float:
+        """0 if the address may try now, else how long until it may."""
 
-    def refund(self, address: str) -> None:
-        """Give back the token of a check that found the right key."""
+    async def spend(self, address: str) -> None:
+        """A wrong key (or a registration) from the address: a token of its bucket."""
 
 
 class KeyPacer:
@@ -128,22 +131,22 @@ class KeyPacer:
         tokens, since = self._buckets.get(address, (self.burst, self.clock.now()))
         return min(self.burst, tokens + (self.clock.now() - since) / self.refill_s)
 
-    async def take(self, address: str) -> float:
-        return self.take_now(address)
+    async def wait_s(self, address: str) -> float:
+        return self.wait_now(address)
 
-    def take_now(self, address: str) -> float:
-        """``take``, at once."""
+    async def spend(self, address: str) -> None:
+        self.spend_now(address)
+
+    def wait_now(self, address: str) -> float:
+        """``wait_s``, at once."""
         tokens = self._tokens(address)
-        if tokens < 1:
-            return (1 - tokens) * self.refill_s
+        return 0.0 if tokens >= 1 else (1 - tokens) * self.refill_s
+
+    def spend_now(self, address: str) -> None:
+        """``spend``, at once."""
         if len(self._buckets) >= MAX_PACED_ADDRESSES:
             self._forget_full()
-        self._buckets[address] = (tokens - 1, self.clock.now())
-        return 0.0
-
-    def refund(self, address: str) -> None:
-        if address in self._buckets:
-            self._buckets[address] = (min(self.burst, self._tokens(address) + 1), self.clock.now())
+        self._buckets[address] = (self._tokens(address) - 1, self.clock.now())
 
     def _forget_full(self) -> None:
         for address in [a for a in self._buckets if self._tokens(a) >= self.burst]:
@@ -164,6 +167,8 @@ class Roster:
         self._secret = secrets.token_bytes(32)
         self._verified: set[tuple[str, bytes]] = set()
         self._hashing: ThreadPoolExecutor | None = None  # made at the first hash, closed by close
+        # The addresses whose checks wait their turn: a lock each, and how many hold or want it.
+        self._turns: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
     def replace(self, bots: list[RegisteredBot]) -> None:
         """The records' table as just read."""
@@ -178,22 +183,20 @@ class Roster:
             raise Rejected(
                 BotError.REGISTRATION_CLOSED, "bots are registered by the organiser here"
             )
-        wait_s = await self.pacer.take(address)
-        if wait_s > 0:
-            raise Rejected(
-                BotError.REGISTRATION_CLOSED,
-                f"too many registrations from this address: try again in {math.ceil(wait_s)} s",
-            )
-        try:
+        async with self._turn(address):
+            wait_s = await self.pacer.wait_s(address)
+            if wait_s > 0:
+                raise Rejected(
+                    BotError.REGISTRATION_CLOSED,
+                    f"too many registrations from this address: try again in {math.ceil(wait_s)} s",
+                )
             checked = check_name(name)
             if self.get(checked) is not None:
                 raise Rejected(BotError.BOT_NAME_TAKEN, f"a bot named {checked!r} is registered")
-        except Rejected:
-            self.pacer.refund(address)  # only registrations made are paced
-            raise
-        key = new_key()
-        bot = RegisteredBot(checked, await self._hashed(hash_key, key))
-        if self.get(checked) is not None:  # registered meanwhile, through another connection
+            await self.pacer.spend(address)
+            key = new_key()
+            bot = RegisteredBot(checked, await self._hashed(hash_key, key))
+        if self.get(checked) is not None:  # registered meanwhile, through another address
             raise Rejected(BotError.BOT_NAME_TAKEN, f"a bot named {checked!r} is registered")
         self._bots[checked.casefold()] = bot
         if self.keep is not None:
@@ -227,25 +230,51 @@ class Roster:
             self.guest(fields)
             return None
         key = fields.get("key")
-        wait_s = await self.pacer.take(address)
+        bot = self.get(name) if isinstance(name, str) else None
+        if bot is not None and isinstance(key, str) and self._verified_already(bot, key):
+            await self._not_paced(address)  # a right key waits too: guessing is paced
+            return bot.name
+        async with self._turn(address):
+            await self._not_paced(address)
+            if bot is None or not isinstance(key, str) or not await self._matches(bot, key):
+                await self.pacer.spend(address)
+                raise Rejected(BotError.INVALID_BOT_KEY, f"no bot {str(name)[:32]!r} with this key")
+        return bot.name
+
+    async def _not_paced(self, address: str) -> None:
+        wait_s = await self.pacer.wait_s(address)
         if wait_s > 0:
             raise Rejected(
                 BotError.INVALID_BOT_KEY,
                 f"too many wrong keys from this address: try again in {math.ceil(wait_s)} s",
             )
-        bot = self.get(name) if isinstance(name, str) else None
-        if bot is None or not isinstance(key, str) or not await self._matches(bot, key):
-            raise Rejected(BotError.INVALID_BOT_KEY, f"no bot {str(name)[:32]!r} with this key")
-        self.pacer.refund(address)  # a right key costs nothing
-        return bot.name
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, address: str) -> AsyncIterator[None]:
+        """The address's turn to check a key not verified yet (or to register): one at a
+        time."""
+        lock, users = self._turns.setdefault(address, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._turns[address]
+
+    def _digest(self, key: str) -> bytes:
+        return hmac.digest(self._secret, key.encode(), "sha256")
+
+    def _verified_already(self, bot: RegisteredBot, key: str) -> bool:
+        return (bot.key_hash, self._digest(key)) in self._verified
 
     async def _matches(self, bot: RegisteredBot, key: str) -> bool:
-        digest = hmac.digest(self._secret, key.encode(), "sha256")
-        if (bot.key_hash, digest) in self._verified:
+        if self._verified_already(bot, key):  # by a check that had its turn first
             return True
         if not await self._hashed(key_matches, key, bot.key_hash):
             return False
-        self._verified.add((bot.key_hash, digest))
+        self._verified.add((bot.key_hash, self._digest(key)))
         return True
 
     async def _hashed(self, work: Callable[..., T], *args: str) -> T:

@@ -187,19 +187,21 @@ async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_nod
         # On A, which did not pair them: no immediate rematch, though Ugluk waited longest of
         # the equals; Grimli's side alternates.
         grimli, ugluk = await RawClient.connect(a.tcp_port), await RawClient.connect(a.tcp_port)
-        await grimli.send(seek("Grimli", keys["Grimli"], rated=False))
-        await ugluk.send(seek("Ugluk", keys["Ugluk"], rated=False))
         pool = redis_keys.seeks_key("thud")
-        await eventually(lambda: _equals(store.zcard(pool), 2))
+        for count, (client, name) in enumerate(((grimli, "Grimli"), (ugluk, "Ugluk")), 1):
+            await client.send(seek(name, keys[name], rated=False))
+            await eventually(lambda: _equals(store.zcard(pool), count))  # noqa: B023
         third = await RawClient.connect(a.tcp_port)
         await third.send(seek("Third", keys["Third"], rated=False))
         assert (await grimli.expect("game-info"))["side"] != first_side
         await third.expect("game-info")
         assert await store.zcard(pool) == 1  # Ugluk waits on
         # A dies: what Grimli held there no longer counts, and it is online nowhere.
+        await eventually(functools.partial(on_tv, http, b))  # B follows A's game
         a.process.kill()
         await a.process.wait()
-        await eventually(lambda: _not(online(http, b, "Grimli")))
+        await eventually(lambda: _not(on_tv(http, b)))  # B has found A gone, with its game
+        assert not await online(http, b, "Grimli")
         late = await RawClient.connect(b.tcp_port)
         await late.send(seek("Grimli", keys["Grimli"]))
         on_b = b.node_id.encode()

@@ -2,11 +2,12 @@
 address, what each bot holds (games and seeks, for ``maxGamesPerBot``), its last ladder game
 (rematch avoidance, sides), and where it is present (``online``).
 
-A guesser switching nodes behind a balancer is paced as on one node: each check takes a token of
-the address's bucket in Redis (one script: taken or not, atomically), and a right key gives it
-back. Each node writes what a bot holds there as its own field of the bot's hash, and renews it
-with its heartbeat; a reader counts the fields of the living nodes only, so a node that dies
-stops counting at once. While Redis is away, each node paces and counts by what it knows.
+A guesser switching nodes behind a balancer is paced as on one node: a check reads the
+address's bucket in Redis, and a wrong key spends a token of it (one script, atomically). Each
+node writes what a bot holds there as its own field of the bot's hash, and renews it with its
+heartbeat; a reader counts the fields of the living nodes only, so what a node that dies held
+stops counting as soon as the others see it gone. While Redis is away, each node paces and
+counts by what it knows.
 """
 
 from __future__ import annotations
@@ -24,25 +25,13 @@ from server.cluster.link import Command, Link
 from server.identity import KEY_BURST, KEY_REFILL_S, KeyPacer
 
 LAST_GAME_KEPT_MS = 24 * 3600 * 1000
-# GCRA: the key holds the time the bucket is full again; a token is taken while that is at
-# most burst - 1 refills ahead. Times are the nodes' wall clocks, passed in (scripts must not
-# read a clock of their own).
-TAKE = """local now, refill, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+# GCRA: the key holds the time the address's bucket is full again (a node's wall clock, passed
+# in: scripts must not read a clock of their own); a spend moves it one refill later.
+SPEND = """local now, refill = tonumber(ARGV[1]), tonumber(ARGV[2])
 local full = tonumber(redis.call('GET', KEYS[1]) or ARGV[1]) or now
 if full < now then full = now end
-local ahead = full - now - (burst - 1) * refill
-if ahead > 0 then return tostring(ahead) end
 full = full + refill
 redis.call('SET', KEYS[1], tostring(full), 'PX', math.ceil((full - now) * 1000))
-return '0'"""
-REFUND = """local now, refill = tonumber(ARGV[1]), tonumber(ARGV[2])
-local full = tonumber(redis.call('GET', KEYS[1]) or ARGV[1]) or now
-full = full - refill
-if full <= now then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('SET', KEYS[1], tostring(full), 'PX', math.ceil((full - now) * 1000))
-end
 return 0"""
 
 
@@ -64,20 +53,33 @@ class SharedBots:
         self._writes: list[Command] = []
 
     # --- pacing (server.identity.Pacer) -------------------------------------------------------
-    async def take(self, address: str) -> float:
+    async def wait_s(self, address: str) -> float:
         redis = self.link.redis
         if redis is None or not self.link.up:
-            return self.local.take_now(address)
-        args = (time.time(), self.refill_s, self.burst)
+            return self.local.wait_now(address)
         try:
-            answer = await redis.eval(TAKE, 1, paced_key(address), *args)
-            return float(answer)
-        except (RedisError, OSError, ValueError):
-            return self.local.take_now(address)
+            raw = await redis.get(paced_key(address))
+        except (RedisError, OSError):
+            return self.local.wait_now(address)
+        if not isinstance(raw, bytes):
+            return 0.0
+        try:
+            full = values.time_value(raw)
+        except values.BadValue as bad:
+            self.complaints(paced_key(address), bad)
+            return 0.0
+        return max(0.0, full - time.time() - (self.burst - 1) * self.refill_s)
 
-    def refund(self, address: str) -> None:
-        self.local.refund(address)
-        self._write(("EVAL", REFUND, 1, paced_key(address), time.time(), self.refill_s))
+    async def spend(self, address: str) -> None:
+        """Spent in Redis before the answer goes (the next check may read it at once)."""
+        redis = self.link.redis
+        if redis is None or not self.link.up:
+            self.local.spend_now(address)
+            return
+        try:
+            await redis.eval(SPEND, 1, paced_key(address), time.time(), self.refill_s)
+        except (RedisError, OSError):
+            self.local.spend_now(address)
 
     # --- what bots hold, and their last games -------------------------------------------------
     def held(self, bot: str, games: int) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import re
 import time
 from collections.abc import Callable
@@ -251,6 +252,17 @@ def last_game(raw: bytes) -> tuple[str, bool]:
     if not isinstance(first, bool):
         raise BadValue("a last game's first seat is not true or false")
     return _text(entry, "opponent"), first
+
+
+def time_value(raw: bytes) -> float:
+    """A wall-clock time, as a script wrote it (``tavern:paced:{address}``)."""
+    try:
+        found = float(raw)
+    except ValueError:
+        raise BadValue(f"{_shown(raw)} is not a time") from None
+    if not math.isfinite(found):
+        raise BadValue(f"{_shown(raw)} is not a time")
+    return found
 
 
 def held(entry: dict[Any, Any]) -> dict[str, int]:
