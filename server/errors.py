@@ -16,6 +16,7 @@ class BotError(StrEnum):
     INVALID_JSON = "Invalid JSON"
     UNKNOWN_MESSAGE_TYPE = "Unknown message type"
     MESSAGE_TOO_LONG = "Message too long"
+    TOO_MANY_MESSAGES = "Too many messages"
     WRONG_SIMULATION_ID = "Wrong simulation ID"
     SIMULATION_FULL = "Simulation full"
     WRONG_GAME = "Wrong game"
