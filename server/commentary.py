@@ -11,13 +11,14 @@ from typing import Any
 
 from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
-from server.match import TOO_MANY_TIMEOUTS
+from server.match import OUT_OF_TIME, TOO_MANY_TIMEOUTS
 from server.replay import ORIGIN_KEY, TurnRange, frames, game_of, turn_debug
 
 FORFEITS = {
     BotError.PLAYER_DISCONNECTED: "disconnected",
     BotError.TURN_TIMEOUT: "did not answer in time",
     TOO_MANY_TIMEOUTS: "timed out too many turns in a row",
+    OUT_OF_TIME: "ran out of time on its clock",
 }
 """What the seat that lost by the arena's rules did, rather than by the game's own."""
 

@@ -16,6 +16,7 @@ from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
 ORIGIN_KEY = "from"  # in a record's settings: {"game", "turn", "names"} it was played on from
+CLOCK_KEY = "clock"  # in a record's settings: its time bank {"initialMs", "incrementMs"}, if any
 
 
 class DamagedRecord(Exception):

@@ -22,7 +22,7 @@ from server.arena import MAX_SEED, Arena, SeatHandle
 from server.challenges import Challenge
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
-from server.games.base import JoinRejected, JsonObject
+from server.games.base import JoinRejected, JsonObject, TimeBank
 from server.ladder import Seeker
 from server.league import NEW_RATING
 from server.match import Match, MatchOptions, SeatMessage, SeatRequest, Status, TurnResult
@@ -352,7 +352,10 @@ class Session:
                 reason = f"at most {limit} per {self.client.noun}"
                 self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
                 return None
-            match = self.arena.open(game, MatchOptions(seed=seed, creator=self.client.address))
+            clock = fields.get("clock")  # a time bank per seat instead of the flat timeout
+            limits = None if clock is None else self.arena.limits(TimeBank.from_wire(clock))
+            options = MatchOptions(seed=seed, creator=self.client.address, limits=limits)
+            match = self.arena.open(game, options)
         except Rejected as rejected:
             self._refused(rejected)
             return None

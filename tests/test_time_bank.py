@@ -1,0 +1,189 @@
+"""Clocks: a time bank with an increment per seat, asked for at create (``"clock"``). In memory on
+a hand-wound clock (the bank runs down, the increment comes back, the flag falls, the messages
+carry both clocks, a game without one is unchanged), the create's checks, the wire shapes
+against golden files, and one game over real sockets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from server.config import ArenaConfig
+from server.errors import BotError
+from server.game_file import recorded_settings
+from server.games.base import JsonObject, Player, SeatClock, TimeBank
+from server.games.tavern.codec import TavernCodec
+from server.games.thud.codec import ThudCodec
+from server.match import Match, Phase, SeatRequest, clock_to_wire
+from server.protocol import encode
+from tests.golden_files import check_golden
+from tests.test_match import FIRST_TURN_S, TURN_S, Inbox, Table, settle, table, tavern_pass
+from tests.test_session import client
+
+BANK = {"initialMs": 3000, "incrementMs": 500}
+
+
+def thud_move(turn: JsonObject) -> JsonObject:
+    """The first legal move of a Thud turn, answering it."""
+    move = orjson.loads(encode(turn))["state"]["moves"][0]
+    return {"type": "player-turn", "turn": turn["turn"], "move": move}
+
+
+async def created(tables: Table, game: str, clock: Any = None) -> tuple[Match, Inbox, Inbox]:
+    """A game made by a ``create-simulation`` (with ``clock`` if given), with two seats taken."""
+    maker, made = client(tables)
+    fields: JsonObject = {"type": "create-simulation", "game": game}
+    if clock is not None:
+        fields["clock"] = clock
+    maker.handle(fields)
+    match = tables.arena.get(made.last("ready")["simulationId"])
+    assert match is not None
+    first, second = Inbox(), Inbox()
+    match.seat(first, SeatRequest({"nick": "first"}))
+    match.seat(second, SeatRequest({"nick": "second"}))
+    await settle()
+    assert match.phase is Phase.PLAYING
+    return match, first, second
+
+
+async def test_each_reply_spends_its_seats_bank_and_gets_the_increment_back() -> None:
+    async with table() as tables:
+        match, dwarf, troll = await created(tables, "thud", BANK)
+        info = dwarf.last("game-info")
+        assert info["clock"] == BANK
+        assert info["turnTimeoutMs"] == info["firstTurnTimeoutMs"] == 3000
+        first = dwarf.last("turn")
+        both = {"dwarf": 3000, "troll": 3000}
+        assert first["timeoutMs"] == 3000  # the bank, not the first turn's start-up allowance
+        assert first["clock"] == {
+            "seat": "dwarf",
+            "timeoutMs": 3000,
+            "remainingMs": both,
+            "incrementMs": 500,
+        }
+        tables.clock.advance(1.0)
+        match.submit(0, thud_move(first), dwarf)
+        # The dwarfs spent 1 s of 3 and got 0.5 s back; the trolls' clock runs now.
+        turn = troll.last("turn")
+        assert turn["timeoutMs"] == 3000
+        assert turn["clock"]["seat"] == "troll"
+        assert turn["clock"]["remainingMs"] == {"dwarf": 2500, "troll": 3000}
+        tables.clock.advance(2.75)
+        match.submit(1, thud_move(turn), troll)
+        turn = dwarf.last("turn")
+        assert turn["timeoutMs"] == 2500
+        assert turn["clock"]["remainingMs"] == {"dwarf": 2500, "troll": 750}
+        # A bank is not a flat timeout: 2.4 s, longer than the flat 2 s, is still in time.
+        assert TURN_S < 2.4
+        tables.clock.advance(2.4)
+        assert match.submit(0, thud_move(turn), dwarf) is not None
+        assert troll.last("turn")["clock"]["remainingMs"] == {"dwarf": 600, "troll": 750}
+        # What spectators are sent with each turn: the same clock.
+        spectated = clock_to_wire(match.codec, match.view().clock)
+        assert spectated == {**troll.last("turn")["clock"], "timeoutMs": 750}
+        match.stop()
+        await settle()
+
+
+async def test_a_seat_whose_bank_runs_out_loses_and_its_opponent_wins() -> None:
+    async with table(max_consecutive_timeouts=5) as tables:
+        match, first, second = await tables.start("tavern")  # no clock: the flat timeout
+        tables.clock.advance(FIRST_TURN_S)
+        assert first.errors() == ["Turn timeout"] and match.turn_count == 1  # it passed
+        match.stop()
+        await settle()
+        # The Tavern, whose timed-out seats pass without a clock, loses at once on its clock.
+        match, first, second = await created(tables, "tavern", {"initialMs": 1500})
+        turn = first.last("turn")
+        assert turn["clock"]["incrementMs"] == 0  # the increment may be left out
+        tables.clock.advance(0.5)
+        match.submit(0, tavern_pass(turn, "team1"), first)
+        assert first.last("turn") is turn  # team2 is on move
+        match.submit(1, tavern_pass(second.last("turn"), "team2"), second)
+        assert first.last("turn")["timeoutMs"] == 1000
+        tables.clock.advance(1.0 - 0.001)
+        assert match.phase is Phase.PLAYING
+        tables.clock.advance(0.001)
+        await settle()
+        finished = tables.finished[-1]
+        assert (finished.outcome.reason, finished.outcome.winner) == ("Out of time", 1)
+        assert first.kinds()[-1] == "loss-game" and second.kinds()[-1] == "win-game"
+        assert first.last("loss-game")["result"]["reason"] == "Out of time"
+        assert "Turn timeout" not in first.errors()  # no pass: the flag fell
+        assert recorded_settings(finished.view)["clock"] == {"initialMs": 1500, "incrementMs": 0}
+
+
+async def test_a_reply_handled_as_the_bank_runs_out_is_too_late() -> None:
+    async with table() as tables:
+        match, dwarf, troll = await created(tables, "thud", BANK)
+        turn = dwarf.last("turn")
+        tables.clock.time += 3.0  # the reply arrives with the timer, before it rings
+        assert match.submit(0, thud_move(turn), dwarf) is None
+        await settle()
+        finished = tables.finished[-1]
+        assert (finished.outcome.reason, finished.outcome.winner) == ("Out of time", 1)
+        assert troll.kinds()[-1] == "win-game"
+
+
+async def test_without_a_clock_nothing_changes() -> None:
+    async with table() as tables:
+        match, dwarf, _ = await created(tables, "thud")
+        info = dwarf.last("game-info")
+        assert "clock" not in info and "clock" not in dwarf.last("turn")
+        assert dwarf.last("turn")["timeoutMs"] == FIRST_TURN_S * 1000
+        view = match.view()
+        assert view.clock is not None and view.clock.bank is None
+        assert "clock" not in recorded_settings(view)
+        match.stop()
+        await settle()
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [
+        5000,
+        [5000, 0],
+        {},
+        {"incrementMs": 5},
+        {"initialMs": 0},
+        {"initialMs": 24 * 3_600_000 + 1},
+        {"initialMs": 1.5},
+        {"initialMs": True},
+        {"initialMs": "60000"},
+        {"initialMs": 60_000, "incrementMs": -1},
+        {"initialMs": 60_000, "incrementMs": 3_600_001},
+        {"initialMs": 60_000, "incrementMs": None},
+        {"initialMs": 60_000, "byoyomiMs": 1000},
+    ],
+)
+async def test_a_create_with_a_malformed_clock_is_refused(clock: Any) -> None:
+    async with table() as tables:
+        maker, made = client(tables)
+        maker.handle({"type": "create-simulation", "game": "thud", "clock": clock})
+        assert made.messages == [
+            {
+                "type": "error",
+                "message": BotError.INVALID_CLOCK,
+                "reason": 'clock must be {"initialMs": 1 to 86400000, "incrementMs": 0 to 3600000}',
+            }
+        ]
+        assert tables.arena.matches == {}
+        # A clock of null is no clock, as a seed of null is no seed.
+        maker.handle({"type": "create-simulation", "game": "thud", "clock": None})
+        assert made.kinds()[-1] == "ready"
+
+
+def test_the_clock_on_the_wire() -> None:
+    """game-info says the bank; a turn carries both clocks after the original's fields."""
+    bank = TimeBank(60_000, 1_000)
+    clock = SeatClock(60_000, 60_000, 3, 10_000, bank)
+    thud = ThudCodec.from_settings({})
+    info = thud.game_info_message("5k2aa0q", 1, 42, "kQ2xLr8uVt0aYc3nWm5e_p1s", clock)
+    check_golden("thud/game-info-clock", info)
+    tavern = TavernCodec.from_settings(ArenaConfig().game_settings["tavern"])
+    state = tavern.rules.initial_state([Player("A"), Player("B")])
+    remaining = {"team1": 58_500, "team2": 41_250}
+    wire = {"seat": "team2", "timeoutMs": 41_250, "remainingMs": remaining, "incrementMs": 1_000}
+    check_golden("tavern/turn-clock", tavern.turn_message(state, 1, 2, 41_250, wire))
