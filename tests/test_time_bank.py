@@ -187,3 +187,34 @@ def test_the_clock_on_the_wire() -> None:
     remaining = {"team1": 58_500, "team2": 41_250}
     wire = {"seat": "team2", "timeoutMs": 41_250, "remainingMs": remaining, "incrementMs": 1_000}
     check_golden("tavern/turn-clock", tavern.turn_message(state, 1, 2, 41_250, wire))
+
+
+async def test_over_tcp_a_game_created_with_a_clock_shows_both_clocks_in_its_turns(
+    connect: Any,
+) -> None:
+    dwarf, troll = await connect(), await connect()
+    clock = {"initialMs": 60_000, "incrementMs": 2_000}
+    await dwarf.send({"type": "create-simulation", "game": "thud", "clock": clock})
+    simulation_id = (await dwarf.expect("ready"))["simulationId"]
+    join = {"type": "join-simulation", "game": "thud", "simulationId": simulation_id}
+    await troll.send({**join, "nick": "T", "side": "troll"})
+    assert (await troll.expect("game-info"))["clock"] == clock
+    await dwarf.send({**join, "nick": "D"})
+    assert (await dwarf.expect("game-info"))["clock"] == clock
+    turn = await dwarf.expect("turn")
+    full = {"dwarf": 60_000, "troll": 60_000}
+    assert turn["clock"] == {
+        "seat": "dwarf",
+        "timeoutMs": 60_000,
+        "remainingMs": full,
+        "incrementMs": 2_000,
+    }
+    await dwarf.send(thud_move(turn))
+    answered = (await troll.expect("turn"))["clock"]
+    # The dwarfs' reply took a few milliseconds of their bank and earned the increment.
+    assert answered["seat"] == "troll" and answered["timeoutMs"] == 60_000
+    assert 60_000 < answered["remainingMs"]["dwarf"] <= 62_000
+    assert answered["remainingMs"]["troll"] == 60_000
+    await dwarf.send({"type": "create-simulation", "game": "thud", "clock": {"initialMs": -1}})
+    error = await dwarf.expect("error")
+    assert error["message"] == "Invalid clock"
