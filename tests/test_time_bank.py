@@ -5,6 +5,7 @@ against golden files, and one game over real sockets."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -20,6 +21,7 @@ from server.match import Match, Phase, SeatRequest, clock_to_wire
 from server.protocol import encode
 from tests.golden_files import check_golden
 from tests.test_match import FIRST_TURN_S, TURN_S, Inbox, Table, settle, table, tavern_pass
+from tests.test_play import HOUSE_THUD, read_lines, tavern
 from tests.test_session import client
 
 BANK = {"initialMs": 3000, "incrementMs": 500}
@@ -218,3 +220,21 @@ async def test_over_tcp_a_game_created_with_a_clock_shows_both_clocks_in_its_tur
     await dwarf.send({"type": "create-simulation", "game": "thud", "clock": {"initialMs": -1}})
     error = await dwarf.expect("error")
     assert error["message"] == "Invalid clock"
+
+
+def test_tavern_play_with_a_clock_writes_both_clocks_in_its_game_file(tmp_path: Path) -> None:
+    output = tmp_path / "game.jsonl"
+    bot = HOUSE_THUD % "random"
+    run = tavern("thud", bot, bot, "--turns", "4", "--clock", "60000+500", "--output", str(output))
+    assert run.returncode == 0, run.stderr
+    first, *played, _ = read_lines(output)
+    assert first["settings"]["clock"] == {"initialMs": 60_000, "incrementMs": 500}
+    clocks = [turn["clock"] for turn in played[:-1]]  # the last turn ends the game: no clock
+    assert [clock["seat"] for clock in clocks] == ["troll", "dwarf", "troll"]
+    assert all(clock["incrementMs"] == 500 for clock in clocks)
+    # Each side's bank is 60 s, less its moves' time, plus 0.5 s a move.
+    assert 60_000 < clocks[0]["remainingMs"]["dwarf"] <= 60_500
+    assert clocks[0]["remainingMs"]["troll"] == 60_000
+    refused = tavern("thud", bot, bot, "--clock", "0+500")
+    assert refused.returncode == 2
+    assert 'clock must be {"initialMs": 1 to 86400000' in refused.stderr
