@@ -108,6 +108,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
         "tournament": record["tournament"],
         "pairing": record["pairing"],
         "from": origin_to_wire(record),
+        "clock": record["settings"].get(CLOCK_KEY),  # its time bank, if it had one
         "frames": [
             {
                 "turn": frame.turn,

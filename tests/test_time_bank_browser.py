@@ -1,6 +1,6 @@
 """Clocks in Chromium: a person starts a Thud game with a time bank on /play/thud, a TCP bot
 joins it by id, and both /play/thud and a spectator's /watch page show the two clocks, the side
-on move's counting down and the increment added after its move."""
+on move's counting down and the increment added after its move; its replay names the clock."""
 
 from __future__ import annotations
 
@@ -71,3 +71,9 @@ async def test_both_clocks_count_down_on_the_play_and_watch_pages(tmp_path: Path
         await expect(page.locator("#result")).to_contain_text("Player disconnected")
         await expect(page.locator("#clock-fact")).to_be_hidden()
         await expect(watcher.locator("#clock-fact")).to_be_hidden()
+        # The replay says which clock the game was played with (the record's settings).
+        await served.records.flush()
+        replay = await pages.open(f"/replay/{simulation_id}", connected=False)
+        await expect(replay.locator("#clock-setting")).to_have_text(
+            " · clock 1:00 each, +1.0 s a move"
+        )
