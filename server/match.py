@@ -11,8 +11,10 @@ immutable record of the turn that every listener (records, spectators, the Thud 
 tournaments) receives too; none of them ever reads a live match. The clock is one timer per
 match, due by the awaited seat's deadline (a turn answered in time moves no timer): a seat that
 does not answer in time plays the game's timeout action, or forfeits if it has none or timed out
-too often. The match's task only waits for the end and owns the helper tasks
-(house players thinking, grace periods), so nothing outlives the game.
+too often. A game created with a time bank (``MatchLimits.bank``) has a chess clock per seat
+instead: a reply spends its seat's bank and earns the increment, and a seat out of time loses.
+The match's task only waits for the end and owns the helper tasks (house players thinking,
+grace periods), so nothing outlives the game.
 """
 
 from __future__ import annotations
@@ -861,7 +863,8 @@ class Match:
         return SeatMessage(body, self.state)
 
     def _timed_out(self, seat: int) -> None:
-        """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""
+        """Pass for the seat, or forfeit it when it has timed out too often or cannot pass; with
+        a time bank, its bank ran out: it loses."""
         occupant = self.seats[seat]
         turn = self._turn
         if occupant is None or turn is None or turn.seat != seat or not self.is_on:

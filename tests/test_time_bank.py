@@ -5,6 +5,8 @@ against golden files, and one game over real sockets."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,14 @@ from server.games.tavern.codec import TavernCodec
 from server.games.thud.codec import ThudCodec
 from server.match import Match, Phase, SeatRequest, clock_to_wire
 from server.protocol import encode
+from server.records import Records
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import TournamentError, spec_from_mapping
 from tests.golden_files import check_golden
 from tests.test_match import FIRST_TURN_S, TURN_S, Inbox, Table, settle, table, tavern_pass
 from tests.test_play import HOUSE_THUD, read_lines, tavern
 from tests.test_session import client
+from tests.test_tournament import ROOT, broken, house
 
 BANK = {"initialMs": 3000, "incrementMs": 500}
 
@@ -238,3 +244,31 @@ def test_tavern_play_with_a_clock_writes_both_clocks_in_its_game_file(tmp_path: 
     refused = tavern("thud", bot, bot, "--clock", "0+500")
     assert refused.returncode == 2
     assert 'clock must be {"initialMs": 1 to 86400000' in refused.stderr
+
+
+async def test_a_tournament_with_a_clock_plays_its_games_on_time_banks(tmp_path: Path) -> None:
+    """``limits.clock``: a bot that never answers loses on time, and its forfeit counts as a
+    timeout in the league; a malformed clock names the key."""
+    cup: dict[str, Any] = {
+        "name": "blitz cup",
+        "game": "thud",
+        "limits": {"startup_ms": 3000, "clock": {"initialMs": 300, "incrementMs": 100}},
+        # The silent bot moves first: the house troll never has to beat the short clock.
+        "bots": [broken("silent", "dwarf"), house("thud", "troll", "troll")],
+    }
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        spec = spec_from_mapping(cup, ROOT)
+        async with asyncio.timeout(60):
+            (result,) = await TournamentRunner(spec, ArenaConfig(), records, io.StringIO()).run()
+        assert (result.reason, result.winner) == ("Out of time", 1)
+        assert result.timeouts(0) == 1
+        record = await asyncio.to_thread(records.game, result.game_id)
+        assert record is not None
+        assert record["settings"]["clock"] == {"initialMs": 300, "incrementMs": 100}
+    finally:
+        await asyncio.to_thread(records.close)
+    cup["limits"]["clock"] = {"initialMs": 300, "incrementMs": -1}
+    with pytest.raises(TournamentError, match=r"key 'limits.clock': clock must be \{"):
+        spec_from_mapping(cup, ROOT)
