@@ -328,6 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     match.add_argument("--config", type=Path, help="settings file (time limits, database)")
     match.add_argument(
+        "--clock",
+        type=clock_flag,
+        metavar="INITIAL_MS+INCREMENT_MS",
+        help="a time bank per bot with an increment per move, as tavern play's",
+    )
+    match.add_argument(
         "--database",
         type=records_to_write,
         help="records: a file or a postgresql:// URL (overrides the config)",
@@ -637,6 +643,7 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
         concurrency=args.concurrency,
         seed=seed,
         sprt=sprt,
+        clock=args.clock,
     )
     try:
         spec = match_spec(plan, datetime.now(UTC))

@@ -6,7 +6,9 @@ against golden files, and one game over real sockets."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from server.protocol import encode
 from server.records import Records
 from server.tournament.runner import TournamentRunner
 from server.tournament.spec import TournamentError, spec_from_mapping
+from tavern_cli.match import MatchPlan, match_spec
 from tests.golden_files import check_golden
 from tests.test_match import FIRST_TURN_S, TURN_S, Inbox, Table, settle, table, tavern_pass
 from tests.test_play import HOUSE_THUD, read_lines, tavern
@@ -272,3 +275,13 @@ async def test_a_tournament_with_a_clock_plays_its_games_on_time_banks(tmp_path:
     cup["limits"]["clock"] = {"initialMs": 300, "incrementMs": -1}
     with pytest.raises(TournamentError, match=r"key 'limits.clock': clock must be \{"):
         spec_from_mapping(cup, ROOT)
+
+
+def test_tavern_match_with_a_clock_plays_its_games_on_time_banks() -> None:
+    """``tavern match --clock`` is a tournament with ``limits.clock`` (played as above)."""
+    pusher = "{python} -m bots.tavern_dummy --simulation {simulation} --port {port}"
+    plan = MatchPlan("tavern", (pusher, pusher), 2, 1, 5, None, TimeBank(5_000, 50))
+    spec = match_spec(plan, datetime(2026, 1, 2, tzinfo=UTC))
+    assert spec.limits.clock == TimeBank(5_000, 50)
+    plain = match_spec(dataclasses.replace(plan, clock=None), datetime(2026, 1, 2, tzinfo=UTC))
+    assert plain.limits.clock is None
