@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -244,6 +246,15 @@ def test_tavern_play_with_a_clock_writes_both_clocks_in_its_game_file(tmp_path: 
     # Each side's bank is 60 s, less its moves' time, plus 0.5 s a move.
     assert 60_000 < clocks[0]["remainingMs"]["dwarf"] <= 60_500
     assert clocks[0]["remainingMs"]["troll"] == 60_000
+    replay = subprocess.run(
+        [sys.executable, "-m", "tavern_cli", "replay", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert "\nclock: 60 s each, +0.5 s a move\n" in replay.stdout
     refused = tavern("thud", bot, bot, "--clock", "0+500")
     assert refused.returncode == 2
     assert 'clock must be {"initialMs": 1 to 86400000' in refused.stderr
