@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 
@@ -29,11 +30,13 @@ from server.records import Records
 from server.tournament.runner import TournamentRunner
 from server.tournament.spec import TournamentError, spec_from_mapping
 from tavern_cli.match import MatchPlan, match_spec
+from tests.conftest import Served
 from tests.golden_files import check_golden
 from tests.test_match import FIRST_TURN_S, TURN_S, Inbox, Table, settle, table, tavern_pass
 from tests.test_play import HOUSE_THUD, read_lines, tavern
 from tests.test_session import client
 from tests.test_tournament import ROOT, broken, house
+from tests.test_visor_ws import PageSocket
 
 BANK = {"initialMs": 3000, "incrementMs": 500}
 
@@ -296,3 +299,15 @@ def test_tavern_match_with_a_clock_plays_its_games_on_time_banks() -> None:
     assert spec.limits.clock == TimeBank(5_000, 50)
     plain = match_spec(dataclasses.replace(plan, clock=None), datetime(2026, 1, 2, tzinfo=UTC))
     assert plain.limits.clock is None
+
+
+async def test_a_page_creates_a_game_with_a_clock_or_is_told_why_not(served: Served) -> None:
+    async with aiohttp.ClientSession() as session, session.ws_connect(f"{served.url}/ws") as ws:
+        page = PageSocket(ws)
+        await page.send({"type": "create", "game": "tavern", "clock": {"initialMs": 90_000}})
+        created = await page.receive("created")
+        match = served.arena.get(created["simulationId"])
+        assert match is not None and match.limits.bank == TimeBank(90_000, 0)
+        await page.send({"type": "create", "game": "tavern", "clock": {"initialMs": "90 s"}})
+        error = await page.receive("error")
+        assert error["message"] == "Invalid clock"
