@@ -26,7 +26,7 @@ from server.clock import Clock, LoopClock
 from server.config import ArenaConfig
 from server.errors import ALREADY_LIVE, BotError, Rejected
 from server.games import GAMES
-from server.games.base import AnyCodec, JoinRejected, JsonObject
+from server.games.base import AnyCodec, JoinRejected, JsonObject, TimeBank
 from server.identity import Roster
 from server.ladder import Seeker, SeekPool
 from server.match import (
@@ -273,13 +273,15 @@ class Arena:
     def codec(self, name: str) -> AnyCodec:
         return self._codecs[name]
 
-    def limits(self) -> MatchLimits:
-        """The clock's rules for a match opened without limits of its own."""
+    def limits(self, bank: TimeBank | None = None) -> MatchLimits:
+        """The clock's rules for a match opened without limits of its own (with ``bank``, a
+        time bank per seat instead of the flat turn timeout)."""
         return MatchLimits(
             turn_timeout_s=self.config.turn_timeout_ms / 1000,
             max_consecutive_timeouts=self.config.max_consecutive_timeouts,
             first_turn_timeout_s=self.config.first_turn_timeout_ms / 1000,
             reconnect_grace_s=self.config.reconnect_grace_ms / 1000,
+            bank=bank,
         )
 
     # --- matches -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ class BotError(StrEnum):
     ILLEGAL_MOVE = "Illegal move"
     UNKNOWN_GAME = "Unknown game"
     INVALID_SEED = "Invalid seed"
+    INVALID_CLOCK = "Invalid clock"
     INVALID_JOIN = "Invalid join"
     INVALID_TOKEN = "Invalid token"
     NOT_YOUR_SEAT = "Not your seat"

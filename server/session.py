@@ -28,10 +28,18 @@ from server.arena import MAX_SEED, Arena, SeatHandle, Standing
 from server.challenges import Challenge
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
-from server.games.base import JoinRejected, JsonObject
+from server.games.base import JoinRejected, JsonObject, TimeBank
 from server.ladder import Seeker
 from server.league import NEW_RATING
-from server.match import Match, MatchOptions, SeatMessage, SeatRequest, Status, TurnResult
+from server.match import (
+    Match,
+    MatchLimits,
+    MatchOptions,
+    SeatMessage,
+    SeatRequest,
+    Status,
+    TurnResult,
+)
 
 
 class SessionChannel(Protocol):
@@ -442,7 +450,10 @@ class Session:
                 reason = f"at most {limit} per {self.client.noun}"
                 self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
                 return None
-            match = self.arena.open(game, MatchOptions(seed=seed, creator=self.client.address))
+            options = MatchOptions(
+                seed=seed, creator=self.client.address, limits=self._limits(fields.get("clock"))
+            )
+            match = self.arena.open(game, options)
         except Rejected as rejected:
             self._refused(rejected)
             return None
@@ -474,14 +485,18 @@ class Session:
         except Rejected as rejected:
             self._refused(rejected)
 
-    def open_and_join(self, game: str, fields: JsonObject) -> Match | None:
-        """A new simulation with the client in it (a person on /play/thud); it is dropped if the
-        client leaves it before anyone else sits down."""
+    def open_and_join(self, game: str, fields: JsonObject, clock: object = None) -> Match | None:
+        """A new simulation with the client in it (a person on /play/thud), with a time bank if
+        ``clock`` asks for one; it is dropped if the client leaves it before anyone else sits
+        down."""
         try:
             fields = self.identified(fields)
             self.check_free()
             self.arena.check_open()
-            match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
+            options = MatchOptions(
+                creator=self.client.address, by_join=True, limits=self._limits(clock)
+            )
+            match = self.arena.open(game, options)
             self._sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
@@ -603,6 +618,11 @@ class Session:
             games = ", ".join(self.arena.games)
             raise Rejected(BotError.UNKNOWN_GAME, f"game must be one of: {games}")
         return name
+
+    def _limits(self, clock: object) -> MatchLimits | None:
+        """A create's ``clock``: the arena's limits with that time bank per seat instead of the
+        flat turn timeout (raises ``Rejected``), or ``None`` (the arena's own) without one."""
+        return None if clock is None else self.arena.limits(TimeBank.from_wire(clock))
 
     @staticmethod
     def _seed(fields: JsonObject) -> int | None:

@@ -2,6 +2,7 @@
 with cutechess-cli and fishtest.
 
     tavern match GAME "A" "B" [--games N] [--concurrency K] [--sprt ELO0 ELO1]
+                [--clock INITIAL_MS+INCREMENT_MS]
 
 The match is a tournament of two bots (``paired_games``: pairs of games on one seed, the sides
 swapped), played by the tournament runner on an arena of its own and recorded as a tournament
@@ -21,7 +22,7 @@ from typing import IO
 
 from server.config import ArenaConfig
 from server.games import GAMES
-from server.games.base import JsonObject, Outcome
+from server.games.base import JsonObject, Outcome, TimeBank
 from server.records import Records
 from server.sprt import Sprt, Tally, Verdict
 from server.tournament.runner import Progress, TournamentRunner
@@ -40,6 +41,7 @@ class MatchPlan:
     concurrency: int  # games at once
     seed: int  # each pair's seed derives from it
     sprt: Sprt | None  # stop once the test decides (None: play every game)
+    clock: TimeBank | None = None  # a time bank per bot instead of the flat time per move
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,8 @@ def match_spec(plan: MatchPlan, started: datetime) -> TournamentSpec:
             for name, command in zip(NAMES, plan.commands, strict=True)
         ],
     }
+    if plan.clock is not None:
+        raw["limits"] = {"clock": plan.clock.to_wire()}
     return spec_from_mapping(raw, Path.cwd())
 
 
