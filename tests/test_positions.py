@@ -11,7 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
+from server.commentary import replay_text
 from server.errors import BotError
+from server.game_file import read_game_file, record_lines
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player, PositionRejected
 from server.games.thud.rules import SQUARES
@@ -242,3 +244,16 @@ async def test_a_simulation_created_at_a_position_plays_on_from_there_and_record
     replay = replay_to_wire(record)
     assert replay["frames"][0]["state"] == position["state"]
     assert not [u for u in heard if isinstance(u, GameFinished)]
+    # Its game file reads back as the same game, and its text says where it began.
+    read = read_game_file(record_lines(record, ""), "game.jsonl")
+    assert [(f.turn, f.state) for f in frames(read)] == [
+        (start.turn, start.state),
+        (after.turn, after.state),
+    ]
+    header = next(replay_text(record)).splitlines()
+    assert header[1] == f"begun at a given position, after turn {position['turn'] - 1}"
+    # Restored after a restart, it plays on from its last turn.
+    async with table() as tables:
+        restored = tables.arena.restore(record)
+        assert restored.turn_count == position["turn"]
+        assert restored.view().origin == record["settings"]["from"]
