@@ -19,6 +19,7 @@ from server.games.base import AnyCodec, JsonObject, Player, PositionRejected
 from server.games.thud.rules import SQUARES
 from server.match import GameFinished, GameStarted, TurnPlayed, Update
 from server.replay import frames, origin_to_wire, replay_to_wire
+from tavern_cli.bot_test import positions_of
 from tavern_cli.play import PlayError, starting_point
 from tests.test_match import settle, table, tavern_pass
 from tests.test_session import client
@@ -268,6 +269,9 @@ async def test_a_simulation_created_at_a_position_plays_on_from_there_and_record
     }
     with pytest.raises(PlayError, match=f"began at a position after turn {start.turn}"):
         starting_point(record, codec, start.turn - 1)
+    # Its positions for tavern test are numbered as its turns.
+    (line,) = positions_of(record, 0, 99)
+    assert (line["position"]["turn"], line["position"]["turns"]) == (start.turn, [])
     # Restored after a restart, it plays on from its last turn.
     async with table() as tables:
         restored = tables.arena.restore(record)
