@@ -135,7 +135,9 @@ async def test_play_from_here_opens_the_turn_shown_for_a_bot_and_a_person(
     await expect(ended.locator("#play-from-error")).to_contain_text("Invalid position")
 
 
-async def test_play_from_a_turn_a_game_does_not_have_is_refused(served: Served) -> None:
+async def test_play_from_a_turn_a_game_does_not_have_or_on_a_draining_node_is_refused(
+    served: Served,
+) -> None:
     source = await house_game(served, "thud", ["dwarf", "troll"], THUD_SEED)
     async with aiohttp.ClientSession() as session:
         url = f"{served.url}/api/games/{source.id}/play-from?turn={source.turn_count + 1}"
@@ -146,3 +148,8 @@ async def test_play_from_a_turn_a_game_does_not_have_is_refused(served: Served) 
             )
         async with session.post(f"{served.url}/api/games/nosuch1/play-from?turn=1") as response:
             assert response.status == 404
+        # It opens a simulation as a bot's create does: not on a draining node.
+        served.arena.draining = True
+        async with session.post(f"{served.url}/api/games/{source.id}/play-from?turn=1") as response:
+            assert response.status == 409
+            assert (await response.json())["message"] == BotError.SERVER_DRAINING
