@@ -52,9 +52,11 @@ def played_positions(game: str, seed: int) -> list[Any]:
 
 
 def turn_message(codec: AnyCodec, state: Any, turn: int) -> JsonObject:
-    """A turn message as a bot reads it off the wire."""
+    """A turn message as a bot reads it off the wire (of a game with a clock: a pasted one may
+    carry it)."""
     seat = codec.rules.to_move(state)
-    message = codec.turn_message(state, seat, turn, 1000)
+    clock = {"seat": codec.seat_names[seat], "timeoutMs": 1000}
+    message = codec.turn_message(state, seat, turn, 1000, clock)
     loaded: JsonObject = orjson.loads(orjson.dumps(message))
     return loaded
 

@@ -15,7 +15,7 @@ from server.games.tavern.rules import Coords, Dwarf, Settings, State
 
 TEAMS = ("team1", "team2")
 MAX_NAME_LENGTH = 64
-IGNORED_KEYS = frozenset({"type", "timeoutMs"})  # a turn message's, pasted as it is
+IGNORED_KEYS = frozenset({"type", "timeoutMs", "clock"})  # a turn message's, pasted as it is
 KEYS = frozenset({"state", "turn", "score", "team"})
 
 

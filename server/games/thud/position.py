@@ -15,7 +15,7 @@ from server.games.base import PositionRejected
 from server.games.thud import rules
 from server.games.thud.rules import DWARF, SIDES, THUDSTONE, TROLL, Move, MoveKind, Square, State
 
-IGNORED_KEYS = frozenset({"type", "game", "timeoutMs"})  # a turn message's, pasted as it is
+IGNORED_KEYS = frozenset({"type", "game", "timeoutMs", "clock"})  # a turn message's, as it is
 KEYS = frozenset({"state", "turn", "score"})
 STATE_KEYS = frozenset({"ply", "side", "dwarfs", "trolls", "declared"})
 OPTIONAL_STATE_KEYS = frozenset({"score", "previousMove", "moves", "dwarfSlots", "trollSlots"})
