@@ -44,7 +44,7 @@ from server.match import (
     TurnResult,
     Update,
 )
-from server.replay import frames, game_of
+from server.replay import ORIGIN_KEY, frames, game_of
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,17 @@ class Standing:
     games: int  # what it holds: games not finished, and seeks waiting
     last_opponent: str | None = None  # of its last ladder game
     had_first_seat: bool = False  # in that game
+
+
+def resume_at(codec: AnyCodec, position: object, seed: int, taken_from: str | None) -> Resume:
+    """A new game of ``codec`` begun at a position given in wire form, its random draws from
+    ``seed``, as its record will replay it; ``taken_from`` names the recorded game the position
+    is one of, if it is. Raises ``PositionRejected``."""
+    state, played = codec.position_from_wire(position)
+    origin: JsonObject = {"position": codec.position_to_wire(state), "turn": played}
+    if taken_from is not None:
+        origin["game"] = taken_from
+    return Resume(state, played, random.Random(seed), origin)
 
 
 class RemotePeer(Protocol):
@@ -328,7 +339,7 @@ class Arena:
             raise JoinRejected(ALREADY_LIVE, f"simulation {record['id']} is being played")
         rng = random.Random(record["seed"])
         *_, last = frames(record, rng)
-        resume = Resume(last.state, len(record["turns"]), rng)
+        resume = Resume(last.state, last.turn, rng, record["settings"].get(ORIGIN_KEY))
         base = options or MatchOptions()
         chosen = MatchOptions(
             seed=record["seed"],

@@ -12,7 +12,15 @@ from typing import Any
 from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
 from server.match import OUT_OF_TIME, TOO_MANY_TIMEOUTS
-from server.replay import CLOCK_KEY, ORIGIN_KEY, TurnRange, frames, game_of, turn_debug
+from server.replay import (
+    CLOCK_KEY,
+    ORIGIN_KEY,
+    TurnRange,
+    frames,
+    game_of,
+    turn_debug,
+    turns_before,
+)
 
 FORFEITS = {
     BotError.PLAYER_DISCONNECTED: "disconnected",
@@ -110,7 +118,10 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
     players = " against ".join(f"{p['seat']} ({p['nick']})" for p in record["players"])
     header = f"{record['game']} {record['id']}, seed {record['seed']}: {players}"
     origin = record["settings"].get(ORIGIN_KEY)
-    if origin is not None:
+    if origin is not None and "position" in origin:
+        taken = f" of game {origin['game']}" if "game" in origin else ""
+        header += f"\nbegun at a given position{taken}, after turn {origin['turn']}"
+    elif origin is not None:
         turn = origin["turn"]
         header += (
             f"\nplayed on from game {origin['game']} after its turn {turn}"
@@ -123,13 +134,14 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
             f"+{clock['incrementMs'] / 1000:g} s a move"
         )
     yield header
+    before = turns_before(record)
     for frame in frames(record):
         if frame.seat is None:
             yield "\n".join(game.legend_text(frame.state))
             if 0 in turns:
                 yield f"\nstart\n{board_text(game, frame.state)}"
         elif frame.turn in turns:
-            timed_out = record["turns"][frame.turn - 1]["timedOut"]
+            timed_out = record["turns"][frame.turn - before - 1]["timedOut"]
             text = turn_text(
                 game,
                 frame.turn,

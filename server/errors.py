@@ -25,6 +25,7 @@ class BotError(StrEnum):
     UNKNOWN_GAME = "Unknown game"
     INVALID_SEED = "Invalid seed"
     INVALID_CLOCK = "Invalid clock"
+    INVALID_POSITION = "Invalid position"
     INVALID_JOIN = "Invalid join"
     INVALID_TOKEN = "Invalid token"
     NOT_YOUR_SEAT = "Not your seat"

@@ -18,7 +18,15 @@ import orjson
 from server.debug import DEBUG_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match import MatchView
-from server.replay import CLOCK_KEY, ORIGIN_KEY, DamagedRecord, frames, game_of, turn_debug
+from server.replay import (
+    CLOCK_KEY,
+    ORIGIN_KEY,
+    DamagedRecord,
+    frames,
+    game_of,
+    turn_debug,
+    turns_before,
+)
 
 
 def recorded_settings(view: MatchView) -> JsonObject:
@@ -75,11 +83,12 @@ def record_lines(record: JsonObject, result_words: str) -> Iterator[bytes]:
     carries its position and events, replayed from the record."""
     game = game_of(record)
     played = record["turns"]
+    before = turns_before(record)
     for frame in frames(record):
         if frame.seat is None:
             yield orjson.dumps(game_line(record, game, frame.state)) + b"\n"
             continue
-        turn = played[frame.turn - 1]
+        turn = played[frame.turn - before - 1]
         line = {
             "type": "turn",
             "simulationId": record["id"],
@@ -120,7 +129,7 @@ def read_game_file(lines: Iterable[bytes], name: str) -> JsonObject:
                 raise DamagedRecord(f"{where}: a game file begins with its game line")
             record = _record_of(line, where)
         elif kind == "turn":
-            turns.append(_turn_of(line, len(turns) + 1, where))
+            turns.append(_turn_of(line, turns_before(record) + len(turns) + 1, where))
         elif kind == "result" and record["result"] is None:
             record["result"] = line.get("result")
             record["finishedAt"] = line.get("finishedAt")

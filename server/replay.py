@@ -15,7 +15,11 @@ from server.debug import DEBUG_KEY
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
-ORIGIN_KEY = "from"  # in a record's settings: {"game", "turn", "names"} it was played on from
+ORIGIN_KEY = "from"
+"""In a record's settings, where the game began if not at the start: ``{"game", "turn",
+"names"}`` for one played on from another's turn (its record holds that game's turns before it),
+or ``{"position", "turn"}`` (and ``"game"``, the game it was taken from, if any) for one begun
+at a given position after ``turn`` turns (its record holds only its own turns, numbered on)."""
 CLOCK_KEY = "clock"  # in a record's settings: its time bank {"initialMs", "incrementMs"}, if any
 
 
@@ -57,16 +61,19 @@ def frames(record: JsonObject, rng: random.Random | None = None) -> Iterator[Fra
     number = 0
     try:
         origin = record["settings"].get(ORIGIN_KEY)
-        # A game played on from another's turn: its first turns are the other's, whose
-        # players' names its position has.
-        names = [p["names"] for p in record["players"]] if origin is None else origin["names"]
-        players = [
-            Player(p["nick"], tuple(dwarf_names))
-            for p, dwarf_names in zip(record["players"], names, strict=True)
-        ]
-        state = rules.initial_state(players)
+        if origin is not None and "position" in origin:
+            state, played = game.position_from_wire(origin["position"])
+        else:
+            # A game played on from another's turn: its first turns are the other's, whose
+            # players' names its position has.
+            names = [p["names"] for p in record["players"]] if origin is None else origin["names"]
+            players = [
+                Player(p["nick"], tuple(dwarf_names))
+                for p, dwarf_names in zip(record["players"], names, strict=True)
+            ]
+            state, played = rules.initial_state(players), 0
         rng = random.Random(record["seed"]) if rng is None else rng
-        frame = Frame(0, None, state, [])
+        frame = Frame(played, None, state, [])
         turns = iter(record["turns"])
     except Exception as error:  # a stored record is data from outside: anything may be wrong
         raise DamagedRecord(
@@ -124,16 +131,28 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
 
 
 def origin_to_wire(record: JsonObject) -> JsonObject | None:
-    """The game and turn a record was played on from (``None``: it was played from the start)."""
+    """The game and turn a record was played on from (``None``: it was played from the start;
+    ``game`` ``None``: from a position given at its creation), and whether its record begins
+    there (``given``) or holds the turns before it."""
     origin = record["settings"].get(ORIGIN_KEY)
-    return None if origin is None else {"game": origin["game"], "turn": origin["turn"]}
+    if origin is None:
+        return None
+    return {"game": origin.get("game"), "turn": origin["turn"], "given": "position" in origin}
+
+
+def turns_before(record: JsonObject) -> int:
+    """How many turns were played before a record's first: those before the position it was
+    begun at (its turns are numbered on from there), else none."""
+    origin = record["settings"].get(ORIGIN_KEY)
+    return origin["turn"] if origin is not None and "position" in origin else 0
 
 
 def turn_debug(record: JsonObject, number: int) -> str | None:
     """The debug text the bot sent with turn ``number`` of a record (None for the start)."""
-    if number == 0:
+    index = number - turns_before(record) - 1
+    if index < 0:
         return None
-    action = record["turns"][number - 1]["action"]
+    action = record["turns"][index]["action"]
     text = action.get(DEBUG_KEY) if isinstance(action, dict) else None
     return text if isinstance(text, str) else None
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import secrets
 from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from server.arena import MAX_SEED, Arena, SeatHandle, Standing
+from server.arena import MAX_SEED, Arena, SeatHandle, Standing, resume_at
 from server.challenges import Challenge
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
@@ -439,8 +440,9 @@ class Session:
         if held - (1 if self.seeking else 0) >= most:
             raise Rejected(BotError.TOO_MANY_GAMES, f"a bot may play {most} games at once")
 
-    def create(self, fields: JsonObject) -> Match | None:
-        """A new, empty simulation, which the client does not sit in."""
+    def create(self, fields: JsonObject, taken_from: str | None = None) -> Match | None:
+        """A new, empty simulation, which the client does not sit in; with ``position``, begun
+        there (``taken_from``: the recorded game it is a position of, for its record)."""
         try:
             self.identified(fields)
             game, seed = self.game_of(fields), self._seed(fields)
@@ -450,8 +452,16 @@ class Session:
                 reason = f"at most {limit} per {self.client.noun}"
                 self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
                 return None
+            resume = None
+            if "position" in fields:
+                seed = secrets.randbits(32) if seed is None else seed
+                codec = self.arena.codec(game)
+                resume = resume_at(codec, fields["position"], seed, taken_from)
             options = MatchOptions(
-                seed=seed, creator=self.client.address, limits=self._limits(fields.get("clock"))
+                seed=seed,
+                creator=self.client.address,
+                limits=self._limits(fields.get("clock")),
+                resume=resume,
             )
             match = self.arena.open(game, options)
         except Rejected as rejected:

@@ -25,6 +25,7 @@ from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.match import Match, MatchOptions, TurnPlayed, TurnResult, Update
+from server.replay import turns_before
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
@@ -38,9 +39,10 @@ POSITION_FIELDS = ("id", "game", "seed", "settings", "players", "turns")
 def positions_of(record: JsonObject, first: int, last: int) -> Iterator[JsonObject]:
     """The lines of a positions file for turns ``first`` to ``last`` of a recorded game: the
     position after that many turns (the game going on from there)."""
-    for turn in range(first, min(last, len(record["turns"]) - 1) + 1):
+    before = turns_before(record)  # a game begun at a given position numbers its turns on
+    for turn in range(max(first, before), min(last, before + len(record["turns"]) - 1) + 1):
         position = {key: record[key] for key in POSITION_FIELDS}
-        position["turns"] = record["turns"][:turn]
+        position["turns"] = record["turns"][: turn - before]
         position["turn"] = turn
         yield {"game": record["game"], "position": position}
 

@@ -46,7 +46,7 @@ from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
 from server.records.copy import copy_records
 from server.records.identities import roster_kept
-from server.replay import DamagedRecord, TurnRange
+from server.replay import DamagedRecord, TurnRange, turns_before
 from server.sprt import Sprt
 from server.tcp import TcpServer
 from server.tournament.runner import TournamentRunner
@@ -710,7 +710,7 @@ def print_positions(database: str, game: str, turns: TurnRange) -> int:
     except (GameNotFound, DamagedRecord) as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 1
-    last = len(record["turns"]) - 1 if turns.last is None else turns.last
+    last = turns_before(record) + len(record["turns"]) - 1 if turns.last is None else turns.last
     for line in positions_of(record, turns.first, last):
         sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
     return 0
@@ -742,7 +742,7 @@ def test_bot(command: str, positions: Path, config: ArenaConfig) -> int:
 def print_replay(database: str, game: str, turns: TurnRange | None, output: Path | None) -> int:
     try:
         record = load_game(database, game)
-        played = len(record["turns"])
+        played = turns_before(record) + len(record["turns"])
         if turns is not None and turns.first > played:
             print(
                 f"tavern: --turns: game {record['id']} has {played} turns; there is no turn "

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import orjson
 
-from server.arena import Arena
+from server.arena import Arena, resume_at
 from server.commentary import board_text, result_text, turn_text
 from server.config import ArenaConfig
 from server.game_file import game_line, record_lines, recorded_settings, result_line
@@ -36,7 +36,7 @@ from server.games.base import AnyCodec, JsonObject, TimeBank
 from server.league import crashed
 from server.match import GameFinished, GameStarted, MatchOptions, Resume, TurnPlayed, Update
 from server.records import Records, recording
-from server.replay import DamagedRecord, frames, game_of
+from server.replay import DamagedRecord, frames, game_of, turns_before
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, quoted_stderr, seat_bot
@@ -124,9 +124,12 @@ def starting_point(record: JsonObject, codec: AnyCodec, turn: int) -> StartingPo
             f"--from: game {record['id']} was played with other settings (board, turn limit): "
             "give the --config and --turns it was played with"
         )
-    played = len(record["turns"])
+    before = turns_before(record)
+    played = before + len(record["turns"])
     if turn > played:
         raise PlayError(f"--turn: game {record['id']} has {played} turns; there is no turn {turn}")
+    if before:
+        return _from_given_position(record, codec, turn)
     rng = random.Random(record["seed"])
     try:
         positions = frames(record, rng)
@@ -149,7 +152,25 @@ def starting_point(record: JsonObject, codec: AnyCodec, turn: int) -> StartingPo
     )
 
 
-def turns_before(
+def _from_given_position(record: JsonObject, codec: AnyCodec, turn: int) -> StartingPoint:
+    """Turn ``turn`` of a game that itself began at a given position: the new game begins at a
+    given position too (its record cannot hold turns from the start); ``turn`` is at least the
+    first one's."""
+    before = turns_before(record)
+    if turn < before:
+        raise PlayError(
+            f"--turn: game {record['id']} began at a position after turn {before}; "
+            f"there is no turn {turn} in it"
+        )
+    try:
+        state = next(frame.state for frame in frames(record) if frame.turn == turn)
+    except DamagedRecord as error:
+        raise PlayError(f"--from: {error}") from error
+    resume = resume_at(codec, codec.position_to_wire(state), record["seed"], record["id"])
+    return StartingPoint(resume, record["seed"], [], state, [])
+
+
+def copied_turns(
     match_id: str, starting: StartingPoint, codec: AnyCodec, records: Records
 ) -> Callable[[Update], None]:
     """A listener that records the turns before the starting point as the game's first, once
@@ -368,7 +389,7 @@ async def play(
             )
             commentator.follow(match.id)
             if starting is not None:
-                arena.listeners.append(turns_before(match.id, starting, codec, records))
+                arena.listeners.append(copied_turns(match.id, starting, codec, records))
             url = f"http://{config.host}:{http_port}/watch/{match.id}"
             commentator.say(f"tavern: watch at {url}\n")
             if options.open_browser and not webbrowser.open(url):

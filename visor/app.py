@@ -49,7 +49,7 @@ from server.match import Match, SeatMessage, Status
 from server.records import GameFilter, Records
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
 from server.session import Client, LocalSeat, Session
-from visor import ladder, replay_image, tv
+from visor import ladder, play_from, replay_image, tv
 from visor.connections import HttpConnections, serving_http
 from visor.errors import PageError
 from visor.health import Health
@@ -181,6 +181,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/api/games/{game_id}/turns", api_turns)
     app.router.add_get("/api/games/{game_id}/game.jsonl", api_game_file)
     replay_image.add_routes(app, records)  # /api/games/{game_id}/replay.gif
+    play_from.add_routes(app, arena, records)  # POST /api/games/{game_id}/play-from?turn=N
     app.router.add_get("/api/tournaments", api_tournaments)
     app.router.add_get("/api/league", api_league)
     app.router.add_get("/league", page("league.html"))

@@ -113,6 +113,15 @@ class ActionRejected(Rejected):
         self.reason: str = reason
 
 
+class PositionRejected(Rejected):
+    """A position given from outside (``create-simulation``'s ``position``) that no game of
+    these settings can reach, or that is already over; ``reason`` says what is wrong."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(BotError.INVALID_POSITION, reason)
+        self.reason: str = reason
+
+
 class JoinRejected(Rejected):
     """A join request that cannot be honoured (for example, the wanted side is taken)."""
 
@@ -294,6 +303,18 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
     @abstractmethod
     def state_to_wire(self, state: StateT) -> JsonObject:
         """The full position, as spectators and records see it."""
+
+    @abstractmethod
+    def position_to_wire(self, state: StateT) -> JsonObject:
+        """A position between turns as ``position_from_wire`` reads it: the fields of the turn
+        message the seat on move gets (``state``, ``turn``, ``score``), and what else it takes
+        to say who moves."""
+
+    @abstractmethod
+    def position_from_wire(self, wire: object) -> tuple[StateT, int]:
+        """A position given in wire form (a turn message may be given as it is) as a position
+        of the rules, and how many turns were played before it; raises ``PositionRejected``
+        naming what makes it impossible (or over) in a game of these settings."""
 
     @abstractmethod
     def events_to_wire(self, events: Sequence[Any]) -> list[JsonObject]:

@@ -18,7 +18,7 @@ from server.games.base import (
     JsonObject,
     Player,
 )
-from server.games.tavern import rules
+from server.games.tavern import position, rules
 from server.games.tavern.rules import Coords, Direction, Order, State
 
 TEAM_NAMES = ("team1", "team2")
@@ -112,6 +112,19 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
 
     def state_to_wire(self, state: State) -> JsonObject:
         return state_to_wire(state.dwarves, state.barrels)
+
+    def position_to_wire(self, state: State) -> JsonObject:
+        # The turn message's fields, and the team on move (after a point, the one that conceded).
+        return {
+            "state": self.state_to_wire(state),
+            "turn": state.current_turn + 1,
+            "score": self.scores(state),
+            "team": TEAM_NAMES[state.to_move],
+        }
+
+    def position_from_wire(self, wire: object) -> tuple[State, int]:
+        state = position.state_from_wire(self.rules.settings, wire)
+        return state, state.current_turn
 
     def events_to_wire(self, events: Sequence[Any]) -> list[JsonObject]:
         """The original's ``{type, message}``, then what pages draw: ``kind`` (move, barrel,

@@ -20,7 +20,7 @@ from server.games.base import (
     JsonObject,
     Player,
 )
-from server.games.thud import rules
+from server.games.thud import position, rules
 from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Run, Square, State, Stop
 from server.protocol import kept_json
 
@@ -110,6 +110,17 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
 
     def state_to_wire(self, state: State) -> JsonObject:
         return position_to_wire(state)
+
+    def position_to_wire(self, state: State) -> JsonObject:
+        # The turn message's fields but the move list (the position says who moves).
+        wire = position_to_wire(state)
+        wire["dwarfSlots"] = list(state.dwarf_slots)
+        wire["trollSlots"] = list(state.troll_slots)
+        return {"state": wire, "turn": state.ply, "score": wire["score"]}
+
+    def position_from_wire(self, wire: object) -> tuple[State, int]:
+        state = position.state_from_wire(self.rules.ply_limit, wire)
+        return state, state.ply - 1
 
     def events_to_wire(self, events: Sequence[Any]) -> list[JsonObject]:
         wire: list[JsonObject] = []

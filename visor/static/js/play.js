@@ -13,6 +13,10 @@ import { connectionIndicator, VisorSocket } from "./socket.js";
 import { key, ThudView } from "./thud-view.js";
 
 const NICK_KEY = "visor.nick";
+/** /play/thud?simulation=ID (a replay's "Play from here" links it): the opponent list offers
+ * that simulation first, to take a side of it as a bot joining by id would. */
+const JOINING = new URLSearchParams(location.search).get("simulation");
+const JOIN = "join"; // the opponent option that joins JOINING
 const OTHER = { dwarf: "troll", troll: "dwarf" };
 
 const ui = {
@@ -134,13 +138,16 @@ function setupForm() {
       el("option", { text: `House ${player.name}`, attrs: { value: player.name } }),
     );
     options.push(el("option", { text: "Wait for a bot to join by id", attrs: { value: "" } }));
+    if (JOINING) options.unshift(el("option", { text: `Simulation ${JOINING}`, attrs: { value: JOIN } }));
     ui.opponent.replaceChildren(...options);
-    ui.opponent.value = other; // the specialist house player for that side
+    ui.opponent.value = JOINING ? JOIN : other; // else the specialist house player for that side
     describeOpponent();
   };
   const describeOpponent = () => {
     const player = housePlayersFor("thud", OTHER[chosenSide()]).find((p) => p.name === ui.opponent.value);
-    setText(ui.opponentAbout, player ? `${player.name}: ${player.description}` : "once you start, this page shows the id it joins with");
+    const joining = `take a side of simulation ${JOINING}, which a bot joins by id`;
+    const other = ui.opponent.value === JOIN ? joining : "once you start, this page shows the id it joins with";
+    setText(ui.opponentAbout, player ? `${player.name}: ${player.description}` : other);
   };
   for (const radio of ui.form.elements.side) radio.addEventListener("change", fillOpponents);
   ui.opponent.addEventListener("change", describeOpponent);
@@ -149,8 +156,12 @@ function setupForm() {
     event.preventDefault();
     const nick = chosenNick();
     const side = chosenSide();
-    const opponent = ui.opponent.value || null;
-    if (!socket.send({ type: "play", game: "thud", side, opponent, nick, clock: chosenClock() })) {
+    const joining = ui.opponent.value === JOIN;
+    const opponent = joining ? null : ui.opponent.value || null;
+    // A simulation joined by id has its own clock (or none).
+    const request = { type: "play", game: "thud", side, opponent, nick, clock: joining ? null : chosenClock() };
+    if (joining) request.simulationId = JOINING;
+    if (!socket.send(request)) {
       showSetupError("Not connected to the arena: try again in a moment.");
       return;
     }

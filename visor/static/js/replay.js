@@ -12,6 +12,10 @@
 // page): its game line has the first position and each turn line the position after it, as the
 // server's replay has them, so the file is shown as a recorded game is, with nothing sent.
 //
+// "Play from here" (a recorded game only) opens a new simulation at the turn shown
+// (POST /api/games/{id}/play-from?turn=N): the page shows its id and the line a bot joins it
+// with, and for Thud a link that plays one side on /play/thud.
+//
 // The canvas says which frame it has finished drawing in data-frame (the frame's index, which
 // is also its turn number), so a test or a tool knows when the board shows a given turn.
 
@@ -87,6 +91,17 @@ const ui = {
   download: byId("download"),
   watchLive: byId("watch-live"),
   matchesLink: byId("matches-link"),
+  playFrom: byId("play-from"),
+  playFromButton: byId("play-from-button"),
+  playFromCreated: byId("play-from-created"),
+  playFromId: byId("play-from-id"),
+  playFromTurn: byId("play-from-turn"),
+  playFromJoin: byId("play-from-join"),
+  playFromHint: byId("play-from-hint"),
+  playFromCopy: byId("play-from-copy"),
+  playFromPerson: byId("play-from-person"),
+  playFromWatch: byId("play-from-watch"),
+  playFromError: byId("play-from-error"),
 };
 
 const replay = {
@@ -217,6 +232,7 @@ function gameOfFile(text) {
     const kind = line && typeof line === "object" ? line.type : null;
     if (data === null) {
       if (kind !== "game") throw new Error(`${where}: a game file begins with its game line`);
+      const origin = line.settings && line.settings.from ? line.settings.from : null;
       if (!line.state || !Array.isArray(line.players)) throw new Error(`${where}: the game line has no first position (tavern replay FILE --output NEW writes the file again with it)`);
       data = {
         id: line.id,
@@ -229,12 +245,13 @@ function gameOfFile(text) {
         seed: line.seed,
         startedAt: line.startedAt,
         tournament: null,
-        from: line.settings && line.settings.from ? { game: line.settings.from.game, turn: line.settings.from.turn } : null,
+        from: origin ? { game: origin.game || null, turn: origin.turn, given: Boolean(origin.position) } : null,
         clock: (line.settings && line.settings.clock) || null,
-        frames: [{ turn: 0, seat: null, state: line.state, events: [], scores: line.scores }],
+        // A game begun at a given position numbers its turns on from it.
+        frames: [{ turn: origin && origin.position ? origin.turn : 0, seat: null, state: line.state, events: [], scores: line.scores }],
       };
     } else if (kind === "turn") {
-      const expected = data.frames.length;
+      const expected = data.frames[0].turn + data.frames.length;
       if (line.turn !== expected) throw new Error(`${where}: turn ${line.turn} where turn ${expected} should be`);
       if (!line.state || !data.seats.includes(line.seat)) throw new Error(`${where}: the turn line has no position or no seat`);
       const debug = typeof line.debug === "string" ? line.debug : null;
@@ -302,6 +319,7 @@ function start(data) {
   renderMoves();
   renderMarks();
   show(ui.watchLive, data.status === "playing");
+  show(ui.playFrom, Boolean(gameId && gameId !== "replay"));
   ui.watchLive.href = `/watch/${encodeURIComponent(gameId)}`;
   describeStatus(null);
   renderSeatStats();
@@ -310,6 +328,8 @@ function start(data) {
   replay.ready = true;
   loadDetails();
   setupControls();
+  ui.playFromButton.addEventListener("click", playFromHere);
+  ui.playFromCopy.addEventListener("click", copyJoin);
   attachTooltip(
     { canvas: ui.canvas, wrap: ui.wrap, tooltip: ui.tooltip },
     () =>
@@ -366,10 +386,10 @@ function describeStatus(record) {
   }
   if (replay.from) {
     const from = replay.from;
-    parts.push(
-      `${parts.length ? " · " : ""}played on from `,
-      el("a", { text: `game ${from.game}, turn ${from.turn}`, attrs: { href: `/replay/${encodeURIComponent(from.game)}?turn=${from.turn}`, id: "from-link" } }),
-    );
+    const link = from.game
+      ? el("a", { text: `game ${from.game}, turn ${from.turn}`, attrs: { href: `/replay/${encodeURIComponent(from.game)}?turn=${from.turn}`, id: "from-link" } })
+      : `a position given after turn ${from.turn}`;
+    parts.push(`${parts.length ? " · " : ""}${from.given ? "begun at " : "played on from "}`, link);
   }
   ui.context.replaceChildren(...parts);
 }
@@ -377,7 +397,10 @@ function describeStatus(record) {
 /** The turn asked for in the address: ?turn=N (or #turn=N, as links made earlier say). */
 function turnFromAddress() {
   const asked = new URLSearchParams(location.search).get("turn") ?? (/^#turn=(\d+)$/.exec(location.hash) || [])[1];
-  if (!asked || !/^\d+$/.test(asked)) return replay.from ? Math.min(replay.from.turn, replay.frames.length - 1) : 0;
+  if (!asked || !/^\d+$/.test(asked)) {
+    const start = replay.from ? replay.frames.findIndex((frame) => frame.turn === replay.from.turn) : 0;
+    return Math.max(start, 0);
+  }
   const turn = Number(asked);
   const index = replay.frames.findIndex((frame) => frame.turn === turn);
   return index >= 0 ? index : 0;
@@ -429,7 +452,7 @@ function renderEvents(frame) {
   const { game } = replay;
   const items = [];
   if (frame.index === 0) {
-    items.push(el("li", { className: "log-head" }, el("span", { className: "log-turn", text: "0" }), "The start: nothing has moved yet."));
+    items.push(el("li", { className: "log-head" }, el("span", { className: "log-turn", text: "0" }), replay.from && replay.from.given ? "The position this game began at." : "The start: nothing has moved yet."));
   } else {
     const who = frame.seat ? nickOf(replay.players, frame.seat, game) : "?";
     items.push(el("li", { className: "log-head" }, el("span", { className: "log-turn", text: frame.turn }), `${who} played`));
@@ -449,7 +472,8 @@ function renderEvents(frame) {
 function renderMoves() {
   const { game, players } = replay;
   const items = replay.frames.map((frame) => {
-    const text = frame.index === 0 ? "The start" : turnSummary(game, frame, players);
+    const start = replay.from && replay.from.given ? "The position given" : "The start";
+    const text = frame.index === 0 ? start : turnSummary(game, frame, players);
     const button = el("button", { className: "move-button", text, attrs: { type: "button" }, dataset: { index: String(frame.index) } });
     button.prepend(el("span", { className: "log-turn", text: frame.turn }));
     button.addEventListener("click", () => jump(frame.index));
@@ -672,4 +696,54 @@ function rememberTurn(frame) {
   if (`${location.pathname}${location.search}` !== address || location.hash) history.replaceState(null, "", address);
   ui.turnLink.href = `${location.pathname}?turn=${frame.turn}`;
   setText(ui.turnLink, `Link to ${replay.game === "thud" ? "ply" : "turn"} ${frame.turn}`);
+}
+
+// --- play from here --------------------------------------------------------------------------
+
+/** A new simulation at the turn shown: its id, the line a bot joins it with, and for Thud a
+ * link that takes a side of it on /play/thud. */
+async function playFromHere() {
+  const frame = currentFrame();
+  ui.playFromButton.disabled = true;
+  show(ui.playFromError, false);
+  let response = null;
+  let body = null;
+  try {
+    response = await fetch(`/api/games/${encodeURIComponent(gameId)}/play-from?turn=${frame.turn}`, { method: "POST" });
+    body = await response.json();
+  } catch {
+    body = null;
+  } finally {
+    ui.playFromButton.disabled = false;
+  }
+  if (!response || !response.ok || !body || !body.simulationId) {
+    const why = body && body.error ? body.error : "the arena cannot be reached";
+    setText(ui.playFromError, `No simulation was opened: ${why}.`);
+    show(ui.playFromError, true);
+    show(ui.playFromCreated, false);
+    return;
+  }
+  const unit = replay.game === "thud" ? "ply" : "turn";
+  setText(ui.playFromId, body.simulationId);
+  setText(ui.playFromTurn, `${unit} ${body.turn + 1}, the position shown (game ${gameId}, after ${unit} ${body.turn})`);
+  setText(ui.playFromJoin, JSON.stringify(body.join));
+  const port = body.botPort ? ` on TCP port ${body.botPort}` : "";
+  setText(ui.playFromHint, `Any bot joins it${port} by sending:`);
+  ui.playFromWatch.href = `/watch/${encodeURIComponent(body.simulationId)}`;
+  const person = replay.game === "thud";
+  ui.playFromPerson.href = `/play/thud?simulation=${encodeURIComponent(body.simulationId)}`;
+  show(ui.playFromPerson, person);
+  setText(ui.playFromCopy, "Copy the join line");
+  show(ui.playFromCreated, true);
+}
+
+async function copyJoin() {
+  try {
+    await navigator.clipboard.writeText(ui.playFromJoin.textContent);
+    setText(ui.playFromCopy, "Copied");
+  } catch {
+    // Clipboard access needs a secure context; select the text so Ctrl+C works instead.
+    getSelection().selectAllChildren(ui.playFromJoin);
+    setText(ui.playFromCopy, "Selected: press Ctrl+C");
+  }
 }
