@@ -232,13 +232,16 @@ async def test_each_kind_of_frame_reaches_its_part_of_a_real_node(redis: RedisSe
         match = node.arena.open("tavern")
         join = {"type": "join-simulation", "game": "tavern", "nick": "far"}
         request = {"simulationId": match.id, "message": join, "rejoin": False}
-        await other.publish((b"Z", 7, b"unknown"), (wire.JOIN, 7, orjson.dumps(request)))
-        assert await other.next(wire.SEATED, 7) == b""
+        await other.publish((b"Z", 7, b"unknown"), (wire.JOIN, 7, seq(1) + orjson.dumps(request)))
+        game_info = await other.next(wire.DATA, 7)  # the session's first words, then seated
+        assert game_info.startswith(seq(1, 1)) and b'"game-info"' in game_info
+        assert await other.next(wire.SEATED, 7) == seq(2, 1)
         assert sum(player is not None for player in match.view().players) == 1
-        await other.publish((wire.MOVE, 8, b"{}"), tail=b"\x00\x01")
-        not_in_a_game = orjson.loads(await other.next(wire.DATA, 8))
-        assert not_in_a_game["message"] == BotError.NOT_IN_A_GAME
-        await other.publish((wire.LEAVE, 7, b""))
+        await other.publish((wire.MOVE, 7, seq(2, 2) + b"{}"), tail=b"\x00\x01")
+        not_started = await other.next(wire.DATA, 7)
+        assert not_started.startswith(seq(3, 2))
+        assert orjson.loads(not_started[8:])["message"] == BotError.GAME_NOT_STARTED
+        await other.publish((wire.LEAVE, 7, seq(3, 3)))
         await eventually(lambda: all(player is None for player in match.view().players))
         # Pages on the other node watching it, then no more.
         await other.publish((wire.WATCH, 0, match.id.encode()))
@@ -255,22 +258,30 @@ async def test_each_kind_of_frame_reaches_its_part_of_a_real_node(redis: RedisSe
         await eventually(lambda: any(s["simulationId"] == "far1234" for s in node.simulations()))
         peer, refused = Peer(), Peer()
         node.seat(peer, "far1234", join, False)
-        asked = orjson.loads(await other.next(wire.JOIN, 1))
-        assert asked == {**request, "simulationId": "far1234", "kind": "bot"}
+        asked = await other.next(wire.JOIN, 1)
+        assert asked.startswith(seq(1))
+        assert orjson.loads(asked[8:]) == {**request, "simulationId": "far1234", "kind": "bot"}
         await other.publish(
-            (wire.SEATED, 1, b""), (wire.DATA, 1, b"a line\n"), (wire.CLOSE, 1, b"")
+            (wire.SEATED, 1, seq(1, 1)),
+            (wire.DATA, 1, seq(2, 1) + b"a line\n"),
+            (wire.CLOSE, 1, seq(3, 1)),
         )
         await heard(peer, ("seated",), ("data", b"a line\n"), ("close",))
         node.seat(refused, "far1234", join, False)
         await other.next(wire.JOIN, 2)
         refusal = {"message": BotError.SIMULATION_FULL, "reason": "both seats taken"}
-        await other.publish((wire.REFUSED, 2, orjson.dumps(refusal)))
+        await other.publish((wire.REFUSED, 2, seq(1, 1) + orjson.dumps(refusal)))
         await heard(refused, ("refused", BotError.SIMULATION_FULL, "both seats taken"))
         # A page here watching the other node's match.
         assert node.watch("far1234")
         assert await other.next(wire.WATCH, 0) == b"far1234"
         await other.publish((wire.SPECTATE, 0, b'far1234 {"type": "y"}'))
         await heard(pages, ("relayed", "far1234", '{"type": "y"}', False))
+
+
+def seq(number: int, read: int = 0) -> bytes:
+    """The head of a seat's frame: its number on the seat's link, and the last one read."""
+    return wire.SEQ.pack(number, read)
 
 
 async def announce(other: OtherNode, simulation_id: str) -> None:

@@ -222,11 +222,13 @@ class Link:
         ``let_go``): a Redis restart then costs the seats that cross to them no frame."""
         self.held |= nodes
 
-    def seen(self, alive: set[str]) -> None:
-        """These nodes are in the arena again (registered, so listening): their frames go."""
+    def seen(self, alive: set[str]) -> set[str]:
+        """These nodes are in the arena again (registered, so listening): their frames go.
+        Returns those that were held."""
         if back := self.held & alive:
             self.held -= back
             self.flush_soon()
+        return back
 
     def let_go(self, nodes: set[str]) -> None:
         """Hold no more frames for these nodes: those kept are dropped."""
