@@ -235,7 +235,8 @@ async def test_a_redis_restart_forfeits_no_game_that_crosses_nodes(
     each is in the records of the node that played it, finished, once."""
     # A turn whose frame were lost would time out after 4 s rather than 10.
     timeouts = {"turnTimeoutMs": 4000, "firstTurnTimeoutMs": 4000}
-    settings = {"reconnectGraceMs": 10_000, **timeouts, **SHORT_GAME}
+    # Games long enough to be playing still when Redis has stopped.
+    settings = {"reconnectGraceMs": 10_000, **timeouts, "tavern": {"turnLimit": 200}}
     async with nodes(redis, tmp_path, count=2, **settings) as (a, b):
         held = asyncio.Event()
         games: list[asyncio.Task[tuple[bytes, int]]] = []
@@ -247,8 +248,10 @@ async def test_a_redis_restart_forfeits_no_game_that_crosses_nodes(
             for node in (here, there):
                 client, info = await join(node, simulation_id)
                 games.append(asyncio.create_task(play_on(client, info["team"], held)))
+        # Redis stops as the games go on: frames that cross nodes are in flight as it stops,
+        # and those sent after wait for the link.
+        held.set()
         await asyncio.to_thread(redis.stop)
-        held.set()  # the games go on: what crosses nodes waits for the link
         await asyncio.sleep(OUTAGE_S)  # the outage itself
         await asyncio.to_thread(redis.start)
         ends = await asyncio.gather(*games)

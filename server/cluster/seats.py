@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import logging
 import struct
 import time
 
@@ -27,6 +28,8 @@ from server.games.base import JsonObject
 from server.match import SeatMessage
 from server.protocol import encode, error_message
 from server.session import Client, Session
+
+log = logging.getLogger(__name__)
 
 LINK_LOST_REASON = "this node lost its link to the other arena nodes"
 RESUME_FAILED = "messages of this seat were lost with the link between the arena nodes"
@@ -96,6 +99,11 @@ class SeatLink:
         for number, kind, body in self.unread:
             head = wire.SEQ.pack(number, self.read)
             self.link.send(self.node, kind, self.connection, head + body)
+        if self.unread:
+            log.info(
+                "node %s: %d frames of a seat's link sent again to node %s",
+                *(self.link.node_id, len(self.unread), self.node),
+            )
         return True
 
 
