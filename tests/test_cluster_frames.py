@@ -464,9 +464,11 @@ async def test_each_kind_of_frame_reaches_its_part_of_a_real_node(redis: RedisSe
         refusal = {"message": BotError.SIMULATION_FULL, "reason": "both seats taken"}
         await other.publish((wire.REFUSED, 2, seq(1, 1) + orjson.dumps(refusal)))
         await heard(refused, ("refused", BotError.SIMULATION_FULL, "both seats taken"))
-        # A page here watching the other node's match.
+        # A page here watching the other node's match (and its messages from no other node).
         assert node.watch("far1234")
         assert await other.next(wire.WATCH, 0) == b"far1234"
+        forged = wire.frame(wire.SPECTATE, 0, b'far1234 {"type": "forged"}')
+        await other.store.publish(keys.inbox(node.id), b"0f0f0f0f" + forged)  # not its node
         await other.publish((wire.SPECTATE, 0, b'far1234 {"type": "y"}'))
         await heard(pages, ("relayed", "far1234", '{"type": "y"}', False))
 
