@@ -193,6 +193,9 @@ class ClusterNode:
         back = self.link.seen(alive)
         self.asked.back(back)
         self.given.back(back)
+        if back and not self.link.held and self._grace is not None:
+            self._grace.cancel()  # every held node is back: a later outage has its own grace
+            self._grace = None
         self.given.forget_ended()
         # The nodes whose seats are held after a lost link have until the grace's end.
         lost = self._known_nodes() - alive - self.link.held
