@@ -186,7 +186,11 @@ class Link:
     # --- sending ------------------------------------------------------------------------------
     def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
         """Queue a frame for ``node``: sent with everything else due to it this loop round."""
-        if (not self.up and node not in self.held) or self._outbox.size > MAX_OUTGOING_BYTES:
+        # Sent once connected, before the node is up too: a seat's link resumes in the first
+        # heartbeat after a lost link (see ``LinkUser.beat``).
+        if (self._sender is None and node not in self.held) or (
+            self._outbox.size > MAX_OUTGOING_BYTES
+        ):
             return  # past the bound, the link is about to be made again (see _flush)
         self._outbox.add(node, wire.frame(kind, connection, payload))
         if not self._flush_due:
