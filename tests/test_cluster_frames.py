@@ -17,12 +17,20 @@ from redis.asyncio.client import PubSub
 
 from server.arena import Arena
 from server.cluster import Deliver, keys, values, wire
+from server.cluster.claims import Claims
+from server.cluster.following import Following
 from server.cluster.inbox import Handler, Inbox
+from server.cluster.link import Link
 from server.cluster.node import ClusterNode
+from server.cluster.seats import SeatsAsked, SeatsGiven
 from server.errors import BotError
 from server.games.base import JsonObject
+from server.match import SeatRequest
+from tests.clock import FakeClock
 from tests.conftest import test_config
 from tests.services import RedisServer
+from tests.test_match import Inbox as Channel
+from tests.test_match import settle, tavern_pass
 
 SENDER = "0badcafe"  # the node the test plays
 WAIT_S = 10.0
@@ -120,6 +128,190 @@ def test_an_inbox_takes_a_handler_for_every_kind_and_no_other() -> None:
         Inbox(table, complaints)
     with pytest.raises(ValueError, match="a handler for each kind"):
         Inbox({**table, wire.SPECTATE: ignore, b"Z": ignore}, complaints)
+
+
+# --- a seat's link, both ends in memory ----------------------------------------------------------
+OWNER, HOLDER = "0a0a0a0a", "0b0b0b0b"  # the node playing the match, the one holding the bot
+Sent = tuple[str, bytes, int, bytes]  # to which node, kind, connection, payload
+
+
+class Wire(Link):
+    """A node's link in memory: what the node sends stays here until the test delivers it (or
+    loses it, as a Redis that stops does with the frames in flight)."""
+
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        self.up = True
+        self._tasks = asyncio.TaskGroup()  # never entered: the seats only ask if there is one
+        self.sent: list[Sent] = []
+
+    def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
+        self.sent.append((node, kind, connection, payload))
+
+    def taken(self) -> list[Sent]:
+        sent, self.sent = self.sent, []
+        return sent
+
+
+class Ends:
+    """A bot's seat across two nodes in memory: the holder's ``SeatsAsked`` and the owner's
+    ``SeatsGiven``, each with its real inbox; the owner's match on a hand-wound clock, its
+    other seat played here."""
+
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+        self.to_owner, self.to_holder = Wire(HOLDER), Wire(OWNER)
+        complaints = values.Complaints(HOLDER)
+        following = Following(self.to_owner, complaints)
+        self.asked = SeatsAsked(self.to_owner, arena, following, Claims(self.to_owner, complaints))
+        self.given = SeatsGiven(self.to_holder, arena, keep_s=10.0)
+        self.holder = Inbox(table_of(self.asked), complaints)
+        self.owner = Inbox(table_of(self.given), values.Complaints(OWNER))
+        self.match = arena.open("tavern")
+        self.here = Channel()
+        self.match.seat(self.here, SeatRequest({"nick": "here"}))
+        following.directory.put(
+            {"simulationId": self.match.id, "game": "tavern", "status": "waiting", "node": OWNER}
+            | {"players": [None, None], "free": [1]}
+        )
+        self.bot = Peer()
+        join = {"type": "join-simulation", "game": "tavern", "nick": "there"}
+        self.seat = self.asked.seat(self.bot, self.match.id, join, False, "bot")
+
+    def deliver(self) -> None:
+        """Every frame sent, both ways, until none is left (bounded)."""
+        for _ in range(10):
+            if not (self.to_owner.sent or self.to_holder.sent):
+                return
+            if frames := self.to_owner.taken():
+                self.owner.received(HOLDER.encode() + encoded(frames, OWNER))
+            if frames := self.to_holder.taken():
+                self.holder.received(OWNER.encode() + encoded(frames, HOLDER))
+        raise AssertionError("the frames never stop")
+
+    def resume(self) -> None:
+        """Both nodes see each other again after a lost link."""
+        self.asked.back({OWNER})
+        self.given.back({HOLDER})
+        self.deliver()
+
+    def lines(self) -> list[JsonObject]:
+        """What the bot was sent since the last call."""
+        heard, self.bot.heard = self.bot.heard, []
+        return [orjson.loads(what[1]) for what in heard if what[0] == "data"]
+
+
+def encoded(frames: list[Sent], node: str) -> bytes:
+    assert {sent[0] for sent in frames} == {node}
+    return b"".join(wire.frame(kind, number, payload) for _, kind, number, payload in frames)
+
+
+def table_of(seats: SeatsAsked | SeatsGiven) -> dict[bytes, Handler]:
+    """An inbox's table: the kinds for this end of a seat's link to ``seats``, the others
+    nowhere (none is sent in these tests)."""
+
+    def nowhere(sender: str, connection: int, payload: bytes) -> None:
+        raise AssertionError(f"a frame for another part, from {sender}")
+
+    table: dict[bytes, Handler] = dict.fromkeys(wire.KINDS, nowhere)
+    if isinstance(seats, SeatsAsked):
+        table |= {
+            wire.DATA: seats.data,
+            wire.SEATED: seats.seated,
+            wire.REFUSED: seats.refused,
+            wire.CLOSE: seats.closed,
+            wire.RESUMED: seats.resumed,
+        }
+    else:
+        table |= {
+            wire.JOIN: seats.join,
+            wire.MOVE: seats.move,
+            wire.LEAVE: seats.leave,
+            wire.RESUME: seats.resume,
+        }
+    return table
+
+
+@contextlib.asynccontextmanager
+async def seat_across() -> AsyncIterator[Ends]:
+    """The bot seated through its node, the match started, the seat here on move."""
+    arena = Arena(test_config(), clock=FakeClock())
+    async with arena.running():
+        ends = Ends(arena)
+        ends.deliver()
+        await settle()
+        assert [what[0] for what in ends.bot.heard] == ["data", "seated"]
+        assert [line["type"] for line in ends.lines()] == ["game-info"]
+        yield ends
+
+
+async def test_the_frames_of_a_seat_lost_with_the_link_are_sent_again_once_and_in_order() -> None:
+    """A turn for the bot, then the bot's move, each lost in flight (as when Redis stops): once
+    both nodes are back the turn reaches the bot, the move the match, each once; a frame that
+    comes twice (a resume's, or one published again) is dropped without a word."""
+    async with seat_across() as ends:
+        ends.match.submit(0, tavern_pass(ends.here.last("turn"), "team1"), ends.here)
+        lost = ends.to_holder.taken()  # the bot's turn, in flight as Redis stops
+        assert [kind for _, kind, _, _ in lost] == [wire.DATA]
+        assert ends.lines() == []
+        ends.resume()
+        (turn,) = ends.lines()
+        assert (turn["type"], turn["turn"]) == ("turn", 2)
+        ends.holder.received(OWNER.encode() + encoded(lost, HOLDER))  # the lost one, late
+        assert ends.lines() == []
+        ends.seat.submit(tavern_pass(turn, "team2"))
+        lost = ends.to_owner.taken()  # the bot's move, in flight as Redis stops
+        assert ends.match.turn_count == 1
+        ends.resume()
+        assert ends.match.turn_count == 2
+        assert ends.here.last("turn")["turn"] == 3
+        ends.owner.received(HOLDER.encode() + encoded(lost, OWNER))  # played once only
+        ends.resume()  # nothing lost: nothing sent again, nothing shown twice
+        assert ends.match.turn_count == 2
+        assert ends.lines() == [] and ends.bot.heard == []
+        assert ends.here.errors() == []
+
+
+async def test_a_seat_whose_lost_frames_are_no_longer_kept_is_told_and_closed() -> None:
+    """The owner says it read fewer of the seat's frames than the seat's node still keeps (or
+    says it has no such seat, once it was seated): the bot is told why, and its seat closed."""
+    async with seat_across() as ends:
+        connection = ends.seat.connection
+        gone = wire.RESUME_STATE.pack(0, wire.GONE)
+        ends.holder.received(OWNER.encode() + wire.frame(wire.RESUMED, connection, gone))
+        assert [what[0] for what in ends.bot.heard] == ["data", "close"]
+        (lost,) = ends.lines()
+        assert lost["message"] == BotError.ARENA_LINK_LOST
+        assert ends.asked.handles == {}
+
+
+async def test_frames_about_a_seat_from_another_node_than_its_own_are_dropped_and_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Anyone who reaches the Redis can publish with any node's id: a frame about a seat, of
+    any kind the node holding it reads, from a node that does not play its match is counted,
+    said once a minute, and changes nothing."""
+    async with seat_across() as ends:
+        connection = ends.seat.connection
+        refusal = orjson.dumps({"message": "x", "reason": None})
+        forged = [
+            (wire.DATA, connection, seq(3, 1) + b'{"type":"turn"}\n'),
+            (wire.SEATED, connection, seq(3, 1)),
+            (wire.REFUSED, connection, seq(3, 1) + refusal),
+            (wire.CLOSE, connection, seq(3, 1)),
+            (wire.RESUMED, connection, wire.RESUME_STATE.pack(0, wire.ASK)),
+        ]
+        for frame in forged:
+            ends.holder.received(batch(frame))
+        assert ends.asked.strays == len(forged)
+        assert ends.bot.heard == [] and ends.to_owner.sent == []
+        assert [record.getMessage() for record in caplog.records] == [
+            f"node {HOLDER}: frames from {SENDER}: a frame {wire.DATA!r}: "
+            f"a frame about a seat on {OWNER}; skipped"
+        ]
+        ends.match.submit(0, tavern_pass(ends.here.last("turn"), "team1"), ends.here)
+        ends.deliver()  # the owner's own frames still read, in order
+        assert [line["type"] for line in ends.lines()] == ["turn"]
 
 
 # --- a real node ---------------------------------------------------------------------------------
@@ -232,13 +424,16 @@ async def test_each_kind_of_frame_reaches_its_part_of_a_real_node(redis: RedisSe
         match = node.arena.open("tavern")
         join = {"type": "join-simulation", "game": "tavern", "nick": "far"}
         request = {"simulationId": match.id, "message": join, "rejoin": False}
-        await other.publish((b"Z", 7, b"unknown"), (wire.JOIN, 7, orjson.dumps(request)))
-        assert await other.next(wire.SEATED, 7) == b""
+        await other.publish((b"Z", 7, b"unknown"), (wire.JOIN, 7, seq(1) + orjson.dumps(request)))
+        game_info = await other.next(wire.DATA, 7)  # the session's first words, then seated
+        assert game_info.startswith(seq(1, 1)) and b'"game-info"' in game_info
+        assert await other.next(wire.SEATED, 7) == seq(2, 1)
         assert sum(player is not None for player in match.view().players) == 1
-        await other.publish((wire.MOVE, 8, b"{}"), tail=b"\x00\x01")
-        not_in_a_game = orjson.loads(await other.next(wire.DATA, 8))
-        assert not_in_a_game["message"] == BotError.NOT_IN_A_GAME
-        await other.publish((wire.LEAVE, 7, b""))
+        await other.publish((wire.MOVE, 7, seq(2, 2) + b"{}"), tail=b"\x00\x01")
+        not_started = await other.next(wire.DATA, 7)
+        assert not_started.startswith(seq(3, 2))
+        assert orjson.loads(not_started[8:])["message"] == BotError.GAME_NOT_STARTED
+        await other.publish((wire.LEAVE, 7, seq(3, 3)))
         await eventually(lambda: all(player is None for player in match.view().players))
         # Pages on the other node watching it, then no more.
         await other.publish((wire.WATCH, 0, match.id.encode()))
@@ -255,22 +450,32 @@ async def test_each_kind_of_frame_reaches_its_part_of_a_real_node(redis: RedisSe
         await eventually(lambda: any(s["simulationId"] == "far1234" for s in node.simulations()))
         peer, refused = Peer(), Peer()
         node.seat(peer, "far1234", join, False)
-        asked = orjson.loads(await other.next(wire.JOIN, 1))
-        assert asked == {**request, "simulationId": "far1234", "kind": "bot"}
+        asked = await other.next(wire.JOIN, 1)
+        assert asked.startswith(seq(1))
+        assert orjson.loads(asked[8:]) == {**request, "simulationId": "far1234", "kind": "bot"}
         await other.publish(
-            (wire.SEATED, 1, b""), (wire.DATA, 1, b"a line\n"), (wire.CLOSE, 1, b"")
+            (wire.SEATED, 1, seq(1, 1)),
+            (wire.DATA, 1, seq(2, 1) + b"a line\n"),
+            (wire.CLOSE, 1, seq(3, 1)),
         )
         await heard(peer, ("seated",), ("data", b"a line\n"), ("close",))
         node.seat(refused, "far1234", join, False)
         await other.next(wire.JOIN, 2)
         refusal = {"message": BotError.SIMULATION_FULL, "reason": "both seats taken"}
-        await other.publish((wire.REFUSED, 2, orjson.dumps(refusal)))
+        await other.publish((wire.REFUSED, 2, seq(1, 1) + orjson.dumps(refusal)))
         await heard(refused, ("refused", BotError.SIMULATION_FULL, "both seats taken"))
-        # A page here watching the other node's match.
+        # A page here watching the other node's match (and its messages from no other node).
         assert node.watch("far1234")
         assert await other.next(wire.WATCH, 0) == b"far1234"
+        forged = wire.frame(wire.SPECTATE, 0, b'far1234 {"type": "forged"}')
+        await other.store.publish(keys.inbox(node.id), b"0f0f0f0f" + forged)  # not its node
         await other.publish((wire.SPECTATE, 0, b'far1234 {"type": "y"}'))
         await heard(pages, ("relayed", "far1234", '{"type": "y"}', False))
+
+
+def seq(number: int, read: int = 0) -> bytes:
+    """The head of a seat's frame: its number on the seat's link, and the last one read."""
+    return wire.SEQ.pack(number, read)
 
 
 async def announce(other: OtherNode, simulation_id: str) -> None:

@@ -673,3 +673,27 @@ async def test_a_saved_game_loads_and_plays_on_after_a_restart(tmp_path: Path) -
         ("Will", "http"),
         ("Tom", "http"),
     ]
+
+
+# --- a draining node -----------------------------------------------------------------------------
+async def test_a_draining_node_opens_no_api_game_but_plays_on_those_it_has(
+    api: Api, connect: Any, served: Served
+) -> None:
+    """While the node drains (``Arena.draining``, as SIGUSR1 sets it), /start, a matchmaking
+    match and /load of a game not live here are refused with the API's 503 and a JSON error, as the
+    arena's other fronts refuse new simulations; a game already live plays on."""
+    live = await api.start()
+    ann, bo = await connect("Ann"), await connect("Bo")
+    assert (await ann.receive(), await bo.receive()) == (["list", []], ["list", ["Ann"]])
+    served.arena.draining = True
+    body = orjson.dumps({"player_one": "Will", "player_two": "Tom"})
+    status, answer = await api.raw("/start", body)
+    assert status == 503, answer
+    assert answer["error"].startswith("Server draining: this node is finishing its games"), answer
+    refused = await ann.request(["match", "Bo"])
+    assert refused[0] == "error" and refused[1].startswith("Server draining"), refused
+    status, answer = await api.raw("/load", orjson.dumps({"game": "not-live-here"}))
+    assert (status, answer["error"][:15]) == (503, "Server draining")
+    assert await api.move(live, 0, (6, 0), (6, 4)) is True  # the live game plays on
+    served.arena.draining = False
+    assert (await ann.request(["match", "Bo"]))[0] == "start"

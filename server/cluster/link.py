@@ -186,7 +186,11 @@ class Link:
     # --- sending ------------------------------------------------------------------------------
     def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
         """Queue a frame for ``node``: sent with everything else due to it this loop round."""
-        if (not self.up and node not in self.held) or self._outbox.size > MAX_OUTGOING_BYTES:
+        # Sent once connected, before the node is up too: a seat's link resumes in the first
+        # heartbeat after a lost link (see ``LinkUser.beat``).
+        if (self._sender is None and node not in self.held) or (
+            self._outbox.size > MAX_OUTGOING_BYTES
+        ):
             return  # past the bound, the link is about to be made again (see _flush)
         self._outbox.add(node, wire.frame(kind, connection, payload))
         if not self._flush_due:
@@ -222,11 +226,13 @@ class Link:
         ``let_go``): a Redis restart then costs the seats that cross to them no frame."""
         self.held |= nodes
 
-    def seen(self, alive: set[str]) -> None:
-        """These nodes are in the arena again (registered, so listening): their frames go."""
+    def seen(self, alive: set[str]) -> set[str]:
+        """These nodes are in the arena again (registered, so listening): their frames go.
+        Returns those that were held."""
         if back := self.held & alive:
             self.held -= back
             self.flush_soon()
+        return back
 
     def let_go(self, nodes: set[str]) -> None:
         """Hold no more frames for these nodes: those kept are dropped."""

@@ -81,7 +81,10 @@ class ClusterNode:
         self.claims = Claims(self.link, complaints)
         self.following = Following(self.link, complaints)
         self.asked = SeatsAsked(self.link, arena, self.following, self.claims)
-        self.given = SeatsGiven(self.link, arena)
+        # How long the seats that cross nodes are held while the link is made again.
+        self.grace_s = config.reconnect_grace_ms / 1000
+        # A seat's link that ended is kept while its node may still ask for its last frames.
+        self.given = SeatsGiven(self.link, arena, keep_s=2 * self.grace_s)
         self.watching = Watching(self.link, self.following.directory)
         self.relays = Relays(self.link)
         self.seeks = SharedSeeks(self.link, arena, self.following, complaints)
@@ -93,6 +96,7 @@ class ClusterNode:
             wire.JOIN: self.given.join,
             wire.MOVE: self.given.move,
             wire.LEAVE: self.given.leave,
+            wire.RESUME: self.given.resume,
             wire.WATCH: self.relays.watched,
             wire.UNWATCH: self.relays.unwatched,
             # To the node holding the connection:
@@ -100,14 +104,13 @@ class ClusterNode:
             wire.SEATED: self.asked.seated,
             wire.REFUSED: self.asked.refused,
             wire.CLOSE: self.asked.closed,
+            wire.RESUMED: self.asked.resumed,
             wire.SPECTATE: self.watching.relayed,
             wire.PAIRED: self.seeks.paired,
             wire.CHALLENGE: self.challenges.offered,
             wire.ANSWERED: self.challenges.answered,
         }
         self.inbox = Inbox(frame_table, complaints)
-        # How long the seats that cross nodes are held while the link is made again.
-        self.grace_s = config.reconnect_grace_ms / 1000
         self._grace: asyncio.TimerHandle | None = None
         self._inbox_channel = inbox(self.id).encode()
         arena.listeners += (self.listing.on_update, self.claims.on_update)
@@ -203,7 +206,15 @@ class ClusterNode:
         results = await pipe.execute()
         self.round_trip_s = time.perf_counter() - started
         alive = await self.following.living(redis, results[-1])
-        self.link.seen(alive)
+        # The nodes back after a lost link: each seat's link to them resumes (frames lost with
+        # the link go again).
+        back = self.link.seen(alive)
+        self.asked.back(back)
+        self.given.back(back)
+        if back and not self.link.held and self._grace is not None:
+            self._grace.cancel()  # every held node is back: a later outage has its own grace
+            self._grace = None
+        self.given.forget_ended()
         # The nodes whose seats are held after a lost link have until the grace's end.
         lost = self._known_nodes() - alive - self.link.held
         self._lost(lost, BotError.ARENA_NODE_LOST, NODE_LOST_REASON)

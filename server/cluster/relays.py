@@ -37,10 +37,14 @@ class Watching:
             self.link.send(owner, wire.UNWATCH, 0, simulation_id.encode())
 
     def relayed(self, sender: str, connection: int, payload: bytes) -> None:
-        """``wire.SPECTATE``: the simulation id, a space, a page's message."""
+        """``wire.SPECTATE``: the simulation id, a space, a page's message; from the node
+        playing it only (anyone who reaches the Redis can publish with any node's id)."""
         simulation_id, _, text = payload.partition(b" ")
         name = values.text(simulation_id)
-        if name in self._owners and self.spectators is not None:
+        owner = self._owners.get(name)
+        if owner is not None and owner != sender:
+            raise values.BadValue(f"a page's message about a match of {owner}")
+        if owner is not None and self.spectators is not None:
             self.spectators.relayed(name, values.text(text), last=False)
 
     def nodes(self) -> set[str]:

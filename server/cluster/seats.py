@@ -10,7 +10,11 @@ A.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
+import logging
+import struct
+import time
 
 import orjson
 
@@ -25,8 +29,98 @@ from server.match import SeatMessage
 from server.protocol import encode, error_message
 from server.session import Client, Session
 
+log = logging.getLogger(__name__)
+
 LINK_LOST_REASON = "this node lost its link to the other arena nodes"
+RESUME_FAILED = "messages of this seat were lost with the link between the arena nodes"
 PEOPLE = ("person", "client")  # seats with a person's time (a page's own or its client's)
+MAX_UNREAD = 256  # frames a seat's link keeps until the other end says it read them
+
+
+# --- a seat's link, at either end -----------------------------------------------------------------
+class SeatLink:
+    """One end of a seat's link between two nodes (see ``wire.SEQ``): the frames sent that the
+    other end has not said it read, to send again after a lost link, and the number of the last
+    frame read from it, so that a frame read already is dropped rather than shown twice (a turn)
+    or played twice (a move)."""
+
+    __slots__ = ("connection", "link", "node", "read", "resume_kind", "sent", "unread")
+
+    def __init__(self, link: Link, node: str, connection: int, resume_kind: bytes) -> None:
+        self.link = link
+        self.node = node  # the other end's
+        self.connection = connection  # the number the node holding the connection gave it
+        self.resume_kind = resume_kind  # RESUME or RESUMED: toward the other end
+        self.unread: collections.deque[tuple[int, bytes, bytes]] = collections.deque()
+        self.sent = 0  # the number of the last frame sent
+        self.read = 0  # the number of the last frame read, in order
+
+    def send(self, kind: bytes, body: bytes) -> None:
+        self.sent += 1
+        self.unread.append((self.sent, kind, body))
+        if len(self.unread) > MAX_UNREAD:
+            self.unread.popleft()  # kept no more: a resume that needs it loses the seat
+        head = wire.SEQ.pack(self.sent, self.read)
+        self.link.send(self.node, kind, self.connection, head + body)
+
+    def accept(self, payload: bytes) -> bytes | None:
+        """A frame's body, or None for a frame read already, or one after a frame that was
+        lost (it is sent again, in order, once the link is resumed)."""
+        try:
+            number, read = wire.SEQ.unpack_from(payload)
+        except struct.error:
+            raise values.BadValue("a seat's frame without its number") from None
+        self._forget(read)
+        if number != self.read + 1:
+            return None
+        self.read = number
+        return payload[wire.SEQ.size :]
+
+    def _forget(self, read: int) -> None:
+        unread = self.unread
+        while unread and unread[0][0] <= read:
+            unread.popleft()
+
+    def ask(self) -> None:
+        """Both ends are in the arena again: what did the other read?"""
+        state = wire.RESUME_STATE.pack(self.read, wire.ASK)
+        self.link.send(self.node, self.resume_kind, self.connection, state)
+
+    def resume(self, read: int, how: int) -> bool:
+        """The other end read up to ``read``: the frames after it go again (asked, after this
+        end's last read); False if one of them is kept no more, or was never sent."""
+        self._forget(read)
+        if how == wire.ASK:
+            state = wire.RESUME_STATE.pack(self.read, wire.ANSWER)
+            self.link.send(self.node, self.resume_kind, self.connection, state)
+        first = self.unread[0][0] if self.unread else self.sent + 1
+        if first != read + 1:
+            return False
+        for number, kind, body in self.unread:
+            head = wire.SEQ.pack(number, self.read)
+            self.link.send(self.node, kind, self.connection, head + body)
+        if self.unread:
+            log.info(
+                "node %s: %d frames of a seat's link sent again to node %s",
+                *(self.link.node_id, len(self.unread), self.node),
+            )
+        return True
+
+
+def resume_state(payload: bytes) -> tuple[int, int]:
+    """A ``wire.RESUME`` or ``wire.RESUMED`` frame's last frame read, and what it asks."""
+    try:
+        read, how = wire.RESUME_STATE.unpack(payload)
+    except struct.error:
+        raise values.BadValue("a resume that does not read") from None
+    if how not in (wire.ASK, wire.ANSWER, wire.GONE):
+        raise values.BadValue(f"a resume that asks {how}")
+    return read, how
+
+
+def gone(link: Link, node: str, kind: bytes, connection: int) -> None:
+    """Tell ``node`` that this node has no seat's link of that number."""
+    link.send(node, kind, connection, wire.RESUME_STATE.pack(0, wire.GONE))
 
 
 # --- a client here, a match on another node ------------------------------------------------------
@@ -38,18 +132,19 @@ class PeerSeat:
         self.connection = connection
         self.peer = peer
         self.owner: str | None = None  # the node playing the match, once known
+        self.frames: SeatLink | None = None  # toward it, once known
 
     @property
     def playing(self) -> bool:
         return self.connection in self.seats.handles
 
     def submit(self, message: JsonObject) -> None:
-        if self.owner is not None:
-            self.seats.link.send(self.owner, wire.MOVE, self.connection, orjson.dumps(message))
+        if self.frames is not None:
+            self.frames.send(wire.MOVE, orjson.dumps(message))
 
     def leave(self) -> None:
-        if self.seats.handles.pop(self.connection, None) is not None and self.owner is not None:
-            self.seats.link.send(self.owner, wire.LEAVE, self.connection, b"")
+        if self.seats.handles.pop(self.connection, None) is not None and self.frames is not None:
+            self.frames.send(wire.LEAVE, b"")
 
 
 class SeatsAsked:
@@ -62,6 +157,7 @@ class SeatsAsked:
         self.following = following
         self.claims = claims
         self.handles: dict[int, PeerSeat] = {}
+        self.strays = 0  # frames about a seat here from a node that does not play it: dropped
         self._numbers = itertools.count(1)
 
     def seat(
@@ -148,37 +244,76 @@ class SeatsAsked:
 
     def _ask(self, handle: PeerSeat, owner: str, request: JsonObject) -> None:
         handle.owner = owner
-        self.link.send(owner, wire.JOIN, handle.connection, orjson.dumps(request))
+        handle.frames = SeatLink(self.link, owner, handle.connection, wire.RESUME)
+        handle.frames.send(wire.JOIN, orjson.dumps(request))
 
     def _refuse(self, handle: PeerSeat, message: str, reason: str | None) -> None:
         if self.handles.pop(handle.connection, None) is not None:
             handle.peer.remote_refused(message, reason)
 
     # --- the owner's answers (frames) ---------------------------------------------------------
+    def _from_owner(
+        self, sender: str, connection: int, payload: bytes
+    ) -> tuple[PeerSeat, bytes] | None:
+        """The seat a frame is about and the frame's body; None for a frame to drop without a
+        word (about a seat gone, or read already). One from another node than the seat's
+        (anyone who reaches the Redis can publish with any node's id) is counted and said
+        (``values.BadValue``)."""
+        handle = self.handles.get(connection)
+        if handle is None:
+            return None
+        if handle.owner != sender or handle.frames is None:
+            self.strays += 1
+            raise values.BadValue(f"a frame about a seat on {handle.owner}")
+        body = handle.frames.accept(payload)
+        return None if body is None else (handle, body)
+
     def data(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.DATA``: a message for the client, in wire form."""
-        handle = self.handles.get(connection)
-        if handle is not None:
-            handle.peer.send_data(payload)
+        if found := self._from_owner(sender, connection, payload):
+            found[0].peer.send_data(found[1])
 
     def seated(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.SEATED``."""
-        handle = self.handles.get(connection)
-        if handle is not None:
-            handle.peer.remote_seated()
+        if found := self._from_owner(sender, connection, payload):
+            found[0].peer.remote_seated()
 
     def refused(self, sender: str, connection: int, payload: bytes) -> None:
-        """``wire.REFUSED``: why (read before anything else)."""
-        handle = self.handles.get(connection)
-        message, reason = values.refusal(payload)
-        if handle is not None:
-            self._refuse(handle, message, reason)
+        """``wire.REFUSED``: why."""
+        if found := self._from_owner(sender, connection, payload):
+            message, reason = values.refusal(found[1])
+            self._refuse(found[0], message, reason)
 
     def closed(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.CLOSE``: the seat's channel on the owner was closed."""
-        handle = self.handles.pop(connection, None)
-        if handle is not None:
+        if found := self._from_owner(sender, connection, payload):
+            del self.handles[connection]
+            found[0].peer.close()
+
+    def resumed(self, sender: str, connection: int, payload: bytes) -> None:
+        """``wire.RESUMED``: the owner's end of a seat's link, after a lost link: what it
+        read goes again (a seat it does not have: the seat request itself, unless it read that
+        already and has forgotten the seat since, which loses the seat)."""
+        read, how = resume_state(payload)
+        handle = self.handles.get(connection)
+        if handle is None or handle.frames is None or handle.owner != sender:
+            if handle is not None:
+                self.strays += 1
+                raise values.BadValue(f"a resume about a seat on {handle.owner}")
+            if how == wire.ASK:
+                gone(self.link, sender, wire.RESUME, connection)
+            return
+        if not handle.frames.resume(read, how):
+            del self.handles[connection]
+            handle.peer.send_data(encode(error_message(BotError.ARENA_LINK_LOST, RESUME_FAILED)))
             handle.peer.close()
+
+    def back(self, nodes: set[str]) -> None:
+        """These nodes are in the arena again after a lost link: each seat on them asks what
+        its owner read."""
+        for handle in self.handles.values():
+            if handle.owner in nodes and handle.frames is not None:
+                handle.frames.ask()
 
     # --- nodes lost ---------------------------------------------------------------------------
     def owners(self) -> set[str]:
@@ -202,12 +337,14 @@ class SeatsAsked:
 # --- a match here, a client on another node ------------------------------------------------------
 class RemoteSeatChannel:
     """The channel of a session here whose client is connected through another node: what the
-    session says goes back to that node, as frames (``server.session.SessionChannel``)."""
+    session says goes back to that node, as frames of the seat's link
+    (``server.session.SessionChannel``)."""
 
-    def __init__(self, seats: SeatsGiven, peer_node: str, connection: int) -> None:
+    def __init__(self, seats: SeatsGiven, frames: SeatLink) -> None:
         self.seats = seats
-        self.peer_node = peer_node
-        self.connection = connection
+        self.frames = frames
+        self.peer_node = frames.node
+        self.connection = frames.connection
         self.session: Session | None = None
         self.open = True
         self.joined = False  # the seat was given: refusals are error lines from now on
@@ -217,14 +354,13 @@ class RemoteSeatChannel:
 
     def send_data(self, data: bytes) -> None:
         if self.open:
-            self.seats.link.send(self.peer_node, wire.DATA, self.connection, data)
+            self.frames.send(wire.DATA, data)
 
     def error(self, message: str, reason: str | None) -> None:
         if self.joined:
             self.send_data(encode(error_message(message, reason)))
         elif self.open:  # the seat asked for is refused: the other node tells its client
-            refusal = orjson.dumps({"message": message, "reason": reason})
-            self.seats.link.send(self.peer_node, wire.REFUSED, self.connection, refusal)
+            self.frames.send(wire.REFUSED, orjson.dumps({"message": message, "reason": reason}))
             self.open = False
             self.seats.forget(self)
 
@@ -234,12 +370,12 @@ class RemoteSeatChannel:
 
     def seated(self) -> None:
         self.joined = True
-        self.seats.link.send(self.peer_node, wire.SEATED, self.connection, b"")
+        self.frames.send(wire.SEATED, b"")
 
     def close(self) -> None:
         if self.open:
             self.open = False
-            self.seats.link.send(self.peer_node, wire.CLOSE, self.connection, b"")
+            self.frames.send(wire.CLOSE, b"")
             self.seats.forget(self)
 
     def gone(self) -> None:
@@ -250,20 +386,40 @@ class RemoteSeatChannel:
 
 
 class SeatsGiven:
-    """The seats of matches here that other nodes' clients play, by node and connection."""
+    """The seats of matches here that other nodes' clients play, by node and connection; and
+    the links of those that ended here lately, kept for ``keep_s`` in case their last frames
+    were lost with a link to Redis (asked again by their node once it is back)."""
 
-    def __init__(self, link: Link, arena: Arena) -> None:
+    def __init__(self, link: Link, arena: Arena, keep_s: float) -> None:
         self.link = link
         self.arena = arena
+        self.keep_s = keep_s
         self.channels: dict[tuple[str, int], RemoteSeatChannel] = {}
+        self.ended: dict[tuple[str, int], tuple[float, SeatLink]] = {}  # when, and the link
 
     # --- the asking nodes' frames -------------------------------------------------------------
+    def _frames(self, key: tuple[str, int]) -> SeatLink | None:
+        channel = self.channels.get(key)
+        if channel is not None:
+            return channel.frames
+        ended = self.ended.get(key)
+        return None if ended is None else ended[1]
+
     def join(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.JOIN``: a client on ``sender`` asks for a seat of a match played here: a
         session of its own here asks for it, exactly as a client connected here would,
-        refusals included."""
-        request = values.join_request(payload)
-        channel = RemoteSeatChannel(self, sender, connection)
+        refusals included. Asked again after a lost link, it is dropped."""
+        key = (sender, connection)
+        if (known := self._frames(key)) is not None:
+            if known.accept(payload) is not None:
+                raise values.BadValue("a second seat request on a seat's link")
+            return
+        frames = SeatLink(self.link, sender, connection, wire.RESUMED)
+        body = frames.accept(payload)
+        if body is None:
+            raise values.BadValue("a seat request that is not its link's first frame")
+        request = values.join_request(body)
+        channel = RemoteSeatChannel(self, frames)
         person = request.kind in PEOPLE
         timeout_s = self.arena.config.person_turn_timeout_ms / 1000 if person else None
         client = Client(
@@ -274,7 +430,7 @@ class SeatsGiven:
             checked=True,
         )
         session = channel.session = Session(self.arena, client, channel)
-        self.channels[(sender, connection)] = channel
+        self.channels[key] = channel
         fields = {**request.message, "simulationId": request.simulation_id}
         if request.rejoin:
             session.rejoin(fields)
@@ -282,24 +438,70 @@ class SeatsGiven:
             session.join(fields)
 
     def move(self, sender: str, connection: int, payload: bytes) -> None:
-        """``wire.MOVE``: a message from the seat's client."""
-        channel = self.channels.get((sender, connection))
-        if channel is None or channel.session is None or not channel.joined:
-            data = encode(error_message(BotError.NOT_IN_A_GAME, "join a simulation first"))
-            self.link.send(sender, wire.DATA, connection, data)
+        """``wire.MOVE``: a message from the seat's client (one that crossed the seat's end
+        is dropped)."""
+        key = (sender, connection)
+        frames = self._frames(key)
+        if frames is None:
+            raise values.BadValue("a move for no seat")
+        body = frames.accept(payload)
+        channel = self.channels.get(key)
+        if body is None or channel is None:
             return
-        channel.session.move(values.move(payload))
+        if channel.session is None or not channel.joined:
+            error = error_message(BotError.NOT_IN_A_GAME, "join a simulation first")
+            channel.send_data(encode(error))
+            return
+        channel.session.move(values.move(body))
 
     def leave(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.LEAVE``: the client is gone."""
-        channel = self.channels.pop((sender, connection), None)
+        key = (sender, connection)
+        frames = self._frames(key)
+        if frames is None or frames.accept(payload) is None:
+            return
+        self.ended.pop(key, None)
+        channel = self.channels.pop(key, None)
         if channel is not None:
             channel.gone()
+
+    def resume(self, sender: str, connection: int, payload: bytes) -> None:
+        """``wire.RESUME``: the client's end of a seat's link, after a lost link: what it did
+        not read goes again (a seat it does not have is left)."""
+        read, how = resume_state(payload)
+        key = (sender, connection)
+        frames = self._frames(key)
+        if frames is None:
+            if how == wire.ASK:
+                gone(self.link, sender, wire.RESUMED, connection)
+            return
+        if how == wire.GONE or not frames.resume(read, how):
+            if how != wire.GONE:
+                gone(self.link, sender, wire.RESUMED, connection)
+            self.ended.pop(key, None)
+            channel = self.channels.pop(key, None)
+            if channel is not None:
+                channel.gone()
+
+    def back(self, nodes: set[str]) -> None:
+        """These nodes are in the arena again after a lost link: each seat of theirs here
+        asks what its client's end read."""
+        for (node, _), channel in self.channels.items():
+            if node in nodes:
+                channel.frames.ask()
 
     def forget(self, channel: RemoteSeatChannel) -> None:
         key = (channel.peer_node, channel.connection)
         if self.channels.get(key) is channel:
             del self.channels[key]
+            if self.keep_s > 0:
+                self.ended[key] = (time.monotonic(), channel.frames)
+
+    def forget_ended(self) -> None:
+        """The links of seats that ended longer than ``keep_s`` ago go."""
+        horizon = time.monotonic() - self.keep_s
+        for key in [key for key, (when, _) in self.ended.items() if when < horizon]:
+            del self.ended[key]
 
     # --- nodes lost, and leaving ---------------------------------------------------------------
     def nodes(self) -> set[str]:
@@ -307,6 +509,8 @@ class SeatsGiven:
 
     def lost(self, nodes: set[str]) -> None:
         """The clients on these nodes are gone."""
+        for key in [key for key in self.ended if key[0] in nodes]:
+            del self.ended[key]
         for key, channel in list(self.channels.items()):
             if key[0] in nodes:
                 del self.channels[key]
@@ -314,6 +518,6 @@ class SeatsGiven:
 
     def close_all(self, notice: bytes) -> None:
         """This node stops: every client hears why (``notice``, an error line)."""
-        for (node, connection), channel in list(self.channels.items()):
-            self.link.send(node, wire.DATA, connection, notice)
+        for channel in list(self.channels.values()):
+            channel.send_data(notice)
             channel.close()

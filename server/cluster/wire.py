@@ -25,11 +25,13 @@ MOVE = b"M"  # a message from the seat's bot, as JSON
 LEAVE = b"L"  # the connection is gone
 WATCH = b"W"  # payload: a simulation id; pages on the sender watch it
 UNWATCH = b"U"
+RESUME = b"E"  # RESUME_STATE: the other end of a seat's link after a lost link (see SEQ)
 # To the node holding the connection:
 DATA = b"D"  # a message for the bot, in wire form
 SEATED = b"S"
 REFUSED = b"R"  # {"message", "reason"}
 CLOSE = b"C"  # the seat's channel was closed
+RESUMED = b"F"  # RESUME_STATE: the other end of a seat's link after a lost link (see SEQ)
 SPECTATE = b"P"  # simulation id, a space, a page's message
 PAIRED = b"Q"  # {"seek", "simulationId"}: a seek of the receiver's, paired into the sender's match
 CHALLENGE = b"X"  # a challenge for a bot present on the receiver (server.cluster.challenges)
@@ -45,6 +47,8 @@ KINDS = frozenset(
         SEATED,
         REFUSED,
         CLOSE,
+        RESUME,
+        RESUMED,
         SPECTATE,
         PAIRED,
         CHALLENGE,
@@ -53,6 +57,18 @@ KINDS = frozenset(
 )
 
 Frame = tuple[bytes, int, bytes]  # kind, connection, payload
+
+# A seat's link (the frames about one seat that crosses nodes, both ways, from JOIN to CLOSE)
+# is sequenced: each of its frames' payload starts with SEQ, its number on the link and the
+# number of the last frame its sender read from the other end. A frame can be lost only as
+# the link to Redis is lost: once both ends are in the arena again, each says (RESUME to the
+# node playing the match, RESUMED to the node holding the connection) the last frame it read,
+# and the other sends again the frames after it; a frame read already is dropped.
+SEQ = struct.Struct(">II")
+RESUME_STATE = struct.Struct(">IB")  # the last frame read; ASK, ANSWER or GONE
+ASK = 1  # "send again what I did not read, and say what you read"
+ANSWER = 2  # "send again what I did not read"
+GONE = 3  # "I have no such seat": it was left, or never asked for
 
 
 def frame(kind: bytes, connection: int, payload: bytes) -> bytes:

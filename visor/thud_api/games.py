@@ -21,6 +21,7 @@ import orjson
 
 from server.arena import Arena
 from server.cluster import OtherNodes
+from server.errors import Rejected
 from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
 from server.games.thud.game import THUD
@@ -211,8 +212,17 @@ class ThudGames:
         if self._per_address[address] >= most:
             raise TooMany(f"at most {most} live games from one address: finish one first")
 
+    def _check_open(self) -> None:
+        """A draining node opens no game (``Arena.check_open``): answered 503, so that the
+        client asks again, and the load balancer sends it to another node."""
+        try:
+            self.arena.check_open()
+        except Rejected as rejected:
+            raise Unavailable(str(rejected)) from None
+
     def create(self, names: tuple[str, str], address: str) -> tuple[HttpGame, tuple[str, str]]:
         """A new game between two names; returns it and the two player tokens."""
+        self._check_open()
         self._check_share(address)
         most = self.arena.config.max_thud_api_games
         if len(self._by_match) >= most and not self._make_room(address):
@@ -381,6 +391,7 @@ class ThudGames:
         """Make a stored, unfinished game live again (after a restart); true once it is."""
         if token in self.live:
             return True
+        self._check_open()
         stored = await asyncio.to_thread(self.records.thud_api_game, digest(token))
         if stored is None:
             return False
