@@ -1,33 +1,54 @@
 """``tavern match``: an A/B test between two bot commands, as chess engine authors run them
 with cutechess-cli and fishtest.
 
-    tavern match GAME "A" "B" [--games N] [--concurrency K] [--sprt ELO0 ELO1]
+    tavern match GAME "A" "B" [--games N] [--concurrency K] [--sprt ELO0 ELO1] [--workers]
 
 The match is a tournament of two bots (``paired_games``: pairs of games on one seed, the sides
 swapped), played by the tournament runner on an arena of its own and recorded as a tournament
 is, so that ``/league``, ``/matches`` and ``tavern replay`` find its games. A progress line
 follows A's score, its Elo difference and, with ``--sprt``, the log-likelihood ratio; the test
 stops the match as soon as it decides (``server.sprt``).
+
+With ``--workers`` the games go to ``tavern worker``s instead, on the tournaments' Redis queue
+(``server.tournament_queue``): ``--concurrency`` of them at a time are in the queue or being
+played, the next queued as one finishes; the results are read from the records as they come,
+in the order the games ended, and counted as a local match counts them. Once the test decides,
+no game is queued any more, the match's games no worker has taken are taken off the queue, and
+those being played are awaited (a worker cannot be told to stop one) and counted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import JsonObject, Outcome
+from server.league import GameResult
 from server.records import Records
 from server.sprt import Sprt, Tally, Verdict
 from server.tournament.runner import Progress, TournamentRunner
 from server.tournament.schedule import Pairing, schedule
 from server.tournament.spec import TournamentSpec, spec_from_mapping
+from server.tournament_queue import (
+    GROUP,
+    PROGRESS_S,
+    STREAM,
+    QueuedGame,
+    QueueLink,
+    ensure_group,
+    stop_if_cancelled,
+)
 from tavern_cli.play import command_entrant
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
 NAMES = ("A", "B")
 
@@ -78,6 +99,11 @@ def a_won(pairing: Pairing, outcome: Outcome) -> bool | None:
     return pairing.bots[outcome.winner].name == NAMES[0]
 
 
+def a_won_result(result: GameResult) -> bool | None:
+    """Whether A won a recorded game (``None``: a draw)."""
+    return None if result.winner is None else result.bots[result.winner] == NAMES[0]
+
+
 def counted(tally: Tally, won: bool | None) -> Tally:
     if won is None:
         return Tally(tally.wins, tally.draws + 1, tally.losses)
@@ -124,18 +150,34 @@ class MatchProgress(Progress):
     def game_over(self, pairing: Pairing, outcome: Outcome | None, note: str) -> None:
         self.running -= 1
         self.done += 1
-        # A game that ends after the decision, before the match stops, is counted with the
-        # others (it is in the records); the verdict stays the one the test reached.
         if outcome is not None:
-            self.tally = counted(self.tally, a_won(pairing, outcome))
-        if outcome is not None and self.sprt is not None and self.verdict is None:
+            self.count(a_won(pairing, outcome))
+        self._draw(ended=True)
+
+    def recorded(self, won: bool | None) -> None:
+        """A game a worker played is in the records with a result (``won`` as ``count``'s)."""
+        self.done += 1
+        self.count(won)
+        self._draw(ended=True)
+
+    def count(self, won: bool | None) -> None:
+        """One more game with a result (``won``: A's win; ``None``: a draw), and the test.
+
+        A game that ends after the decision, before the match stops, is counted with the
+        others (it is in the records); the verdict stays the one the test reached."""
+        self.tally = counted(self.tally, won)
+        if self.sprt is not None and self.verdict is None:
             self.verdict = self.sprt.decision(self.tally)
             if self.verdict is not None:
                 self.decided_after = self.tally.games
                 self.decided.set()
-        self._draw(ended=True)
 
     def update(self, note: str = "") -> None:
+        self._draw(ended=False)
+
+    def say(self, line: str) -> None:
+        """A line of its own, above the progress line on a terminal."""
+        self.out.write(f"\r{line}\x1b[K\n" if self.live else f"{line}\n")
         self._draw(ended=False)
 
     def _draw(self, ended: bool) -> None:
@@ -174,6 +216,17 @@ async def run_match(
             await asyncio.wait({games})
     if not games.cancelled():
         games.result()  # an error of the runner's
+    return await _report(spec, sprt, records, out, progress)
+
+
+async def _report(
+    spec: TournamentSpec,
+    sprt: Sprt | None,
+    records: Records,
+    out: IO[str],
+    progress: MatchProgress,
+) -> MatchReport:
+    """The match is over: recorded as finished, and its report from the records."""
     if progress.live:
         out.write("\n")
     records.tournament_finished(spec.id)
@@ -185,9 +238,115 @@ async def run_match(
     # the decision, is there even when the progress line never counted it.
     tally = Tally()
     for result in await asyncio.to_thread(records.results, spec.id):
-        won = None if result.winner is None else result.bots[result.winner] == NAMES[0]
-        tally = counted(tally, won)
+        tally = counted(tally, a_won_result(result))
     return MatchReport(tally, verdict, progress.decided_after)
+
+
+# Takes a match's games off the queue unless a worker has taken them (they are pending), in one
+# step: a worker cannot read one between the look at what is pending and the deletion.
+DROP_UNTAKEN = """
+local taken = {}
+for _, entry in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1000000)) do
+  taken[entry[1]] = true
+end
+local dropped = 0
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'tournament' and fields[i + 1] == ARGV[2] and not taken[entry[1]] then
+      redis.call('XDEL', KEYS[1], entry[1])
+      dropped = dropped + 1
+    end
+  end
+end
+return dropped
+"""
+
+
+async def run_queued_match(
+    spec: TournamentSpec,
+    sprt: Sprt | None,
+    records: Records,
+    redis_url: str,
+    out: IO[str],
+) -> MatchReport:
+    """Play the match's games on ``tavern worker``s until the test decides (or every game is
+    played): ``spec.parallel`` games in the queue or being played at a time.
+
+    Stopped (SIGINT, SIGTERM), it takes its games no worker has taken off the queue; those
+    being played are the workers' to finish."""
+    pairings = schedule(spec)
+    records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
+    await records.flush()
+    link = QueueLink(redis_url, say=lambda line: out.write(f"tavern: {line}\n"))
+    progress = MatchProgress(len(pairings), out, sprt)
+    progress.update()
+    try:
+        await link.call(ensure_group)
+        await _follow(spec, pairings, records, link, progress)
+    except asyncio.CancelledError:
+        await asyncio.wait_for(link.attempt(lambda client: _drop_untaken(client, spec)), 5.0)
+        raise
+    finally:
+        await link.close()
+    return await _report(spec, sprt, records, out, progress)
+
+
+async def _follow(
+    spec: TournamentSpec,
+    pairings: list[Pairing],
+    records: Records,
+    link: QueueLink,
+    progress: MatchProgress,
+) -> None:
+    """Queue the games as room is made, count each result as it is recorded, and stop once
+    the test decides and the games taken by workers are over (or every game is)."""
+    waiting = list(pairings)  # not queued yet
+    decided = False
+    results = 0  # counted so far, of the records' results in the order the games ended
+    while True:
+        stop_if_cancelled()
+        queued = await link.call(lambda client: _queued(client, spec))
+        for result in (await asyncio.to_thread(records.results, spec.id))[results:]:
+            results += 1
+            progress.recorded(a_won_result(result))
+        if progress.verdict is not None and not decided:
+            decided, waiting = True, []
+            dropped = await link.call(lambda client: _drop_untaken(client, spec))
+            progress.say(f"tavern: decided: {dropped} queued games no worker had taken are dropped")
+            continue
+        room = spec.parallel - queued
+        if waiting and room > 0:
+            batch, waiting[:room] = waiting[:room], []
+            await link.call(functools.partial(_add, spec=spec, games=batch))
+            continue
+        if not waiting and not queued:
+            return
+        playing = await asyncio.to_thread(records.playing_pairings, spec.id)
+        if len(playing) != progress.running:
+            progress.running = len(playing)
+            progress.update()
+        await asyncio.sleep(PROGRESS_S)
+
+
+async def _queued(client: aioredis.Redis, spec: TournamentSpec) -> int:
+    """The match's games in the queue: waiting for a worker, or being played by one."""
+    entries: Any = await client.xrange(STREAM)
+    tournament = spec.id.encode()
+    return sum(1 for _, fields in entries if fields.get(b"tournament") == tournament)
+
+
+async def _add(client: aioredis.Redis, spec: TournamentSpec, games: list[Pairing]) -> None:
+    async with client.pipeline(transaction=False) as pipe:
+        for pairing in games:
+            pipe.xadd(STREAM, QueuedGame.of(spec, pairing).fields())  # type: ignore[arg-type]
+        await pipe.execute()
+
+
+async def _drop_untaken(client: aioredis.Redis, spec: TournamentSpec) -> int:
+    """Take the match's games no worker has taken off the queue; how many there were."""
+    dropped: Any = await client.eval(DROP_UNTAKEN, 1, STREAM, GROUP, spec.id)
+    return int(dropped)
 
 
 def summary(spec: TournamentSpec, sprt: Sprt | None, report: MatchReport) -> str:

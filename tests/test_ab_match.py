@@ -7,13 +7,21 @@ from __future__ import annotations
 import os
 import pty
 import re
+import signal
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+import redis as redis_client
+
 from server.records import Records
+from server.tournament_queue import STREAM
 from tests.conftest import ROOT
+from tests.services import RedisServer
 from tests.test_tournament_cli import TAVERN, tavern
+from tests.test_tournament_queue import Processes
 
 PUSHER = "{python} -m bots.tavern_dummy --simulation {simulation} --port {port} --nick pusher"
 WANDERER = "{python} -m bots.house_bot tavern wanderer --simulation {simulation} --port {port}"
@@ -169,3 +177,87 @@ def test_on_a_terminal_the_progress_line_is_redrawn_in_place(tmp_path: Path) -> 
         "A +2 =0 -0, score 1.000, Elo +inf ± inf, LLR +1.19 (-2.94, +2.94)\x1b[K\r\n"
     )
     assert progress.count("\n") == 1
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Processes]:
+    started = Processes(tmp_path)
+    yield started
+    for process in started.started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def test_on_workers_the_match_stops_queueing_once_decided(
+    tmp_path: Path, redis: RedisServer, workers: Processes
+) -> None:
+    database = tmp_path / "m.db"
+    names = []
+    for number in (1, 2):
+        worker = workers.start(
+            *("worker", "--redis", redis.url, "--database", str(database)),
+            *("--log", str(tmp_path / f"w{number}.log")),
+        )
+        assert worker.stdout is not None
+        said = worker.stdout.readline()  # it has joined the queue's consumers
+        found = re.fullmatch(r"tavern: worker (\S+) takes games from .*\n", said)
+        assert found, said
+        names.append(found.group(1))
+    run = match(
+        tmp_path,
+        *(PUSHER, WANDERER, "--games", "20", "--concurrency", "6", "--workers"),
+        *("--redis", redis.url, "--sprt", "0", "400", "--seed", "7"),
+    )
+    assert run.returncode == 0, run.stderr
+    tournament = match_id(run)
+    # As on one machine: five wins decide; the games the two workers were playing then end
+    # and count; the others queued (six at a time) are dropped.
+    summary = re.search(
+        rf"^match {tournament}: ([567]) games\n"
+        r"A: won \1, drew 0, lost 0; score 1\.000\n"
+        r"(.*\n)*verdict: H1 accepted: A is stronger by at least 400 Elo\n",
+        run.stdout,
+        re.MULTILINE,
+    )
+    assert summary, run.stdout
+    played = int(summary.group(1))
+    dropped = re.search(r"^tavern: decided: (\d+) queued games no worker", run.stderr, re.M)
+    assert dropped and int(dropped.group(1)) >= 1, run.stderr
+    progress = [line for line in run.stderr.splitlines() if "/20 games" in line]
+    # A line per game as its result is read, in the order they ended.
+    assert [int(line.split("/")[0]) for line in progress] == list(range(1, played + 1))
+    assert re.fullmatch(
+        r"1/20 games \(\d playing\), A \+1 =0 -0, score 1\.000, Elo \+inf ± inf, "
+        r"LLR \+0\.60 \(-2\.94, \+2\.94\)",
+        progress[0],
+    )
+
+    # Every game it queued was played to its end by a worker, none after the decision was
+    # queued, and none is left in the queue.
+    games = recorded(database, tournament)
+    assert [game[4] for game in games] == ["finished"] * played
+    assert (
+        sorted({game[0] for game in games})
+        == [7 * 100_003 + p for p in range((played + 1) // 2 + 1)][1:]
+    )
+    with sqlite3.connect(database) as db:
+        owners = {
+            row[0]
+            for row in db.execute("SELECT owner FROM games WHERE tournament_id = ?", (tournament,))
+        }
+    assert owners <= set(names), (owners, names)
+    client = redis_client.Redis.from_url(redis.url)
+    try:
+        assert client.xlen(STREAM) == 0
+    finally:
+        client.close()
+    for worker in workers.started:
+        worker.send_signal(signal.SIGTERM)
+        worker.communicate(timeout=30)
+
+
+def test_workers_need_redis(tmp_path: Path) -> None:
+    run = match(tmp_path, PUSHER, WANDERER, "--workers")
+    assert run.returncode == 2
+    assert run.stderr == "tavern: --workers needs redis (in the config, or --redis URL)\n"
