@@ -663,7 +663,12 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
         print(f"tavern: {error}", file=sys.stderr)
         return 2
     except Stopped as stopped:
-        print("\ntavern: match stopped; the games in progress are kept unfinished", file=sys.stderr)
+        kept = (
+            "the workers finish the games they are playing"
+            if args.workers
+            else "the games in progress are kept unfinished"
+        )
+        print(f"\ntavern: match stopped; {kept}", file=sys.stderr)
         return stopped.code
     print(summary(spec, sprt, report))
     return 0

@@ -20,6 +20,7 @@ those being played are awaited (a worker cannot be told to stop one) and counted
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -242,6 +243,8 @@ async def _report(
     return MatchReport(tally, verdict, progress.decided_after)
 
 
+DROP_WAIT_S = 5.0  # how long a stopped match waits for Redis to drop its untaken games
+
 # Takes a match's games off the queue unless a worker has taken them (they are pending), in one
 # step: a worker cannot read one between the look at what is pending and the deletion.
 DROP_UNTAKEN = """
@@ -285,7 +288,10 @@ async def run_queued_match(
         await link.call(ensure_group)
         await _follow(spec, pairings, records, link, progress)
     except asyncio.CancelledError:
-        await asyncio.wait_for(link.attempt(lambda client: _drop_untaken(client, spec)), 5.0)
+        with contextlib.suppress(TimeoutError):  # Redis away: its games stay queued
+            await asyncio.wait_for(
+                link.attempt(lambda client: _drop_untaken(client, spec)), DROP_WAIT_S
+            )
         raise
     finally:
         await link.close()
@@ -303,13 +309,16 @@ async def _follow(
     the test decides and the games taken by workers are over (or every game is)."""
     waiting = list(pairings)  # not queued yet
     decided = False
-    results = 0  # counted so far, of the records' results in the order the games ended
+    counted_ids: set[str] = set()  # the games counted so far
     while True:
         stop_if_cancelled()
         queued = await link.call(lambda client: _queued(client, spec))
-        for result in (await asyncio.to_thread(records.results, spec.id))[results:]:
-            results += 1
-            progress.recorded(a_won_result(result))
+        # The results in the order the games ended: one a worker committed late may come
+        # before others already counted.
+        for result in await asyncio.to_thread(records.results, spec.id):
+            if result.game_id not in counted_ids:
+                counted_ids.add(result.game_id)
+                progress.recorded(a_won_result(result))
         if progress.verdict is not None and not decided:
             decided, waiting = True, []
             dropped = await link.call(lambda client: _drop_untaken(client, spec))

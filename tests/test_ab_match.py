@@ -10,6 +10,7 @@ import re
 import signal
 import sqlite3
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -206,24 +207,28 @@ def test_on_workers_the_match_stops_queueing_once_decided(
         names.append(found.group(1))
     run = match(
         tmp_path,
-        *(PUSHER, WANDERER, "--games", "20", "--concurrency", "6", "--workers"),
+        *(PUSHER, WANDERER, "--games", "20", "--concurrency", "10", "--workers"),
         *("--redis", redis.url, "--sprt", "0", "400", "--seed", "7"),
     )
     assert run.returncode == 0, run.stderr
     tournament = match_id(run)
-    # As on one machine: five wins decide; the games the two workers were playing then end
-    # and count; the others queued (six at a time) are dropped.
+    # As on one machine: five wins decide. The games that ended before the command read the
+    # results (it reads them twice a second) and those the two workers were playing then end
+    # and count; the others queued (ten at a time) are dropped.
     summary = re.search(
-        rf"^match {tournament}: ([567]) games\n"
+        rf"^match {tournament}: (\d+) games\n"
         r"A: won \1, drew 0, lost 0; score 1\.000\n"
-        r"(.*\n)*verdict: H1 accepted: A is stronger by at least 400 Elo\n",
+        r"(.*\n)*verdict: H1 accepted: A is stronger by at least 400 Elo\n"
+        r"(\(decided after 5 games; (\d+) more ended before the match stopped\)\n)?\Z",
         run.stdout,
         re.MULTILINE,
     )
     assert summary, run.stdout
     played = int(summary.group(1))
+    assert played == 5 + int(summary.group(4) or 0)
     dropped = re.search(r"^tavern: decided: (\d+) queued games no worker", run.stderr, re.M)
-    assert dropped and int(dropped.group(1)) >= 1, run.stderr
+    assert dropped, run.stderr
+    assert int(dropped.group(1)) >= 1 and played + int(dropped.group(1)) <= 20
     progress = [line for line in run.stderr.splitlines() if "/20 games" in line]
     # A line per game as its result is read, in the order they ended.
     assert [int(line.split("/")[0]) for line in progress] == list(range(1, played + 1))
@@ -261,3 +266,29 @@ def test_workers_need_redis(tmp_path: Path) -> None:
     run = match(tmp_path, PUSHER, WANDERER, "--workers")
     assert run.returncode == 2
     assert run.stderr == "tavern: --workers needs redis (in the config, or --redis URL)\n"
+
+
+def test_a_match_stopped_takes_its_untaken_games_off_the_queue(
+    tmp_path: Path, redis: RedisServer, workers: Processes
+) -> None:
+    client = redis_client.Redis.from_url(redis.url)
+    try:
+        matched = workers.start(  # no worker runs: none of its games is taken
+            *("match", "tavern", PUSHER, WANDERER, "--games", "10", "--concurrency", "3"),
+            *("--workers", "--redis", redis.url, "--database", str(tmp_path / "m.db")),
+        )
+        deadline = time.monotonic() + 60
+        while client.xlen(STREAM) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.xlen(STREAM) == 3  # three at a time: the rest wait for room
+        time.sleep(0.6)  # a round of the command's more: still three
+        assert client.xlen(STREAM) == 3
+        matched.send_signal(signal.SIGINT)
+        _, errors = matched.communicate(timeout=60)
+        assert matched.returncode == 130, errors
+        assert errors.endswith(
+            "\ntavern: match stopped; the workers finish the games they are playing\n"
+        )
+        assert client.xlen(STREAM) == 0
+    finally:
+        client.close()
