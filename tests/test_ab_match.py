@@ -1,6 +1,7 @@
 """``tavern match`` as a user runs it: an A/B test between the Tavern example bot (the house
 pusher's strategy) and the house wanderer, which it beats every game, in real subprocesses;
-its verdict, its progress lines, and its games in the records as a tournament's."""
+its verdict, its progress lines, and its games in the records as a tournament's; with
+``--workers``, its games played by real ``tavern worker`` processes through a real redis-server."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.conftest import ROOT
 from tests.services import RedisServer
 from tests.test_tournament_cli import TAVERN, tavern
 from tests.test_tournament_queue import Processes
+from tests.test_turn_stderr import CHATTY_COMMAND, check_chatty_turns
 
 PUSHER = "{python} -m bots.tavern_dummy --simulation {simulation} --port {port} --nick pusher"
 WANDERER = "{python} -m bots.house_bot tavern wanderer --simulation {simulation} --port {port}"
@@ -207,14 +209,14 @@ def test_on_workers_the_match_stops_queueing_once_decided(
         names.append(found.group(1))
     run = match(
         tmp_path,
-        *(PUSHER, WANDERER, "--games", "20", "--concurrency", "10", "--workers"),
+        *(CHATTY_COMMAND, WANDERER, "--games", "20", "--concurrency", "10", "--workers"),
         *("--redis", redis.url, "--sprt", "0", "400", "--seed", "7"),
     )
     assert run.returncode == 0, run.stderr
     tournament = match_id(run)
-    # As on one machine: five wins decide. The games that ended before the command read the
-    # results (it reads them twice a second) and those the two workers were playing then end
-    # and count; the others queued (ten at a time) are dropped.
+    # As on one machine (chatty plays the pusher's moves): five wins decide. The games that
+    # ended before the command read the results (it reads them twice a second) and those the
+    # two workers were playing then end and count; the others queued (ten at a time) are dropped.
     summary = re.search(
         rf"^match {tournament}: (\d+) games\n"
         r"A: won \1, drew 0, lost 0; score 1\.000\n"
@@ -257,6 +259,16 @@ def test_on_workers_the_match_stops_queueing_once_decided(
         assert client.xlen(STREAM) == 0
     finally:
         client.close()
+    # What A wrote on stderr is kept with its turns by the workers too.
+    records = Records(str(database))
+    records.open_to_read()
+    try:
+        result = records.results(tournament)[0]
+        record = records.game(result.game_id)
+    finally:
+        records.close()
+    assert record is not None
+    check_chatty_turns(record["turns"], result.seat_names[result.bots.index("A")])
     for worker in workers.started:
         worker.send_signal(signal.SIGTERM)
         worker.communicate(timeout=30)
