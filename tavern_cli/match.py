@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import functools
 import math
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,12 +39,15 @@ from server.tournament.runner import Progress, TournamentRunner
 from server.tournament.schedule import Pairing, schedule
 from server.tournament.spec import TournamentSpec, spec_from_mapping
 from server.tournament_queue import (
+    CHECK_REDIS_S,
     GROUP,
     PROGRESS_S,
+    REQUEUE_AFTER_S,
     STREAM,
     QueuedGame,
     QueueLink,
     ensure_group,
+    run_id,
     stop_if_cancelled,
 )
 from tavern_cli.play import command_entrant
@@ -249,7 +253,9 @@ DROP_WAIT_S = 5.0  # how long a stopped match waits for Redis to drop its untake
 # step: a worker cannot read one between the look at what is pending and the deletion.
 DROP_UNTAKEN = """
 local taken = {}
-for _, entry in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1000000)) do
+local pending = redis.pcall('XPENDING', KEYS[1], ARGV[1], '-', '+', 1000000)
+if pending.err then pending = {} end  -- no group: Redis restarted without the queue
+for _, entry in ipairs(pending) do
   taken[entry[1]] = true
 end
 local dropped = 0
@@ -278,15 +284,13 @@ async def run_queued_match(
 
     Stopped (SIGINT, SIGTERM), it takes its games no worker has taken off the queue; those
     being played are the workers' to finish."""
-    pairings = schedule(spec)
     records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
     await records.flush()
     link = QueueLink(redis_url, say=lambda line: out.write(f"tavern: {line}\n"))
-    progress = MatchProgress(len(pairings), out, sprt)
+    progress = MatchProgress(len(schedule(spec)), out, sprt)
     progress.update()
     try:
-        await link.call(ensure_group)
-        await _follow(spec, pairings, records, link, progress)
+        await QueuedMatch(spec, records, link, progress).follow()
     except asyncio.CancelledError:
         with contextlib.suppress(TimeoutError):  # Redis away: its games stay queued
             await asyncio.wait_for(
@@ -298,58 +302,122 @@ async def run_queued_match(
     return await _report(spec, sprt, records, out, progress)
 
 
-async def _follow(
-    spec: TournamentSpec,
-    pairings: list[Pairing],
-    records: Records,
-    link: QueueLink,
-    progress: MatchProgress,
-) -> None:
-    """Queue the games as room is made, count each result as it is recorded, and stop once
-    the test decides and the games taken by workers are over (or every game is)."""
-    waiting = list(pairings)  # not queued yet
-    decided = False
-    counted_ids: set[str] = set()  # the games counted so far
-    while True:
-        stop_if_cancelled()
-        queued = await link.call(lambda client: _queued(client, spec))
-        # The results in the order the games ended: one a worker committed late may come
-        # before others already counted.
-        for result in await asyncio.to_thread(records.results, spec.id):
-            if result.game_id not in counted_ids:
-                counted_ids.add(result.game_id)
-                progress.recorded(a_won_result(result))
-        if progress.verdict is not None and not decided:
-            decided, waiting = True, []
-            dropped = await link.call(lambda client: _drop_untaken(client, spec))
-            progress.say(f"tavern: decided: {dropped} queued games no worker had taken are dropped")
-            continue
-        room = spec.parallel - queued
-        if waiting and room > 0:
-            batch, waiting[:room] = waiting[:room], []
-            await link.call(functools.partial(_add, spec=spec, games=batch))
-            continue
-        if not waiting and not queued:
+class QueuedMatch:
+    """A match's games on the queue, as the command that queued them follows them.
+
+    Should Redis restart without them (another run id), the games it queued that are neither
+    finished nor in the queue are queued again unless a worker plays them before long, as a
+    queued tournament's are (``server.tournament_queue``); not once the test has decided."""
+
+    def __init__(
+        self, spec: TournamentSpec, records: Records, link: QueueLink, progress: MatchProgress
+    ) -> None:
+        self.spec = spec
+        self.records = records
+        self.link = link
+        self.progress = progress
+        self.waiting = schedule(spec)  # not queued yet
+        self.sent: dict[str, Pairing] = {}  # queued, by key
+        self.counted: set[str] = set()  # the games counted, by id
+        self.decided = False  # the test decided, and the untaken games were dropped
+        self.redis_run = ""  # the run id of the Redis server the games are queued on
+        self.suspects: dict[str, float] = {}  # lost with a restart: by key, when to queue again
+        self.grace_s = spec.limits.startup_ms / 1000 + REQUEUE_AFTER_S
+
+    async def follow(self) -> None:
+        """Queue the games as room is made, count each result as it is recorded, and return
+        once the test has decided and the games taken by workers are over (or every game is).
+        """
+        self.redis_run = await self.link.call(run_id)
+        checked = time.monotonic()
+        while True:
+            stop_if_cancelled()
+            queued = await self.link.call(self._queued)
+            await self._count()
+            if self.progress.verdict is not None and not self.decided:
+                self.decided, self.waiting = True, []
+                self.suspects.clear()
+                dropped = await self.link.call(lambda client: _drop_untaken(client, self.spec))
+                self.progress.say(
+                    f"tavern: decided: {dropped} queued games no worker had taken are dropped"
+                )
+                continue
+            room = self.spec.parallel - len(queued)
+            if self.waiting and room > 0:
+                batch, self.waiting[:room] = self.waiting[:room], []
+                await self.link.call(functools.partial(self._add, games=batch))
+                continue
+            if not self.waiting and not queued and not self.suspects:
+                return
+            playing = await asyncio.to_thread(self.records.playing_pairings, self.spec.id)
+            if len(playing) != self.progress.running:
+                self.progress.running = len(playing)
+                self.progress.update()
+            now = time.monotonic()
+            if now - checked >= CHECK_REDIS_S and not self.decided:
+                checked = now
+                await self._check_redis(queued, now)
+            await self._requeue(playing, now)
+            await asyncio.sleep(PROGRESS_S)
+
+    async def _count(self) -> None:
+        """Count the results not counted yet, in the order the games ended (one a worker
+        committed late may come before others already counted)."""
+        for result in await asyncio.to_thread(self.records.results, self.spec.id):
+            if result.game_id not in self.counted:
+                self.counted.add(result.game_id)
+                self.progress.recorded(a_won_result(result))
+
+    async def _queued(self, client: aioredis.Redis) -> set[str]:
+        """The match's games in the queue (waiting for a worker, or being played), by key."""
+        entries: Any = await client.xrange(STREAM)
+        tournament = self.spec.id.encode()
+        return {
+            fields[b"key"].decode()
+            for _, fields in entries
+            if fields.get(b"tournament") == tournament and b"key" in fields
+        }
+
+    async def _add(self, client: aioredis.Redis, games: list[Pairing]) -> int:
+        """Queue ``games``; how many were queued."""
+        await ensure_group(client)
+        async with client.pipeline(transaction=False) as pipe:
+            for pairing in games:
+                pipe.xadd(STREAM, QueuedGame.of(self.spec, pairing).fields())  # type: ignore[arg-type]
+            await pipe.execute()
+        self.sent.update((pairing.key, pairing) for pairing in games)
+        return len(games)
+
+    async def _check_redis(self, queued: set[str], now: float) -> None:
+        """Has Redis restarted since the games were queued? The games it may have lost are
+        suspects: queued again unless finished or played before long."""
+        run = await self.link.attempt(run_id)
+        if run is None or run == self.redis_run:
             return
-        playing = await asyncio.to_thread(records.playing_pairings, spec.id)
-        if len(playing) != progress.running:
-            progress.running = len(playing)
-            progress.update()
-        await asyncio.sleep(PROGRESS_S)
+        self.redis_run = run
+        finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
+        lost = [key for key in self.sent if key not in finished and key not in queued]
+        for key in lost:
+            self.suspects.setdefault(key, now + self.grace_s)
+        self.progress.say(f"tavern: Redis restarted: {len(lost)} games not in its queue")
 
-
-async def _queued(client: aioredis.Redis, spec: TournamentSpec) -> int:
-    """The match's games in the queue: waiting for a worker, or being played by one."""
-    entries: Any = await client.xrange(STREAM)
-    tournament = spec.id.encode()
-    return sum(1 for _, fields in entries if fields.get(b"tournament") == tournament)
-
-
-async def _add(client: aioredis.Redis, spec: TournamentSpec, games: list[Pairing]) -> None:
-    async with client.pipeline(transaction=False) as pipe:
-        for pairing in games:
-            pipe.xadd(STREAM, QueuedGame.of(spec, pairing).fields())  # type: ignore[arg-type]
-        await pipe.execute()
+    async def _requeue(self, playing: set[str], now: float) -> None:
+        """Queue again the games Redis lost that no worker played since."""
+        if not self.suspects:
+            return
+        finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
+        due = []
+        for key, deadline in list(self.suspects.items()):
+            if key in finished:
+                del self.suspects[key]
+            elif key in playing:  # its worker plays on: queued again only if it stops
+                self.suspects[key] = now + self.grace_s
+            elif now >= deadline:
+                due.append(self.sent[key])
+        if due and await self.link.attempt(functools.partial(self._add, games=due)) is not None:
+            for pairing in due:
+                del self.suspects[pairing.key]
+            self.progress.say(f"tavern: {len(due)} games queued again")
 
 
 async def _drop_untaken(client: aioredis.Redis, spec: TournamentSpec) -> int:

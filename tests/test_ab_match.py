@@ -304,3 +304,47 @@ def test_a_match_stopped_takes_its_untaken_games_off_the_queue(
         assert client.xlen(STREAM) == 0
     finally:
         client.close()
+
+
+def test_on_workers_a_match_survives_a_redis_restart(
+    tmp_path: Path, redis: RedisServer, workers: Processes
+) -> None:
+    """Redis restarts without its data while a worker plays one of the match's games: that
+    game is played to its end, the one Redis lost is queued again, and every game is played
+    once."""
+    database = tmp_path / "m.db"
+    worker = workers.start(
+        *("worker", "--redis", redis.url, "--database", str(database)),
+        *("--log", str(tmp_path / "w.log")),
+    )
+    assert worker.stdout is not None
+    worker.stdout.readline()
+    matched = workers.start(
+        *("match", "tavern", PUSHER, WANDERER, "--games", "4", "--concurrency", "2"),
+        *("--workers", "--redis", redis.url, "--database", str(database)),
+    )
+    deadline = time.monotonic() + 60
+    playing: list[tuple[str]] = []
+    while not playing:
+        assert time.monotonic() < deadline, "no worker played a game"
+        assert matched.poll() is None, matched.communicate()
+        time.sleep(0.02)
+        if database.exists():
+            with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+                playing = db.execute("SELECT id FROM games WHERE status = 'playing'").fetchall()
+    redis.restart()
+    out, errors = matched.communicate(timeout=120)
+    assert matched.returncode == 0, errors
+    # Lost: the game not taken yet, and the one being played unless it ended first; the one
+    # being played is not queued again (its record says a worker plays it), the other is.
+    assert re.search(r"^tavern: Redis restarted: [12] games not in its queue$", errors, re.M)
+    assert re.search(r"^tavern: [12] games queued again$", errors, re.M), errors
+    tournament = match_id(subprocess.CompletedProcess([], 0, out, errors))
+    assert "\nA: won 4, drew 0, lost 0; score 1.000\n" in out
+    games = recorded(database, tournament)
+    assert [game[4] for game in games] == ["finished"] * 4
+    with sqlite3.connect(database) as db:
+        through = db.execute("SELECT status FROM games WHERE id = ?", playing[0]).fetchone()
+    assert through == ("finished",)
+    worker.send_signal(signal.SIGTERM)
+    worker.communicate(timeout=30)
