@@ -97,10 +97,11 @@ class BotProcess:
     ``MAX_STDERR_BYTES``) goes with that turn. At both moments the pipe is read to its end at
     once: what the bot wrote before it answered is in the pipe by the time its answer is in
     (the process writes its stderr before its move, and a pipe's write is done when it
-    returns), wherever the event loop was in reading either. Its exit is told as
-    ``Records.seat_exit`` keeps it:
-    a bot that played its game to the end has an exit that ends with ``GAME_OVER``; any other
-    (it died, was killed by a limit, left or never joined) is a crash for the league tables.
+    returns), wherever the event loop was in reading either.
+
+    Its exit is told as ``Records.seat_exit`` keeps it: a bot that played its game to the end
+    has an exit that ends with ``GAME_OVER``; any other (it died, was killed by a limit, left
+    or never joined) is a crash for the league tables.
     """
 
     def __init__(self, entrant: Entrant, match_id: str, seat: int, limits: Limits) -> None:
@@ -207,9 +208,9 @@ class BotProcess:
         its own process has exited: what it left running (holding its connection, maybe) goes
         with it.
 
-        It watches the exit too (``wait``): in Python 3.11, ``Process.wait()`` also waits for
-        the process's stderr to close, which a process it started may hold open for as long
-        as it lives.
+        It watches the exit too (``wait``): the bot is over once its own process has exited,
+        whatever a process it started does with its stderr (it may hold it open as long as it
+        lives).
         """
         try:
             while process.returncode is None:
