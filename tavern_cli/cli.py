@@ -625,6 +625,12 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
     if args.workers and not redis_url:
         print("tavern: --workers needs redis (in the config, or --redis URL)", file=sys.stderr)
         return 2
+    if args.workers and not is_postgres(config.database):
+        print(
+            f"tavern: the records are the file {config.database}: only workers on this machine "
+            "can record games in it (workers elsewhere need a shared postgresql:// database)",
+            file=sys.stderr,
+        )
     seed = args.seed if args.seed is not None else random.randrange(MAX_MATCH_SEED)
     plan = MatchPlan(
         game=args.game,
