@@ -22,7 +22,7 @@ from server.records import Records
 from server.tournament_queue import STREAM
 from tests.conftest import ROOT
 from tests.services import RedisServer
-from tests.test_tournament_cli import TAVERN, tavern
+from tests.test_tournament_cli import SLOW_HOUSE, TAVERN, tavern
 from tests.test_tournament_queue import Processes
 from tests.test_turn_stderr import CHATTY_COMMAND, check_chatty_turns
 
@@ -306,6 +306,14 @@ def test_a_match_stopped_takes_its_untaken_games_off_the_queue(
         client.close()
 
 
+def slow(player: str) -> str:
+    """A house player that waits before each move: a game lasts a second or two."""
+    return (
+        f"{{python}} {SLOW_HOUSE} tavern {player} --delay-ms 8 --simulation {{simulation}} "
+        "--side {side} --port {port} --seed {seed}"
+    )
+
+
 def test_on_workers_a_match_survives_a_redis_restart(
     tmp_path: Path, redis: RedisServer, workers: Processes
 ) -> None:
@@ -320,7 +328,8 @@ def test_on_workers_a_match_survives_a_redis_restart(
     assert worker.stdout is not None
     worker.stdout.readline()
     matched = workers.start(
-        *("match", "tavern", PUSHER, WANDERER, "--games", "4", "--concurrency", "2"),
+        *("match", "tavern", slow("pusher"), slow("wanderer"), "--games", "4"),
+        *("--concurrency", "3"),
         *("--workers", "--redis", redis.url, "--database", str(database)),
     )
     deadline = time.monotonic() + 60
@@ -335,9 +344,10 @@ def test_on_workers_a_match_survives_a_redis_restart(
     redis.restart()
     out, errors = matched.communicate(timeout=120)
     assert matched.returncode == 0, errors
-    # Lost: the game not taken yet, and the one being played unless it ended first; the one
-    # being played is not queued again (its record says a worker plays it), the other is.
-    assert re.search(r"^tavern: Redis restarted: [12] games not in its queue$", errors, re.M)
+    # Lost: the games not taken yet (three are queued at a time, the one worker plays one),
+    # and the one being played unless it ended first, which is not queued again (its record
+    # says a worker plays it).
+    assert re.search(r"^tavern: Redis restarted: [123] games not in its queue$", errors, re.M)
     assert re.search(r"^tavern: [12] games queued again$", errors, re.M), errors
     tournament = match_id(subprocess.CompletedProcess([], 0, out, errors))
     assert "\nA: won 4, drew 0, lost 0; score 1.000\n" in out
