@@ -17,15 +17,16 @@ import random
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from server.challenges import Challenge, ChallengeBoard
 from server.clock import Clock, LoopClock
 from server.config import ArenaConfig
 from server.errors import ALREADY_LIVE, BotError, Rejected
 from server.games import GAMES
-from server.games.base import AnyCodec, JoinRejected, JsonObject
+from server.games.base import AnyCodec, JoinRejected, JsonObject, TimeBank
 from server.identity import Roster
 from server.ladder import Seeker, SeekPool
 from server.match import (
@@ -49,6 +50,15 @@ log = logging.getLogger(__name__)
 
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
 MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A registered bot as a seek or a challenge of it checks it, across the arena."""
+
+    games: int  # what it holds: games not finished, and seeks waiting
+    last_opponent: str | None = None  # of its last ladder game
+    had_first_seat: bool = False  # in that game
 
 
 class RemotePeer(Protocol):
@@ -133,10 +143,40 @@ class Elsewhere(Protocol):
     def present(self, bot: str) -> None:
         """A bot is present here (``server.challenges``): other nodes may challenge it."""
 
+    async def online(self, bots: list[str]) -> set[str]:
+        """Those of these bots present on another node."""
+
+    async def standing(self, bot: str) -> Standing:
+        """What a registered bot holds on the other nodes, and its last ladder game in the
+        arena (``last_opponent`` None if not known)."""
+
+    def held(self, bot: str, games: int) -> None:
+        """A registered bot holds this many games and seeks here now."""
+
+    def paired(self, first: str, second: str) -> None:
+        """Two bots were paired, ``first`` in the first seat: the arena remembers it."""
+
     def random_join(self, peer: RandomJoiner, game: str, message: JsonObject) -> SeatHandle:
         """A random join that found no waiting match anywhere: the nodes agree, atomically, on
         which of them opens the one match the random joins arriving at that moment share.
         ``peer`` is told to open it (``open_here``), or is seated in another node's."""
+
+
+class _CountedSeek:
+    """A seek's taker, through which the arena learns that the seek was paired."""
+
+    def __init__(self, arena: Arena, seeker_id: str, taker: SeekTaker) -> None:
+        self.arena = arena
+        self.seeker_id = seeker_id
+        self.taker = taker
+
+    def paired(self, match: Match, seat: int) -> None:
+        self.arena.seek_ended(self.seeker_id)
+        self.taker.paired(match, seat)
+
+    def paired_elsewhere(self, simulation_id: str) -> None:
+        self.arena.seek_ended(self.seeker_id)
+        self.taker.paired_elsewhere(simulation_id)
 
 
 class WaitingIndex:
@@ -207,6 +247,12 @@ class Arena:
         # Each seeking bot's last ladder game here: its opponent, and whether it had the first
         # seat (the pool avoids rematches and alternates sides).
         self._last_games: dict[str, tuple[str, bool]] = {}
+        # What each registered bot holds here (``bot_games``), kept as seats and seeks change:
+        # the registered bots of each unfinished match, each bot's matches, and the seeks.
+        self._match_bots: dict[str, frozenset[str]] = {}
+        self._bot_matches: dict[str, set[str]] = {}
+        self._seeking: dict[str, str] = {}  # seek id -> registered bot
+        self._bot_seeks: Counter[str] = Counter()
         self._codecs: dict[str, AnyCodec] = {
             name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
@@ -227,13 +273,15 @@ class Arena:
     def codec(self, name: str) -> AnyCodec:
         return self._codecs[name]
 
-    def limits(self) -> MatchLimits:
-        """The clock's rules for a match opened without limits of its own."""
+    def limits(self, bank: TimeBank | None = None) -> MatchLimits:
+        """The clock's rules for a match opened without limits of its own (with ``bank``, a
+        time bank per seat instead of the flat turn timeout)."""
         return MatchLimits(
             turn_timeout_s=self.config.turn_timeout_ms / 1000,
             max_consecutive_timeouts=self.config.max_consecutive_timeouts,
             first_turn_timeout_s=self.config.first_turn_timeout_ms / 1000,
             reconnect_grace_s=self.config.reconnect_grace_ms / 1000,
+            bank=bank,
         )
 
     # --- matches -------------------------------------------------------------------------------
@@ -312,23 +360,65 @@ class Arena:
 
     # --- seeks ---------------------------------------------------------------------------------
     def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
-        """Wait for an opponent: in the nodes' shared pool, else in this arena's own."""
+        """Wait for an opponent: in the nodes' shared pool, else in this arena's own. A
+        registered bot's seek counts as a game it holds until it is paired or withdrawn."""
+        if self.roster.get(seeker.bot) is not None:
+            self._seeking[seeker.id] = seeker.bot
+            self._bot_seeks[seeker.bot] += 1
+            self._held_changed(seeker.bot)
+        counted = _CountedSeek(self, seeker.id, taker)
         if self.elsewhere is not None:
-            self.elsewhere.seek(seeker, taker)
+            self.elsewhere.seek(seeker, counted)
             return
-        self._seek_takers[seeker.id] = taker
+        self._seek_takers[seeker.id] = counted
         self.seeks.add(seeker)
 
     def unseek(self, seeker_id: str) -> None:
+        self.seek_ended(seeker_id)
         if self.elsewhere is not None:
             self.elsewhere.unseek(seeker_id)
             return
         self._seek_takers.pop(seeker_id, None)
         self.seeks.remove(seeker_id)
 
+    def seek_ended(self, seeker_id: str) -> None:
+        """The seek was paired or withdrawn: its bot holds it no more."""
+        bot = self._seeking.pop(seeker_id, None)
+        if bot is not None:
+            self._bot_seeks[bot] -= 1
+            if not self._bot_seeks[bot]:
+                del self._bot_seeks[bot]
+            self._held_changed(bot)
+
     def last_game(self, bot: str) -> tuple[str | None, bool]:
         """A bot's last ladder opponent here, and whether it had the first seat."""
         return self._last_games.get(bot, (None, False))
+
+    async def standing(self, bot: str) -> Standing:
+        """A registered bot's games and seeks, here and on the other nodes, and its last
+        ladder game (the arena's, if another node paired it last)."""
+        opponent, first = self.last_game(bot)
+        here = Standing(self.bot_games(bot), opponent, first)
+        if self.elsewhere is None:
+            return here
+        there = await self.elsewhere.standing(bot)
+        if there.last_opponent is None:
+            return Standing(here.games + there.games, opponent, first)
+        return Standing(here.games + there.games, there.last_opponent, there.had_first_seat)
+
+    async def online(self, bots: list[str]) -> set[str]:
+        """Those of these bots present (connected, named) on any node of the arena."""
+        found = {bot for bot in bots if self.challenges.find(bot) is not None}
+        if self.elsewhere is not None and (rest := [bot for bot in bots if bot not in found]):
+            found |= await self.elsewhere.online(rest)
+        return found
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` as a task of the arena's (which must not raise: it would stop them
+        all)."""
+        if self._tasks is None:
+            raise RuntimeError("the arena is not running")
+        self._tasks.create_task(work, name=name)
 
     def check_open(self) -> None:
         """A draining node opens no new simulation, whoever asks (a client's session, a
@@ -340,19 +430,36 @@ class Arena:
             )
 
     def bot_games(self, bot: str) -> int:
-        """The games here a registered bot sits in that have not finished."""
-        return sum(
-            1
-            for match in self.matches.values()
-            if match.status is not Status.FINISHED
-            and any(seat is not None and seat.bot == bot for seat in match.seats)
-        )
+        """What a registered bot holds here: the games it sits in that have not finished, and
+        its seeks waiting."""
+        return len(self._bot_matches.get(bot, ())) + self._bot_seeks[bot]
+
+    def _seated(self, match_id: str, bots: frozenset[str]) -> None:
+        """The registered bots of an unfinished match are now ``bots`` (none: it is over)."""
+        before = self._match_bots.pop(match_id, frozenset())
+        if bots:
+            self._match_bots[match_id] = bots
+        for bot in before - bots:
+            matches = self._bot_matches[bot]
+            matches.discard(match_id)
+            if not matches:
+                del self._bot_matches[bot]
+        for bot in bots - before:
+            self._bot_matches.setdefault(bot, set()).add(match_id)
+        for bot in before ^ bots:
+            self._held_changed(bot)
+
+    def _held_changed(self, bot: str) -> None:
+        if self.elsewhere is not None:
+            self.elsewhere.held(bot, self.bot_games(bot))
 
     def paired_match(self, first: Seeker, second: Seeker) -> Match:
         """The match two paired seekers play, ``first`` in the first seat (remembered, with
-        the opponent, for their next pairing)."""
+        the opponent, for their next pairing: here, and in the arena's Redis if any)."""
         self._last_games[first.bot] = (second.bot, True)
         self._last_games[second.bot] = (first.bot, False)
+        if self.elsewhere is not None:
+            self.elsewhere.paired(first.bot, second.bot)
         return self.open(first.game, MatchOptions(rated=first.rated, by_join=True))
 
     def _meet(self, first: Seeker, second: Seeker) -> None:
@@ -382,6 +489,7 @@ class Arena:
 
     def _finished(self, match: Match) -> None:
         self.matches.pop(match.id, None)
+        self._seated(match.id, frozenset())
 
     def _drop(self, match: Match) -> None:
         if self.matches.pop(match.id, None) is not None:
@@ -402,6 +510,7 @@ class Arena:
             pass
         elif isinstance(update, SeatsChanged) and update.view.status is Status.WAITING:
             view = update.view
+            self._seated(view.match_id, frozenset(p.bot for p in view.players if p and p.bot))
             if all(player is None for player in view.players):
                 self._empty_since.setdefault(view.match_id, time.monotonic())
             else:
@@ -409,11 +518,14 @@ class Arena:
             free = [seat for seat, player in enumerate(view.players) if player is None]
             self._waiting.update(view.match_id, view.game, len(view.players), free)
         elif isinstance(update, GameStarted):
-            self._empty_since.pop(update.view.match_id, None)
-            self._waiting.remove(update.view.match_id)
+            view = update.view
+            self._empty_since.pop(view.match_id, None)
+            self._waiting.remove(view.match_id)
+            self._seated(view.match_id, frozenset(p.bot for p in view.players if p and p.bot))
         elif isinstance(update, Removed | GameFinished):
             match_id = update.match_id if isinstance(update, Removed) else update.view.match_id
             self._waiting.remove(match_id)
+            self._seated(match_id, frozenset())
         for listener in self.listeners:
             try:
                 listener(update)
@@ -449,6 +561,7 @@ class Arena:
                     self.stop_matches()
         finally:
             self._tasks = None
+            self.roster.close()
 
     def stop_matches(self) -> None:
         """End every match still playing with no result, at once (so that no player leaving

@@ -11,13 +11,22 @@ from typing import Any
 
 from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
-from server.match import TOO_MANY_TIMEOUTS
-from server.replay import ORIGIN_KEY, TurnRange, frames, game_of, turn_debug, turn_stderr
+from server.match import OUT_OF_TIME, TOO_MANY_TIMEOUTS
+from server.replay import (
+    CLOCK_KEY,
+    ORIGIN_KEY,
+    TurnRange,
+    frames,
+    game_of,
+    turn_debug,
+    turn_stderr,
+)
 
 FORFEITS = {
     BotError.PLAYER_DISCONNECTED: "disconnected",
     BotError.TURN_TIMEOUT: "did not answer in time",
     TOO_MANY_TIMEOUTS: "timed out too many turns in a row",
+    OUT_OF_TIME: "ran out of time on its clock",
 }
 """What the seat that lost by the arena's rules did, rather than by the game's own."""
 
@@ -117,6 +126,12 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
         header += (
             f"\nplayed on from game {origin['game']} after its turn {turn}"
             f" (turns 1 to {turn} are that game's)"
+        )
+    clock = record["settings"].get(CLOCK_KEY)
+    if clock is not None:
+        header += (
+            f"\nclock: {clock['initialMs'] / 1000:g} s each, "
+            f"+{clock['incrementMs'] / 1000:g} s a move"
         )
     yield header
     for frame in frames(record):

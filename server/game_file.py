@@ -18,17 +18,28 @@ import orjson
 from server.debug import DEBUG_KEY, STDERR_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match import MatchView
-from server.replay import ORIGIN_KEY, DamagedRecord, frames, game_of, turn_debug, turn_stderr
+from server.replay import (
+    CLOCK_KEY,
+    ORIGIN_KEY,
+    DamagedRecord,
+    frames,
+    game_of,
+    turn_debug,
+    turn_stderr,
+)
 
 
 def recorded_settings(view: MatchView) -> JsonObject:
-    """A game's settings as its record and its file keep them: the game's own, its limits,
-    and the game and turn it was played on from (``from``), if it was."""
+    """A game's settings as its record and its file keep them: the game's own, its limits
+    (with its time bank as ``clock``, if it had one), and the game and turn it was played on
+    from (``from``), if it was."""
     settings = {
         **view.codec.settings(),
         "turnTimeoutMs": round(view.limits.turn_timeout_s * 1000),
         "maxConsecutiveTimeouts": view.limits.max_consecutive_timeouts,
     }
+    if view.limits.bank is not None:
+        settings[CLOCK_KEY] = view.limits.bank.to_wire()
     if view.origin is not None:
         settings[ORIGIN_KEY] = view.origin
     return settings

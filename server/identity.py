@@ -6,24 +6,37 @@ play under it without the key, not even as a guest's free ``nick``. Only a salte
 is kept (``hashlib.scrypt``, a random salt per key, its parameters stored with it), compared in
 constant time; a key is shown once, when it is made, and never logged, recorded or echoed.
 Wrong keys cost their address a token of a bucket that fills slowly (``KeyPacer``), so that
-guessing is paced. The roster here is a copy of the records' ``bots`` table, which the node
-refreshes (``server.records``): the check itself never waits for a database.
+guessing is paced. A key not verified yet is checked one at a time per address on a node (the
+others from that address wait their turn), so that guesses sent at once on many connections are
+paced as if sent one after another, while bots behind one address that start together are
+slowed, not refused. On an arena of nodes the buckets live in Redis (``server.cluster.bots``),
+so a guesser switching nodes is paced all the same. scrypt runs on the roster's own few threads,
+never in the event loop, so that a check stalls no game; each session has at most one check in
+flight (``server.session``), so what waits for the threads is bounded by the connections. The
+roster here is a copy of the records' ``bots`` table, which the node refreshes
+(``server.records``): the check itself never waits for a database.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import math
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from server.clock import Clock
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
+
+T = TypeVar("T")
 
 BOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
 KEY_PREFIX = "tvk_"
@@ -36,6 +49,7 @@ DIGEST_BYTES = 32
 KEY_BURST = 5
 KEY_REFILL_S = 2.0
 MAX_PACED_ADDRESSES = 10_000  # addresses whose bucket is remembered (full ones are forgotten)
+HASH_THREADS = 2  # scrypt's threads (it releases the GIL): a check waits for one
 
 
 def new_key() -> str:
@@ -91,8 +105,19 @@ class RegisteredBot:
     banned: bool = False
 
 
+class Pacer(Protocol):
+    """Where wrong keys are counted: this node's memory (``KeyPacer``), or the arena's Redis."""
+
+    async def wait_s(self, address: str) -> float:
+        """0 if the address may try now, else how long until it may."""
+
+    async def spend(self, address: str) -> None:
+        """A wrong key (or a registration) from the address: a token of its bucket."""
+
+
 class KeyPacer:
-    """A token bucket per address, spent by wrong keys (and registrations)."""
+    """A token bucket per address, in this node's memory, spent by wrong keys (and
+    registrations)."""
 
     def __init__(
         self, clock: Clock, burst: int = KEY_BURST, refill_s: float = KEY_REFILL_S
@@ -106,12 +131,19 @@ class KeyPacer:
         tokens, since = self._buckets.get(address, (self.burst, self.clock.now()))
         return min(self.burst, tokens + (self.clock.now() - since) / self.refill_s)
 
-    def wait_s(self, address: str) -> float:
-        """0 if the address may try now, else how long until it may."""
+    async def wait_s(self, address: str) -> float:
+        return self.wait_now(address)
+
+    async def spend(self, address: str) -> None:
+        self.spend_now(address)
+
+    def wait_now(self, address: str) -> float:
+        """``wait_s``, at once."""
         tokens = self._tokens(address)
         return 0.0 if tokens >= 1 else (1 - tokens) * self.refill_s
 
-    def spend(self, address: str) -> None:
+    def spend_now(self, address: str) -> None:
+        """``spend``, at once."""
         if len(self._buckets) >= MAX_PACED_ADDRESSES:
             self._forget_full()
         self._buckets[address] = (self._tokens(address) - 1, self.clock.now())
@@ -127,13 +159,16 @@ class Roster:
     def __init__(self, clock: Clock, registration_open: bool = False) -> None:
         self.registration_open = registration_open
         self.keep: Callable[[RegisteredBot], object] | None = None  # the records, if kept
-        self.pacer = KeyPacer(clock)
+        self.pacer: Pacer = KeyPacer(clock)  # an arena of nodes puts the shared one here
         self._bots: dict[str, RegisteredBot] = {}  # by casefolded name
         self._ratings: dict[tuple[str, str], float] = {}  # (game, bot) -> this season's mu
         # Keys already verified, by a digest under a secret of this process: a bot that joins
         # game after game pays for scrypt once.
         self._secret = secrets.token_bytes(32)
         self._verified: set[tuple[str, bytes]] = set()
+        self._hashing: ThreadPoolExecutor | None = None  # made at the first hash, closed by close
+        # The addresses whose checks wait their turn: a lock each, and how many hold or want it.
+        self._turns: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
     def replace(self, bots: list[RegisteredBot]) -> None:
         """The records' table as just read."""
@@ -141,25 +176,28 @@ class Roster:
         hashes = {bot.key_hash for bot in bots}
         self._verified = {entry for entry in self._verified if entry[0] in hashes}
 
-    def register(self, name: object, address: str) -> tuple[str, str]:
+    async def register(self, name: object, address: str) -> tuple[str, str]:
         """A bot registering itself (``"registration": "open"``): its name and its new key,
         which only the caller ever sees. It is known here at once, and kept in the records."""
         if not self.registration_open:
             raise Rejected(
                 BotError.REGISTRATION_CLOSED, "bots are registered by the organiser here"
             )
-        wait_s = self.pacer.wait_s(address)
-        if wait_s > 0:
-            raise Rejected(
-                BotError.REGISTRATION_CLOSED,
-                f"too many registrations from this address: try again in {math.ceil(wait_s)} s",
-            )
-        checked = check_name(name)
-        if self.get(checked) is not None:
+        async with self._turn(address):
+            wait_s = await self.pacer.wait_s(address)
+            if wait_s > 0:
+                raise Rejected(
+                    BotError.REGISTRATION_CLOSED,
+                    f"too many registrations from this address: try again in {math.ceil(wait_s)} s",
+                )
+            checked = check_name(name)
+            if self.get(checked) is not None:
+                raise Rejected(BotError.BOT_NAME_TAKEN, f"a bot named {checked!r} is registered")
+            await self.pacer.spend(address)
+            key = new_key()
+            bot = RegisteredBot(checked, await self._hashed(hash_key, key))
+        if self.get(checked) is not None:  # registered meanwhile, through another address
             raise Rejected(BotError.BOT_NAME_TAKEN, f"a bot named {checked!r} is registered")
-        self.pacer.spend(address)
-        key = new_key()
-        bot = RegisteredBot(checked, hash_key(key))
         self._bots[checked.casefold()] = bot
         if self.keep is not None:
             self.keep(bot)
@@ -175,36 +213,78 @@ class Roster:
     def get(self, name: str) -> RegisteredBot | None:
         return self._bots.get(name.casefold())
 
-    def identify(self, fields: JsonObject, address: str) -> str | None:
+    def guest(self, fields: JsonObject) -> None:
+        """A guest's message: its ``nick`` may not be a registered name (raises ``Rejected``)."""
+        nick = fields.get("nick")
+        if isinstance(nick, str) and nick.casefold() in self._bots:
+            raise Rejected(
+                BotError.NAME_REGISTERED,
+                f"{nick!r} is a registered bot's name: give its bot and key, or another nick",
+            )
+
+    async def identify(self, fields: JsonObject, address: str) -> str | None:
         """The registered name a message's ``bot`` and ``key`` prove, or None for a guest;
         raises ``Rejected`` for a wrong key, or a guest's ``nick`` that is a registered name."""
         name = fields.get("bot")
         if name is None:
-            nick = fields.get("nick")
-            if isinstance(nick, str) and nick.casefold() in self._bots:
-                raise Rejected(
-                    BotError.NAME_REGISTERED,
-                    f"{nick!r} is a registered bot's name: give its bot and key, or another nick",
-                )
+            self.guest(fields)
             return None
         key = fields.get("key")
-        wait_s = self.pacer.wait_s(address)
+        bot = self.get(name) if isinstance(name, str) else None
+        if bot is not None and isinstance(key, str) and self._verified_already(bot, key):
+            await self._not_paced(address)  # a right key waits too: guessing is paced
+            return bot.name
+        async with self._turn(address):
+            await self._not_paced(address)
+            if bot is None or not isinstance(key, str) or not await self._matches(bot, key):
+                await self.pacer.spend(address)
+                raise Rejected(BotError.INVALID_BOT_KEY, f"no bot {str(name)[:32]!r} with this key")
+        return bot.name
+
+    async def _not_paced(self, address: str) -> None:
+        wait_s = await self.pacer.wait_s(address)
         if wait_s > 0:
             raise Rejected(
                 BotError.INVALID_BOT_KEY,
                 f"too many wrong keys from this address: try again in {math.ceil(wait_s)} s",
             )
-        bot = self.get(name) if isinstance(name, str) else None
-        if bot is None or not isinstance(key, str) or not self._matches(bot, key):
-            self.pacer.spend(address)
-            raise Rejected(BotError.INVALID_BOT_KEY, f"no bot {str(name)[:32]!r} with this key")
-        return bot.name
 
-    def _matches(self, bot: RegisteredBot, key: str) -> bool:
-        digest = hmac.digest(self._secret, key.encode(), "sha256")
-        if (bot.key_hash, digest) in self._verified:
+    @contextlib.asynccontextmanager
+    async def _turn(self, address: str) -> AsyncIterator[None]:
+        """The address's turn to check a key not verified yet (or to register): one at a
+        time."""
+        lock, users = self._turns.setdefault(address, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._turns[address]
+
+    def _digest(self, key: str) -> bytes:
+        return hmac.digest(self._secret, key.encode(), "sha256")
+
+    def _verified_already(self, bot: RegisteredBot, key: str) -> bool:
+        return (bot.key_hash, self._digest(key)) in self._verified
+
+    async def _matches(self, bot: RegisteredBot, key: str) -> bool:
+        if self._verified_already(bot, key):  # by a check that had its turn first
             return True
-        if not key_matches(key, bot.key_hash):
+        if not await self._hashed(key_matches, key, bot.key_hash):
             return False
-        self._verified.add((bot.key_hash, digest))
+        self._verified.add((bot.key_hash, self._digest(key)))
         return True
+
+    async def _hashed(self, work: Callable[..., T], *args: str) -> T:
+        """``work`` (scrypt) on the roster's threads, off the event loop."""
+        if self._hashing is None:
+            self._hashing = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="scrypt")
+        return await asyncio.get_running_loop().run_in_executor(self._hashing, work, *args)
+
+    def close(self) -> None:
+        """The arena stops: its hashing threads end (a check in flight finishes first)."""
+        if self._hashing is not None:
+            self._hashing.shutdown(wait=False, cancel_futures=True)
+            self._hashing = None

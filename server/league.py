@@ -23,7 +23,7 @@ from openskill.models import PlackettLuce
 from server.errors import BotError
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import TOO_MANY_TIMEOUTS
+from server.match import OUT_OF_TIME, TOO_MANY_TIMEOUTS
 
 GAME_OVER = "at the end of the game"
 """How the exit of a bot process that played its game to the end reads (tournaments write it)."""
@@ -56,6 +56,7 @@ class GameResult:
         forfeited = self.reason in (
             BotError.TURN_TIMEOUT,
             TOO_MANY_TIMEOUTS,
+            OUT_OF_TIME,
         ) and self.winner not in (
             seat,
             None,

@@ -11,8 +11,10 @@ immutable record of the turn that every listener (records, spectators, the Thud 
 tournaments) receives too; none of them ever reads a live match. The clock is one timer per
 match, due by the awaited seat's deadline (a turn answered in time moves no timer): a seat that
 does not answer in time plays the game's timeout action, or forfeits if it has none or timed out
-too often. The match's task only waits for the end and owns the helper tasks
-(house players thinking, grace periods), so nothing outlives the game.
+too often. A game created with a time bank (``MatchLimits.bank``) has a chess clock per seat
+instead: a reply spends its seat's bank and earns the increment, and a seat out of time loses.
+The match's task only waits for the end and owns the helper tasks (house players thinking,
+grace periods), so nothing outlives the game.
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ from server.games.base import (
     Outcome,
     Player,
     SeatClock,
+    TimeBank,
 )
 from server.protocol import error_message
 
 log = logging.getLogger(__name__)
 
 TOO_MANY_TIMEOUTS = "Too many timeouts"
+OUT_OF_TIME = "Out of time"  # a game with a time bank: the seat's clock ran out (its flag fell)
 # A deadline this close when the match's timer rings has come: a clock that rings a hair early
 # (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
 CLOCK_SLACK_S = 1e-6
@@ -129,6 +133,10 @@ class MatchLimits:
     max_consecutive_timeouts: int
     first_turn_timeout_s: float = 0.0  # a seat's first reply may take this long (start-up)
     reconnect_grace_s: float = 0.0  # how long a seat that lost its connection can rejoin
+    # A time bank per seat instead of the flat turn timeout (and its first-turn allowance and
+    # passes): each reply spends the seat's bank, which gets the increment back, and a seat
+    # whose bank runs out loses.
+    bank: TimeBank | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +215,13 @@ class SeatStats:
 
 @dataclass(frozen=True, slots=True)
 class TurnClock:
-    """The seat on move and how long its reply may take: spectators count it down."""
+    """The seat on move and how long its reply may take: spectators count it down. In a game
+    with a time bank, also every seat's time left as the turn began, and the bank's rules."""
 
     seat: int
     timeout_s: float
+    remaining_s: tuple[float, ...] = ()
+    bank: TimeBank | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,10 +272,22 @@ class MatchView:
 
 
 def clock_to_wire(codec: AnyCodec, clock: TurnClock | None) -> JsonObject | None:
-    """The clock as pages show it: whose reply is awaited and the milliseconds it may take."""
+    """The clock as pages show it, and in a game with a time bank as the seat on move is sent
+    it too: whose reply is awaited and the milliseconds it may take; with a bank, each seat's
+    milliseconds left (by seat name) and the increment."""
     if clock is None:
         return None
-    return {"seat": codec.seat_names[clock.seat], "timeoutMs": round(clock.timeout_s * 1000)}
+    wire: JsonObject = {
+        "seat": codec.seat_names[clock.seat],
+        "timeoutMs": round(clock.timeout_s * 1000),
+    }
+    if clock.bank is not None:
+        wire["remainingMs"] = {
+            name: round(left * 1000)
+            for name, left in zip(codec.seat_names, clock.remaining_s, strict=True)
+        }
+        wire["incrementMs"] = clock.bank.increment_ms
+    return wire
 
 
 class TurnResult:
@@ -516,6 +539,9 @@ class Match:
         self.started_at: float | None = None  # wall-clock seconds, for the records
         self.finished_at: float | None = None
         self._turn: OpenTurn | None = None  # while PLAYING, the seat awaited
+        bank = limits.bank
+        # With a time bank: each seat's time left (seconds). A resumed game starts them afresh.
+        self._banks = [0.0 if bank is None else bank.initial_ms / 1000] * seat_count
         self._alarm: Timer | None = None  # rings by the awaited seat's deadline
         self._alarm_due = 0.0  # when it rings (clock time)
         self._graces: set[Timer] = set()  # seats that lost their connection, until they rejoin
@@ -567,10 +593,22 @@ class Match:
         """The seat on move and its time, while the game is on."""
         if not self.is_on or self.state is None or self.rules.outcome(self.state) is not None:
             return None
-        seat = self.rules.to_move(self.state)
-        return TurnClock(seat, self._turn_timeout_s(seat))
+        return self._clock_of(self.rules.to_move(self.state))
+
+    def _clock_of(self, seat: int, timeout_s: float | None = None) -> TurnClock:
+        """The clock of a turn of ``seat`` that may take ``timeout_s`` (by default, its whole
+        time for a turn); with a time bank, that is the seat's time left."""
+        timeout = self._turn_timeout_s(seat) if timeout_s is None else timeout_s
+        bank = self.limits.bank
+        if bank is None:
+            return TurnClock(seat, timeout)
+        remaining = [*self._banks]
+        remaining[seat] = timeout
+        return TurnClock(seat, timeout, tuple(remaining), bank)
 
     def _turn_timeout_s(self, seat: int) -> float:
+        if self.limits.bank is not None:
+            return self._banks[seat]
         occupant = self.seats[seat]
         if occupant is None:
             return self.limits.turn_timeout_s
@@ -616,16 +654,21 @@ class Match:
 
     def _game_info(self, seat: int, occupant: Seat) -> SeatMessage:
         limits = self.limits
+        turn_timeout_ms = round(occupant.turn_timeout_s * 1000)
+        first_turn_timeout_ms = round(
+            max(occupant.turn_timeout_s, limits.first_turn_timeout_s) * 1000
+        )
+        if limits.bank is not None:  # no reply can take longer than a whole bank
+            turn_timeout_ms = first_turn_timeout_ms = limits.bank.initial_ms
         clock = SeatClock(
-            turn_timeout_ms=round(occupant.turn_timeout_s * 1000),
-            first_turn_timeout_ms=round(
-                max(occupant.turn_timeout_s, limits.first_turn_timeout_s) * 1000
-            ),
+            turn_timeout_ms=turn_timeout_ms,
+            first_turn_timeout_ms=first_turn_timeout_ms,
             max_consecutive_timeouts=limits.max_consecutive_timeouts,
             # Only a TCP bot can rejoin (see ``leave``).
             reconnect_grace_ms=round(limits.reconnect_grace_s * 1000)
             if occupant.kind == "bot"
             else 0,
+            bank=limits.bank,
         )
         info = self.codec.game_info_message(self.id, seat, self.seed, occupant.token, clock)
         return SeatMessage(info)
@@ -770,8 +813,30 @@ class Match:
             self._reject(occupant, rejected)
             return None
         occupant.consecutive_timeouts = 0
-        occupant.replied(self.clock.now() - turn.started)
+        elapsed = self.clock.now() - turn.started
+        if not self._spend(seat, elapsed):
+            return None
+        occupant.replied(elapsed)
         return self._play(seat, action, timed_out=False, debug=debug_text(message))
+
+    def _spend(self, seat: int, elapsed_s: float) -> bool:
+        """With a time bank, take a reply's time from the seat's bank and add the increment;
+        ``False`` if its time ran out first (its flag fell: it has lost). Without one, a reply
+        handled before the timer rang is in time."""
+        bank = self.limits.bank
+        if bank is None:
+            return True
+        left = self._banks[seat] - elapsed_s
+        if left <= CLOCK_SLACK_S:
+            self._flag_fell(seat)
+            return False
+        self._banks[seat] = left + bank.increment_ms / 1000
+        return True
+
+    def _flag_fell(self, seat: int) -> None:
+        """The seat's time bank ran out: it loses, whatever the game's rules on timeouts."""
+        self._banks[seat] = 0.0
+        self._end(Outcome(self._opponent(seat), OUT_OF_TIME))
 
     def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
         occupant.errors += 1
@@ -811,16 +876,23 @@ class Match:
             self._timed_out(turn.seat)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
+        clock = None
+        if self.limits.bank is not None:
+            clock = clock_to_wire(self.codec, self._clock_of(seat, timeout_s))
         body = self.codec.turn_message(
-            self.state, seat, self.turn_count + 1, round(timeout_s * 1000)
+            self.state, seat, self.turn_count + 1, round(timeout_s * 1000), clock
         )
         return SeatMessage(body, self.state)
 
     def _timed_out(self, seat: int) -> None:
-        """Pass for the seat, or forfeit it when it has timed out too often or cannot pass."""
+        """Pass for the seat, or forfeit it when it has timed out too often or cannot pass; with
+        a time bank, its bank ran out: it loses."""
         occupant = self.seats[seat]
         turn = self._turn
         if occupant is None or turn is None or turn.seat != seat or not self.is_on:
+            return
+        if self.limits.bank is not None:
+            self._flag_fell(seat)
             return
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
@@ -855,8 +927,7 @@ class Match:
             outcome = self.rules.outcome(self.state)
             clock = None
             if outcome is None:
-                following = self.rules.to_move(self.state)
-                clock = TurnClock(following, self._turn_timeout_s(following))
+                clock = self._clock_of(self.rules.to_move(self.state))
             result = TurnResult(
                 self.id,
                 self.codec,

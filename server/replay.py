@@ -16,6 +16,7 @@ from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
 ORIGIN_KEY = "from"  # in a record's settings: {"game", "turn", "names"} it was played on from
+CLOCK_KEY = "clock"  # in a record's settings: its time bank {"initialMs", "incrementMs"}, if any
 
 
 class DamagedRecord(Exception):
@@ -107,6 +108,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
         "tournament": record["tournament"],
         "pairing": record["pairing"],
         "from": origin_to_wire(record),
+        "clock": record["settings"].get(CLOCK_KEY),  # its time bank, if it had one
         "frames": [
             {
                 "turn": frame.turn,

@@ -7,6 +7,10 @@ and carries it out through the arena and its matches, and answers through the cl
 ``SessionChannel``, which the front end turns into bytes (the h11 and websockets shape: no
 transport, no clock, tested in memory).
 
+A command that names a registered bot (``bot`` and ``key``), and a registration, is checked
+first, off the event loop (``server.identity``): the session holds the client's next messages
+meanwhile, and carries them out in order once it is done.
+
 Joining gives the session a ``SeatHandle`` (submit, leave), whether the match is played here
 (``LocalSeat``) or by another node (``server.cluster``'s): where a join goes is decided here
 and nowhere else.
@@ -15,17 +19,27 @@ and nowhere else.
 from __future__ import annotations
 
 import itertools
+import logging
+from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from server.arena import MAX_SEED, Arena, SeatHandle
+from server.arena import MAX_SEED, Arena, SeatHandle, Standing
 from server.challenges import Challenge
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
-from server.games.base import JoinRejected, JsonObject
+from server.games.base import JoinRejected, JsonObject, TimeBank
 from server.ladder import Seeker
 from server.league import NEW_RATING
-from server.match import Match, MatchOptions, SeatMessage, SeatRequest, Status, TurnResult
+from server.match import (
+    Match,
+    MatchLimits,
+    MatchOptions,
+    SeatMessage,
+    SeatRequest,
+    Status,
+    TurnResult,
+)
 
 
 class SessionChannel(Protocol):
@@ -89,6 +103,20 @@ class LocalSeat:
 
 
 _SEEK_NUMBERS = itertools.count(1)
+log = logging.getLogger(__name__)
+# The commands whose ``bot`` and ``key`` are checked before they are carried out.
+IDENTIFIED = ("join-simulation", "create-simulation", "seek", "challenge")
+MAX_HELD = 64  # a client's messages held while its key is checked; more are refused
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """A message whose ``bot`` and ``key`` were checked: the bot they prove (None: a guest),
+    and its standing, for a seek or a challenge."""
+
+    fields: JsonObject
+    bot: str | None
+    standing: Standing | None
 
 
 class Session:
@@ -106,6 +134,10 @@ class Session:
         self.bot: str | None = None  # the registered bot its last command proved it is
         self._seek: tuple[str, JsonObject] | None = None  # the seek waiting: its id, its fields
         self._paired_seek: JsonObject | None = None  # paired into another node's match, asked
+        self._checking = False  # a message's identity is being checked
+        self._held: deque[JsonObject] = deque()  # the messages that came meanwhile
+        self._proof: Proof | None = None  # of the message being carried out
+        self._standing: Standing | None = None  # the bot's, as its last seek was checked
 
     @property
     def in_game(self) -> bool:
@@ -114,7 +146,67 @@ class Session:
 
     # --- the bot protocol ---------------------------------------------------------------------
     def handle(self, message: JsonObject) -> None:
-        """One message of the bot protocol (docs/protocol.md)."""
+        """One message of the bot protocol (docs/protocol.md): carried out now, or once the
+        identity check in progress is done."""
+        if self._checking:
+            if len(self._held) >= MAX_HELD:
+                self.channel.refuse(
+                    BotError.TOO_MANY_MESSAGES, f"at most {MAX_HELD} while a key is checked"
+                )
+            else:
+                self._held.append(message)
+            return
+        kind = message["type"]
+        if kind == "register" or (
+            kind in IDENTIFIED and "bot" in message and not self.client.checked
+        ):
+            self._checking = True
+            self.arena.spawn(self._check(message), name="identity")
+            return
+        self._carry_out(message)
+
+    async def _check(self, message: JsonObject) -> None:
+        """Check a message's identity (or register), then carry it out, then the messages
+        held meanwhile."""
+        try:
+            if message["type"] == "register":
+                await self._register(message)
+            else:
+                await self._identify(message)
+        except Exception:  # a bug must cost this request, not the arena
+            log.exception("checking %r failed", message["type"])
+            self.channel.error(BotError.SERVER_ERROR, "the request failed; it was logged")
+        finally:
+            self._checking = False
+        while self._held and not self._checking and not self._gone:
+            held = self._held.popleft()
+            try:
+                self.handle(held)
+            except Exception:
+                log.exception("handling %r failed", held["type"])
+                self.channel.error(BotError.SERVER_ERROR, "the request failed; it was logged")
+        if self._gone:
+            self._held.clear()
+
+    async def _identify(self, message: JsonObject) -> None:
+        try:
+            bot = await self.arena.roster.identify(message, self.client.address)
+            standing = None
+            if bot is not None and message["type"] in ("seek", "challenge"):
+                standing = await self.arena.standing(bot)
+        except Rejected as rejected:
+            if not self._gone:
+                self._refused(rejected)
+            return
+        if self._gone:
+            return
+        self._proof = Proof(message, bot, standing)
+        try:
+            self._carry_out(message)
+        finally:
+            self._proof = None
+
+    def _carry_out(self, message: JsonObject) -> None:
         kind = message["type"]
         if kind == "player-turn":
             self.move(message)
@@ -126,8 +218,6 @@ class Session:
                 self.channel.send(SeatMessage(match.codec.ready_message(match.id, match.seed)))
         elif kind == "rejoin":
             self.rejoin(message)
-        elif kind == "register":
-            self.register(message)
         elif kind == "seek":
             self.seek(message)
         elif kind == "challenge":
@@ -140,14 +230,15 @@ class Session:
             self.channel.error(BotError.UNKNOWN_MESSAGE_TYPE, f"unknown type {kind!r}")
 
     # --- commands -----------------------------------------------------------------------------
-    def register(self, fields: JsonObject) -> None:
+    async def _register(self, fields: JsonObject) -> None:
         """A bot registers its name, where registration is open: its key is answered once."""
         try:
-            name, key = self.arena.roster.register(fields.get("bot"), self.client.address)
+            name, key = await self.arena.roster.register(fields.get("bot"), self.client.address)
         except Rejected as rejected:
             self._refused(rejected)
             return
-        self.channel.send(SeatMessage({"type": "registered", "bot": name, "key": key}))
+        if not self._gone:
+            self.channel.send(SeatMessage({"type": "registered", "bot": name, "key": key}))
 
     def seek(self, fields: JsonObject) -> None:
         """Wait in the pool for an opponent of about the same rating (``server.ladder``); the
@@ -178,7 +269,11 @@ class Session:
             self._refused(rejected)
             return
         self.stop_seeking()
-        last_opponent, had_first_seat = self.arena.last_game(name)
+        if self.bot is not None and self._standing is not None:
+            last_opponent = self._standing.last_opponent
+            had_first_seat = self._standing.had_first_seat
+        else:
+            last_opponent, had_first_seat = self.arena.last_game(name)
         seeker = Seeker(
             id=f"{self.client.address}/{next(_SEEK_NUMBERS)}",
             bot=name,
@@ -333,12 +428,15 @@ class Session:
         return seek is not None
 
     def _check_bot(self, bot: str) -> None:
-        """A registered bot may seek or challenge unless banned or at its games' limit."""
+        """A registered bot may seek or challenge unless banned or at its games' limit: the
+        games and seeks it holds on every node, as its command was checked (this client's
+        own seek aside, which a new one replaces)."""
         registered = self.arena.roster.get(bot)
         if registered is not None and registered.banned:
             raise Rejected(BotError.BOT_BANNED, f"{bot} is banned from the ladder")
         most = self.arena.config.max_games_per_bot
-        if self.arena.bot_games(bot) >= most:
+        held = self.arena.bot_games(bot) if self._standing is None else self._standing.games
+        if held - (1 if self.seeking else 0) >= most:
             raise Rejected(BotError.TOO_MANY_GAMES, f"a bot may play {most} games at once")
 
     def create(self, fields: JsonObject) -> Match | None:
@@ -352,7 +450,10 @@ class Session:
                 reason = f"at most {limit} per {self.client.noun}"
                 self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
                 return None
-            match = self.arena.open(game, MatchOptions(seed=seed, creator=self.client.address))
+            options = MatchOptions(
+                seed=seed, creator=self.client.address, limits=self._limits(fields.get("clock"))
+            )
+            match = self.arena.open(game, options)
         except Rejected as rejected:
             self._refused(rejected)
             return None
@@ -384,14 +485,18 @@ class Session:
         except Rejected as rejected:
             self._refused(rejected)
 
-    def open_and_join(self, game: str, fields: JsonObject) -> Match | None:
-        """A new simulation with the client in it (a person on /play/thud); it is dropped if the
-        client leaves it before anyone else sits down."""
+    def open_and_join(self, game: str, fields: JsonObject, clock: object = None) -> Match | None:
+        """A new simulation with the client in it (a person on /play/thud), with a time bank if
+        ``clock`` asks for one; it is dropped if the client leaves it before anyone else sits
+        down."""
         try:
             fields = self.identified(fields)
             self.check_free()
             self.arena.check_open()
-            match = self.arena.open(game, MatchOptions(creator=self.client.address, by_join=True))
+            options = MatchOptions(
+                creator=self.client.address, by_join=True, limits=self._limits(clock)
+            )
+            match = self.arena.open(game, options)
             self._sit(match, fields)
         except Rejected as rejected:
             self._refused(rejected)
@@ -481,7 +586,14 @@ class Session:
             bot = fields.get("bot")
             self.bot = bot if isinstance(bot, str) else None
             return fields
-        self.bot = self.arena.roster.identify(fields, self.client.address)
+        proof = self._proof
+        if proof is None or proof.fields is not fields:  # no bot named: a guest's command
+            self.arena.roster.guest(fields)
+            self.bot = None
+            return {name: value for name, value in fields.items() if name not in ("bot", "key")}
+        self.bot = proof.bot
+        if proof.standing is not None:
+            self._standing = proof.standing
         if self.bot is None:
             return fields
         self.arena.challenges.here(self.bot, self)
@@ -506,6 +618,11 @@ class Session:
             games = ", ".join(self.arena.games)
             raise Rejected(BotError.UNKNOWN_GAME, f"game must be one of: {games}")
         return name
+
+    def _limits(self, clock: object) -> MatchLimits | None:
+        """A create's ``clock``: the arena's limits with that time bank per seat instead of the
+        flat turn timeout (raises ``Rejected``), or ``None`` (the arena's own) without one."""
+        return None if clock is None else self.arena.limits(TimeBank.from_wire(clock))
 
     @staticmethod
     def _seed(fields: JsonObject) -> int | None:

@@ -37,9 +37,10 @@ from server.config import (
     setting_range,
 )
 from server.draining import Drain
+from server.errors import Rejected
 from server.game_file import read_game_file, record_lines
 from server.games import GAMES
-from server.games.base import JsonObject
+from server.games.base import JsonObject, TimeBank
 from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
 from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
@@ -132,6 +133,19 @@ def records_to_write(text: str) -> str:
     if not is_postgres(text):
         writable_file(text)
     return text
+
+
+def clock_flag(text: str) -> TimeBank:
+    """``INITIAL_MS+INCREMENT_MS`` (or ``INITIAL_MS``): a time bank per seat, as a
+    ``create-simulation``'s ``clock``."""
+    initial, _, increment = text.partition("+")
+    try:
+        fields = {"initialMs": int(initial), "incrementMs": int(increment or "0")}
+        return TimeBank.from_wire(fields)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not INITIAL_MS+INCREMENT_MS: {text!r}") from None
+    except Rejected as rejected:
+        raise argparse.ArgumentTypeError(str(rejected.reason)) from None
 
 
 def float_flag(text: str) -> float:
@@ -282,6 +296,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print what each bot says of its move (its debug text) with the turn",
     )
+    play.add_argument(
+        "--clock",
+        type=clock_flag,
+        metavar="INITIAL_MS+INCREMENT_MS",
+        help="a time bank per bot with an increment per move, instead of the flat time per "
+        "move; a bot whose bank runs out loses (e.g. 60000+1000)",
+    )
     match = commands.add_parser(
         "match",
         help="an A/B test: paired games between two bot commands, with an optional SPRT",
@@ -313,6 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=int_flag(0, MAX_MATCH_SEED), help="every pair's seed derives from it"
     )
     match.add_argument("--config", type=Path, help="settings file (time limits, database)")
+    match.add_argument(
+        "--clock",
+        type=clock_flag,
+        metavar="INITIAL_MS+INCREMENT_MS",
+        help="a time bank per bot with an increment per move, as tavern play's",
+    )
     match.add_argument(
         "--database",
         type=records_to_write,
@@ -601,6 +628,7 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
         verbose=args.verbose,
         start=start,
         start_turn=args.turn,
+        clock=args.clock,
     )
     try:
         finished = asyncio.run(until_signalled(play(options, config, sys.stdout)))
@@ -639,6 +667,7 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
         concurrency=args.concurrency,
         seed=seed,
         sprt=sprt,
+        clock=args.clock,
     )
     try:
         spec = match_spec(plan, datetime.now(UTC))

@@ -1,7 +1,8 @@
 """``tavern match``: an A/B test between two bot commands, as chess engine authors run them
 with cutechess-cli and fishtest.
 
-    tavern match GAME "A" "B" [--games N] [--concurrency K] [--sprt ELO0 ELO1] [--workers]
+    tavern match GAME "A" "B" [--games N] [--concurrency K] [--sprt ELO0 ELO1]
+                [--clock INITIAL_MS+INCREMENT_MS] [--workers]
 
 The match is a tournament of two bots (``paired_games``: pairs of games on one seed, the sides
 swapped), played by the tournament runner on an arena of its own and recorded as a tournament
@@ -31,7 +32,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from server.config import ArenaConfig
 from server.games import GAMES
-from server.games.base import JsonObject, Outcome
+from server.games.base import JsonObject, Outcome, TimeBank
 from server.league import GameResult
 from server.records import Records
 from server.sprt import Sprt, Tally, Verdict
@@ -66,6 +67,7 @@ class MatchPlan:
     concurrency: int  # games at once
     seed: int  # each pair's seed derives from it
     sprt: Sprt | None  # stop once the test decides (None: play every game)
+    clock: TimeBank | None = None  # a time bank per bot instead of the flat time per move
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,8 @@ def match_spec(plan: MatchPlan, started: datetime) -> TournamentSpec:
             for name, command in zip(NAMES, plan.commands, strict=True)
         ],
     }
+    if plan.clock is not None:
+        raw["limits"] = {"clock": plan.clock.to_wire()}
     return spec_from_mapping(raw, Path.cwd())
 
 

@@ -1,6 +1,7 @@
 """``tavern play``: one game between two bot commands on this machine, as ``battlesnake play``.
 
     tavern play GAME "CMD1" "CMD2" [--seed N] [--turns N] [--output game.jsonl] [--open]
+                [--clock INITIAL_MS+INCREMENT_MS]
 
 It starts an arena of its own on free loopback ports (the visor included, to watch the game),
 runs each command as a tournament runs a bot (``{port}``, ``{simulation}``, ``{side}``... filled
@@ -32,7 +33,7 @@ from server.config import ArenaConfig
 from server.debug import DEBUG_KEY, STDERR_KEY
 from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
-from server.games.base import AnyCodec, JsonObject
+from server.games.base import AnyCodec, JsonObject, TimeBank
 from server.league import crashed
 from server.match import GameFinished, GameStarted, MatchOptions, Resume, TurnPlayed, Update
 from server.records import Records, recording
@@ -65,6 +66,7 @@ class PlayOptions:
     verbose: bool = False  # print each bot's debug text and stderr with its turn, as played
     start: JsonObject | None = None  # a game's record to play on from (``--from``)...
     start_turn: int = 0  # ...after this many of its turns (``--turn``)
+    clock: TimeBank | None = None  # a time bank per seat instead of the flat timeout (``--clock``)
 
 
 class PlayError(Exception):
@@ -367,6 +369,7 @@ async def play(
                     hold_seats=True,
                     seat_bots=seat_bots,
                     resume=None if starting is None else starting.resume,
+                    limits=None if options.clock is None else arena.limits(options.clock),
                 ),
             )
             commentator.follow(match.id)

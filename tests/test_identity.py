@@ -8,13 +8,16 @@ real arena on its records with bots on real sockets.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+from server import identity
 from server.arena import Arena
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
@@ -34,6 +37,8 @@ from server.tcp import TcpServer
 from tests.clock import FakeClock
 from tests.conftest import RawClient, test_config
 from tests.test_command_line import tavern
+from tests.test_match import table
+from tests.test_session import client
 
 ADDRESS = "127.0.0.1"
 
@@ -56,73 +61,147 @@ def roster_with(clock: FakeClock, *names: str) -> tuple[Roster, dict[str, str]]:
     return roster, keys
 
 
-def refusal(roster: Roster, fields: JsonObject, address: str = ADDRESS) -> Rejected:
+async def refusal(roster: Roster, fields: JsonObject, address: str = ADDRESS) -> Rejected:
     with pytest.raises(Rejected) as refused:
-        roster.identify(fields, address)
+        await roster.identify(fields, address)
     return refused.value
 
 
-def test_a_registered_name_is_played_only_with_its_key() -> None:
+async def test_a_registered_name_is_played_only_with_its_key() -> None:
     roster, keys = roster_with(FakeClock(), "Grimli")
-    assert roster.identify({"bot": "Grimli", "key": keys["Grimli"]}, ADDRESS) == "Grimli"
-    assert roster.identify({"nick": "someone"}, ADDRESS) is None  # a guest keeps a free nick
-    wrong = refusal(roster, {"bot": "Grimli", "key": new_key()})  # a guessed key
-    missing = refusal(roster, {"bot": "Grimli"})
-    unknown = refusal(roster, {"bot": "Nobody", "key": keys["Grimli"]})
+    assert await roster.identify({"bot": "Grimli", "key": keys["Grimli"]}, ADDRESS) == "Grimli"
+    assert await roster.identify({"nick": "someone"}, ADDRESS) is None  # a free nick
+    wrong = await refusal(roster, {"bot": "Grimli", "key": new_key()})  # a guessed key
+    missing = await refusal(roster, {"bot": "Grimli"})
+    unknown = await refusal(roster, {"bot": "Nobody", "key": keys["Grimli"]})
     assert wrong.message == missing.message == unknown.message == BotError.INVALID_BOT_KEY
     for case in ({"nick": "Grimli"}, {"nick": "grimLI"}):  # a guest taking the name, any case
-        assert refusal(roster, case).message == BotError.NAME_REGISTERED
+        assert (await refusal(roster, case)).message == BotError.NAME_REGISTERED
     for rejected in (wrong, missing, unknown):
         assert keys["Grimli"] not in str(rejected)
+    roster.close()
 
 
-def test_wrong_keys_are_paced_per_address_and_the_bucket_fills_again() -> None:
+async def test_wrong_keys_are_paced_per_address_and_the_bucket_fills_again() -> None:
     clock = FakeClock()
     roster, keys = roster_with(clock, "Grimli")
     right = {"bot": "Grimli", "key": keys["Grimli"]}
     for _ in range(KEY_BURST):
-        assert refusal(roster, {"bot": "Grimli", "key": "guess"}).reason == (
+        assert (await refusal(roster, {"bot": "Grimli", "key": "guess"})).reason == (
             "no bot 'Grimli' with this key"
         )
-    paced = refusal(roster, right)  # even the right key waits: guessing is paced, not counted
+    paced = await refusal(roster, right)  # even the right key waits: guessing is paced
     assert paced.message == BotError.INVALID_BOT_KEY
     assert paced.reason == f"too many wrong keys from this address: try again in {KEY_REFILL_S:g} s"
-    assert roster.identify(right, "127.0.0.2") == "Grimli"  # another address is not paced
+    assert await roster.identify(right, "127.0.0.2") == "Grimli"  # another address is not paced
     clock.advance(KEY_REFILL_S)
-    assert roster.identify(right, ADDRESS) == "Grimli"
+    for _ in range(KEY_BURST + 1):  # a right key costs nothing
+        assert await roster.identify(right, ADDRESS) == "Grimli"
+    roster.close()
+
+
+async def test_checks_in_flight_at_once_are_paced_as_if_one_after_another() -> None:
+    """Guesses sent at once, on many connections, are checked one after another: no more than
+    the burst is checked; right keys sent at once are all let in."""
+    roster, keys = roster_with(FakeClock(), "Grimli")
+    guesses = [roster.identify({"bot": "Grimli", "key": new_key()}, ADDRESS) for _ in range(20)]
+    refused = await asyncio.gather(*guesses, return_exceptions=True)
+    reasons = [str(rejected.reason) for rejected in refused if isinstance(rejected, Rejected)]
+    assert len(reasons) == 20
+    assert sum(reason.startswith("no bot") for reason in reasons) == KEY_BURST
+    right = {"bot": "Grimli", "key": keys["Grimli"]}
+    names = await asyncio.gather(*(roster.identify(right, "127.0.0.2") for _ in range(20)))
+    assert names == ["Grimli"] * 20
+    roster.close()
+
+
+async def test_scrypt_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key is hashed on the roster's threads, never the event loop's: other games go on."""
+    roster, keys = roster_with(FakeClock(), "Grimli")
+    threads: list[str] = []
+
+    def matching(key: str, stored: str) -> bool:
+        threads.append(threading.current_thread().name)
+        return key_matches(key, stored)
+
+    monkeypatch.setattr(identity, "key_matches", matching)
+    for _ in range(2):  # verified once, then remembered
+        assert await roster.identify({"bot": "Grimli", "key": keys["Grimli"]}, ADDRESS)
+    roster.close()
+    assert len(threads) == 1 and threads[0].startswith("scrypt")
+
+
+async def test_a_session_carries_out_what_came_during_a_key_check_in_order() -> None:
+    """A keyed join, then a guest's join: the second waits for the first's check, and is then
+    refused as a second game (one per connection); a client that leaves during a check is
+    answered nothing; past 64 messages held, the client is refused."""
+    async with table() as tables:
+        key = new_key()
+        tables.arena.roster.replace([RegisteredBot("Grimli", hash_key(key))])
+        session, channel = client(tables)
+        session.handle({"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key})
+        session.handle({"type": "join-simulation", "game": "thud", "nick": "guest"})
+        assert channel.messages == [] and channel.seats == 0  # the check is on its thread
+        await until(lambda: channel.seats == 1 and channel.messages)
+        assert channel.errors() == [BotError.ALREADY_IN_A_GAME]
+        (match,) = tables.arena.matches.values()
+        assert [seat.bot for seat in match.view().players if seat is not None] == ["Grimli"]
+        assert tables.arena.bot_games("Grimli") == 1
+        gone, heard = client(tables)
+        gone.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        gone.closed()
+        flooding, flooded = client(tables)
+        flooding.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        for _ in range(65):
+            flooding.handle({"type": "player-turn"})
+        assert flooded.refused == [BotError.TOO_MANY_MESSAGES]
+        flooding.closed()  # as the front end does on a refusal
+        await until(lambda: not (gone._checking or flooding._checking))
+        assert heard.messages == flooded.messages == []
+        assert tables.arena.bot_games("Grimli") == 1  # neither seek was carried out
+        session.closed()  # its seat is given up before the start: it holds nothing
+        assert tables.arena.bot_games("Grimli") == 0
+
+
+async def until(check: Callable[[], object]) -> None:
+    """Wait (a few seconds at most) for what the roster's threads and the loop finish."""
+    async with asyncio.timeout(5):
+        while not check():
+            await asyncio.sleep(0.005)
 
 
 def test_the_pacer_forgets_only_full_buckets_when_it_holds_too_many() -> None:
     clock = FakeClock()
     pacer = KeyPacer(clock, burst=2, refill_s=1.0)
-    pacer.spend("a")
+    pacer.spend_now("a")
     clock.advance(5)
-    pacer.spend("b")
+    pacer.spend_now("b")
     pacer._forget_full()
     assert set(pacer._buckets) == {"b"}
-    assert pacer.wait_s("b") == 0 and pacer.wait_s("a") == 0
+    assert pacer.wait_now("b") == 0 and pacer.wait_now("a") == 0
 
 
-def test_registration_is_the_organiser_s_unless_open() -> None:
+async def test_registration_is_the_organiser_s_unless_open() -> None:
     clock = FakeClock()
     closed = Roster(clock)
     with pytest.raises(Rejected) as refused:
-        closed.register("Grimli", ADDRESS)
+        await closed.register("Grimli", ADDRESS)
     assert refused.value.message == BotError.REGISTRATION_CLOSED
     opened = Roster(clock, registration_open=True)
     kept: list[RegisteredBot] = []
     opened.keep = kept.append
-    name, key = opened.register("Grimli", ADDRESS)
+    name, key = await opened.register("Grimli", ADDRESS)
     assert name == "Grimli" and [bot.name for bot in kept] == ["Grimli"]
     assert key not in kept[0].key_hash and key_matches(key, kept[0].key_hash)
-    assert opened.identify({"bot": "grimli", "key": key}, ADDRESS) == "Grimli"
+    assert await opened.identify({"bot": "grimli", "key": key}, ADDRESS) == "Grimli"
     for bad, text in (
         ("GRIMLI", BotError.BOT_NAME_TAKEN),
         ("no spaces", BotError.INVALID_BOT_NAME),
     ):
         with pytest.raises(Rejected) as refused:
-            opened.register(bad, ADDRESS)
+            await opened.register(bad, ADDRESS)
         assert refused.value.message == text
+    opened.close()
 
 
 # --- the command and a real arena ----------------------------------------------------------------

@@ -1,11 +1,17 @@
 """The ladder across nodes (issue 22): two `tavern serve` nodes on a real redis-server and one
 PostgreSQL database; registered bots seeking through different nodes meet (both nodes' /tv
 name their game and bots), and their ratings move once; a challenge across nodes is declined,
-another accepted and played; a game whose node is killed is not rated."""
+another accepted and played; a game whose node is killed is not rated. What the nodes share about
+bots: wrong keys paced per address whichever node they reach, `maxGamesPerBot` counted over the
+nodes (and no longer for a node that dies), the last opponent and side remembered for a pairing
+on another node, `online` from any node; a pair claimed after its seeker here left puts the
+other seeker back in the pool (a node in this process, the other played by the test)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +20,19 @@ import psycopg
 from redis.asyncio import Redis
 
 from bench.common import ServerProcess
+from server.cluster import keys as redis_keys
+from server.cluster import values
 from server.cluster.keys import bot_key
+from server.identity import KEY_BURST, new_key
+from server.ladder import Seeker
 from tests.conftest import RawClient
 from tests.services import PostgresServer, RedisServer
 from tests.test_cluster import eventually, nodes
-from tests.test_identity import added
+from tests.test_cluster_frames import SENDER, node_and_other
+from tests.test_identity import added, asked
 
 BOTS = ("Grimli", "Ugluk", "Third")
+OTHER = ("127.0.0.2", 0)  # another loopback address, for the guesser (paced apart)
 
 
 def ratings(url: str) -> dict[str, tuple[int, int, int]]:
@@ -29,8 +41,15 @@ def ratings(url: str) -> dict[str, tuple[int, int, int]]:
         return {bot: (games, wins, losses) for bot, games, wins, losses, _ in rows}
 
 
-def seek(name: str, key: str) -> dict[str, Any]:
-    return {"type": "seek", "game": "thud", "bot": name, "key": key, "rated": True}
+def seek(name: str, key: str, rated: bool = True) -> dict[str, Any]:
+    return {"type": "seek", "game": "thud", "bot": name, "key": key, "rated": rated}
+
+
+TOO_MANY = {
+    "type": "error",
+    "message": "Too many games",
+    "reason": "a bot may play 1 games at once",
+}
 
 
 async def on_tv(session: aiohttp.ClientSession, node: ServerProcess) -> Any:
@@ -111,3 +130,105 @@ async def test_bots_seeking_through_two_nodes_meet_and_only_finished_games_are_r
         assert await end_of(third) == "Arena node lost"
         await third.close()
     assert ratings(url) == moved
+
+
+async def online(session: aiohttp.ClientSession, node: ServerProcess, bot: str) -> bool:
+    async with session.get(f"http://127.0.0.1:{node.http_port}/api/bots/{bot}") as response:
+        assert response.status == 200
+        return bool((await response.json())["online"])
+
+
+async def held(store: Redis, bot: str) -> dict[bytes | str, bytes | str]:
+    """What a bot holds on each node, as the nodes wrote it."""
+    return await store.hgetall(redis_keys.held_key(bot.casefold()))
+
+
+async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_node_s(
+    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Three registered bots through two nodes, `maxGamesPerBot` 1: each thing the nodes share
+    about bots, seen from the node that did not write it."""
+    url = postgres.create_database("ladder_shared")
+    keys = {name: added(url, name) for name in BOTS}
+    async with (
+        nodes(redis, tmp_path, count=2, database=url, maxGamesPerBot=1) as (a, b),
+        Redis.from_url(redis.url) as store,
+        aiohttp.ClientSession() as http,
+    ):
+        assert a.node_id is not None and b.node_id is not None
+        # A guesser from another address, switching nodes, is paced as on one node.
+        guesser = [
+            RawClient(*await asyncio.open_connection("127.0.0.1", n.tcp_port, local_addr=OTHER))
+            for n in (a, b)
+        ]
+        for attempt in range(KEY_BURST + 1):
+            await guesser[attempt % 2].send(seek("Grimli", new_key()))
+            refused = await guesser[attempt % 2].expect("error")
+            paced = refused["reason"].startswith("too many wrong keys")
+            assert paced == (attempt == KEY_BURST), refused
+        for client in guesser:
+            await client.close()
+        # Grimli seeks on B: it is online on A too; its seek is its one game, on both nodes.
+        grimli = await RawClient.connect(b.tcp_port)
+        await grimli.send(seek("Grimli", keys["Grimli"], rated=False))
+        await eventually(lambda: held(store, "Grimli"))
+        assert await online(http, a, "Grimli") and not await online(http, a, "Third")
+        assert await asked(a.tcp_port, seek("Grimli", keys["Grimli"])) == TOO_MANY
+        # It meets Ugluk, seeking on A: the game on B holds it; it ends, and holds it no more.
+        ugluk = await RawClient.connect(a.tcp_port)
+        await ugluk.send(seek("Ugluk", keys["Ugluk"], rated=False))
+        first_side = (await grimli.expect("game-info"))["side"]
+        await ugluk.expect("game-info")
+        assert await asked(a.tcp_port, seek("Grimli", keys["Grimli"])) == TOO_MANY
+        await ugluk.close()
+        assert await end_of(grimli) == "win-game"
+        await grimli.close()
+        await eventually(lambda: _not(held(store, "Grimli")))
+        # On A, which did not pair them: no immediate rematch, though Ugluk waited longest of
+        # the equals; Grimli's side alternates.
+        grimli, ugluk = await RawClient.connect(a.tcp_port), await RawClient.connect(a.tcp_port)
+        pool = redis_keys.seeks_key("thud")
+        for count, (client, name) in enumerate(((grimli, "Grimli"), (ugluk, "Ugluk")), 1):
+            await client.send(seek(name, keys[name], rated=False))
+            await eventually(lambda: _equals(store.zcard(pool), count))  # noqa: B023
+        third = await RawClient.connect(a.tcp_port)
+        await third.send(seek("Third", keys["Third"], rated=False))
+        assert (await grimli.expect("game-info"))["side"] != first_side
+        await third.expect("game-info")
+        assert await store.zcard(pool) == 1  # Ugluk waits on
+        # A dies: what Grimli held there no longer counts, and it is online nowhere.
+        await eventually(functools.partial(on_tv, http, b))  # B follows A's game
+        a.process.kill()
+        await a.process.wait()
+        await eventually(lambda: _not(on_tv(http, b)))  # B has found A gone, with its game
+        assert not await online(http, b, "Grimli")
+        late = await RawClient.connect(b.tcp_port)
+        await late.send(seek("Grimli", keys["Grimli"]))
+        on_b = b.node_id.encode()
+        await eventually(lambda: _equals(store.hget(redis_keys.held_key("grimli"), on_b), b"1"))
+        await late.close()
+
+
+async def _not(check: Any) -> bool:
+    return not await check
+
+
+async def _equals(check: Any, expected: object) -> bool:
+    return bool(await check == expected)
+
+
+async def test_a_pair_claimed_after_its_seeker_here_left_puts_the_other_back_in_the_pool(
+    redis: RedisServer,
+) -> None:
+    """The claim won the race with the withdrawal of the node's own seeker (in Redis still, gone
+    from the node): no match opens, and the other node's seeker waits on in the pool."""
+    async with node_and_other(redis) as (node, other):
+        pool = redis_keys.seeks_key("thud")
+        gone = Seeker(f"{node.id}/1", "near", "thud", False, 25.0, time.time())
+        theirs = Seeker(f"{SENDER}/1", "far", "thud", False, 25.0, time.time() + 1)
+        member = values.seek_member(SENDER, theirs)
+        await other.store.zadd(pool, {values.seek_member(node.id, gone): 25.0, member: 25.0})
+        assert node.link.redis is not None
+        await node.seeks._pair(node.link.redis, "thud")  # the older seeker's node pairs them
+        await eventually(lambda: _equals(other.store.zrange(pool, 0, -1), [member]))
+        assert not node.arena.matches

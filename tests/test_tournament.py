@@ -178,7 +178,7 @@ def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
         (
             {"name": "x", "game": "thud", "limits": {"cpu_secnds": 3}, "bots": TWO_BOTS},
             "key 'limits.cpu_secnds': unknown (the known keys are cpu_seconds, memory_mb, "
-            "startup_ms, turn_timeout_ms)",
+            "startup_ms, turn_timeout_ms, clock)",
         ),
         (
             {"name": "x", "game": "thud", "bots": [TWO_BOTS[0], {"name": "b", "comand": "y"}]},

@@ -3,10 +3,11 @@
 Pages are static files (no build step, nothing from a CDN); everything live goes through one
 websocket per page, ``/ws``, whose messages are JSON objects:
 
-page -> server: ``lobby`` {game?}, ``watch`` {simulationId}, ``create`` {game}, ``run-game``
-{game, players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?, client?}, ``seek``
-{game, nick} (an unrated seek as a guest, docs/protocol.md), ``cancel-seek``, ``move``
-{move, declare, turn} (a ``player-turn`` of the page's seat).
+page -> server: ``lobby`` {game?}, ``watch`` {simulationId}, ``create`` {game, clock?},
+``run-game`` {game, players, delayMs}, ``play`` {game, side, opponent, nick, simulationId?,
+client?, clock?}, ``seek`` {game, nick} (an unrated seek as a guest, docs/protocol.md),
+``cancel-seek``, ``move`` {move, declare, turn} (a ``player-turn`` of the page's seat). A
+``clock`` is create-simulation's (docs/protocol.md): a time bank per seat for the new game.
 server -> page: ``lobby`` {game, simulations, counts, house}, ``snapshot``, ``turn``, ``left``,
 ``end``, ``created``, ``seated``, ``seeking`` {game} (the seek waits in the pool),
 ``seek-cancelled``, ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
@@ -18,7 +19,8 @@ finished, listed or not. A page past its address's or the arena's cap (``maxPage
 ``Too many pages``, then its socket is closed (1013).
 
 For spectators, ``snapshot`` and ``turn`` carry ``clock`` ({seat, timeoutMs}, plus elapsedMs in a
-snapshot: the seat awaited and its time; null once the game is over) and the last reply times
+snapshot: the seat awaited and its time; with a time bank, remainingMs by seat and incrementMs
+too; null once the game is over) and the last reply times
 (``replyMs``: of the seat that played, or per seat in a snapshot); lobby rows carry ``ageMs``;
 ``created`` carries ``botPort``, the TCP port bots join on.
 """
@@ -449,7 +451,7 @@ class PageConnection:
         self.hub.watch(self.page, simulation_id)
 
     def create(self, message: JsonObject) -> None:
-        match = self.session.create({"game": message.get("game")})
+        match = self.session.create({"game": message.get("game"), "clock": message.get("clock")})
         if match is not None:
             created: JsonObject = {"type": "created", "simulationId": match.id}
             created["game"] = match.codec.name
@@ -496,7 +498,7 @@ class PageConnection:
             if opponent is not None:
                 self.house.check_against(self.address)
             self._asking = ("", game, side)
-            match = self.session.open_and_join(game, fields)
+            match = self.session.open_and_join(game, fields, message.get("clock"))
             if match is not None and opponent is not None:
                 other = next(name for name in seat_names if name != side)
                 seat_house_player(match, opponent, other, 0.0)

@@ -1,8 +1,8 @@
 """The ladder's API: ``/api/ladder`` (a game's table in a season) and ``/api/bots/NAME`` (a
 registered bot's ratings, its rated games and head-to-head), read from the records.
 
-``online`` says whether the bot is present on this node (connected, named, free to be
-challenged: ``server.challenges``).
+``online`` says whether the bot is present on any node of the arena (connected, named, free to
+be challenged: ``server.challenges``, and ``tavern:bot:{name}`` for the other nodes).
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def add_routes(app: web.Application, arena: Arena, records: Records) -> None:
         ladder = await asyncio.to_thread(records.ladder, game, request.query.get("season"))
         if ladder is None:
             return json_error(404, "no season of that name")
+        online = await arena.online([entry["bot"] for entry in ladder["bots"]])
         for entry in ladder["bots"]:
-            entry["online"] = arena.challenges.find(entry["bot"]) is not None
+            entry["online"] = entry["bot"] in online
         return json_response(ladder)
 
     async def api_bot(request: web.Request) -> web.Response:
@@ -34,7 +35,7 @@ def add_routes(app: web.Application, arena: Arena, records: Records) -> None:
         found = await asyncio.to_thread(records.ladder_bot, name)
         if found is None:
             return json_error(404, "no registered bot of that name")
-        found["online"] = arena.challenges.find(found["bot"]) is not None
+        found["online"] = bool(await arena.online([found["bot"]]))
         return json_response(found)
 
     app.router.add_get("/api/ladder", api_ladder)

@@ -23,6 +23,14 @@ All of it has an expiry, so that a node that dies leaves nothing behind:
   and by any node that finds its node gone.
 * ``tavern:bot:{name}``: the node where a registered bot (its name casefolded) is present, to
   be challenged (``server.cluster.challenges``), refreshed by that node's heartbeat.
+* ``tavern:held:{name}``: what a registered bot (its name casefolded) holds on each node, its
+  games not finished and its seeks waiting, by node id (``server.cluster.bots``), for
+  ``maxGamesPerBot``; each node writes its own field as it changes and renews the expiry with
+  its heartbeat; a dead node's field is not counted (nor kept past the key's expiry).
+* ``tavern:last:{name}``: a registered bot's last ladder game (its opponent, and whether it had
+  the first seat), for the pool's rematch avoidance and side alternation; kept a day.
+* ``tavern:paced:{address}``: the wrong-key pacing of an address (``server.identity``), as the
+  time its bucket is full again (GCRA), expiring then.
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
 """
@@ -58,6 +66,18 @@ def seeks_key(game: str) -> str:
 
 def bot_key(folded_name: str) -> str:
     return f"{PREFIX}bot:{folded_name}"
+
+
+def held_key(folded_name: str) -> str:
+    return f"{PREFIX}held:{folded_name}"
+
+
+def last_key(folded_name: str) -> str:
+    return f"{PREFIX}last:{folded_name}"
+
+
+def paced_key(address: str) -> str:
+    return f"{PREFIX}paced:{address}"
 
 
 def inbox(node_id: str) -> str:

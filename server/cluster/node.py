@@ -7,6 +7,8 @@
   directory);
 * ``seats``: seats that cross nodes, asked of another node (``SeatsAsked``) or given to another
   node's clients (``SeatsGiven``); ``relays``: pages watching across nodes, both ways;
+* ``seeks``, ``challenges`` and ``bots``: the ladder's pool, challenges across nodes, and what
+  the nodes share about registered bots (pacing, what each holds, last games, presence);
 * ``inbox``: the frames the other nodes send, each kind to its part's handler (the table is
   made in ``ClusterNode.__init__``).
 
@@ -36,9 +38,10 @@ from collections.abc import AsyncIterator, Collection
 import orjson
 from redis.asyncio import Redis
 
-from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker
+from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker, Standing
 from server.challenges import Challenge
 from server.cluster import Spectators, values, wire
+from server.cluster.bots import SharedBots
 from server.cluster.challenges import RemoteChallenges
 from server.cluster.claims import Claims
 from server.cluster.following import Following
@@ -83,6 +86,8 @@ class ClusterNode:
         self.relays = Relays(self.link)
         self.seeks = SharedSeeks(self.link, arena, self.following, complaints)
         self.challenges = RemoteChallenges(self.link, arena)
+        self.bots = SharedBots(self.link, arena, self.following, complaints)
+        arena.roster.pacer = self.bots
         frame_table: dict[bytes, Handler] = {
             # To the node playing the match:
             wire.JOIN: self.given.join,
@@ -161,6 +166,18 @@ class ClusterNode:
     def present(self, bot: str) -> None:
         self.challenges.present(bot)
 
+    async def online(self, bots: list[str]) -> set[str]:
+        return await self.bots.online(bots)
+
+    async def standing(self, bot: str) -> Standing:
+        return await self.bots.standing(bot)
+
+    def held(self, bot: str, games: int) -> None:
+        self.bots.held(bot, games)
+
+    def paired(self, first: str, second: str) -> None:
+        self.bots.paired(first, second)
+
     # --- what the link asks (server.cluster.link.LinkUser) ------------------------------------
     def pushed(self, channel: bytes, data: bytes) -> None:
         if channel == self._inbox_channel:
@@ -179,7 +196,8 @@ class ClusterNode:
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.link.ttl_ms)
         pipe.sadd(NODES, self.id)
         pipe.pexpire(FINISHED, self.link.ttl_ms)  # kept while any node of the arena lives
-        for command in [*self.listing.refresh(), *self.challenges.refresh()]:
+        refreshed = [*self.listing.refresh(), *self.challenges.refresh(), *self.bots.refresh()]
+        for command in refreshed:
             pipe.execute_command(*command)
         pipe.smembers(NODES)
         results = await pipe.execute()
@@ -231,6 +249,7 @@ class ClusterNode:
             + self.claims.writes()
             + self.seeks.writes()
             + self.challenges.writes()
+            + self.bots.writes()
         )
 
     # --- nodes lost ---------------------------------------------------------------------------

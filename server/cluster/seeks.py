@@ -7,7 +7,9 @@ alone; a pair is this node's to make when its longer-waiting seeker is here. It 
 atomically (both members removed, or neither, by one script), so that no seeker is paired
 twice; the match opens here, this node's seeker takes its seat, and the other seeker's node,
 if another, is told (``wire.PAIRED``) and asks for the remaining seat the ordinary way.
-Members of nodes that are gone are removed by whichever node reads them.
+Members of nodes that are gone are removed by whichever node reads them. A pair claimed after
+its seeker here left (its withdrawal not in Redis yet) is not played: the other seeker goes back
+to the pool as it was, its wait counted from its seek.
 """
 
 from __future__ import annotations
@@ -138,8 +140,22 @@ class SharedSeeks:
                 claims.eval(CLAIM_PAIR, 1, key, members[first.id][1], members[second.id][1])
             claimed = await claims.execute()
         for (first, second), answer in zip(mine, claimed, strict=True):
-            if answer == 1:
+            if answer != 1:
+                continue
+            pair = (first, second)
+            if all(self._still_seeking(seeker, members) for seeker in pair):
                 self._meet(first, second, members)
+                continue
+            for seeker in pair:  # those still seeking wait on, in their place
+                if self._still_seeking(seeker, members):
+                    self._writes.append(("ZADD", key, seeker.rating, members[seeker.id][1]))
+            self.link.flush_soon()
+
+    def _still_seeking(self, seeker: Seeker, members: dict[str, tuple[str, bytes]]) -> bool:
+        """Another node's seeker (as far as this node knows), or one of this node's that has
+        not left."""
+        node = members[seeker.id][0]
+        return node != self.link.node_id or seeker.id.removeprefix(f"{node}/") in self.local
 
     def _meet(self, first: Seeker, second: Seeker, members: dict[str, tuple[str, bytes]]) -> None:
         match = self.arena.paired_match(first, second)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import re
 import time
 from collections.abc import Callable
@@ -241,6 +242,38 @@ def challenge_answer(payload: bytes) -> tuple[str, str | None, str | None]:
         None if simulation_id is None else _simulation_id(simulation_id),
         reason,
     )
+
+
+def last_game(raw: bytes) -> tuple[str, bool]:
+    """A bot's last ladder game (``tavern:last:{name}``): its opponent, and whether the bot had
+    the first seat."""
+    entry = _object(_json(raw), "a last game")
+    first = entry.get("first")
+    if not isinstance(first, bool):
+        raise BadValue("a last game's first seat is not true or false")
+    return _text(entry, "opponent"), first
+
+
+def time_value(raw: bytes) -> float:
+    """A wall-clock time, as a script wrote it (``tavern:paced:{address}``)."""
+    try:
+        found = float(raw)
+    except ValueError:
+        raise BadValue(f"{_shown(raw)} is not a time") from None
+    if not math.isfinite(found):
+        raise BadValue(f"{_shown(raw)} is not a time")
+    return found
+
+
+def held(entry: dict[Any, Any]) -> dict[str, int]:
+    """What a bot holds on each node (``tavern:held:{name}``): games and seeks by node id."""
+    counts = {}
+    for node, count in entry.items():
+        try:
+            counts[node_id(node)] = int(count)
+        except ValueError:
+            raise BadValue(f"{_shown(count)} is not a count") from None
+    return counts
 
 
 def text(payload: bytes) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from server.errors import Rejected
+from server.errors import BotError, Rejected
 from server.games.picture import Picture
 from server.games.settings import Section
 
@@ -54,6 +54,44 @@ class Player:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeBank:
+    """A chess clock for each seat, chosen when the game is created: ``initial_ms`` to spend over
+    the whole game, ``increment_ms`` more after each reply; a seat whose time runs out loses.
+    Without one, each reply has the arena's flat turn timeout."""
+
+    initial_ms: int
+    increment_ms: int
+
+    MAX_INITIAL_MS: ClassVar[int] = 24 * 3_600_000
+    MAX_INCREMENT_MS: ClassVar[int] = 3_600_000
+
+    @classmethod
+    def from_wire(cls, value: object) -> TimeBank:
+        """The ``clock`` of a ``create-simulation``; raises ``Rejected`` (``Invalid clock``)
+        unless it is ``{"initialMs": 1 to 24 h, "incrementMs": 0 to 1 h}`` (in milliseconds),
+        the increment optional (0)."""
+        shape = (
+            f'clock must be {{"initialMs": 1 to {cls.MAX_INITIAL_MS}, '
+            f'"incrementMs": 0 to {cls.MAX_INCREMENT_MS}}}'
+        )
+
+        def number(found: object, low: int, high: int) -> int:
+            if isinstance(found, bool) or not isinstance(found, int) or not low <= found <= high:
+                raise Rejected(BotError.INVALID_CLOCK, shape)
+            return found
+
+        if not isinstance(value, dict) or not set(value) <= {"initialMs", "incrementMs"}:
+            raise Rejected(BotError.INVALID_CLOCK, shape)
+        return cls(
+            number(value.get("initialMs"), 1, cls.MAX_INITIAL_MS),
+            number(value.get("incrementMs", 0), 0, cls.MAX_INCREMENT_MS),
+        )
+
+    def to_wire(self) -> JsonObject:
+        return {"initialMs": self.initial_ms, "incrementMs": self.increment_ms}
+
+
+@dataclass(frozen=True, slots=True)
 class SeatClock:
     """A seat's time limits, as its bot is told them in ``game-info`` (milliseconds)."""
 
@@ -61,6 +99,7 @@ class SeatClock:
     first_turn_timeout_ms: int  # its very first reply (start-up included)
     max_consecutive_timeouts: int
     reconnect_grace_ms: int
+    bank: TimeBank | None = None  # the game's clock, if it was created with one
 
 
 class ActionRejected(Rejected):
@@ -190,16 +229,22 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         if self.passes_on_timeout:
             info["maxConsecutiveTimeouts"] = clock.max_consecutive_timeouts
         info["reconnectGraceMs"] = clock.reconnect_grace_ms
+        if clock.bank is not None:
+            info["clock"] = clock.bank.to_wire()
         return info
 
-    def turn_message(self, state: StateT, seat: int, turn: int, timeout_ms: int) -> JsonObject:
+    def turn_message(
+        self, state: StateT, seat: int, turn: int, timeout_ms: int, clock: JsonObject | None = None
+    ) -> JsonObject:
         """What the seat on move receives: the position, then the turn's number (from 1), the
-        scores, and how long its reply may take."""
+        scores, how long its reply may take and, in a game with a time bank, both clocks."""
         message = self.header("turn")
         message["state"] = self.bot_state(state)
         message["turn"] = turn
         message["score"] = self.scores(state)
         message["timeoutMs"] = timeout_ms
+        if clock is not None:
+            message["clock"] = clock
         return message
 
     def opponent_gone_message(self, seconds: int) -> JsonObject:

@@ -156,12 +156,14 @@ class TournamentRunner:
         async with slots:
             progress.running += 1
             progress.update(f"started {pairing.key}")
+            clock = self.spec.limits.clock
             options = MatchOptions(
                 seed=pairing.seed,
                 hold_seats=True,
                 tournament_id=self.spec.id,
                 pairing=pairing.key,
                 seat_bots=tuple(entrant.name for entrant in pairing.bots),
+                limits=None if clock is None else arena.limits(clock),
             )
             match = arena.open(self.spec.game, options)
             bots = []

@@ -24,12 +24,13 @@ from typing import Any
 
 import orjson
 
+from server.errors import Rejected
 from server.games import GAMES
-from server.games.base import JsonObject
+from server.games.base import JsonObject, TimeBank
 
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
 KEYS = ("name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots")
-LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms")
+LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms", "clock")
 BOT_KEYS = ("name", "side", "command", "file")
 MAX_NICK = 64
 
@@ -52,6 +53,7 @@ class Limits:
     memory_mb: int = 2048
     startup_ms: int = 10_000  # time for a bot to join its simulation
     turn_timeout_ms: int | None = None  # None: the arena's
+    clock: TimeBank | None = None  # a time bank per seat instead of the flat turn timeout
 
 
 DEFAULT_LIMITS = Limits()
@@ -114,6 +116,7 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         memory_mb=_get(limits_raw, "memory_mb", int, DEFAULT_LIMITS.memory_mb, "limits."),
         startup_ms=_get(limits_raw, "startup_ms", int, DEFAULT_LIMITS.startup_ms, "limits."),
         turn_timeout_ms=_get(limits_raw, "turn_timeout_ms", int, None, "limits."),
+        clock=_clock(limits_raw),
     )
     paired_games = _get(raw, "paired_games", int, 0)
     if paired_games < 0:
@@ -141,6 +144,16 @@ def _known_keys(raw: dict[str, Any], known: tuple[str, ...], prefix: str = "") -
             raise TournamentError(
                 f"key '{prefix}{key}': unknown (the known keys are {', '.join(known)})"
             )
+
+
+def _clock(limits: dict[str, Any]) -> TimeBank | None:
+    """``limits.clock``: a ``create-simulation``'s ``clock`` (docs/protocol.md), if given."""
+    if "clock" not in limits:
+        return None
+    try:
+        return TimeBank.from_wire(limits["clock"])
+    except Rejected as rejected:
+        raise TournamentError(f"key 'limits.clock': {rejected.reason}") from None
 
 
 def _get(raw: dict[str, Any], key: str, kind: type, default: Any = ..., prefix: str = "") -> Any:

@@ -131,6 +131,37 @@ export function formatMs(ms) {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
 }
 
+/** A chess clock's time: minutes and seconds, with tenths in the last ten seconds. */
+export function formatClock(ms) {
+  const tenths = Math.max(0, Math.floor(ms / 100));
+  const seconds = Math.floor(tenths / 10);
+  const minutes = Math.floor(seconds / 60);
+  const text = `${minutes}:${String(seconds % 60).padStart(2, "0")}`;
+  return ms < 10_000 ? `${text}.${tenths % 10}` : text;
+}
+
+/**
+ * Both clocks of a game created with a time bank, from the server's `clock` (`remainingMs` by
+ * seat as the turn began, `seat` on move), `elapsedMs` after it began: one line per seat, the
+ * seat on move counting down. Returns the time left of the seat on move.
+ */
+export function renderBankClocks(container, clock, elapsedMs, players, game) {
+  const running = Math.max(0, clock.remainingMs[clock.seat] - elapsedMs);
+  const increment = clock.incrementMs ? ` (+${formatMs(clock.incrementMs)} a move)` : "";
+  container.replaceChildren(
+    ...Object.entries(clock.remainingMs).map(([seat, ms]) => {
+      const onMove = seat === clock.seat;
+      return el("span", {
+        className: onMove ? "bank-clock bank-clock-running" : "bank-clock",
+        text: `${nickOf(players, seat, game)} ${formatClock(onMove ? running : ms)}${onMove ? " ◂" : ""}`,
+        dataset: { seat },
+      });
+    }),
+    el("span", { className: "bank-clock-increment", text: increment }),
+  );
+  return running;
+}
+
 const ARROWS = { north: "↑", east: "→", south: "↓", west: "←" };
 
 /** The direction a piece went, from the squares of a Tavern event. */

@@ -7,7 +7,7 @@
 
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, housePlayersFor, seatLabel, square } from "./games.js";
-import { logEntries, MoveList, renderScoreboard } from "./panel.js";
+import { logEntries, MoveList, renderBankClocks, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 import { key, ThudView } from "./thud-view.js";
@@ -37,6 +37,8 @@ const ui = {
   waitSnippet: byId("wait-snippet"),
   players: byId("players"),
   ply: byId("ply"),
+  clockFact: byId("clock-fact"),
+  clock: byId("clock"),
   watchLink: byId("watch-link"),
   moveInfo: byId("move-info"),
   error: byId("play-error"),
@@ -67,6 +69,7 @@ function freshGame() {
     hover: null,
     peace: false, // the person wants the declare flag set
     result: null,
+    clock: null, // a game with a time bank: the server's clock, and since when (performance.now())
   };
 }
 
@@ -108,6 +111,7 @@ ui.again.addEventListener("click", () => {
   backToSetup();
 });
 ui.seek.addEventListener("click", seekOpponent);
+setInterval(showClock, 100);
 ui.cancelSeek.addEventListener("click", () => {
   // The page stays seeking until the arena says the seek is withdrawn (or paired meanwhile).
   if (socket.send({ type: "cancel-seek" })) ui.cancelSeek.disabled = true;
@@ -146,7 +150,7 @@ function setupForm() {
     const nick = chosenNick();
     const side = chosenSide();
     const opponent = ui.opponent.value || null;
-    if (!socket.send({ type: "play", game: "thud", side, opponent, nick })) {
+    if (!socket.send({ type: "play", game: "thud", side, opponent, nick, clock: chosenClock() })) {
       showSetupError("Not connected to the arena: try again in a moment.");
       return;
     }
@@ -155,6 +159,12 @@ function setupForm() {
     game.opponent = opponent;
     setSetupEnabled(false);
   });
+}
+
+/** The time bank chosen for the game ("INITIAL+INCREMENT" in ms), or null: no clock. */
+function chosenClock() {
+  const [initialMs, incrementMs] = ui.form.elements.clock.value.split("+").map(Number);
+  return initialMs ? { initialMs, incrementMs } : null;
 }
 
 function chosenNick() {
@@ -251,6 +261,7 @@ function onSnapshot(message) {
   }
   if (message.state) playback.show({ state: message.state, scores: message.scores, snapshot: true });
   else renderPanel(null);
+  setClock(message.clock);
   if (message.result) finish(message.result);
   updateStatus();
 }
@@ -259,6 +270,7 @@ function onTurn(message) {
   if (message.simulationId !== game.simulationId) return;
   game.status = "playing";
   if (message.seat === game.side) game.myTurn = false; // our move was played
+  setClock(message.clock);
   playback.advance({ state: message.state, scores: message.scores, events: message.events, turn: message.turn, seat: message.seat });
 }
 
@@ -300,6 +312,18 @@ function onError(message) {
     backToSetup();
     showSetupError(text);
   } else showError(text);
+}
+
+/** Both sides' clocks, in a game created with a time bank (the flat per-move timeout is not shown). */
+function setClock(clock) {
+  game.clock = clock && clock.remainingMs ? { ...clock, startedAt: performance.now() - (clock.elapsedMs || 0) } : null;
+  showClock();
+}
+
+function showClock() {
+  const clock = game.phase === "playing" ? game.clock : null;
+  show(ui.clockFact, Boolean(clock));
+  if (clock) renderBankClocks(ui.clock, clock, performance.now() - clock.startedAt, game.players, "thud");
 }
 
 function showError(text) {

@@ -18,7 +18,7 @@
 import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
-import { nickOf, renderScoreboard, turnEntries, turnSummary } from "./panel.js";
+import { formatClock, formatMs, nickOf, renderScoreboard, turnEntries, turnSummary } from "./panel.js";
 import { Playback } from "./playback.js";
 import { formatTime } from "./records.js";
 import { TavernView } from "./tavern-view.js";
@@ -230,6 +230,7 @@ function gameOfFile(text) {
         startedAt: line.startedAt,
         tournament: null,
         from: line.settings && line.settings.from ? { game: line.settings.from.game, turn: line.settings.from.turn } : null,
+        clock: (line.settings && line.settings.clock) || null,
         frames: [{ turn: 0, seat: null, state: line.state, events: [], scores: line.scores }],
       };
     } else if (kind === "turn") {
@@ -276,6 +277,7 @@ function start(data) {
   });
   replay.frames = data.frames.map((frame, index) => ({ ...frame, index }));
   replay.from = data.from || null;
+  replay.clock = data.clock || null; // a game created with a time bank: {initialMs, incrementMs}
 
   show(ui.loading, false);
   show(ui.main, true); // before the view, so that the canvas has its size
@@ -358,6 +360,11 @@ function describeStatus(record) {
     show(ui.matchesLink, true);
   }
   if (record.seed !== undefined && record.seed !== null) parts.push(`${parts.length ? " · " : ""}seed ${record.seed}`);
+  if (replay.clock) {
+    const { initialMs, incrementMs } = replay.clock;
+    const clock = `clock ${formatClock(initialMs)} each${incrementMs ? `, +${formatMs(incrementMs)} a move` : ""}`;
+    parts.push(el("span", { text: `${parts.length ? " · " : ""}${clock}`, attrs: { id: "clock-setting" } }));
+  }
   if (replay.from) {
     const from = replay.from;
     parts.push(

@@ -4,7 +4,7 @@ import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
 import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
 import { viewSnapshotBoard } from "./live-view.js";
-import { formatMs, logEntries, MoveList, nickOf, renderScoreboard } from "./panel.js";
+import { formatMs, logEntries, MoveList, nickOf, renderBankClocks, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 
@@ -56,7 +56,7 @@ const watch = {
   result: null,
   spectators: null,
   shown: null, // the frame on the board
-  clock: null, // the seat on move: {seat, timeoutMs, startedAt (performance.now())}
+  clock: null, // the seat on move: {seat, timeoutMs, remainingMs?, incrementMs?, startedAt (performance.now())}
   replies: {}, // each seat's last reply time, ms
 };
 
@@ -264,9 +264,12 @@ function onMove() {
   return watch.status === "playing" && watch.clock ? watch.clock.seat : null;
 }
 
-/** The clock of the side on move, from the server: it counts down from that turn's timeout. */
+/**
+ * The clock of the side on move, from the server: it counts down from that turn's timeout. In a
+ * game created with a time bank, both sides' clocks, the one on move counting down.
+ */
 function setClock(clock) {
-  watch.clock = clock ? { seat: clock.seat, timeoutMs: clock.timeoutMs, startedAt: performance.now() - (clock.elapsedMs || 0) } : null;
+  watch.clock = clock ? { ...clock, startedAt: performance.now() - (clock.elapsedMs || 0) } : null;
   showClock();
 }
 
@@ -274,8 +277,13 @@ function showClock() {
   const clock = watch.status === "playing" ? watch.clock : null;
   show(ui.clockFact, Boolean(clock));
   if (!clock) return;
-  const left = Math.max(0, clock.timeoutMs - (performance.now() - clock.startedAt));
-  setText(ui.clock, `${nickOf(watch.players, clock.seat, watch.game)}: ${formatMs(left)} left of ${formatMs(clock.timeoutMs)}`);
+  const elapsed = performance.now() - clock.startedAt;
+  let left;
+  if (clock.remainingMs) left = renderBankClocks(ui.clock, clock, elapsed, watch.players, watch.game);
+  else {
+    left = Math.max(0, clock.timeoutMs - elapsed);
+    setText(ui.clock, `${nickOf(watch.players, clock.seat, watch.game)}: ${formatMs(left)} left of ${formatMs(clock.timeoutMs)}`);
+  }
   ui.clockFact.dataset.seat = clock.seat;
   ui.clockFact.classList.toggle("clock-short", left < Math.min(3000, clock.timeoutMs / 3));
 }

@@ -1,0 +1,171 @@
+"""What the arena's nodes share about registered bots, in Redis: the wrong-key pacing of each
+address, what each bot holds (games and seeks, for ``maxGamesPerBot``), its last ladder game
+(rematch avoidance, sides), and where it is present (``online``).
+
+A guesser switching nodes behind a balancer is paced as on one node: a check reads the
+address's bucket in Redis, and a wrong key spends a token of it (one script, atomically). Each
+node writes what a bot holds there as its own field of the bot's hash, and renews it with its
+heartbeat; a reader counts the fields of the living nodes only, so what a node that dies held
+stops counting as soon as the others see it gone. While Redis is away, each node paces and
+counts by what it knows.
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+from redis.exceptions import RedisError
+
+from server.arena import Arena, Standing
+from server.cluster import values
+from server.cluster.following import Following
+from server.cluster.keys import bot_key, held_key, last_key, paced_key
+from server.cluster.link import Command, Link
+from server.identity import KEY_BURST, KEY_REFILL_S, KeyPacer
+
+LAST_GAME_KEPT_MS = 24 * 3600 * 1000
+# GCRA: the key holds the time the address's bucket is full again (a node's wall clock, passed
+# in: scripts must not read a clock of their own); a spend moves it one refill later.
+SPEND = """local now, refill = tonumber(ARGV[1]), tonumber(ARGV[2])
+local full = tonumber(redis.call('GET', KEYS[1]) or ARGV[1]) or now
+if full < now then full = now end
+full = full + refill
+redis.call('SET', KEYS[1], tostring(full), 'PX', math.ceil((full - now) * 1000))
+return 0"""
+
+
+class SharedBots:
+    """This node's part of what the nodes share about bots (see the module's docstring); its
+    pacer is the roster's (``server.identity.Pacer``)."""
+
+    def __init__(
+        self, link: Link, arena: Arena, following: Following, complaints: values.Complaints
+    ) -> None:
+        self.link = link
+        self.arena = arena
+        self.following = following
+        self.complaints = complaints
+        self.local = KeyPacer(arena.clock)  # while Redis is away
+        self.burst, self.refill_s = KEY_BURST, KEY_REFILL_S
+        self._held: dict[str, int] = {}  # casefolded name -> what it holds here (not 0)
+        self._cleared: set[str] = set()  # those that hold nothing here now, cleared again once
+        self._writes: list[Command] = []
+
+    # --- pacing (server.identity.Pacer) -------------------------------------------------------
+    async def wait_s(self, address: str) -> float:
+        redis = self.link.redis
+        if redis is None or not self.link.up:
+            return self.local.wait_now(address)
+        try:
+            raw = await redis.get(paced_key(address))
+        except (RedisError, OSError):
+            return self.local.wait_now(address)
+        if not isinstance(raw, bytes):
+            return 0.0
+        try:
+            full = values.time_value(raw)
+        except values.BadValue as bad:
+            self.complaints(paced_key(address), bad)
+            return 0.0
+        return max(0.0, full - time.time() - (self.burst - 1) * self.refill_s)
+
+    async def spend(self, address: str) -> None:
+        """Spent in Redis before the answer goes (the next check may read it at once)."""
+        redis = self.link.redis
+        if redis is None or not self.link.up:
+            self.local.spend_now(address)
+            return
+        try:
+            await redis.eval(SPEND, 1, paced_key(address), time.time(), self.refill_s)
+        except (RedisError, OSError):
+            self.local.spend_now(address)
+
+    # --- what bots hold, and their last games -------------------------------------------------
+    def held(self, bot: str, games: int) -> None:
+        """``server.arena.Elsewhere.held``."""
+        name = bot.casefold()
+        if games:
+            self._held[name] = games
+            self._write(("HSET", held_key(name), self.link.node_id, games))
+            self._write(("PEXPIRE", held_key(name), self.link.ttl_ms))
+        elif self._held.pop(name, None) is not None:
+            self._cleared.add(name)  # again at the heartbeat, in case Redis was away now
+            self._write(("HDEL", held_key(name), self.link.node_id))
+
+    def paired(self, first: str, second: str) -> None:
+        """``server.arena.Elsewhere.paired``: the last game of the registered ones."""
+        for bot, opponent, had_first in ((first, second, True), (second, first, False)):
+            if self.arena.roster.get(bot) is not None:
+                value = orjson.dumps({"opponent": opponent, "first": had_first})
+                self._write(("SET", last_key(bot.casefold()), value, "PX", LAST_GAME_KEPT_MS))
+
+    async def standing(self, bot: str) -> Standing:
+        """``server.arena.Elsewhere.standing``: nothing, while Redis is away."""
+        redis = self.link.redis
+        if redis is None or not self.link.up:
+            return Standing(0)
+        name = bot.casefold()
+        try:
+            async with redis.pipeline(transaction=False) as pipe:
+                pipe.hgetall(held_key(name))
+                pipe.get(last_key(name))
+                entry, last = await pipe.execute()
+        except (RedisError, OSError):
+            return Standing(0)
+        games = 0
+        try:
+            living = self.following.alive - {self.link.node_id}
+            games = sum(n for node, n in values.held(entry).items() if node in living)
+        except values.BadValue as bad:
+            self.complaints(held_key(name), bad)
+        if last is None:
+            return Standing(games)
+        try:
+            opponent, had_first = values.last_game(last)
+        except values.BadValue as bad:
+            self.complaints(last_key(name), bad)
+            return Standing(games)
+        return Standing(games, opponent, had_first)
+
+    async def online(self, bots: list[str]) -> set[str]:
+        """``server.arena.Elsewhere.online``: the bots present on a living node."""
+        redis = self.link.redis
+        if redis is None or not self.link.up or not bots:
+            return set()
+        try:
+            nodes = await redis.mget([bot_key(bot.casefold()) for bot in bots])
+        except (RedisError, OSError):
+            return set()
+        living = self.following.alive
+        found = set()
+        for bot, node in zip(bots, nodes, strict=True):
+            try:
+                if node is not None and values.node_id(node) in living:
+                    found.add(bot)
+            except values.BadValue as bad:
+                self.complaints(bot_key(bot.casefold()), bad)
+        return found
+
+    # --- writing ------------------------------------------------------------------------------
+    def refresh(self) -> list[Command]:
+        """At each heartbeat: what the bots hold here, again (Redis may have lost it, or
+        missed its clearing)."""
+        node = self.link.node_id
+        commands: list[Command] = [("HDEL", held_key(name), node) for name in self._cleared]
+        self._cleared = set()
+        for name, games in self._held.items():
+            commands += (
+                ("HSET", held_key(name), self.link.node_id, games),
+                ("PEXPIRE", held_key(name), self.link.ttl_ms),
+            )
+        return commands
+
+    def writes(self) -> list[Command]:
+        writes, self._writes = self._writes, []
+        return writes
+
+    def _write(self, command: Command) -> None:
+        if self.link.redis is not None:
+            self._writes.append(command)
+            self.link.flush_soon()
