@@ -19,6 +19,7 @@ from server.replay import (
     frames,
     game_of,
     turn_debug,
+    turn_stderr,
     turns_before,
 )
 
@@ -53,9 +54,10 @@ def turn_text(
     events: Sequence[Any],
     state: Any,
     debug: str | None = None,
+    stderr: str | None = None,
 ) -> str:
     """One turn: who played it, the score after it, what happened, what the bot said of it
-    (its debug text, if any), and the board."""
+    (its debug text and what it wrote on stderr during the turn, if any), and the board."""
     scores = ", ".join(f"{name} {value}" for name, value in game.scores(state).items())
     heading = f"turn {number}: {game.seat_names[seat]} ({nick})"
     if timed_out:
@@ -65,6 +67,8 @@ def turn_text(
     lines += [f"  {line}" for line in said] if said else ["  passes"]
     if debug is not None:
         lines += [f"  debug| {line}" for line in debug.splitlines() or [""]]
+    if stderr is not None:
+        lines += [f"  stderr| {line}" for line in stderr.splitlines() or [""]]
     lines.append(board_text(game, state))
     return "\n".join(lines)
 
@@ -151,6 +155,7 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
                 frame.events,
                 frame.state,
                 turn_debug(record, frame.turn),
+                turn_stderr(record, frame.turn),
             )
             yield f"\n{text}"
         elif turns.last is not None and frame.turn > turns.last:

@@ -1,8 +1,11 @@
-"""A bot's debug text: what a move's ``"debug"`` field says about it, kept with the turn.
+"""What a bot says about each of its turns, kept with the turn: its debug text (a move's
+``"debug"`` field) and, for a bot the arena runs as a process, what it wrote on stderr while
+the turn was being asked of it.
 
-It is bounded (``MAX_DEBUG_CHARS``; longer text is cut, with a marker saying how much was cut),
-stored in the records with the turn's action, shown by ``tavern replay`` and the replay page,
-and never sent to the opponent nor to spectators while the game is played (docs/protocol.md).
+Both are bounded (``MAX_DEBUG_CHARS``, ``MAX_STDERR_BYTES``; longer text is cut, with a marker
+saying how much was cut), stored in the records with the turn's action, shown by ``tavern
+replay`` and the replay page, and never sent to the opponent nor to spectators while the game
+is played (docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 MAX_DEBUG_CHARS = 2048
+MAX_STDERR_BYTES = 2048  # of a turn's stderr; the whole game's tail is kept apart
 DEBUG_KEY = "debug"
+STDERR_KEY = "stderr"
 
 
 def debug_text(message: dict[str, Any]) -> str | None:
@@ -23,8 +28,17 @@ def debug_text(message: dict[str, Any]) -> str | None:
     return f"{text[:MAX_DEBUG_CHARS]}… [cut: {len(text) - MAX_DEBUG_CHARS} more characters]"
 
 
+def stderr_text(kept: bytes, cut: int) -> str | None:
+    """A turn's stderr as kept: its first bytes (at most ``MAX_STDERR_BYTES``), then a marker
+    if ``cut`` more were written; ``None`` if the bot wrote nothing."""
+    if not kept and not cut:
+        return None
+    text = kept.decode(errors="replace")
+    return f"{text}… [cut: {cut} more bytes]" if cut else text
+
+
 def without_debug(action: dict[str, Any]) -> dict[str, Any]:
-    """A recorded action as the bot's move was, its debug text taken out."""
-    if DEBUG_KEY not in action:
+    """A recorded action as the bot's move was: its debug text and its stderr taken out."""
+    if DEBUG_KEY not in action and STDERR_KEY not in action:
         return action
-    return {key: value for key, value in action.items() if key != DEBUG_KEY}
+    return {key: value for key, value in action.items() if key not in (DEBUG_KEY, STDERR_KEY)}

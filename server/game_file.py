@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from server.debug import DEBUG_KEY, without_debug
+from server.debug import DEBUG_KEY, STDERR_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match import MatchView
 from server.replay import (
@@ -25,6 +25,7 @@ from server.replay import (
     frames,
     game_of,
     turn_debug,
+    turn_stderr,
     turns_before,
 )
 
@@ -100,9 +101,12 @@ def record_lines(record: JsonObject, result_words: str) -> Iterator[bytes]:
             "state": game.state_to_wire(frame.state),
             "scores": game.scores(frame.state),
         }
-        debug = turn_debug(record, frame.turn)
-        if debug is not None:
-            line[DEBUG_KEY] = debug
+        for key, text in (
+            (DEBUG_KEY, turn_debug(record, frame.turn)),
+            (STDERR_KEY, turn_stderr(record, frame.turn)),
+        ):
+            if text is not None:
+                line[key] = text
         yield orjson.dumps(line) + b"\n"
     if record["result"] is not None:
         line = result_line(len(played), record["result"], result_words, record["finishedAt"])
@@ -194,7 +198,8 @@ def _turn_of(line: JsonObject, expected: int, where: str) -> JsonObject:
         raise DamagedRecord(f"{where}: the turn line lacks {error}") from error
     if number != expected:
         raise DamagedRecord(f"{where}: turn {number} where turn {expected} should be")
-    debug = line.get(DEBUG_KEY)
-    if isinstance(debug, str) and isinstance(action, dict):  # kept with the action, as recorded
-        action = {**action, DEBUG_KEY: debug}
+    for key in (DEBUG_KEY, STDERR_KEY):
+        text = line.get(key)
+        if isinstance(text, str) and isinstance(action, dict):  # with the action, as recorded
+            action = {**action, key: text}
     return {"number": number, "seat": seat, "action": action, "timedOut": bool(timed_out)}

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import orjson
 
 from server.clock import Clock, Timer
-from server.debug import DEBUG_KEY, debug_text
+from server.debug import DEBUG_KEY, STDERR_KEY, debug_text
 from server.errors import BotError
 from server.games.base import (
     ActionRejected,
@@ -105,6 +105,18 @@ class SeatChannel(Protocol):
 
     def close(self) -> None:
         """Close once everything queued has been sent."""
+
+
+class SeatOutput(Protocol):
+    """What a seat's bot process writes beside its moves (its stderr), which the match asks
+    for turn by turn: it says when the seat's turn is asked for, and takes what was written
+    by the time it is played."""
+
+    def turn_opened(self) -> None:
+        """The seat was just sent its turn."""
+
+    def turn_closed(self) -> str | None:
+        """The seat's turn is played (answered or timed out): what was written for it."""
 
 
 class Status(StrEnum):
@@ -298,6 +310,7 @@ class TurnResult:
         "reply_ms",
         "seat",
         "state",
+        "stderr",
         "timed_out",
     )
 
@@ -317,6 +330,7 @@ class TurnResult:
         *,
         played_at: float,
         debug: str | None = None,
+        stderr: str | None = None,
     ) -> None:
         self.match_id = match_id
         self.codec = codec
@@ -331,6 +345,7 @@ class TurnResult:
         self.clock = clock  # the seat awaited next, unless the game is over
         self.played_at = played_at  # the match's clock time: the next seat's clock runs from it
         self.debug = debug  # the bot's debug text: in the records only, never sent while played
+        self.stderr = stderr  # what its process wrote on stderr during the turn: the same
         self._scores: JsonObject | None = None
         self._action_json: bytes | None = None
         self._spectator_json: bytes | None = None
@@ -343,9 +358,13 @@ class TurnResult:
 
     @property
     def action_json(self) -> bytes:
-        """The action as JSON, for the records (with the bot's debug text, if it sent one)."""
+        """The action as JSON, for the records (with the bot's debug text and stderr, if any)."""
         if self._action_json is None:
-            kept = self.action if self.debug is None else {**self.action, DEBUG_KEY: self.debug}
+            kept = self.action
+            if self.debug is not None:
+                kept = {**kept, DEBUG_KEY: self.debug}
+            if self.stderr is not None:
+                kept = {**kept, STDERR_KEY: self.stderr}
             self._action_json = bytes(memoryview(orjson.dumps(kept)))
         return self._action_json
 
@@ -531,6 +550,7 @@ class Match:
         self._seated = asyncio.Event()
         self._tasks: asyncio.TaskGroup | None = None
         self._helpers: set[asyncio.Task[None]] = set()
+        self.outputs: dict[int, SeatOutput] = {}  # by seat: set by whoever runs its bot
 
     @property
     def status(self) -> Status:
@@ -829,6 +849,8 @@ class Match:
         assert occupant is not None
         started = self.clock.now()
         occupant.channel.send(self._turn_message(seat, timeout_s))
+        if (output := self.outputs.get(seat)) is not None:
+            output.turn_opened()
         deadline = started + timeout_s
         self._turn = OpenTurn(seat, started, deadline)
         if self._alarm is None or self._alarm_due > deadline:
@@ -896,6 +918,8 @@ class Match:
         turn = self._close_turn()
         now = self.clock.now()
         reply_ms = 0 if turn is None else round(1000 * (now - turn.started))
+        output = self.outputs.get(seat)
+        stderr = None if output is None else output.turn_closed()
         before = self.state
         try:
             self.state, events = self.rules.apply(before, seat, action, self.rng)
@@ -918,6 +942,7 @@ class Match:
                 clock,
                 played_at=now,
                 debug=debug,
+                stderr=stderr,
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.debug import DEBUG_KEY
+from server.debug import DEBUG_KEY, STDERR_KEY
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
@@ -124,6 +124,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
                 "events": game.events_to_wire(frame.events),
                 "scores": game.scores(frame.state),
                 "debug": turn_debug(record, frame.turn),
+                "stderr": turn_stderr(record, frame.turn),
             }
             for frame in frames(record)
         ],
@@ -149,11 +150,22 @@ def turns_before(record: JsonObject) -> int:
 
 def turn_debug(record: JsonObject, number: int) -> str | None:
     """The debug text the bot sent with turn ``number`` of a record (None for the start)."""
+    return _kept_with(record, number, DEBUG_KEY)
+
+
+def turn_stderr(record: JsonObject, number: int) -> str | None:
+    """What the bot's process wrote on stderr during turn ``number`` of a record."""
+    return _kept_with(record, number, STDERR_KEY)
+
+
+def _kept_with(record: JsonObject, number: int, key: str) -> str | None:
+    """The text kept under ``key`` with turn ``number``'s action (None for the start, and for
+    the turns before the position a record was begun at)."""
     index = number - turns_before(record) - 1
     if index < 0:
         return None
     action = record["turns"][index]["action"]
-    text = action.get(DEBUG_KEY) if isinstance(action, dict) else None
+    text = action.get(key) if isinstance(action, dict) else None
     return text if isinstance(text, str) else None
 
 

@@ -62,7 +62,14 @@ from server.tournament_queue import (
 from server.validate import validate
 from tavern_cli.bot_test import positions_of, read_positions, run_positions
 from tavern_cli.ladder import add_bot_commands, bots_command, ladder_command
-from tavern_cli.match import MatchPlan, MatchReport, match_spec, run_match, summary
+from tavern_cli.match import (
+    MatchPlan,
+    MatchReport,
+    match_spec,
+    run_match,
+    run_queued_match,
+    summary,
+)
 from tavern_cli.play import PlayError, PlayOptions, play
 from tavern_cli.signals import Stopped, until_signalled
 from visor import app as visor
@@ -341,6 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument(
         "--log", type=writable_file, help="the arena's log (default: beside the records)"
     )
+    match.add_argument(
+        "--workers",
+        action="store_true",
+        help="queue the games on redis for tavern workers (--concurrency of them at a time) "
+        "instead of playing them here",
+    )
+    match.add_argument("--redis", help="with --workers: the Redis to queue on (overrides config)")
     replay = commands.add_parser(
         "replay", help="print a recorded game, or a game file, turn by turn"
     )
@@ -635,6 +649,16 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
     except ValueError as error:
         print(f"tavern: --sprt: {error}", file=sys.stderr)
         return 2
+    redis_url = config.redis or ""
+    if args.workers and not redis_url:
+        print("tavern: --workers needs redis (in the config, or --redis URL)", file=sys.stderr)
+        return 2
+    if args.workers and not is_postgres(config.database):
+        print(
+            f"tavern: the records are the file {config.database}: only workers on this machine "
+            "can record games in it (workers elsewhere need a shared postgresql:// database)",
+            file=sys.stderr,
+        )
     seed = args.seed if args.seed is not None else random.randrange(MAX_MATCH_SEED)
     plan = MatchPlan(
         game=args.game,
@@ -662,6 +686,8 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
         records = Records(config.database)
         await asyncio.to_thread(records.open)
         try:
+            if args.workers:
+                return await run_queued_match(spec, sprt, records, redis_url, sys.stderr)
             return await run_match(spec, sprt, config, records, sys.stderr)
         finally:
             await asyncio.to_thread(records.close)
@@ -672,7 +698,12 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
         print(f"tavern: {error}", file=sys.stderr)
         return 2
     except Stopped as stopped:
-        print("\ntavern: match stopped; the games in progress are kept unfinished", file=sys.stderr)
+        kept = (
+            "the workers finish the games they are playing"
+            if args.workers
+            else "the games in progress are kept unfinished"
+        )
+        print(f"\ntavern: match stopped; {kept}", file=sys.stderr)
         return stopped.code
     print(summary(spec, sprt, report))
     return 0

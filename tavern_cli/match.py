@@ -2,33 +2,59 @@
 with cutechess-cli and fishtest.
 
     tavern match GAME "A" "B" [--games N] [--concurrency K] [--sprt ELO0 ELO1]
-                [--clock INITIAL_MS+INCREMENT_MS]
+                [--clock INITIAL_MS+INCREMENT_MS] [--workers]
 
 The match is a tournament of two bots (``paired_games``: pairs of games on one seed, the sides
 swapped), played by the tournament runner on an arena of its own and recorded as a tournament
 is, so that ``/league``, ``/matches`` and ``tavern replay`` find its games. A progress line
 follows A's score, its Elo difference and, with ``--sprt``, the log-likelihood ratio; the test
 stops the match as soon as it decides (``server.sprt``).
+
+With ``--workers`` the games go to ``tavern worker``s instead, on the tournaments' Redis queue
+(``server.tournament_queue``): ``--concurrency`` of them at a time are in the queue or being
+played, the next queued as one finishes; the results are read from the records as they come,
+in the order the games ended, and counted as a local match counts them. Once the test decides,
+no game is queued any more, the match's games no worker has taken are taken off the queue, and
+those being played are awaited (a worker cannot be told to stop one) and counted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import math
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import JsonObject, Outcome, TimeBank
+from server.league import GameResult
 from server.records import Records
 from server.sprt import Sprt, Tally, Verdict
 from server.tournament.runner import Progress, TournamentRunner
 from server.tournament.schedule import Pairing, schedule
 from server.tournament.spec import TournamentSpec, spec_from_mapping
+from server.tournament_queue import (
+    CHECK_REDIS_S,
+    GROUP,
+    PROGRESS_S,
+    REQUEUE_AFTER_S,
+    STREAM,
+    QueuedGame,
+    QueueLink,
+    ensure_group,
+    run_id,
+    stop_if_cancelled,
+)
 from tavern_cli.play import command_entrant
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
 NAMES = ("A", "B")
 
@@ -82,6 +108,11 @@ def a_won(pairing: Pairing, outcome: Outcome) -> bool | None:
     return pairing.bots[outcome.winner].name == NAMES[0]
 
 
+def a_won_result(result: GameResult) -> bool | None:
+    """Whether A won a recorded game (``None``: a draw)."""
+    return None if result.winner is None else result.bots[result.winner] == NAMES[0]
+
+
 def counted(tally: Tally, won: bool | None) -> Tally:
     if won is None:
         return Tally(tally.wins, tally.draws + 1, tally.losses)
@@ -128,18 +159,34 @@ class MatchProgress(Progress):
     def game_over(self, pairing: Pairing, outcome: Outcome | None, note: str) -> None:
         self.running -= 1
         self.done += 1
-        # A game that ends after the decision, before the match stops, is counted with the
-        # others (it is in the records); the verdict stays the one the test reached.
         if outcome is not None:
-            self.tally = counted(self.tally, a_won(pairing, outcome))
-        if outcome is not None and self.sprt is not None and self.verdict is None:
+            self.count(a_won(pairing, outcome))
+        self._draw(ended=True)
+
+    def recorded(self, won: bool | None) -> None:
+        """A game a worker played is in the records with a result (``won`` as ``count``'s)."""
+        self.done += 1
+        self.count(won)
+        self._draw(ended=True)
+
+    def count(self, won: bool | None) -> None:
+        """One more game with a result (``won``: A's win; ``None``: a draw), and the test.
+
+        A game that ends after the decision, before the match stops, is counted with the
+        others (it is in the records); the verdict stays the one the test reached."""
+        self.tally = counted(self.tally, won)
+        if self.sprt is not None and self.verdict is None:
             self.verdict = self.sprt.decision(self.tally)
             if self.verdict is not None:
                 self.decided_after = self.tally.games
                 self.decided.set()
-        self._draw(ended=True)
 
     def update(self, note: str = "") -> None:
+        self._draw(ended=False)
+
+    def say(self, line: str) -> None:
+        """A line of its own, above the progress line on a terminal."""
+        self.out.write(f"\r{line}\x1b[K\n" if self.live else f"{line}\n")
         self._draw(ended=False)
 
     def _draw(self, ended: bool) -> None:
@@ -178,6 +225,17 @@ async def run_match(
             await asyncio.wait({games})
     if not games.cancelled():
         games.result()  # an error of the runner's
+    return await _report(spec, sprt, records, out, progress)
+
+
+async def _report(
+    spec: TournamentSpec,
+    sprt: Sprt | None,
+    records: Records,
+    out: IO[str],
+    progress: MatchProgress,
+) -> MatchReport:
+    """The match is over: recorded as finished, and its report from the records."""
     if progress.live:
         out.write("\n")
     records.tournament_finished(spec.id)
@@ -189,9 +247,187 @@ async def run_match(
     # the decision, is there even when the progress line never counted it.
     tally = Tally()
     for result in await asyncio.to_thread(records.results, spec.id):
-        won = None if result.winner is None else result.bots[result.winner] == NAMES[0]
-        tally = counted(tally, won)
+        tally = counted(tally, a_won_result(result))
     return MatchReport(tally, verdict, progress.decided_after)
+
+
+DROP_WAIT_S = 5.0  # how long a stopped match waits for Redis to drop its untaken games
+
+# Takes a match's games off the queue unless a worker has taken them (they are pending), in one
+# step: a worker cannot read one between the look at what is pending and the deletion.
+DROP_UNTAKEN = """
+local taken = {}
+local pending = redis.pcall('XPENDING', KEYS[1], ARGV[1], '-', '+', 1000000)
+if pending.err then pending = {} end  -- no group: Redis restarted without the queue
+for _, entry in ipairs(pending) do
+  taken[entry[1]] = true
+end
+local dropped = 0
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'tournament' and fields[i + 1] == ARGV[2] and not taken[entry[1]] then
+      redis.call('XDEL', KEYS[1], entry[1])
+      dropped = dropped + 1
+    end
+  end
+end
+return dropped
+"""
+
+
+async def run_queued_match(
+    spec: TournamentSpec,
+    sprt: Sprt | None,
+    records: Records,
+    redis_url: str,
+    out: IO[str],
+) -> MatchReport:
+    """Play the match's games on ``tavern worker``s until the test decides (or every game is
+    played): ``spec.parallel`` games in the queue or being played at a time.
+
+    Stopped (SIGINT, SIGTERM), it takes its games no worker has taken off the queue; those
+    being played are the workers' to finish."""
+    records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
+    await records.flush()
+    link = QueueLink(redis_url, say=lambda line: out.write(f"tavern: {line}\n"))
+    progress = MatchProgress(len(schedule(spec)), out, sprt)
+    progress.update()
+    try:
+        await QueuedMatch(spec, records, link, progress).follow()
+    except asyncio.CancelledError:
+        with contextlib.suppress(TimeoutError):  # Redis away: its games stay queued
+            await asyncio.wait_for(
+                link.attempt(lambda client: _drop_untaken(client, spec)), DROP_WAIT_S
+            )
+        raise
+    finally:
+        await link.close()
+    return await _report(spec, sprt, records, out, progress)
+
+
+class QueuedMatch:
+    """A match's games on the queue, as the command that queued them follows them.
+
+    Should Redis restart without them (another run id), the games it queued that are neither
+    finished nor in the queue are queued again unless a worker plays them before long, as a
+    queued tournament's are (``server.tournament_queue``); not once the test has decided."""
+
+    def __init__(
+        self, spec: TournamentSpec, records: Records, link: QueueLink, progress: MatchProgress
+    ) -> None:
+        self.spec = spec
+        self.records = records
+        self.link = link
+        self.progress = progress
+        self.waiting = schedule(spec)  # not queued yet
+        self.sent: dict[str, Pairing] = {}  # queued, by key
+        self.counted: set[str] = set()  # the games counted, by id
+        self.decided = False  # the test decided, and the untaken games were dropped
+        self.redis_run = ""  # the run id of the Redis server the games are queued on
+        self.suspects: dict[str, float] = {}  # lost with a restart: by key, when to queue again
+        self.grace_s = spec.limits.startup_ms / 1000 + REQUEUE_AFTER_S
+
+    async def follow(self) -> None:
+        """Queue the games as room is made, count each result as it is recorded, and return
+        once the test has decided and the games taken by workers are over (or every game is).
+        """
+        self.redis_run = await self.link.call(run_id)
+        checked = time.monotonic()
+        while True:
+            stop_if_cancelled()
+            queued = await self.link.call(self._queued)
+            await self._count()
+            if self.progress.verdict is not None and not self.decided:
+                self.decided, self.waiting = True, []
+                self.suspects.clear()
+                dropped = await self.link.call(lambda client: _drop_untaken(client, self.spec))
+                self.progress.say(
+                    f"tavern: decided: {dropped} queued games no worker had taken are dropped"
+                )
+                continue
+            room = self.spec.parallel - len(queued)
+            if self.waiting and room > 0:
+                batch, self.waiting[:room] = self.waiting[:room], []
+                await self.link.call(functools.partial(self._add, games=batch))
+                continue
+            if not self.waiting and not queued and not self.suspects:
+                return
+            playing = await asyncio.to_thread(self.records.playing_pairings, self.spec.id)
+            if len(playing) != self.progress.running:
+                self.progress.running = len(playing)
+                self.progress.update()
+            now = time.monotonic()
+            if now - checked >= CHECK_REDIS_S and not self.decided:
+                checked = now
+                await self._check_redis(queued, now)
+            await self._requeue(playing, now)
+            await asyncio.sleep(PROGRESS_S)
+
+    async def _count(self) -> None:
+        """Count the results not counted yet, in the order the games ended (one a worker
+        committed late may come before others already counted)."""
+        for result in await asyncio.to_thread(self.records.results, self.spec.id):
+            if result.game_id not in self.counted:
+                self.counted.add(result.game_id)
+                self.progress.recorded(a_won_result(result))
+
+    async def _queued(self, client: aioredis.Redis) -> set[str]:
+        """The match's games in the queue (waiting for a worker, or being played), by key."""
+        entries: Any = await client.xrange(STREAM)
+        tournament = self.spec.id.encode()
+        return {
+            fields[b"key"].decode()
+            for _, fields in entries
+            if fields.get(b"tournament") == tournament and b"key" in fields
+        }
+
+    async def _add(self, client: aioredis.Redis, games: list[Pairing]) -> int:
+        """Queue ``games``; how many were queued."""
+        await ensure_group(client)
+        async with client.pipeline(transaction=False) as pipe:
+            for pairing in games:
+                pipe.xadd(STREAM, QueuedGame.of(self.spec, pairing).fields())  # type: ignore[arg-type]
+            await pipe.execute()
+        self.sent.update((pairing.key, pairing) for pairing in games)
+        return len(games)
+
+    async def _check_redis(self, queued: set[str], now: float) -> None:
+        """Has Redis restarted since the games were queued? The games it may have lost are
+        suspects: queued again unless finished or played before long."""
+        run = await self.link.attempt(run_id)
+        if run is None or run == self.redis_run:
+            return
+        self.redis_run = run
+        finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
+        lost = [key for key in self.sent if key not in finished and key not in queued]
+        for key in lost:
+            self.suspects.setdefault(key, now + self.grace_s)
+        self.progress.say(f"tavern: Redis restarted: {len(lost)} games not in its queue")
+
+    async def _requeue(self, playing: set[str], now: float) -> None:
+        """Queue again the games Redis lost that no worker played since."""
+        if not self.suspects:
+            return
+        finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
+        due = []
+        for key, deadline in list(self.suspects.items()):
+            if key in finished:
+                del self.suspects[key]
+            elif key in playing:  # its worker plays on: queued again only if it stops
+                self.suspects[key] = now + self.grace_s
+            elif now >= deadline:
+                due.append(self.sent[key])
+        if due and await self.link.attempt(functools.partial(self._add, games=due)) is not None:
+            for pairing in due:
+                del self.suspects[pairing.key]
+            self.progress.say(f"tavern: {len(due)} games queued again")
+
+
+async def _drop_untaken(client: aioredis.Redis, spec: TournamentSpec) -> int:
+    """Take the match's games no worker has taken off the queue; how many there were."""
+    dropped: Any = await client.eval(DROP_UNTAKEN, 1, STREAM, GROUP, spec.id)
+    return int(dropped)
 
 
 def summary(spec: TournamentSpec, sprt: Sprt | None, report: MatchReport) -> str:

@@ -30,6 +30,7 @@ import orjson
 from server.arena import Arena, resume_at
 from server.commentary import board_text, result_text, turn_text
 from server.config import ArenaConfig
+from server.debug import DEBUG_KEY, STDERR_KEY
 from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, TimeBank
@@ -62,7 +63,7 @@ class PlayOptions:
     output: Path | None = None  # the game as JSON lines
     open_browser: bool = False  # open the watch page, and keep serving until Ctrl-C
     database: Path | None = None  # keep the records here (None: a scratch file)
-    verbose: bool = False  # print each bot's debug text with its turn, as it is played
+    verbose: bool = False  # print each bot's debug text and stderr with its turn, as played
     start: JsonObject | None = None  # a game's record to play on from (``--from``)...
     start_turn: int = 0  # ...after this many of its turns (``--turn``)
     clock: TimeBank | None = None  # a time bank per seat instead of the flat timeout (``--clock``)
@@ -271,10 +272,15 @@ class Commentator:
             result.events,
             result.state,
             result.debug if self.verbose else None,
+            result.stderr if self.verbose else None,
         )
         if self.lines is not None:
-            debug = b"" if result.debug is None else b',"debug":' + orjson.dumps(result.debug)
-            self.lines.write(result.spectator_json() + debug + b"}\n")
+            said = b"".join(
+                b',"%s":%s' % (key.encode(), orjson.dumps(text))
+                for key, text in ((DEBUG_KEY, result.debug), (STDERR_KEY, result.stderr))
+                if text is not None
+            )
+            self.lines.write(result.spectator_json() + said + b"}\n")
         self._draw(f"{self._header}\n\n{text}" if self.live else f"\n{text}")
 
     def _finished(self, update: GameFinished) -> None:

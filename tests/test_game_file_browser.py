@@ -71,10 +71,12 @@ async def test_a_game_file_opened_or_dropped_replays_as_its_record(
     # Another game's file, dropped on the page, takes the place of the one shown.
     tavern = await house_game(served, "tavern", ["pusher", "wanderer"], TAVERN_SEED)
     tavern_replay = await get_json(served, f"/api/games/{tavern.id}/replay")
-    # A turn's debug text is shown with the turn.
+    # A turn's debug text and its bot's stderr are shown with the turn, each labelled.
     assert b'"debug"' not in lines
     first_line, turn_line, *rest = lines.splitlines()
-    said = orjson.dumps({**orjson.loads(turn_line), "debug": "hold the line\nthen charge"})
+    said = orjson.dumps(
+        {**orjson.loads(turn_line), "debug": "hold the line\nthen charge", "stderr": "depth 3\n"}
+    )
     await page.evaluate(
         """(text) => {
             const data = new DataTransfer();
@@ -89,8 +91,11 @@ async def test_a_game_file_opened_or_dropped_replays_as_its_record(
     await page.click("#forward")
     await board_matches_frame(page, recorded, 1)
     await expect(page.locator("#events .debug-text")).to_have_text("hold the line\nthen charge")
+    await expect(page.locator("#events .stderr-text")).to_have_text("depth 3\n")
+    await expect(page.locator("#events .log-debug .stat-label").nth(1)).to_contain_text("stderr")
     await page.click("#forward")
     await expect(page.locator("#events .debug-text")).to_have_count(0)
+    await expect(page.locator("#events .stderr-text")).to_have_count(0)
 
     # A game played on from another's turn opens at that turn, and links to it.
     header = orjson.loads(first_line)

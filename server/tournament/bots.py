@@ -1,6 +1,7 @@
 """A bot as a process: started with its command filled in for its game, under its CPU and
 memory limits in the sandbox; seated, or replaced by a seat that never answers; stopped; and how
-it ended and what it wrote on stderr kept with its game's record.
+it ended and what it wrote on stderr kept with its game's record: the whole game's last part
+with the seat, and what it wrote while each of its turns was asked with that turn.
 
 Tournaments, ``tavern play`` and ``tavern validate`` run their bots so, alike.
 """
@@ -13,6 +14,7 @@ import os
 import signal
 import sys
 
+from server.debug import MAX_STDERR_BYTES, stderr_text
 from server.errors import BotError
 from server.games.base import Outcome
 from server.league import GAME_OVER
@@ -28,6 +30,8 @@ QUOTED_LINES = 40  # at most this many of a bot's last stderr lines are shown to
 QUOTED_CHARS = 4000  # ... and at most this many characters of them
 QUOTED_LINE_CHARS = 500  # a longer line (minified code, a dump) is cut
 LEFT_GRACE_S = 1.0  # how long a bot that left its game may take to exit on its own
+READ_BYTES = 65_536  # read from a bot's stderr at once
+DRAIN_READS = 64  # at a turn's start or end, at most this many reads (a bot may never stop)
 
 
 class AbsentSeat:
@@ -45,6 +49,7 @@ async def seat_bot(match: Match, port: int, bot: BotProcess, sandbox: Sandbox) -
     it to join; seat an absent player if it does not within its start-up time."""
     seat = bot.seat
     seat_name = match.codec.seat_names[seat]
+    match.outputs[seat] = bot  # its stderr, turn by turn
     values = {
         **placeholder_values(bot.entrant, match.codec.name),
         "port": str(port),
@@ -87,9 +92,16 @@ class BotProcess:
     """One bot's process, in its own session and cgroups, under its limits.
 
     Its stderr comes through a pipe, of which only the last ``STDERR_KEPT_BYTES`` are kept (a
-    bot may write hundreds of megabytes). Its exit is told as ``Records.seat_exit`` keeps it:
-    a bot that played its game to the end has an exit that ends with ``GAME_OVER``; any other
-    (it died, was killed by a limit, left or never joined) is a crash for the league tables.
+    bot may write hundreds of megabytes), and, as the match's ``SeatOutput``, what was read
+    between the moment its turn was sent and the moment the turn was played (its first
+    ``MAX_STDERR_BYTES``) goes with that turn. At both moments the pipe is read to its end at
+    once: what the bot wrote before it answered is in the pipe by the time its answer is in
+    (the process writes its stderr before its move, and a pipe's write is done when it
+    returns), wherever the event loop was in reading either.
+
+    Its exit is told as ``Records.seat_exit`` keeps it: a bot that played its game to the end
+    has an exit that ends with ``GAME_OVER``; any other (it died, was killed by a limit, left
+    or never joined) is a crash for the league tables.
     """
 
     def __init__(self, entrant: Entrant, match_id: str, seat: int, limits: Limits) -> None:
@@ -102,7 +114,10 @@ class BotProcess:
         self.group: BotGroup | None = None
         self.joined = True
         self._stderr = bytearray()
-        self._reader: asyncio.Task[None] | None = None
+        self._pipe: int | None = None  # stderr's read end, until it is closed
+        self._pipe_closed = asyncio.Event()
+        self._turn: bytearray | None = None  # while a turn of its seat is asked: what it wrote
+        self._turn_cut = 0  # bytes it wrote during the turn beyond those kept
         self._watcher: asyncio.Task[None] | None = None  # also sets _exited
         self._exited = asyncio.Event()
         self._killed_for: str | None = None  # the limit the bot went over
@@ -117,6 +132,7 @@ class BotProcess:
         }
         self.group = sandbox.group(f"{self.match_id}-{self.seat}", self.limits.memory_mb)
         cgroups = [argument for procs in self.group.procs for argument in ("--cgroup", str(procs))]
+        pipe, stderr = os.pipe()
         try:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -131,31 +147,70 @@ class BotProcess:
                 env=environment,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
+                stderr=stderr,
                 start_new_session=True,
             )
         except OSError as error:
+            os.close(pipe)
             self._stderr += f"cannot start {command}: {error}\n".encode()
             self._ended = f"could not start: {error.strerror}"
             return
-        assert self.process.stderr is not None
-        self._reader = asyncio.create_task(self._read_stderr(self.process.stderr))
+        finally:
+            os.close(stderr)
+        os.set_blocking(pipe, False)
+        self._pipe = pipe
+        asyncio.get_running_loop().add_reader(pipe, self._read, 1)
         self._watcher = asyncio.create_task(self._watch(self.process, self.group))
 
-    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65_536):
+    def _read(self, reads: int) -> None:
+        """Read what the bot wrote on stderr, at most ``reads`` times ``READ_BYTES`` of it."""
+        for _ in range(reads):
+            if self._pipe is None:
+                return
+            try:
+                chunk = os.read(self._pipe, READ_BYTES)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._close_pipe()
+                return
             self._stderr += chunk
             if len(self._stderr) > STDERR_KEPT_BYTES:
                 del self._stderr[:-STDERR_KEPT_BYTES]
+            if self._turn is not None:
+                room = MAX_STDERR_BYTES - len(self._turn)
+                self._turn += chunk[:room]
+                self._turn_cut += max(0, len(chunk) - room)
+
+    def _close_pipe(self) -> None:
+        if self._pipe is not None:
+            asyncio.get_running_loop().remove_reader(self._pipe)
+            os.close(self._pipe)
+            self._pipe = None
+        self._pipe_closed.set()
+
+    def turn_opened(self) -> None:
+        """Its seat was sent its turn: what it writes from now on is that turn's (what it wrote
+        before is only in the whole game's tail)."""
+        self._read(DRAIN_READS)
+        self._turn, self._turn_cut = bytearray(), 0
+
+    def turn_closed(self) -> str | None:
+        """Its seat's turn is played: what it wrote since the turn was sent, bounded."""
+        self._read(DRAIN_READS)
+        kept, self._turn = self._turn, None
+        return None if kept is None else stderr_text(bytes(kept), self._turn_cut)
 
     async def _watch(self, process: asyncio.subprocess.Process, group: BotGroup) -> None:
         """Kill the whole bot once its processes together pass the CPU or memory limit, or once
         its own process has exited: what it left running (holding its connection, maybe) goes
         with it.
 
-        It watches the exit too (``wait``): in Python 3.11, ``Process.wait()`` also waits for
-        the process's stderr to close, which a process it started may hold open for as long
-        as it lives.
+        It watches the exit too (``wait``): the bot is over once its own process has exited,
+        whatever a process it started does with its stderr (it may hold it open as long as it
+        lives).
         """
         try:
             while process.returncode is None:
@@ -204,10 +259,11 @@ class BotProcess:
             await self.wait()
             assert self.process.returncode is not None
             self._ended = self._ending(self.process.returncode)
-        if self._reader is not None:
+        if self._pipe is not None:
             # Every writer is dead, unless one escaped a machine without cgroups.
-            await asyncio.wait({self._reader}, timeout=STDERR_EOF_WAIT_S)
-            self._reader.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._pipe_closed.wait(), STDERR_EOF_WAIT_S)
+            self._close_pipe()
         if self.group is not None:
             await self.group.remove()
 

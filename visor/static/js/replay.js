@@ -255,7 +255,8 @@ function gameOfFile(text) {
       if (line.turn !== expected) throw new Error(`${where}: turn ${line.turn} where turn ${expected} should be`);
       if (!line.state || !data.seats.includes(line.seat)) throw new Error(`${where}: the turn line has no position or no seat`);
       const debug = typeof line.debug === "string" ? line.debug : null;
-      data.frames.push({ turn: line.turn, seat: line.seat, state: line.state, events: line.events || [], scores: line.scores, debug });
+      const stderr = typeof line.stderr === "string" ? line.stderr : null;
+      data.frames.push({ turn: line.turn, seat: line.seat, state: line.state, events: line.events || [], scores: line.scores, debug, stderr });
     } else if (kind === "result" && data.result === null) {
       data.result = line.result;
       data.status = "finished";
@@ -463,6 +464,9 @@ function renderEvents(frame) {
     }
     if (frame.debug) {
       items.push(el("li", { className: "log-debug" }, el("span", { className: "stat-label", text: `What ${who} said of it (debug)` }), el("pre", { className: "snippet debug-text", text: frame.debug })));
+    }
+    if (frame.stderr) {
+      items.push(el("li", { className: "log-debug" }, el("span", { className: "stat-label", text: `What ${who} wrote on stderr during the turn` }), el("pre", { className: "snippet stderr-text", text: frame.stderr })));
     }
   }
   ui.events.replaceChildren(...items);
