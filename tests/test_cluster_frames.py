@@ -392,12 +392,37 @@ async def node_and_other(redis: RedisServer) -> AsyncIterator[tuple[ClusterNode,
     node = ClusterNode(arena, config)
     arena.elsewhere = node
     async with Redis.from_url(redis.url) as store, store.pubsub() as pubsub:
-        await store.set(keys.node_key(SENDER), orjson.dumps({"http": "127.0.0.1:1"}), px=60_000)
+        entry = {"http": "127.0.0.1:1", "wire": wire.VERSION}
+        await store.set(keys.node_key(SENDER), orjson.dumps(entry), px=60_000)
         await store.sadd(keys.NODES, SENDER)
         await pubsub.subscribe(keys.inbox(SENDER))
         async with arena.running(), node.running({"http": "127.0.0.1:1"}):
             assert node.link.up
             yield node, OtherNode(store, pubsub, node)
+
+
+async def test_a_node_speaking_other_frames_is_said_once(
+    redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """In the middle of an upgrade that changes the frames, a node says which living node speaks
+    another version (an entry without one is version 1), once, and again if it comes back."""
+    async with node_and_other(redis) as (node, other):
+        older = "0dd0dd00"
+        await other.store.set(keys.node_key(older), orjson.dumps({"http": "127.0.0.1:2"}))
+        await other.store.sadd(keys.NODES, older)
+        await eventually(lambda: older in node.following.other_wire)
+        assert node.following.other_wire == {older: 1}  # the test's other node speaks these
+        await asyncio.sleep(0.3)  # heartbeats go by: said once
+        said = [
+            r.getMessage() for r in caplog.records if "speaks the nodes' frames" in r.getMessage()
+        ]
+        assert said == [
+            f"node {node.id}: node {older} speaks the nodes' frames version 1, this one "
+            f"{wire.VERSION}: seats cannot cross between them (docs/operations.md, a rolling "
+            "upgrade)"
+        ]
+        await other.store.delete(keys.node_key(older))
+        await eventually(lambda: not node.following.other_wire)
 
 
 async def eventually(check: Callable[[], object]) -> None:

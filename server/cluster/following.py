@@ -12,7 +12,7 @@ from collections.abc import Callable
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from server.cluster import Spectators, values
+from server.cluster import Spectators, values, wire
 from server.cluster.directory import Directory
 from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, NODES, alias_key, node_key, sim_key
 from server.cluster.link import Link
@@ -34,6 +34,7 @@ class Following:
         self.complaints = complaints
         self.directory = Directory()  # the other nodes' live simulations
         self.alive: set[str] = set()  # the other nodes, at the last heartbeat
+        self.other_wire: dict[str, int] = {}  # the living nodes speaking other frames, said once
         self.spectators: Spectators | None = None  # this node's pages, told of changes
 
     # --- the heartbeat ------------------------------------------------------------------------
@@ -47,10 +48,36 @@ class Following:
             ordered = sorted(ids)
             entries = await redis.mget([node_key(node) for node in ordered])
             alive = {node for node, entry in zip(ordered, entries, strict=True) if entry}
+            self._check_wire(dict(zip(ordered, entries, strict=True)))
         gone: list[str | bytes] = [*(ids - alive), *strangers]
         if gone:
             await redis.srem(NODES, *gone)
         return alive
+
+    def _check_wire(self, entries: dict[str, bytes | str | None]) -> None:
+        """Say, once per node, that a living node speaks other frames than this one: in the
+        middle of an upgrade that changes them, seats cannot cross between the two."""
+        other: dict[str, int] = {}
+        for node, entry in entries.items():
+            if entry is None:
+                continue
+            try:
+                version = values.node_wire(entry)
+            except values.BadValue as bad:
+                self.complaints(node_key(node), bad)
+                continue
+            if version != wire.VERSION:
+                other[node] = version
+                if node not in self.other_wire:
+                    log.warning(
+                        "node %s: node %s speaks the nodes' frames version %d, this one %d: "
+                        "seats cannot cross between them (docs/operations.md, a rolling upgrade)",
+                        self.link.node_id,
+                        node,
+                        version,
+                        wire.VERSION,
+                    )
+        self.other_wire = other
 
     async def follow(self, redis: Redis, alive: set[str]) -> None:
         """These nodes are alive now: the whole directory is loaded again when one is new (or

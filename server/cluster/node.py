@@ -293,7 +293,7 @@ class ClusterNode:
     async def running(self, addresses: JsonObject) -> AsyncIterator[ClusterNode]:
         """Be a node of the arena for the block (waiting a moment for the first link); then
         leave it: this node's seats on other nodes and its games' remote seats are told."""
-        self.addresses = addresses
+        self.addresses = {**addresses, "wire": wire.VERSION}
         async with self.link.running():
             try:
                 yield self

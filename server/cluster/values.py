@@ -61,6 +61,14 @@ def node_http(raw: bytes | str) -> str:
     return address
 
 
+def node_wire(raw: bytes | str) -> int:
+    """The version of the frames a node speaks, from its entry (``tavern:node:{id}``)."""
+    version = _object(_json(raw), "a node's entry").get("wire", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BadValue(f"the node's frames version {_shown(version)} is not a positive integer")
+    return version
+
+
 def directory_entry(value: object) -> JsonObject:
     """A simulation as the directory keeps it (``listing.lobby_entry``): a lobby row, its node,
     its free seats and when it was created; ``value`` as stored (bytes), or as a lobby message

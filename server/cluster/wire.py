@@ -15,6 +15,10 @@ import re
 import struct
 from dataclasses import dataclass
 
+VERSION = 2
+"""The frames' format, in every node's entry (``tavern:node:{id}``): a node that sees another
+speak a different one says so in its log, as seats cannot cross between them (an entry without
+it is version 1, before seats' links were sequenced). docs/operations.md, a rolling upgrade."""
 NODE_ID_BYTES = 8  # a node id: 8 hex digits
 NODE_ID = re.compile(rb"[0-9a-f]{%d}" % NODE_ID_BYTES)
 HEADER = struct.Struct(">cII")  # kind, connection, payload length
