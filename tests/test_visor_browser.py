@@ -29,7 +29,7 @@ from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.tavern.house import choose_actions, view_of_wire
 from server.games.thud import rules as thud_rules
-from server.match import Match
+from server.match import Match, TurnPlayed, Update
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import RawClient, Served, TurnLog, serving_visor, test_config
 from visor.seats import run_house_game
@@ -614,6 +614,13 @@ async def test_screenshots(served: Served, visor: Pages, tmp_path: Path) -> None
     out.mkdir(parents=True, exist_ok=True)
     arena = served.arena
     tavern = run_house_game(arena, "tavern", ["pusher", "wanderer"], 60)
+    tavern_positions: dict[int, object] = {}
+
+    def keep_tavern_position(update: Update) -> None:
+        if isinstance(update, TurnPlayed) and update.result.match_id == tavern.id:
+            tavern_positions[update.result.number] = update.result.state
+
+    arena.listeners.append(keep_tavern_position)
     thud = run_house_game(arena, "thud", ["dwarf", "troll"], 80)
     finished = asyncio.create_task(
         play_tavern_dummy("127.0.0.1", served.tcp_port, None, "Rhun's bot", SHORT_GAME_SEED)
@@ -659,7 +666,7 @@ async def test_screenshots(served: Served, visor: Pages, tmp_path: Path) -> None
 
         await expect(watch_tavern.locator("#log li").first).to_be_visible()
         await watch_tavern.click("#pause")
-        await hover_a_dwarf(watch_tavern, tavern)
+        await hover_a_dwarf(watch_tavern, tavern, tavern_positions)
         await watch_tavern.screenshot(path=out / "watch-tavern.png")
 
         # The trolls against the house dwarf, until a troll can kill: select it, point at
@@ -697,9 +704,11 @@ async def fits_the_width(page: Page) -> bool:
     return fits
 
 
-async def hover_a_dwarf(page: Page, simulation: Match) -> None:
-    """Hover one of the paused view's dwarves: try where the server last saw each of them."""
-    state = simulation.codec.state_to_wire(simulation.state)
+async def hover_a_dwarf(page: Page, simulation: Match, positions: dict[int, object]) -> None:
+    """Hover one of the paused view's dwarves, where they stand at the turn the page shows
+    (``positions``: the game's position after each turn; the game goes on meanwhile)."""
+    shown = int((await page.locator("#turn").inner_text()).split(" of ")[0])
+    state = simulation.codec.state_to_wire(positions[shown])
     for dwarf in state["team1"] + state["team2"]:
         await hover_square(page, dwarf["coords"]["x"], dwarf["coords"]["y"])
         if await page.locator("#tooltip").is_visible():
