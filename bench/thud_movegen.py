@@ -39,7 +39,6 @@ from server.games.thud.rules import (
     check,
     danger_squares,
     initial_state,
-    legal_move_runs,
     legal_moves,
     score,
     side_to_move,
@@ -159,7 +158,7 @@ def main() -> int:
 
     def encode_moves() -> None:
         for state in states:
-            moves_json(legal_move_runs(state))
+            moves_json(state)
 
     def play() -> None:
         for state, action in zip(states, actions, strict=True):

@@ -21,7 +21,19 @@ from server.games.base import (
     Player,
 )
 from server.games.thud import position, rules
-from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Run, Square, State, Stop
+from server.games.thud.board import CELL_SQUARE
+from server.games.thud.rules import (
+    DWARF,
+    SIDES,
+    TROLL,
+    Action,
+    Move,
+    MoveKind,
+    Run,
+    Square,
+    State,
+    Stop,
+)
 from server.protocol import kept_json
 
 BOARD_SIZE = 15
@@ -250,7 +262,7 @@ def bot_state(state: State) -> JsonObject:
     encoded message, as a bot would.
     """
     wire = position_to_wire(state)
-    wire["moves"] = orjson.Fragment(moves_json(rules.legal_move_runs(state)))
+    wire["moves"] = orjson.Fragment(moves_json(state))
     # Each piece's index in the start position, for clients that keep fixed-length piece lists
     # (the challenge's indexed_dwarfs and indexed_trolls).
     wire["dwarfSlots"] = list(state.dwarf_slots)
@@ -258,39 +270,32 @@ def bot_state(state: State) -> JsonObject:
     return wire
 
 
-def _move_json(move: Move) -> bytes:
-    wire = {"from": move.start, "to": move.end, "kind": move.kind, "kills": len(move.killed)}
-    return kept_json(wire)
+def _move_json(start: Square, end: Square, kind: str, kills: int) -> bytes:
+    return kept_json({"from": start, "to": end, "kind": kind, "kills": kills})
 
 
-def _prebuilt_run_json() -> dict[int, bytes]:
-    moves = {id(move): _move_json(move) for run in rules.PREBUILT_RUNS for move in run}
-    return {id(run): b",".join([moves[id(move)] for move in run]) for run in rules.PREBUILT_RUNS}
+def _run_json(run: Run) -> bytes:
+    return b",".join([_move_json(m.start, m.end, m.kind, len(m.killed)) for m in run])
 
 
-_PREBUILT_RUN_JSON = _prebuilt_run_json()
-"""The JSON of the runs of moves built once by the rules, by identity: every run of a dwarfs'
-turn, most of a trolls' turn."""
-_KILL_JSON: dict[tuple[Square, Square, str, int], bytes] = {}
-"""The JSON of moves built on the fly (troll moves that kill), made once each: bounded by the
-board's geometry."""
+_KILL_JSON: dict[tuple[Square, int, str, int], bytes] = {}
+"""The JSON of troll moves that kill, made once each: bounded by the board's geometry."""
 
 
-def _kill_json(move: Move) -> bytes:
-    key = (move.start, move.end, move.kind, len(move.killed))
+def _kill_json(cells: bytes, start: Square, end: int, kind: MoveKind, killing: int) -> bytes:
+    kills = killing.bit_count()  # one bit per dwarf killed
+    key = (start, end, kind, kills)
     encoded = _KILL_JSON.get(key)
     if encoded is None:
-        encoded = _KILL_JSON[key] = _move_json(move)
+        encoded = _KILL_JSON[key] = _move_json(start, CELL_SQUARE[end], kind, kills)
     return encoded
 
 
-def moves_json(runs: Sequence[Run]) -> bytes:
-    """The JSON array of a turn's moves, given in runs; a turn lists hundreds of moves, so each
-    prebuilt run is encoded only once."""
-    try:
-        listed = b",".join(map(_PREBUILT_RUN_JSON.__getitem__, map(id, runs)))
-    except KeyError:  # a run built for this position (a troll move that kills)
-        listed = b",".join(
-            [_PREBUILT_RUN_JSON.get(id(run)) or b",".join(map(_kill_json, run)) for run in runs]
-        )
-    return b"[%b]" % listed
+_RUN_JSON: rules.RunTables[bytes] = rules.run_tables(_run_json, _kill_json)
+"""Move generation's tables with every prebuilt run as its JSON (made here once, at import)."""
+
+
+def moves_json(state: State) -> bytes:
+    """The JSON array of the legal moves of the side to move: the rules' generator hands out
+    each run's JSON from ``_RUN_JSON``, so a turn's hundreds of moves are one join."""
+    return b"[%b]" % b",".join(rules.legal_move_runs_as(state, _RUN_JSON))
