@@ -258,11 +258,11 @@ def position_to_wire(state: State) -> JsonObject:
 def bot_state(state: State) -> JsonObject:
     """The position plus every legal move for the side to move, as a bot receives it.
 
-    The move list is already JSON (an ``orjson.Fragment``): in-process readers decode the
-    encoded message, as a bot would.
+    The move list is already JSON (``moves_wire``): in-process readers decode the encoded
+    message, as a bot would.
     """
     wire = position_to_wire(state)
-    wire["moves"] = orjson.Fragment(moves_json(state))
+    wire["moves"] = moves_wire(state)
     # Each piece's index in the start position, for clients that keep fixed-length piece lists
     # (the challenge's indexed_dwarfs and indexed_trolls).
     wire["dwarfSlots"] = list(state.dwarf_slots)
@@ -274,28 +274,36 @@ def _move_json(start: Square, end: Square, kind: str, kills: int) -> bytes:
     return kept_json({"from": start, "to": end, "kind": kind, "kills": kills})
 
 
-def _run_json(run: Run) -> bytes:
-    return b",".join([_move_json(m.start, m.end, m.kind, len(m.killed)) for m in run])
+def _run_json(run: Run) -> orjson.Fragment:
+    return orjson.Fragment(
+        b",".join([_move_json(m.start, m.end, m.kind, len(m.killed)) for m in run])
+    )
 
 
-_KILL_JSON: dict[tuple[Square, int, str, int], bytes] = {}
+_KILL_JSON: dict[tuple[Square, int, str, int], orjson.Fragment] = {}
 """The JSON of troll moves that kill, made once each: bounded by the board's geometry."""
 
 
-def _kill_json(cells: bytes, start: Square, end: int, kind: MoveKind, killing: int) -> bytes:
+def _kill_json(
+    cells: bytes, start: Square, end: int, kind: MoveKind, killing: int
+) -> orjson.Fragment:
     kills = killing.bit_count()  # one bit per dwarf killed
     key = (start, end, kind, kills)
     encoded = _KILL_JSON.get(key)
     if encoded is None:
-        encoded = _KILL_JSON[key] = _move_json(start, CELL_SQUARE[end], kind, kills)
+        encoded = _KILL_JSON[key] = orjson.Fragment(
+            _move_json(start, CELL_SQUARE[end], kind, kills)
+        )
     return encoded
 
 
-_RUN_JSON: rules.RunTables[bytes] = rules.run_tables(_run_json, _kill_json)
+_RUN_JSON: rules.RunTables[orjson.Fragment] = rules.run_tables(_run_json, _kill_json)
 """Move generation's tables with every prebuilt run as its JSON (made here once, at import)."""
 
 
-def moves_json(state: State) -> bytes:
-    """The JSON array of the legal moves of the side to move: the rules' generator hands out
-    each run's JSON from ``_RUN_JSON``, so a turn's hundreds of moves are one join."""
-    return b"[%b]" % b",".join(rules.legal_move_runs_as(state, _RUN_JSON))
+def moves_wire(state: State) -> list[orjson.Fragment]:
+    """The legal moves of the side to move, to encode as a JSON array: the rules' generator
+    hands out each run's JSON from ``_RUN_JSON`` (its moves, comma-separated), which orjson
+    writes as it stands into the message, so the hundreds of moves of a turn are never joined
+    or copied in Python."""
+    return rules.legal_move_runs_as(state, _RUN_JSON)

@@ -396,7 +396,9 @@ _HURL_RUNS: Final = tuple(
 RunForm = TypeVar("RunForm")
 """A reader's form of a run of moves (``Run`` itself for the rules; its JSON for the codec)."""
 
-_DwarfRay: TypeAlias = tuple[slice, tuple[RunForm, ...], tuple[int, tuple[RunForm, ...], slice]]
+_DwarfRay: TypeAlias = tuple[
+    slice, tuple[RunForm | None, ...], tuple[int, tuple[RunForm, ...], slice]
+]
 _TrollStep: TypeAlias = tuple[int, int, RunForm]
 
 
@@ -477,8 +479,8 @@ class RunTables(Generic[RunForm]):
     """Move generation's tables of prebuilt runs, each run in a reader's form ``RunForm``.
 
     Generation appends what it reads here, so a reader gets its form of each run with no
-    lookup; ``killing`` makes a troll's move that kills (built for its position). A reader's
-    form of an empty run must be false (``()``, ``b""``): generation skips it.
+    lookup; ``killing`` makes a troll's move that kills (built for its position). An empty run
+    (a dwarf's ray blocked next to it) is ``None`` in every form: generation skips it.
     """
 
     dwarf_rays: tuple[tuple[_DwarfRay[RunForm], ...], ...]
@@ -498,7 +500,11 @@ def run_tables(
     return RunTables(
         tuple(
             tuple(
-                (ray, tuple(map(form, walks)), (length, tuple(map(form, hurls)), behind))
+                (
+                    ray,
+                    tuple(form(run) if run else None for run in walks),
+                    (length, tuple(map(form, hurls)), behind),
+                )
                 for ray, walks, (length, hurls, behind) in rays
             )
             for rays in _DWARF_RAYS
@@ -528,7 +534,7 @@ def _dwarf_runs(
         for ray, walks_by_rest, hurl in dwarf_rays[x + SIZE * y]:
             rest = cells[ray].lstrip(_EMPTY_BYTE)  # from the first piece on the ray
             walks = walks_by_rest[len(rest)]
-            if walks:
+            if walks is not None:
                 runs.append(walks)
             if rest and rest[0] == TROLL_PIECE:
                 length, hurls, behind = hurl
