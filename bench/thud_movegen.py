@@ -26,10 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 # Run as a script, so the repository root is not on the path by itself.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.games.thud.codec import ThudCodec, moves_json
+from server.games.thud.codec import ThudCodec, moves_wire
 from server.games.thud.rules import (
     Action,
     Square,
@@ -39,7 +41,6 @@ from server.games.thud.rules import (
     check,
     danger_squares,
     initial_state,
-    legal_move_runs,
     legal_moves,
     score,
     side_to_move,
@@ -159,7 +160,7 @@ def main() -> int:
 
     def encode_moves() -> None:
         for state in states:
-            moves_json(legal_move_runs(state))
+            orjson.dumps(moves_wire(state))
 
     def play() -> None:
         for state, action in zip(states, actions, strict=True):

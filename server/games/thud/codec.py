@@ -21,7 +21,19 @@ from server.games.base import (
     Player,
 )
 from server.games.thud import position, rules
-from server.games.thud.rules import DWARF, SIDES, TROLL, Action, Move, Run, Square, State, Stop
+from server.games.thud.board import CELL_SQUARE
+from server.games.thud.rules import (
+    DWARF,
+    SIDES,
+    TROLL,
+    Action,
+    Move,
+    MoveKind,
+    Run,
+    Square,
+    State,
+    Stop,
+)
 from server.protocol import kept_json
 
 BOARD_SIZE = 15
@@ -231,12 +243,19 @@ def move_to_wire(move: Move) -> JsonObject:
 
 def position_to_wire(state: State) -> JsonObject:
     """The position as spectators and records see it (no move list)."""
+    return _position(state, as_lists=True)
+
+
+def _position(state: State, *, as_lists: bool) -> JsonObject:
+    """The position's fields; the pieces' squares as lists for readers that keep the position
+    or compare it with decoded JSON, else as the state's own tuples (which orjson writes as
+    arrays: the same bytes, for a message encoded at once, without 40 lists a turn)."""
     score = rules.score(state)
     return {
         "ply": state.ply,
         "side": rules.side_to_move(state),
-        "dwarfs": list(map(list, state.dwarfs)),
-        "trolls": list(map(list, state.trolls)),
+        "dwarfs": list(map(list, state.dwarfs)) if as_lists else state.dwarfs,
+        "trolls": list(map(list, state.trolls)) if as_lists else state.trolls,
         "score": {"dwarfs": score.dwarfs, "trolls": score.trolls},
         "declared": {DWARF: state.declared[0], TROLL: state.declared[1]},
         "previousMove": None if state.previous_move is None else move_to_wire(state.previous_move),
@@ -246,51 +265,52 @@ def position_to_wire(state: State) -> JsonObject:
 def bot_state(state: State) -> JsonObject:
     """The position plus every legal move for the side to move, as a bot receives it.
 
-    The move list is already JSON (an ``orjson.Fragment``): in-process readers decode the
-    encoded message, as a bot would.
+    It is only ever encoded (the move list is already JSON, ``moves_wire``): in-process
+    readers decode the encoded message, as a bot would; so squares and slots stay tuples.
     """
-    wire = position_to_wire(state)
-    wire["moves"] = orjson.Fragment(moves_json(rules.legal_move_runs(state)))
+    wire = _position(state, as_lists=False)
+    wire["moves"] = moves_wire(state)
     # Each piece's index in the start position, for clients that keep fixed-length piece lists
     # (the challenge's indexed_dwarfs and indexed_trolls).
-    wire["dwarfSlots"] = list(state.dwarf_slots)
-    wire["trollSlots"] = list(state.troll_slots)
+    wire["dwarfSlots"] = state.dwarf_slots
+    wire["trollSlots"] = state.troll_slots
     return wire
 
 
-def _move_json(move: Move) -> bytes:
-    wire = {"from": move.start, "to": move.end, "kind": move.kind, "kills": len(move.killed)}
-    return kept_json(wire)
+def _move_json(start: Square, end: Square, kind: str, kills: int) -> bytes:
+    return kept_json({"from": start, "to": end, "kind": kind, "kills": kills})
 
 
-def _prebuilt_run_json() -> dict[int, bytes]:
-    moves = {id(move): _move_json(move) for run in rules.PREBUILT_RUNS for move in run}
-    return {id(run): b",".join([moves[id(move)] for move in run]) for run in rules.PREBUILT_RUNS}
+def _run_json(run: Run) -> orjson.Fragment:
+    return orjson.Fragment(
+        b",".join([_move_json(m.start, m.end, m.kind, len(m.killed)) for m in run])
+    )
 
 
-_PREBUILT_RUN_JSON = _prebuilt_run_json()
-"""The JSON of the runs of moves built once by the rules, by identity: every run of a dwarfs'
-turn, most of a trolls' turn."""
-_KILL_JSON: dict[tuple[Square, Square, str, int], bytes] = {}
-"""The JSON of moves built on the fly (troll moves that kill), made once each: bounded by the
-board's geometry."""
+_KILL_JSON: dict[tuple[Square, int, str, int], orjson.Fragment] = {}
+"""The JSON of troll moves that kill, made once each: bounded by the board's geometry."""
 
 
-def _kill_json(move: Move) -> bytes:
-    key = (move.start, move.end, move.kind, len(move.killed))
+def _kill_json(
+    cells: bytes, start: Square, end: int, kind: MoveKind, killing: int
+) -> orjson.Fragment:
+    kills = killing.bit_count()  # one bit per dwarf killed
+    key = (start, end, kind, kills)
     encoded = _KILL_JSON.get(key)
     if encoded is None:
-        encoded = _KILL_JSON[key] = _move_json(move)
+        encoded = _KILL_JSON[key] = orjson.Fragment(
+            _move_json(start, CELL_SQUARE[end], kind, kills)
+        )
     return encoded
 
 
-def moves_json(runs: Sequence[Run]) -> bytes:
-    """The JSON array of a turn's moves, given in runs; a turn lists hundreds of moves, so each
-    prebuilt run is encoded only once."""
-    try:
-        listed = b",".join(map(_PREBUILT_RUN_JSON.__getitem__, map(id, runs)))
-    except KeyError:  # a run built for this position (a troll move that kills)
-        listed = b",".join(
-            [_PREBUILT_RUN_JSON.get(id(run)) or b",".join(map(_kill_json, run)) for run in runs]
-        )
-    return b"[%b]" % listed
+_RUN_JSON: rules.RunTables[orjson.Fragment] = rules.run_tables(_run_json, _kill_json)
+"""Move generation's tables with every prebuilt run as its JSON (made here once, at import)."""
+
+
+def moves_wire(state: State) -> list[orjson.Fragment]:
+    """The legal moves of the side to move, to encode as a JSON array: the rules' generator
+    hands out each run's JSON from ``_RUN_JSON`` (its moves, comma-separated), which orjson
+    writes as it stands into the message, so the hundreds of moves of a turn are never joined
+    or copied in Python."""
+    return rules.legal_move_runs_as(state, _RUN_JSON)

@@ -7,10 +7,10 @@ the engine's ``in_danger`` heuristic, piece order after moves and captures, and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import chain, pairwise
-from typing import Final, Literal, NamedTuple, TypeAlias
+from typing import Final, Generic, Literal, NamedTuple, TypeAlias, TypeVar
 
 from server.errors import BotError
 from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
@@ -37,7 +37,6 @@ __all__ = [
     "END_REASONS",
     "MAX_PLIES",
     "NO_MOVE",
-    "PREBUILT_RUNS",
     "SIDES",
     "SQUARES",
     "THUDSTONE",
@@ -51,6 +50,7 @@ __all__ = [
     "PieceMoved",
     "PiecesKilled",
     "Run",
+    "RunTables",
     "Score",
     "Side",
     "Square",
@@ -67,9 +67,11 @@ __all__ = [
     "initial_state",
     "is_square",
     "legal_move_runs",
+    "legal_move_runs_as",
     "legal_moves",
     "moves_from",
     "outcome",
+    "run_tables",
     "score",
     "side_to_move",
     "state_from_position",
@@ -180,9 +182,12 @@ class State:
         object.__setattr__(self, "cells", bytes(cells))
 
 
-@dataclass(frozen=True, slots=True)
-class Score:
-    """The engine's material score: 1 point per dwarf, 4 per troll."""
+class Score(NamedTuple):
+    """The engine's material score: 1 point per dwarf, 4 per troll.
+
+    A named tuple rather than a frozen dataclass: every turn message builds two, and a frozen
+    dataclass's ``__init__`` takes more than twice as long.
+    """
 
     dwarfs: int
     trolls: int
@@ -351,8 +356,10 @@ def _indexed(
 # Walks and hurls depend only on their two squares, so every possible one is built once here and
 # move generation hands out the shared objects; only troll moves that kill are built on the fly.
 # Moves come out in runs, tuples of consecutive moves: a dwarf's walks in one direction are one
-# prebuilt run, so generating them is one slice of the board and one append, and a reader that
-# encodes moves can encode a prebuilt run once for good.
+# prebuilt run, so generating them is one slice of the board and one append. Generation reads its
+# runs from tables (``RunTables``) that a reader may rebuild with each run in its own form (the
+# codec: each run's JSON), so that one generator serves both and the reader's form of a run is
+# made once for good.
 
 Run: TypeAlias = tuple[Move, ...]
 """Consecutive legal moves; ``legal_move_runs`` hands out runs whose concatenation is
@@ -388,17 +395,17 @@ _WALK_RUNS: Final = tuple(
 _HURL_RUNS: Final = tuple(
     tuple(tuple((hurl,) for hurl in hurls) for hurls in rays) for rays in _HURLS
 )
-PREBUILT_RUNS: Final = tuple(
-    run for table in (_WALK_RUNS, _HURL_RUNS) for rays in table for ray in rays for run in ray
-)
-"""Every run of walks that kill nothing and every hurl: ``legal_move_runs`` hands out these
-very tuples, which live as long as the program, so a reader may key on their identity."""
+
+RunForm = TypeVar("RunForm")
+"""A reader's form of a run of moves (``Run`` itself for the rules; its JSON for the codec)."""
+
+_DwarfRay: TypeAlias = tuple[
+    slice, tuple[RunForm | None, ...], tuple[int, tuple[RunForm, ...], slice]
+]
+_TrollStep: TypeAlias = tuple[int, int, RunForm]
 
 
-_Hurl: TypeAlias = tuple[int, tuple[Run, ...], slice]
-
-
-def _dwarf_ray(cell: int, direction: int) -> tuple[slice, tuple[Run, ...], _Hurl]:
+def _dwarf_ray(cell: int, direction: int) -> _DwarfRay[Run]:
     ray = RAYS[cell][direction]
     walks_by_rest = (*reversed(_WALK_RUNS[cell][direction]), ())
     hurl = (len(ray), _HURL_RUNS[cell][direction], RAY_SLICES[cell][_OPPOSITE[direction]])
@@ -428,9 +435,6 @@ class _TrollSquare(NamedTuple):
     """The mask of a dwarf within two squares: with none, no walk of this troll kills."""
     trolls_around: int
     """The mask of a troll next to it: with none, it has no shove."""
-    steps: tuple[tuple[int, int, Run], ...]
-    """Per direction with a square: the neighbour, the mask of a dwarf next to that one, and
-    the walk there (as a run) for when it kills nothing."""
     shoves: tuple[tuple[int, int, slice, tuple[tuple[int, int], ...]], ...]
     """Per direction a shove could go (two squares ahead, one behind): the first square ahead,
     the first behind, the slice of the ray behind, and each landing from distance 2 on with the
@@ -447,11 +451,6 @@ def _troll_square(cell: int) -> _TrollSquare:
         _mask(NEAR[cell], DWARF_PIECE),
         _mask(NEIGHBOURS[cell], TROLL_PIECE),
         tuple(
-            (ray[0], _DWARFS_AROUND[ray[0]], _WALK_RUNS[cell][direction][0])
-            for direction, ray in enumerate(rays)
-            if ray
-        ),
-        tuple(
             (
                 ray[0],
                 rays[_OPPOSITE[direction]][0],
@@ -466,6 +465,60 @@ def _troll_square(cell: int) -> _TrollSquare:
 
 _TROLL_SQUARES: Final = {cell_of(square): _troll_square(cell_of(square)) for square in SQUARES}
 
+_TROLL_STEPS: Final = tuple(
+    tuple(
+        (ray[0], _DWARFS_AROUND[ray[0]], _WALK_RUNS[cell][direction][0])
+        for direction, ray in enumerate(rays)
+        if ray
+    )
+    for cell, rays in enumerate(RAYS)
+)
+"""``_TROLL_STEPS[cell]``: per direction with a square, the neighbour, the mask of a dwarf next
+to that one, and the walk there (as a run) for when it kills nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunTables(Generic[RunForm]):
+    """Move generation's tables of prebuilt runs, each run in a reader's form ``RunForm``.
+
+    Generation appends what it reads here, so a reader gets its form of each run with no
+    lookup; ``killing`` makes a troll's move that kills (built for its position). An empty run
+    (a dwarf's ray blocked next to it) is ``None`` in every form: generation skips it.
+    """
+
+    dwarf_rays: tuple[tuple[_DwarfRay[RunForm], ...], ...]
+    """``_DWARF_RAYS`` in the reader's form."""
+    troll_steps: tuple[tuple[_TrollStep[RunForm], ...], ...]
+    """``_TROLL_STEPS`` in the reader's form."""
+    killing: Callable[[bytes, Square, int, MoveKind, int], RunForm]
+    """A troll's move from ``start`` onto the cell ``end`` of this board, of ``kind``, with
+    ``board & mask`` (one bit per dwarf it kills, see ``_mask``), as a run of its own."""
+
+
+def run_tables(
+    form: Callable[[Run], RunForm], killing: Callable[[bytes, Square, int, MoveKind, int], RunForm]
+) -> RunTables[RunForm]:
+    """The generator's tables with each prebuilt run as ``form`` makes it, made once (at a
+    reader's import): ``form`` is called once per prebuilt run."""
+    return RunTables(
+        tuple(
+            tuple(
+                (
+                    ray,
+                    tuple(form(run) if run else None for run in walks),
+                    (length, tuple(map(form, hurls)), behind),
+                )
+                for ray, walks, (length, hurls, behind) in rays
+            )
+            for rays in _DWARF_RAYS
+        ),
+        tuple(
+            tuple((end, dwarfs_around, form(walk)) for end, dwarfs_around, walk in steps)
+            for steps in _TROLL_STEPS
+        ),
+        killing,
+    )
+
 
 def _in_a_row(cells: bytes, ray: slice, piece: bytes) -> int:
     """How many ``piece``s stand in a row along ``ray`` from its first square."""
@@ -473,15 +526,18 @@ def _in_a_row(cells: bytes, ray: slice, piece: bytes) -> int:
     return len(along) - len(along.lstrip(piece))
 
 
-def _dwarf_runs(cells: bytes, dwarfs: Iterable[Square]) -> list[Run]:
+def _dwarf_runs(
+    cells: bytes, dwarfs: Iterable[Square], tables: RunTables[RunForm]
+) -> list[RunForm]:
     """Dwarf by dwarf, per direction: the walks by distance, then the hurl onto the first troll
     if in reach. (One call for all the dwarfs: this loop is most of a dwarfs' turn.)"""
-    runs: list[Run] = []
+    runs: list[RunForm] = []
+    dwarf_rays = tables.dwarf_rays
     for x, y in dwarfs:
-        for ray, walks_by_rest, hurl in _DWARF_RAYS[x + SIZE * y]:
+        for ray, walks_by_rest, hurl in dwarf_rays[x + SIZE * y]:
             rest = cells[ray].lstrip(_EMPTY_BYTE)  # from the first piece on the ray
             walks = walks_by_rest[len(rest)]
-            if walks:
+            if walks is not None:
                 runs.append(walks)
             if rest and rest[0] == TROLL_PIECE:
                 length, hurls, behind = hurl
@@ -499,12 +555,13 @@ def _adjacent_dwarfs(cells: bytes, cell: int) -> tuple[Square, ...]:
 _MOVE_SETTERS: Final = tuple(getattr(Move, slot.name).__set__ for slot in fields(Move))
 
 
-def _killing(cells: bytes, start: Square, end: int, kind: MoveKind) -> Run:
+def _killing(cells: bytes, start: Square, end: int, kind: MoveKind, killing: int) -> Run:
     """A troll's move onto ``end``, killing the dwarfs next to it, as a run of its own.
 
     The ``Move`` is built by storing its slots directly, in field order: a trolls' turn makes a
     dozen, and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) takes twice
-    as long; it is the very object ``Move(...)`` makes.
+    as long; it is the very object ``Move(...)`` makes. The dwarfs' squares are read from the
+    board; ``killing``, their mask, serves readers that only count them.
     """
     set_start, set_end, set_kind, set_killed = _MOVE_SETTERS
     move: Move = object.__new__(Move)
@@ -529,48 +586,64 @@ def _shove_landings(cells: bytes, cell: int) -> Iterator[tuple[int, int]]:
                 yield end, dwarfs_around
 
 
-def _troll_runs(cells: bytes, trolls: Iterable[Square]) -> list[Run]:
+def _troll_runs(
+    cells: bytes, trolls: Iterable[Square], tables: RunTables[RunForm]
+) -> list[RunForm]:
     """Troll by troll: first every walk in direction order, then the shoves by direction and
     distance."""
-    runs: list[Run] = []
+    runs: list[RunForm] = []
     board = int.from_bytes(cells, "little")  # for the masks of ``_TROLL_SQUARES``
+    troll_steps, killing_run = tables.troll_steps, tables.killing
     for x, y in trolls:
         cell = x + SIZE * y
         start = CELL_SQUARE[cell]
-        dwarfs_near, trolls_around, steps, _ = _TROLL_SQUARES[cell]
+        dwarfs_near, trolls_around, _ = _TROLL_SQUARES[cell]
         if board & dwarfs_near:
-            for end, dwarfs_around, walk in steps:
+            for end, dwarfs_around, walk in troll_steps[cell]:
                 if not cells[end]:
                     killing = board & dwarfs_around
-                    runs.append(_killing(cells, start, end, "walk") if killing else walk)
+                    runs.append(
+                        killing_run(cells, start, end, "walk", killing) if killing else walk
+                    )
         else:
-            for end, _, walk in steps:
+            for end, _, walk in troll_steps[cell]:
                 if not cells[end]:
                     runs.append(walk)
         if board & trolls_around:
             for end, dwarfs_around in _shove_landings(cells, cell):
-                if board & dwarfs_around:
-                    runs.append(_killing(cells, start, end, "shove"))
+                killing = board & dwarfs_around
+                if killing:
+                    runs.append(killing_run(cells, start, end, "shove", killing))
     return runs
+
+
+_RUNS: Final = run_tables(lambda run: run, _killing)
+"""The tables with the rules' own runs, for ``legal_moves``, ``moves_from`` and ``check``."""
 
 
 def _runs_from(cells: bytes, square: Square) -> list[Run]:
     """The runs of whichever piece stands on ``square``, a square of the board."""
     piece = cells[cell_of(square)]
     if piece == DWARF_PIECE:
-        return _dwarf_runs(cells, (square,))
+        return _dwarf_runs(cells, (square,), _RUNS)
     if piece == TROLL_PIECE:
-        return _troll_runs(cells, (square,))
+        return _troll_runs(cells, (square,), _RUNS)
     return []
 
 
-def legal_move_runs(state: State) -> list[Run]:
-    """``legal_moves`` in runs (see ``PREBUILT_RUNS``), for readers that encode every move."""
+def legal_move_runs_as(state: State, tables: RunTables[RunForm]) -> list[RunForm]:
+    """``legal_moves`` in runs, each in the form of ``tables`` (see ``run_tables``): for
+    readers that encode every move."""
     if state.end_reason is not None:
         return []
     if state.ply % 2:
-        return _dwarf_runs(state.cells, state.dwarfs)
-    return _troll_runs(state.cells, state.trolls)
+        return _dwarf_runs(state.cells, state.dwarfs, tables)
+    return _troll_runs(state.cells, state.trolls, tables)
+
+
+def legal_move_runs(state: State) -> list[Run]:
+    """``legal_moves`` in runs, whose concatenation is ``legal_moves``."""
+    return legal_move_runs_as(state, _RUNS)
 
 
 def legal_moves(state: State) -> list[Move]:
