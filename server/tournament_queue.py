@@ -40,7 +40,7 @@ import dataclasses
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -239,6 +239,53 @@ async def run_id(client: aioredis.Redis) -> str:
     return str(info["run_id"])
 
 
+async def queue_games(client: aioredis.Redis, spec: TournamentSpec, games: list[Pairing]) -> int:
+    """Put ``games`` of ``spec`` on the queue for the workers; how many were queued."""
+    await ensure_group(client)
+    async with client.pipeline(transaction=False) as pipe:
+        for pairing in games:
+            pipe.xadd(STREAM, QueuedGame.of(spec, pairing).fields())  # type: ignore[arg-type]
+        await pipe.execute()
+    return len(games)
+
+
+class LostGames:
+    """The games a restarted Redis may have lost (queued, neither finished nor in its queue):
+    each is queued again unless it finishes, or a worker is seen playing it, before the grace
+    period (a bot's start-up time and ``REQUEUE_AFTER_S``) is over."""
+
+    def __init__(self, spec: TournamentSpec) -> None:
+        self.grace_s = spec.limits.startup_ms / 1000 + REQUEUE_AFTER_S
+        self._due: dict[str, tuple[float, Pairing]] = {}  # by key: when to queue it again
+
+    def __bool__(self) -> bool:
+        return bool(self._due)
+
+    def suspect(self, games: Iterable[Pairing], now: float) -> None:
+        for pairing in games:
+            self._due.setdefault(pairing.key, (now + self.grace_s, pairing))
+
+    def clear(self) -> None:
+        self._due.clear()
+
+    def due(self, finished: set[str], playing: set[str], now: float) -> list[Pairing]:
+        """The games to queue again now; the finished ones are forgotten, and those a worker
+        plays on wait again (queued again only if it stops)."""
+        due = []
+        for key, (deadline, pairing) in list(self._due.items()):
+            if key in finished:
+                del self._due[key]
+            elif key in playing:
+                self._due[key] = (now + self.grace_s, pairing)
+            elif now >= deadline:
+                due.append(pairing)
+        return due
+
+    def queued(self, games: Iterable[Pairing]) -> None:
+        for pairing in games:
+            del self._due[pairing.key]
+
+
 # --- the command that queues a tournament --------------------------------------------------------
 async def run_queued(
     spec: TournamentSpec,
@@ -270,10 +317,7 @@ class QueuedTournament:
         self.records = records
         self.link = link
         self.redis_run = ""  # the run id of the Redis server the games were queued on
-        # Games to queue again unless finished or played by then (after Redis restarted): by
-        # number, when (``time.monotonic``).
-        self.suspects: dict[int, float] = {}
-        self.grace_s = spec.limits.startup_ms / 1000 + REQUEUE_AFTER_S
+        self.suspects = LostGames(spec)
 
     async def follow(self, out: IO[str]) -> None:
         """Queue the games not finished and not in the queue, then follow them to the end."""
@@ -282,7 +326,7 @@ class QueuedTournament:
             lambda client: self._queue(client, finished, playing)
         )
         now = time.monotonic()
-        self.suspects = {p.number: now + self.grace_s for p in missing if p.key in playing}
+        self.suspects.suspect([p for p in missing if p.key in playing], now)
         total = len(self.pairings)
         progress = Progress(total, len(finished), out)
         self.link.say = progress.update
@@ -317,7 +361,8 @@ class QueuedTournament:
         games neither finished nor in the queue, and how many of them were queued."""
         self.redis_run = await run_id(client)
         missing = await self._unqueued(client, finished)
-        return missing, await self._add(client, [p for p in missing if p.key not in playing])
+        games = [p for p in missing if p.key not in playing]
+        return missing, await queue_games(client, self.spec, games)
 
     async def _unqueued(self, client: aioredis.Redis, finished: set[str]) -> list[Pairing]:
         """The games neither finished nor in the queue."""
@@ -329,14 +374,6 @@ class QueuedTournament:
             for pairing in self.pairings
             if pairing.key not in finished and (tournament, b"%d" % pairing.number) not in queued
         ]
-
-    async def _add(self, client: aioredis.Redis, games: list[Pairing]) -> int:
-        await ensure_group(client)
-        async with client.pipeline(transaction=False) as pipe:
-            for pairing in games:
-                pipe.xadd(STREAM, QueuedGame.of(self.spec, pairing).fields())  # type: ignore[arg-type]
-            await pipe.execute()
-        return len(games)
 
     async def _check_redis(self, finished: set[str], progress: Progress) -> None:
         """Has Redis restarted since the games were queued? It may have lost them: each game
@@ -350,9 +387,7 @@ class QueuedTournament:
         if found is None:  # the same Redis, or none at the moment
             return
         self.redis_run, missing = found
-        later = time.monotonic() + self.grace_s
-        for pairing in missing:
-            self.suspects.setdefault(pairing.number, later)
+        self.suspects.suspect(missing, time.monotonic())
         if missing:
             log.warning("Redis restarted without %d games of the queue", len(missing))
             progress.update(f"Redis restarted: {len(missing)} games not in its queue")
@@ -361,20 +396,12 @@ class QueuedTournament:
         self, finished: set[str], playing: set[str], now: float, progress: Progress
     ) -> None:
         """Queue again the games Redis lost that no worker played since."""
-        due = []
-        for number, deadline in list(self.suspects.items()):
-            key = self.pairings[number - 1].key
-            if key in finished:
-                del self.suspects[number]
-            elif key in playing:  # its worker plays on: queued again only if it stops
-                self.suspects[number] = now + self.grace_s
-            elif now >= deadline:
-                due.append(self.pairings[number - 1])
-        if due and await self.link.attempt(lambda client: self._add(client, due)) is not None:
-            for pairing in due:
-                del self.suspects[pairing.number]
-            log.warning("%d games queued again: %s", len(due), ", ".join(p.key for p in due))
-            progress.update(f"{len(due)} games queued again")
+        due = self.suspects.due(finished, playing, now)
+        if not due or await self.link.attempt(lambda c: queue_games(c, self.spec, due)) is None:
+            return  # none due, or Redis is away: tried again at the next round
+        self.suspects.queued(due)
+        log.warning("%d games queued again: %s", len(due), ", ".join(p.key for p in due))
+        progress.update(f"{len(due)} games queued again")
 
 
 # --- tavern worker -------------------------------------------------------------------------------

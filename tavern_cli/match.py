@@ -43,11 +43,10 @@ from server.tournament_queue import (
     CHECK_REDIS_S,
     GROUP,
     PROGRESS_S,
-    REQUEUE_AFTER_S,
     STREAM,
-    QueuedGame,
+    LostGames,
     QueueLink,
-    ensure_group,
+    queue_games,
     run_id,
     stop_if_cancelled,
 )
@@ -325,8 +324,7 @@ class QueuedMatch:
         self.counted: set[str] = set()  # the games counted, by id
         self.decided = False  # the test decided, and the untaken games were dropped
         self.redis_run = ""  # the run id of the Redis server the games are queued on
-        self.suspects: dict[str, float] = {}  # lost with a restart: by key, when to queue again
-        self.grace_s = spec.limits.startup_ms / 1000 + REQUEUE_AFTER_S
+        self.suspects = LostGames(spec)
 
     async def follow(self) -> None:
         """Queue the games as room is made, count each result as it is recorded, and return
@@ -383,14 +381,10 @@ class QueuedMatch:
         }
 
     async def _add(self, client: aioredis.Redis, games: list[Pairing]) -> int:
-        """Queue ``games``; how many were queued."""
-        await ensure_group(client)
-        async with client.pipeline(transaction=False) as pipe:
-            for pairing in games:
-                pipe.xadd(STREAM, QueuedGame.of(self.spec, pairing).fields())  # type: ignore[arg-type]
-            await pipe.execute()
+        """Queue ``games``, and remember them; how many were queued."""
+        queued = await queue_games(client, self.spec, games)
         self.sent.update((pairing.key, pairing) for pairing in games)
-        return len(games)
+        return queued
 
     async def _check_redis(self, queued: set[str], now: float) -> None:
         """Has Redis restarted since the games were queued? The games it may have lost are
@@ -400,9 +394,9 @@ class QueuedMatch:
             return
         self.redis_run = run
         finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
-        lost = [key for key in self.sent if key not in finished and key not in queued]
-        for key in lost:
-            self.suspects.setdefault(key, now + self.grace_s)
+        known = finished | queued
+        lost = [game for key, game in self.sent.items() if key not in known]
+        self.suspects.suspect(lost, now)
         self.progress.say(f"tavern: Redis restarted: {len(lost)} games not in its queue")
 
     async def _requeue(self, playing: set[str], now: float) -> None:
@@ -410,17 +404,9 @@ class QueuedMatch:
         if not self.suspects:
             return
         finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
-        due = []
-        for key, deadline in list(self.suspects.items()):
-            if key in finished:
-                del self.suspects[key]
-            elif key in playing:  # its worker plays on: queued again only if it stops
-                self.suspects[key] = now + self.grace_s
-            elif now >= deadline:
-                due.append(self.sent[key])
+        due = self.suspects.due(finished, playing, now)
         if due and await self.link.attempt(functools.partial(self._add, games=due)) is not None:
-            for pairing in due:
-                del self.suspects[pairing.key]
+            self.suspects.queued(due)
             self.progress.say(f"tavern: {len(due)} games queued again")
 
 
