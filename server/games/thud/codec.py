@@ -232,7 +232,11 @@ def move_text(side: str, move: Move) -> str:
     return text + "".join(f" x {square(killed)}" for killed in move.killed)
 
 
-def move_to_wire(move: Move) -> JsonObject:
+def move_to_wire(move: Move, *, as_lists: bool = True) -> JsonObject:
+    """A move's fields; its squares as lists, or (``as_lists=False``, for a message encoded at
+    once) as the move's own tuples, which orjson writes as the same arrays."""
+    if not as_lists:
+        return {"from": move.start, "to": move.end, "kind": move.kind, "killed": move.killed}
     return {
         "from": list(move.start),
         "to": list(move.end),
@@ -250,15 +254,16 @@ def _position(state: State, *, as_lists: bool) -> JsonObject:
     """The position's fields; the pieces' squares as lists for readers that keep the position
     or compare it with decoded JSON, else as the state's own tuples (which orjson writes as
     arrays: the same bytes, for a message encoded at once, without 40 lists a turn)."""
-    score = rules.score(state)
+    dwarfs, trolls = rules.points(state)
+    previous = state.previous_move
     return {
         "ply": state.ply,
         "side": rules.side_to_move(state),
         "dwarfs": list(map(list, state.dwarfs)) if as_lists else state.dwarfs,
         "trolls": list(map(list, state.trolls)) if as_lists else state.trolls,
-        "score": {"dwarfs": score.dwarfs, "trolls": score.trolls},
+        "score": {"dwarfs": dwarfs, "trolls": trolls},
         "declared": {DWARF: state.declared[0], TROLL: state.declared[1]},
-        "previousMove": None if state.previous_move is None else move_to_wire(state.previous_move),
+        "previousMove": None if previous is None else move_to_wire(previous, as_lists=as_lists),
     }
 
 
