@@ -29,7 +29,11 @@ class TokenBucket:
         self._tokens -= amount
 
     def wait_s(self, now: float) -> float:
-        """How long until the bucket is out of debt (0 if it is not in debt)."""
+        """How long until the bucket is out of debt (0 if it is not in debt). A bucket out of
+        debt stays so as time passes: it is refilled (lazily, from ``_at``) only when in debt,
+        as it is read several times a message."""
+        if self._tokens >= 0:
+            return 0.0
         self._refill(now)
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
 

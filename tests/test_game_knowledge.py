@@ -109,3 +109,12 @@ def test_no_game_name_is_tested_outside_the_games_package() -> None:
         for line, name in game_name_tests(path.read_text(), names)
     ]
     assert not found, "a game's name tested outside server/games/:\n" + "\n".join(found)
+
+
+def test_each_game_gives_one_score_per_score_name() -> None:
+    """``Codec.scores`` pairs the names with the rules' scores as they come (every turn)."""
+    for game in GAMES.values():
+        codec = game.codec_for(game.default_settings())
+        players = [codec.player_from_join({"nick": f"p{n}"}) for n in range(len(codec.seat_names))]
+        scores = codec.rules.scores(codec.rules.initial_state(players))
+        assert len(scores) == len(codec.score_names), game.name
