@@ -505,31 +505,6 @@ async def test_a_batch_of_turns_reads_back_as_written(records_database: str) -> 
         await asyncio.to_thread(records.close)
 
 
-async def test_a_finished_game_goes_at_once_and_the_others_turns_wait_for_their_batch(
-    records_database: str,
-) -> None:
-    """A game's end is handed to the writer at once with that game's turns; another game's
-    turns stay in their batch, so a turn that follows joins the same chunk."""
-    records = Records(records_database)
-    await asyncio.to_thread(records.open)
-    try:
-        records.submit(one_game("a"))
-        records.submit(one_game("b"))
-        for number in (1, 2):
-            records.record_turn("a", number, number - 1, b"{}", False)
-            records.record_turn("b", number, number - 1, b"{}", False)
-        records.game_over("a", lambda db: db.execute("UPDATE games SET status = 'finished'"))
-        records.record_turn("b", 3, 0, b"{}", False)
-        await records.flush()
-        with connected(records_database) as db:
-            chunks = rows(db, "SELECT game_id, first_number, count FROM turn_chunks ORDER BY 1, 2")
-        assert chunks == [("a", 1, 2), ("b", 1, 3)]
-        game = records.game("a")
-        assert game is not None and game["status"] == "finished" and len(game["turns"]) == 2
-    finally:
-        await asyncio.to_thread(records.close)
-
-
 async def test_games_cut_short_keep_their_turn_count(records_database: str) -> None:
     """A game's row is not written per turn: its count comes from its turns while it is played,
     and is written when it is marked unfinished, by its own process or by the next one."""

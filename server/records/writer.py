@@ -2,9 +2,9 @@
 
 One writer thread owns the only writing connection. The event loop never waits for it: writes
 are collected on the loop's side and handed to the thread as one batch every ``BATCH_S`` (at
-once for a finished game, with its turns, and for ``flush``), and the thread commits each batch
-in one transaction. Handing over batches rather than single writes matters: every hand-over
-wakes the thread, and each wake-up takes the interpreter lock from the event loop.
+once for a finished game, and for ``flush``), and the thread commits each batch in one
+transaction. Handing over batches rather than single writes matters: every hand-over wakes the
+thread, and each wake-up takes the interpreter lock from the event loop.
 
 Turns, by far the most frequent write, cost the loop one append each: a game's turns of one
 batch gather in one chunk, stored as one row (a busy game writes one row per batch, not one per
@@ -282,19 +282,6 @@ class Writer:
         if not self._hand_over_scheduled:
             self._schedule_hand_over()
 
-    def game_over(self, game_id: str, operation: Operation) -> None:
-        """A game's last write, handed to the writer at once with the game's queued turns;
-        the other games' turns wait for their batch. (Handing over every game's turns, as an
-        urgent ``submit`` does, made a busy node's batches a few turns per game each: Thud
-        under 100 games of bench/load.py ends a game about every 40 ms.)"""
-        with self._pending_lock:
-            batch, self._writes = self._writes, []
-            chunk = self._chunks.pop(game_id, None)
-        batch.append(operation)
-        if chunk is not None:
-            batch.append(TurnChunks([chunk], self.backend))
-        self._operations.put(batch)
-
     def _schedule_hand_over(self) -> None:
         try:
             loop = asyncio.get_running_loop()
@@ -463,7 +450,7 @@ class Recorder:
         elif isinstance(update, GameStarted):
             self.records.submit(_started(update, self.records.owner))
         elif isinstance(update, GameFinished):
-            self.records.game_over(update.view.match_id, _finished(update))
+            self.records.submit(_finished(update), urgent=True)
 
 
 def _started(started: GameStarted, owner: str) -> Operation:
