@@ -505,6 +505,29 @@ async def test_a_batch_of_turns_reads_back_as_written(records_database: str) -> 
         await asyncio.to_thread(records.close)
 
 
+async def test_a_finished_game_sends_only_its_own_turns_at_once(records_database: str) -> None:
+    """A game's end is written at once with that game's last turns; the other games' turns wait
+    for their batch, so a busy game still writes one row per batch however many games end."""
+    records = Records(records_database)
+    await asyncio.to_thread(records.open)
+    try:
+        records.submit(one_game("a"))
+        records.submit(one_game("b"))
+        await records.flush()
+        for number in range(1, 4):
+            records.record_turn("a", number, (number - 1) % 2, b"{}", False)
+            records.record_turn("b", number, (number - 1) % 2, b"{}", False)
+        records.submit(lambda db: None, urgent=True, turns_of="a")  # as a finished game's
+        for number in range(4, 6):
+            records.record_turn("b", number, (number - 1) % 2, b"{}", False)
+        await records.flush()
+        with connected(records_database) as db:
+            chunks = rows(db, "SELECT game_id, first_number, count FROM turn_chunks ORDER BY 1, 2")
+        assert chunks == [("a", 1, 3), ("b", 1, 5)]
+    finally:
+        await asyncio.to_thread(records.close)
+
+
 async def test_games_cut_short_keep_their_turn_count(records_database: str) -> None:
     """A game's row is not written per turn: its count comes from its turns while it is played,
     and is written when it is marked unfinished, by its own process or by the next one."""

@@ -2,9 +2,10 @@
 
 One writer thread owns the only writing connection. The event loop never waits for it: writes
 are collected on the loop's side and handed to the thread as one batch every ``BATCH_S`` (at
-once for a finished game, and for ``flush``), and the thread commits each batch in one
-transaction. Handing over batches rather than single writes matters: every hand-over wakes the
-thread, and each wake-up takes the interpreter lock from the event loop.
+once for a finished game, with that game's turns only, and for ``flush``), and the thread
+commits each batch in one transaction. Handing over batches rather than single writes matters:
+every hand-over wakes the thread, and each wake-up takes the interpreter lock from the event
+loop.
 
 Turns, by far the most frequent write, cost the loop one append each: a game's turns of one
 batch gather in one chunk, stored as one row (a busy game writes one row per batch, not one per
@@ -256,15 +257,19 @@ class Writer:
                 self._owners.forget(owner)
 
     # --- batching ----------------------------------------------------------------------------
-    def submit(self, operation: Operation, *, urgent: bool = False) -> None:
+    def submit(
+        self, operation: Operation, *, urgent: bool = False, turns_of: str | None = None
+    ) -> None:
         """Queue a write; it is committed with the others of its batch, before the batch's turns.
 
-        ``urgent`` hands the batch to the writer at once instead of within ``BATCH_S``.
+        ``urgent`` hands the batch to the writer at once instead of within ``BATCH_S``: with
+        ``turns_of``, only that game's turns go with it (a finished game's), the other games'
+        wait for their batch.
         """
         with self._pending_lock:
             self._writes.append(operation)
         if urgent:
-            self._hand_over()
+            self._hand_over(turns_of)
         else:
             self._schedule_hand_over()
 
@@ -299,12 +304,17 @@ class Writer:
         self._hand_over_scheduled = False
         self._hand_over()
 
-    def _hand_over(self) -> None:
+    def _hand_over(self, turns_of: str | None = None) -> None:
+        """Hand the pending writes to the writer, and the turns of every game or of one."""
         with self._pending_lock:
             batch, self._writes = self._writes, []
-            chunks, self._chunks = self._chunks, {}
+            if turns_of is None:
+                chunks, self._chunks = list(self._chunks.values()), {}
+            else:
+                chunk = self._chunks.pop(turns_of, None)
+                chunks = [] if chunk is None else [chunk]
         if chunks:
-            batch.append(TurnChunks(list(chunks.values()), self.backend))
+            batch.append(TurnChunks(chunks, self.backend))
         if batch:
             self._operations.put(batch)
 
@@ -450,7 +460,7 @@ class Recorder:
         elif isinstance(update, GameStarted):
             self.records.submit(_started(update, self.records.owner))
         elif isinstance(update, GameFinished):
-            self.records.submit(_finished(update), urgent=True)
+            self.records.submit(_finished(update), urgent=True, turns_of=update.view.match_id)
 
 
 def _started(started: GameStarted, owner: str) -> Operation:
