@@ -10,8 +10,12 @@ from pathlib import Path
 
 import orjson
 
+from server.arena import Arena
+from server.config import ArenaConfig
+from server.match import MatchOptions
 from tests.conftest import ROOT
 from tests.test_play import BROKEN, TAVERN_DUMMY, WANDERER, read_lines
+from visor.seats import seat_house_player
 
 CRASHING = f"{{python}} {BROKEN} crash tavern --simulation {{simulation}} --port {{port}} --side x"
 
@@ -73,3 +77,13 @@ def test_a_bot_is_tested_on_positions_taken_from_a_game(tmp_path: Path) -> None:
         "FAIL line 2: no answer in time",
         "0 of 2 positions passed",
     ]
+
+
+def test_a_house_player_takes_the_seat_it_is_asked_for_where_seats_go_by_join_order() -> None:
+    """``tavern test`` seats the house player before the bot: in Tavern, whose seats go by join
+    order, it took team1 even when the bot was to play team1, and the bot's verdict was the
+    house player's answer (a crashing bot passed whenever the house answered first)."""
+    match = Arena(ArenaConfig()).open("tavern", MatchOptions(seed=3))
+    seat_house_player(match, "pusher", "team2", 0.0)
+    assert match.seats[0] is None
+    assert match.seats[1] is not None and match.seats[1].kind == "house"

@@ -113,8 +113,11 @@ def seat_house_player(match: Match, name: str, seat_name: str, delay_s: float) -
         raise Rejected(PageError.WRONG_SIDE, f"{name} cannot play the {seat_name} seat")
     house = HouseSeat(player, match, match.seed + match.turn_count, delay_s)
     fields = {"nick": f"house {name}", **GAMES[match.codec.name].house_join(seat_name)}
+    # The seat asked for, even in a game whose seats go by join order (Tavern): seated first,
+    # the house player would otherwise take the first seat, whichever it was meant to play.
+    request = SeatRequest(fields, kind="house", seat=match.codec.seat_names.index(seat_name))
     # The first turn comes from the match's task, after this: the seat is known by then.
-    house.seat = match.seat(house, SeatRequest(fields, kind="house"))
+    house.seat = match.seat(house, request)
 
 
 class HouseGames:
