@@ -1,0 +1,144 @@
+"""The server's instructions per Thud turn, counted by valgrind: a figure the machine's noise
+does not move, beside other checkouts of this project in one run.
+
+    python bench/instructions.py [--against CHECKOUT ...] [--games 8]
+
+On a shared machine the server's CPU time per turn (``bench/load.py``, ``bench/versus.py``) moves
+by a tenth or more from round to round. This bench runs each server (this checkout's, then each
+``--against`` checkout's, an older commit in a ``git worktree``, with this interpreter) under
+``valgrind --tool=cachegrind --cache-sim=no``, which counts every instruction the process runs
+in user space, threads and records included. Each server plays ``--games`` Thud games at once
+to their end (bots playing a random legal move, seeded: every server plays the same games,
+turn for turn), records on in SQLite; a second run of the same server plays none. The
+difference of the two counts over the turns played is the server's instructions per turn, a
+game's start and end included. The system calls' work in the kernel is not counted: compare
+with ``bench/versus.py``'s CPU time, which counts it, for the whole cost.
+
+Under valgrind a server runs some fifty times slower, so the records' 200 ms batches hold fewer
+turns than at full speed: the records weigh a little more here than they do in a real run.
+Needs ``valgrind`` (Debian package).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import re
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import ROOT, known_settings, tavern_module, with_python_path
+from bench.load import ENDS, TURN, random_thud_move
+
+VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+TOTAL = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+@contextlib.asynccontextmanager
+async def counted_server(root: Path, scratch: Path, counts: list[int]) -> AsyncIterator[int]:
+    """``tavern serve`` of the checkout at ``root`` under valgrind; yields its bots' port and, once
+    it has stopped (SIGINT), appends the instructions it ran to ``counts``."""
+    config = scratch / "config.json"
+    settings = {"port": 0, "httpPort": 0, "database": str(scratch / "arena.db")}
+    config.write_bytes(orjson.dumps(known_settings(root, settings)))
+    process = await asyncio.create_subprocess_exec(
+        *VALGRIND,
+        *(sys.executable, "-m", tavern_module(root), "serve", "--config", str(config)),
+        cwd=root,
+        env={**with_python_path(root), "PYTHONHASHSEED": "0"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        line = (await asyncio.wait_for(process.stdout.readline(), 300)).decode()
+        found = re.search(r":(\d+)/?$", line.strip())  # "bots connect to HOST:PORT"
+        if not found:
+            raise RuntimeError(f"unexpected server output: {line!r}")
+        yield int(found.group(1))
+        process.send_signal(2)
+        report = (await asyncio.wait_for(process.stderr.read(), 300)).decode()
+        await process.wait()
+        total = TOTAL.search(report)
+        if not total:
+            raise RuntimeError(f"no instruction count from valgrind: {report[-500:]!r}")
+        counts.append(int(total.group(1).replace(",", "")))
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def bot(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seed: int) -> int:
+    """Play one side to the game's end; returns the turns it was asked to play."""
+    chance, turns = random.Random(seed), 0
+    while line := await asyncio.wait_for(reader.readline(), 600):
+        if line.startswith(TURN):
+            turns += 1
+            writer.write(random_thud_move(line, chance))
+        elif line.startswith(ENDS):
+            break
+    return turns
+
+
+async def game(port: int, seed: int) -> int:
+    ends = [await asyncio.open_connection("127.0.0.1", port, limit=1 << 22) for _ in range(2)]
+    (first, first_writer), (_, second_writer) = ends
+    try:
+        first_writer.write(b'{"type":"create-simulation","game":"thud"}\n')
+        simulation_id = orjson.loads(await asyncio.wait_for(first.readline(), 600))["simulationId"]
+        for _, writer in ends:
+            join = {"type": "join-simulation", "game": "thud", "nick": "bench"}
+            join["simulationId"] = simulation_id
+            writer.write(orjson.dumps(join) + b"\n")
+        sides = await asyncio.gather(
+            *(bot(reader, writer, seed * 2 + side) for side, (reader, writer) in enumerate(ends))
+        )
+        return sum(sides)
+    finally:
+        first_writer.close()
+        second_writer.close()
+
+
+async def count(root: Path, games: int) -> tuple[int, int]:
+    """(instructions, turns) of a server that played ``games`` games."""
+    counts: list[int] = []
+    with tempfile.TemporaryDirectory(prefix="tavern-instructions-") as scratch:
+        async with counted_server(root, Path(scratch), counts) as port:
+            turns = sum(await asyncio.gather(*(game(port, seed) for seed in range(games))))
+    return counts[0], turns
+
+
+async def per_turn(root: Path, games: int) -> tuple[float, int]:
+    """Instructions per turn and the turns played: a server with games less one without."""
+    (busy, turns), (idle, _) = await asyncio.gather(count(root, games), count(root, 0))
+    return (busy - idle) / turns, turns
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", action="append", default=[], type=Path)
+    parser.add_argument("--games", type=int, default=8)
+    options = parser.parse_args()
+    roots = [ROOT, *(path.resolve() for path in options.against)]
+    figures = {}
+    for root in roots:
+        name = "arena" if root == ROOT else root.name
+        figures[name], turns = await per_turn(root, options.games)
+        print(
+            f"{name:>16}: {figures[name]:9,.0f} instructions a turn ({turns:,} turns)", flush=True
+        )
+    for name, figure in figures.items():
+        if name != "arena":
+            print(f"arena / {name}, instructions per turn: {figures['arena'] / figure:.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
