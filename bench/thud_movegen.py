@@ -6,13 +6,10 @@ The default is the copy in tests/data; pass /work/shared/reference/thud/traces-s
 for the full sample. Every game is replayed from the start by its recorded moves; each position's
 legal moves (kind, kills, in_danger) and each game's end are compared with the record, then
 ``legal_moves`` plus the ``in_danger`` flag of every move, ``legal_moves`` alone, and the JSON
-list of the legal moves a turn message carries are timed over all positions, each made from
-scratch (on copies of the positions that know no earlier turn's moves), and ``check`` plus
-``apply`` over the recorded moves. Last, a whole turn as the server plays it, game after game
-from the start: the recorded move as a bot sends it (``player-turn``) made an action by the
-codec, checked and applied by the rules, and the next turn message built and encoded (position,
-every legal move as JSON), where a dwarfs' turn reuses the moves of the dwarfs that no square in
-line with them has changed for since their last turn.
+list of the legal moves a turn message carries are timed over all positions, and ``check`` plus
+``apply`` over the recorded moves. Last, a whole turn as the server plays it: the recorded move
+as a bot sends it (``player-turn``) made an action by the codec, checked and applied by the
+rules, and the next turn message built and encoded (position, every legal move as JSON).
 
 Times are CPU seconds of this process, the best of several rounds, so that other work on the
 machine barely moves them.
@@ -26,7 +23,6 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -133,13 +129,11 @@ def replay(games: dict[int, list[dict[str, Any]]]) -> tuple[list[State], list[Pl
     return states, plays, mismatches
 
 
-def best_round(work: Callable[[], None], prepare: Callable[[], None] = lambda: None) -> float:
-    """The fewest CPU seconds of several rounds of ``work``, run for at least MIN_SECONDS,
-    each after ``prepare`` (not timed)."""
+def best_round(work: Callable[[], None]) -> float:
+    """The fewest CPU seconds of several rounds of ``work``, run for at least MIN_SECONDS."""
     best = float("inf")
     started = time.process_time()
     while time.process_time() - started < MIN_SECONDS:
-        prepare()
         t0 = time.process_time()
         work()
         best = min(best, time.process_time() - t0)
@@ -154,10 +148,6 @@ def main() -> int:
     total_moves = sum(len(legal_moves(s)) for s in states)
     print(f"{path}: {len(games)} games, {len(states)} positions, {total_moves} legal moves")
     print(f"verification against the engine's records: {mismatches} mismatches")
-
-    def forget() -> None:
-        """Fresh copies of the positions: none knows the moves made for it in a round before."""
-        states[:] = [replace(state) for state in states]
 
     def generate() -> None:
         for state in states:
@@ -186,29 +176,24 @@ def main() -> int:
     rng = random.Random(0)  # Thud draws none
 
     def turn() -> None:
-        state = initial_state()
-        for seat, message in zip(seats, messages, strict=True):
-            if state.end_reason is not None:  # the next game
-                state = initial_state()
-            if state.ply == 1:
-                encode(codec.turn_message(state, 0, 1, 10_000))
+        for state, seat, message in zip(states, seats, messages, strict=True):
             action = rules.check(state, seat, codec.candidate(message))
-            state, _ = rules.apply(state, seat, action, rng)
-            encode(codec.turn_message(state, 1 - seat, state.ply, 10_000))
+            after, _ = rules.apply(state, seat, action, rng)
+            encode(codec.turn_message(after, 1 - seat, after.ply, 10_000))
 
     for label, work in [
         ("legal_moves + in_danger", generate),
         ("legal_moves alone", generate_only),
         ("legal moves as JSON", encode_moves),
     ]:
-        seconds = best_round(work, forget)
+        seconds = best_round(work)
         print(
             f"{label:>24}: {len(states) / seconds:9.0f} positions/s, "
             f"{total_moves / seconds:10.0f} moves/s, "
             f"{seconds / len(states) * 1e6:7.1f} us/position"
         )
     for label, work in [("check + apply", play), ("turn, as the server", turn)]:
-        seconds = best_round(work, forget)
+        seconds = best_round(work)
         per_move = seconds / len(actions) * 1e6
         print(f"{label:>24}: {len(actions) / seconds:9.0f} moves/s, {per_move:7.1f} us/move")
     return 1 if mismatches else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import chain, pairwise
-from typing import Any, Final, Generic, Literal, NamedTuple, TypeAlias, TypeVar
+from typing import Final, Generic, Literal, NamedTuple, TypeAlias, TypeVar
 
 from server.errors import BotError
 from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
@@ -173,12 +173,6 @@ class State:
     end_reason: str | None = None
     cells: bytes = field(init=False, repr=False, compare=False)
     """What stands on each cell ``x + 15 * y``: 0 empty, 1 dwarf, 2 troll (derived, for speed)."""
-    known_dwarf_runs: KnownRuns | None = field(init=False, repr=False, compare=False)
-    """The dwarfs' runs as move generation last made them in this game, up to this position,
-    for a dwarfs' turn to reuse those of dwarfs whose squares have not changed since (derived,
-    for speed: ``legal_move_runs_as`` sets it, ``apply`` hands it on)."""
-    changed_since_known: int = field(init=False, repr=False, compare=False)
-    """A bit (``1 << cell``) for every square changed since ``known_dwarf_runs`` was made."""
 
     def __post_init__(self) -> None:
         cells = bytearray(CELL_COUNT)
@@ -187,8 +181,6 @@ class State:
         for x, y in self.trolls:
             cells[x + SIZE * y] = TROLL_PIECE
         object.__setattr__(self, "cells", bytes(cells))
-        object.__setattr__(self, "known_dwarf_runs", None)
-        object.__setattr__(self, "changed_since_known", 0)
 
 
 class Score(NamedTuple):
@@ -415,34 +407,16 @@ RunForm = TypeVar("RunForm")
 """A reader's form of a run of moves (``Run`` itself for the rules; its JSON for the codec)."""
 
 _DwarfRay: TypeAlias = tuple[
-    slice,
-    tuple[RunForm | None, ...],
-    tuple[int, ...],
-    tuple[int, tuple[RunForm, ...], slice, tuple[int, ...]],
+    slice, tuple[RunForm | None, ...], tuple[int, tuple[RunForm, ...], slice]
 ]
 _TrollStep: TypeAlias = tuple[int, int, RunForm]
 
 
-def _bits(cells: Iterable[int]) -> int:
-    """One bit (``1 << cell``) per cell: what a dwarf's moves depend on (see ``KnownRuns``)."""
-    return sum(1 << cell for cell in cells)
-
-
 def _dwarf_ray(cell: int, direction: int) -> _DwarfRay[Run]:
     ray = RAYS[cell][direction]
-    back = RAYS[cell][_OPPOSITE[direction]]
     walks_by_rest = (*reversed(_WALK_RUNS[cell][direction]), ())
-    seen_by_rest = (
-        _bits(ray),
-        *(_bits(ray[: len(ray) - rest + 1]) for rest in range(1, len(ray) + 1)),
-    )
-    hurl = (
-        len(ray),
-        _HURL_RUNS[cell][direction],
-        RAY_SLICES[cell][_OPPOSITE[direction]],
-        tuple(_bits(back[:distance]) for distance in range(len(ray))),
-    )
-    return RAY_SLICES[cell][direction], walks_by_rest, seen_by_rest, hurl
+    hurl = (len(ray), _HURL_RUNS[cell][direction], RAY_SLICES[cell][_OPPOSITE[direction]])
+    return RAY_SLICES[cell][direction], walks_by_rest, hurl
 
 
 _DWARF_RAYS: Final = tuple(
@@ -451,10 +425,8 @@ _DWARF_RAYS: Final = tuple(
 )
 """``_DWARF_RAYS[cell]``: for each direction with a square, the ray's slice of the board, its
 walk runs by the number of squares left from the first piece on (``len(ray)`` when it is next to
-the dwarf, 0 when the ray is clear), the squares the walks were decided by (up to that piece) by
-the same number, and for a hurl: the ray's length, its hurls (one run each, by distance), the
-slice of the ray behind the dwarf and the squares behind that a hurl's line is read from, by
-distance."""
+the dwarf, 0 when the ray is clear), and for a hurl: the ray's length, its hurls (one run each,
+by distance) and the slice of the ray behind the dwarf."""
 
 
 def _mask(cells: Iterable[int], piece: int) -> int:
@@ -530,22 +502,6 @@ class RunTables(Generic[RunForm]):
     ``board & mask`` (one bit per dwarf it kills, see ``_mask``), as a run of its own."""
 
 
-class KnownRuns(NamedTuple):
-    """Each dwarf's runs in the form of ``tables``, as a dwarfs' turn made them, for the next
-    dwarfs' turn.
-
-    A dwarf's moves are decided by a few squares: its own, those along each ray up to the first
-    piece, and behind it those a hurl's line is read from. Two plies change a few squares, and
-    about half the dwarfs see none of theirs change: their runs are taken as they were instead
-    of being made again. ``by_cell`` holds, by a dwarf's cell, its runs and the bits
-    (``1 << cell``) of the squares that decided them (``State.changed_since_known`` has the bits
-    of the squares changed since).
-    """
-
-    tables: RunTables[Any]
-    by_cell: dict[int, tuple[list[Any], int]]
-
-
 def run_tables(
     form: Callable[[Run], RunForm], killing: Callable[[bytes, Square, int, MoveKind, int], RunForm]
 ) -> RunTables[RunForm]:
@@ -557,10 +513,9 @@ def run_tables(
                 (
                     ray,
                     tuple(form(run) if run else None for run in walks),
-                    seen,
-                    (length, tuple(map(form, hurls)), behind, behind_seen),
+                    (length, tuple(map(form, hurls)), behind),
                 )
-                for ray, walks, seen, (length, hurls, behind, behind_seen) in rays
+                for ray, walks, (length, hurls, behind) in rays
             )
             for rays in _DWARF_RAYS
         ),
@@ -578,53 +533,26 @@ def _in_a_row(cells: bytes, ray: slice, piece: bytes) -> int:
     return len(along) - len(along.lstrip(piece))
 
 
-def _ray_runs(
-    cells: bytes, rays: Iterable[_DwarfRay[RunForm]], seen: int = 0
-) -> tuple[list[RunForm], int]:
-    """A dwarf's runs along ``rays`` (its entries of ``RunTables.dwarf_rays``), per direction:
-    the walks by distance, then the hurl onto the first troll if in reach; with ``seen`` and
-    the bits of the squares that decided them."""
-    runs: list[RunForm] = []
-    for ray, walks_by_rest, seen_by_rest, hurl in rays:
-        rest = cells[ray].lstrip(_EMPTY_BYTE)  # from the first piece on the ray
-        walks = walks_by_rest[len(rest)]
-        seen |= seen_by_rest[len(rest)]
-        if walks is not None:
-            runs.append(walks)
-        if rest and rest[0] == TROLL_PIECE:
-            length, hurls, behind, behind_seen = hurl
-            distance = length - len(rest)
-            seen |= behind_seen[distance]
-            # distance + 1 dwarfs in a line, this one at its front, reach the troll.
-            if cells[behind].startswith(_DWARF_LINES[distance]):
-                runs.append(hurls[distance])
-    return runs, seen
-
-
 def _dwarf_runs(
-    cells: bytes,
-    dwarfs: Iterable[Square],
-    tables: RunTables[RunForm],
-    known: KnownRuns | None,
-    changed: int,
-) -> tuple[list[RunForm], dict[int, tuple[list[RunForm], int]]]:
-    """Dwarf by dwarf, its runs (``_ray_runs``), taken from ``known`` where none of the squares
-    that decided them is among those ``changed`` since; and each dwarf's runs by its cell, for
-    the next dwarfs' turn."""
+    cells: bytes, rays_by_dwarf: Iterable[Iterable[_DwarfRay[RunForm]]]
+) -> list[RunForm]:
+    """Dwarf by dwarf, along each of its rays given (its entries of ``RunTables.dwarf_rays``):
+    the walks by distance, then the hurl onto the first troll if in reach. (One call for all
+    the dwarfs: this loop is most of a dwarfs' turn.)"""
     runs: list[RunForm] = []
-    by_cell: dict[int, tuple[list[RunForm], int]] = {}
-    dwarf_rays = tables.dwarf_rays
-    before: dict[int, tuple[list[RunForm], int]] = {}
-    if known is not None and known.tables is tables:
-        before = known.by_cell
-    for x, y in dwarfs:
-        cell = x + SIZE * y
-        own = before.get(cell)
-        if own is None or own[1] & changed:
-            own = _ray_runs(cells, dwarf_rays[cell], 1 << cell)
-        by_cell[cell] = own
-        runs += own[0]
-    return runs, by_cell
+    for rays in rays_by_dwarf:
+        for ray, walks_by_rest, hurl in rays:
+            rest = cells[ray].lstrip(_EMPTY_BYTE)  # from the first piece on the ray
+            walks = walks_by_rest[len(rest)]
+            if walks is not None:
+                runs.append(walks)
+            if rest and rest[0] == TROLL_PIECE:
+                length, hurls, behind = hurl
+                distance = length - len(rest)
+                # distance + 1 dwarfs in a line, this one at its front, reach the troll.
+                if cells[behind].startswith(_DWARF_LINES[distance]):
+                    runs.append(hurls[distance])
+    return runs
 
 
 def _adjacent_dwarfs(cells: bytes, cell: int) -> tuple[Square, ...]:
@@ -710,7 +638,7 @@ def _runs_from(cells: bytes, square: Square) -> list[Run]:
     cell = cell_of(square)
     piece = cells[cell]
     if piece == DWARF_PIECE:
-        return _ray_runs(cells, _RUNS.dwarf_rays[cell])[0]
+        return _dwarf_runs(cells, (_RUNS.dwarf_rays[cell],))
     if piece == TROLL_PIECE:
         return _troll_runs(cells, (square,), _RUNS)
     return []
@@ -736,7 +664,7 @@ def _runs_toward(cells: bytes, start: Square, end: Square) -> list[Run]:
     piece = cells[cell]
     if piece == DWARF_PIECE:
         index = _DWARF_RAY_TOWARD[cell].get(end)
-        return [] if index is None else _ray_runs(cells, (_RUNS.dwarf_rays[cell][index],))[0]
+        return [] if index is None else _dwarf_runs(cells, ((_RUNS.dwarf_rays[cell][index],),))
     if piece == TROLL_PIECE and is_square(*end):
         return _troll_runs(cells, (start,), _RUNS, cell_of(end))
     return []
@@ -748,12 +676,8 @@ def legal_move_runs_as(state: State, tables: RunTables[RunForm]) -> list[RunForm
     if state.end_reason is not None:
         return []
     if state.ply % 2:
-        runs, by_cell = _dwarf_runs(
-            state.cells, state.dwarfs, tables, state.known_dwarf_runs, state.changed_since_known
-        )
-        _set(state, "known_dwarf_runs", KnownRuns(tables, by_cell))
-        _set(state, "changed_since_known", 0)
-        return runs
+        dwarf_rays = tables.dwarf_rays
+        return _dwarf_runs(state.cells, [dwarf_rays[x + SIZE * y] for x, y in state.dwarfs])
     return _troll_runs(state.cells, state.trolls, tables)
 
 
@@ -892,7 +816,7 @@ def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
         declared = (action.declare, declared[1]) if seat == 0 else (declared[0], action.declare)
         events.append(Declared(side, action.declare))
 
-    cells, changed = _board_after(state.cells, move, DWARF_PIECE if side == DWARF else TROLL_PIECE)
+    cells = _board_after(state.cells, move, DWARF_PIECE if side == DWARF else TROLL_PIECE)
     end_reason = _end_reason(state.ply, dwarfs, trolls, declared)
     if end_reason is None and not (
         _has_legal_move(cells, TROLL, trolls)
@@ -903,37 +827,21 @@ def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
     if end_reason is not None:
         events.append(GameEnded(end_reason))
     after = _state_with_board(
-        cells,
-        dwarfs,
-        trolls,
-        dwarf_slots,
-        troll_slots,
-        state.ply + 1,
-        declared,
-        move,
-        end_reason,
-        state.known_dwarf_runs,
-        state.changed_since_known | changed,
+        cells, dwarfs, trolls, dwarf_slots, troll_slots, state.ply + 1, declared, move, end_reason
     )
     return after, events
 
 
-def _board_after(cells: bytes, move: Move, piece: int) -> tuple[bytes, int]:
-    """``cells`` with ``move`` played by a ``piece``: its start and the killed squares emptied;
-    and the bits (``1 << cell``) of the squares changed."""
+def _board_after(cells: bytes, move: Move, piece: int) -> bytes:
+    """``cells`` with ``move`` played by a ``piece``: its start and the killed squares emptied."""
     board = bytearray(cells)
     x, y = move.start
-    cell = x + SIZE * y
-    board[cell] = EMPTY
-    changed = 1 << cell
+    board[x + SIZE * y] = EMPTY
     for x, y in move.killed:
-        cell = x + SIZE * y
-        board[cell] = EMPTY
-        changed |= 1 << cell
+        board[x + SIZE * y] = EMPTY
     x, y = move.end  # a hurl kills the troll on its landing square, so this comes last
-    cell = x + SIZE * y
-    board[cell] = piece
-    return bytes(board), changed | 1 << cell
+    board[x + SIZE * y] = piece
+    return bytes(board)
 
 
 _set: Final = object.__setattr__
@@ -949,8 +857,6 @@ def _state_with_board(
     declared: tuple[bool, bool],
     previous_move: Move,
     end_reason: str | None,
-    known_dwarf_runs: KnownRuns | None,
-    changed_since_known: int,
 ) -> State:
     """``State(...)`` given its board: ``State.__post_init__`` would build it again from every
     piece, a third of ``apply``'s time, where ``apply`` changes only the squares of one move.
@@ -965,8 +871,6 @@ def _state_with_board(
     _set(state, "previous_move", previous_move)
     _set(state, "end_reason", end_reason)
     _set(state, "cells", cells)
-    _set(state, "known_dwarf_runs", known_dwarf_runs)
-    _set(state, "changed_since_known", changed_since_known)
     return state
 
 
