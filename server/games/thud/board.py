@@ -52,15 +52,16 @@ def cell_of(square: Square) -> int:
     return square[0] + SIZE * square[1]
 
 
-SQUARES: tuple[Square, ...] = tuple(
-    (x, y) for y in range(SIZE) for x in range(SIZE) if is_square(x, y)
-)
-"""The 164 squares in row-major order (y, then x), like the engine's ``spaces()``."""
-
 CELL_COUNT = SIZE * SIZE
 
 CELL_SQUARE: tuple[Square, ...] = tuple((c % SIZE, c // SIZE) for c in range(CELL_COUNT))
-"""The (x, y) of every cell; moves reuse these tuples instead of building new ones."""
+"""The (x, y) of every cell; moves, positions and the squares bots send all use these tuples
+instead of building new ones, so comparing two squares mostly finds them the same object."""
+
+SQUARES: tuple[Square, ...] = tuple(
+    CELL_SQUARE[x + SIZE * y] for y in range(SIZE) for x in range(SIZE) if is_square(x, y)
+)
+"""The 164 squares in row-major order (y, then x), like the engine's ``spaces()``."""
 
 
 def _ray(x: int, y: int, dx: int, dy: int) -> tuple[int, ...]:

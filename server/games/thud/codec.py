@@ -98,7 +98,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
         declare = message.get("declare")
         if declare is not None and not isinstance(declare, bool):
             raise ActionRejected(BotError.INVALID_TURN, '"declare" must be true or false')
-        return Action((start, end), declare)
+        return rules.make_action((start, end), declare)
 
     def action_to_wire(self, action: Action | Stop) -> JsonObject:
         if isinstance(action, Stop):
@@ -203,20 +203,20 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
 
 
 def _square(value: object, field: str) -> Square:
+    """A square a bot sent, ``[x, y]``, as the board's own tuple for it (``CELL_SQUARE``).
+
+    ``type(...) is int``: what JSON decodes a number to, never a bool (a subclass of int)."""
     if (
-        not isinstance(value, list)
+        type(value) is not list
         or len(value) != 2
-        or not (_is_int(value[0]) and _is_int(value[1]))
+        or type(value[0]) is not int
+        or type(value[1]) is not int
     ):
         raise ActionRejected(BotError.INVALID_TURN, f'"{field}" must be a square [x, y]')
     x, y = value
     if not rules.is_square(x, y):
         raise ActionRejected(BotError.ILLEGAL_MOVE, f"{value} is not a square of the board")
-    return x, y
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return CELL_SQUARE[x + BOARD_SIZE * y]
 
 
 def move_text(side: str, move: Move) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import chain, pairwise
-from typing import Final, Generic, Literal, NamedTuple, TypeAlias, TypeVar
+from typing import Any, Final, Generic, Literal, NamedTuple, TypeAlias, TypeVar
 
 from server.errors import BotError
 from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
@@ -69,6 +69,7 @@ __all__ = [
     "legal_move_runs",
     "legal_move_runs_as",
     "legal_moves",
+    "make_action",
     "moves_from",
     "outcome",
     "points",
@@ -110,6 +111,29 @@ DWARF_PIECE: Final = 1
 TROLL_PIECE: Final = 2
 
 _OPPOSITE: Final = tuple(opposite(d) for d in range(len(DIRECTIONS)))
+
+
+_PIECE_DIGITS: Final = tuple(
+    bytes.maketrans(bytes([EMPTY, DWARF_PIECE, TROLL_PIECE]), b"0" + digits)
+    for digits in (b"10", b"01")
+)
+"""Per side (dwarfs, trolls), the board's bytes to binary digits: 1 where its piece stands."""
+
+
+def _bits(cells: bytes, side: int) -> int:
+    """The squares of a side's pieces (0 the dwarfs, 1 the trolls) as bit ``cell`` each, read
+    from the board in C (its bytes as binary digits, the lowest cell last)."""
+    return int(cells.translate(_PIECE_DIGITS[side])[::-1], 2)
+
+
+def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """Each field's slot setter of a frozen slotted dataclass, in field order.
+
+    Storing the slots directly builds the very object ``cls(...)`` makes, in less than half the
+    time: a frozen dataclass's ``__init__`` goes through ``object.__setattr__`` for each field.
+    The few objects made every turn (a state, its move's event, the actions) are built so.
+    """
+    return tuple(getattr(cls, field.name).__set__ for field in fields(cls))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +197,23 @@ class State:
     end_reason: str | None = None
     cells: bytes = field(init=False, repr=False, compare=False)
     """What stands on each cell ``x + 15 * y``: 0 empty, 1 dwarf, 2 troll (derived, for speed)."""
+    dwarf_bits: int = field(init=False, repr=False, compare=False)
+    """Bit ``cell`` set where a dwarf stands (derived: a troll's moves test masks of squares
+    on it; 225 bits, where ``int.from_bytes(cells)`` would take 1,800 and each test seven
+    times as long)."""
+    troll_bits: int = field(init=False, repr=False, compare=False)
+    """Bit ``cell`` set where a troll stands (derived, as ``dwarf_bits``)."""
 
     def __post_init__(self) -> None:
-        cells = bytearray(CELL_COUNT)
+        board = bytearray(CELL_COUNT)
         for x, y in self.dwarfs:
-            cells[x + SIZE * y] = DWARF_PIECE
+            board[x + SIZE * y] = DWARF_PIECE
         for x, y in self.trolls:
-            cells[x + SIZE * y] = TROLL_PIECE
-        object.__setattr__(self, "cells", bytes(cells))
+            board[x + SIZE * y] = TROLL_PIECE
+        cells = bytes(board)
+        object.__setattr__(self, "cells", cells)
+        object.__setattr__(self, "dwarf_bits", _bits(cells, 0))
+        object.__setattr__(self, "troll_bits", _bits(cells, 1))
 
 
 class Score(NamedTuple):
@@ -233,6 +266,28 @@ class GameEnded:
 
 
 ThudEvent: TypeAlias = PieceMoved | PiecesKilled | Declared | GameEnded
+
+_ACTION_SETTERS: Final = _slot_setters(Action)
+_PIECE_MOVED_SETTERS: Final = _slot_setters(PieceMoved)
+
+
+def make_action(move: Move | tuple[Square, Square], declare: bool | None) -> Action:
+    """``Action(move, declare)``, built by its slots (``_slot_setters``): a turn makes two (a
+    bot's candidate, then the checked action)."""
+    set_move, set_declare = _ACTION_SETTERS
+    action: Action = object.__new__(Action)
+    set_move(action, move)
+    set_declare(action, declare)
+    return action
+
+
+def _piece_moved(side: Side, move: Move) -> PieceMoved:
+    """``PieceMoved(side, move)``, built by its slots (``_slot_setters``): one a turn."""
+    set_side, set_move = _PIECE_MOVED_SETTERS
+    event: PieceMoved = object.__new__(PieceMoved)
+    set_side(event, side)
+    set_move(event, move)
+    return event
 
 
 # --- the start position ------------------------------------------------------------------------
@@ -429,40 +484,40 @@ the dwarf, 0 when the ray is clear), and for a hurl: the ray's length, its hurls
 by distance) and the slice of the ray behind the dwarf."""
 
 
-def _mask(cells: Iterable[int], piece: int) -> int:
-    """The bits that are set in ``int.from_bytes(board, "little")`` where ``piece`` stands on
-    one of ``cells``: ``board & mask`` asks about many squares at once, in C."""
-    return sum(piece << 8 * cell for cell in cells)
+def _mask(cells: Iterable[int]) -> int:
+    """Bit ``cell`` set for each of ``cells``: with a side's pieces as such bits
+    (``State.dwarf_bits``), ``pieces & mask`` asks about many squares at once, in C."""
+    return sum(1 << cell for cell in cells)
 
 
 class _TrollSquare(NamedTuple):
     """What a troll's move generation looks up for the square it stands on."""
 
-    dwarfs_near: int
-    """The mask of a dwarf within two squares: with none, no walk of this troll kills."""
-    trolls_around: int
-    """The mask of a troll next to it: with none, it has no shove."""
+    near: int
+    """The mask of the squares within two: with no dwarf there, no walk of this troll kills."""
+    around: int
+    """The mask of the squares next to it: with no troll there, it has no shove."""
     shoves: tuple[tuple[int, int, slice, tuple[tuple[int, int], ...]], ...]
     """Per direction a shove could go (two squares ahead, one behind): the first square ahead,
     the first behind, the slice of the ray behind, and each landing from distance 2 on with the
-    mask of a dwarf next to it."""
+    mask of the squares next to it."""
 
 
-_DWARFS_AROUND: Final = tuple(_mask(neighbours, DWARF_PIECE) for neighbours in NEIGHBOURS)
-"""``_DWARFS_AROUND[cell]``: the mask of a dwarf next to ``cell`` (shared by the tables below)."""
+_AROUND: Final = tuple(map(_mask, NEIGHBOURS))
+"""``_AROUND[cell]``: the mask of the squares next to ``cell`` (shared by the tables below)."""
 
 
 def _troll_square(cell: int) -> _TrollSquare:
     rays = RAYS[cell]
     return _TrollSquare(
-        _mask(NEAR[cell], DWARF_PIECE),
-        _mask(NEIGHBOURS[cell], TROLL_PIECE),
+        _mask(NEAR[cell]),
+        _AROUND[cell],
         tuple(
             (
                 ray[0],
                 rays[_OPPOSITE[direction]][0],
                 RAY_SLICES[cell][_OPPOSITE[direction]],
-                tuple((end, _DWARFS_AROUND[end]) for end in ray[1:]),
+                tuple((end, _AROUND[end]) for end in ray[1:]),
             )
             for direction, ray in enumerate(rays)
             if len(ray) > 1 and rays[_OPPOSITE[direction]]
@@ -474,14 +529,14 @@ _TROLL_SQUARES: Final = {cell_of(square): _troll_square(cell_of(square)) for squ
 
 _TROLL_STEPS: Final = tuple(
     tuple(
-        (ray[0], _DWARFS_AROUND[ray[0]], _WALK_RUNS[cell][direction][0])
+        (ray[0], _AROUND[ray[0]], _WALK_RUNS[cell][direction][0])
         for direction, ray in enumerate(rays)
         if ray
     )
     for cell, rays in enumerate(RAYS)
 )
-"""``_TROLL_STEPS[cell]``: per direction with a square, the neighbour, the mask of a dwarf next
-to that one, and the walk there (as a run) for when it kills nothing."""
+"""``_TROLL_STEPS[cell]``: per direction with a square, the neighbour, the mask of the squares
+next to that one, and the walk there (as a run) for when it kills nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,7 +554,7 @@ class RunTables(Generic[RunForm]):
     """``_TROLL_STEPS`` in the reader's form."""
     killing: Callable[[bytes, Square, int, MoveKind, int], RunForm]
     """A troll's move from ``start`` onto the cell ``end`` of this board, of ``kind``, with
-    ``board & mask`` (one bit per dwarf it kills, see ``_mask``), as a run of its own."""
+    the squares of the dwarfs it kills as bits (see ``_bits``), as a run of its own."""
 
 
 def run_tables(
@@ -520,7 +575,7 @@ def run_tables(
             for rays in _DWARF_RAYS
         ),
         tuple(
-            tuple((end, dwarfs_around, form(walk)) for end, dwarfs_around, walk in steps)
+            tuple((end, around, form(walk)) for end, around, walk in steps)
             for steps in _TROLL_STEPS
         ),
         killing,
@@ -546,7 +601,7 @@ def _dwarf_runs(
             walks = walks_by_rest[len(rest)]
             if walks is not None:
                 runs.append(walks)
-            if rest and rest[0] == TROLL_PIECE:
+            if rest >= _TROLL_BYTE:  # it starts with a troll (pieces are 1 and 2)
                 length, hurls, behind = hurl
                 distance = length - len(rest)
                 # distance + 1 dwarfs in a line, this one at its front, reach the troll.
@@ -559,16 +614,15 @@ def _adjacent_dwarfs(cells: bytes, cell: int) -> tuple[Square, ...]:
     return tuple([CELL_SQUARE[n] for n in NEIGHBOURS[cell] if cells[n] == DWARF_PIECE])
 
 
-_MOVE_SETTERS: Final = tuple(getattr(Move, slot.name).__set__ for slot in fields(Move))
+_MOVE_SETTERS: Final = _slot_setters(Move)
 
 
 def _killing(cells: bytes, start: Square, end: int, kind: MoveKind, killing: int) -> Run:
     """A troll's move onto ``end``, killing the dwarfs next to it, as a run of its own.
 
-    The ``Move`` is built by storing its slots directly, in field order: a trolls' turn makes a
-    dozen, and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) takes twice
-    as long; it is the very object ``Move(...)`` makes. The dwarfs' squares are read from the
-    board; ``killing``, their mask, serves readers that only count them.
+    The ``Move`` is built by storing its slots (``_slot_setters``): a trolls' turn makes a
+    dozen. The dwarfs' squares are read from the board; ``killing``, their mask, serves readers
+    that only count them.
     """
     set_start, set_end, set_kind, set_killed = _MOVE_SETTERS
     move: Move = object.__new__(Move)
@@ -581,37 +635,38 @@ def _killing(cells: bytes, start: Square, end: int, kind: MoveKind, killing: int
 
 def _shove_landings(cells: bytes, cell: int) -> Iterator[tuple[int, int]]:
     """Empty cells at distance 2..(trolls in line) with a clear path, by direction then distance,
-    each with the mask of a dwarf next to it.
+    each with the mask of the squares next to it.
 
     These are the troll's shoves before the engine's "a dwarf must be adjacent" condition.
     """
     for first, back, behind, landings in _TROLL_SQUARES[cell].shoves:
         if cells[back] == TROLL_PIECE and not cells[first]:
-            for end, dwarfs_around in landings[: _in_a_row(cells, behind, _TROLL_BYTE)]:
+            for end, around in landings[: _in_a_row(cells, behind, _TROLL_BYTE)]:
                 if cells[end]:
                     break
-                yield end, dwarfs_around
+                yield end, around
 
 
 def _troll_runs(
-    cells: bytes, trolls: Iterable[Square], tables: RunTables[RunForm], toward: int = -1
+    state: State, trolls: Iterable[Square], tables: RunTables[RunForm], toward: int = -1
 ) -> list[RunForm]:
-    """Troll by troll: first every walk in direction order, then the shoves by direction and
-    distance; with ``toward`` (a cell), only the moves onto it, which checking a move needs."""
+    """Troll by troll (of ``state``'s ``trolls``): first every walk in direction order, then
+    the shoves by direction and distance; with ``toward`` (a cell), only the moves onto it,
+    which checking a move needs."""
     runs: list[RunForm] = []
-    board = int.from_bytes(cells, "little")  # for the masks of ``_TROLL_SQUARES``
+    cells, dwarf_bits, troll_bits = state.cells, state.dwarf_bits, state.troll_bits
     troll_steps, killing_run = tables.troll_steps, tables.killing
     for x, y in trolls:
         cell = x + SIZE * y
         start = CELL_SQUARE[cell]
-        dwarfs_near, trolls_around, _ = _TROLL_SQUARES[cell]
+        near, around_start, _ = _TROLL_SQUARES[cell]
         steps = troll_steps[cell]
         if toward >= 0:
             steps = tuple(step for step in steps if step[0] == toward)
-        if board & dwarfs_near:
-            for end, dwarfs_around, walk in steps:
+        if dwarf_bits & near:
+            for end, around, walk in steps:
                 if not cells[end]:
-                    killing = board & dwarfs_around
+                    killing = dwarf_bits & around
                     runs.append(
                         killing_run(cells, start, end, "walk", killing) if killing else walk
                     )
@@ -619,11 +674,11 @@ def _troll_runs(
             for end, _, walk in steps:
                 if not cells[end]:
                     runs.append(walk)
-        if board & trolls_around:
-            for end, dwarfs_around in _shove_landings(cells, cell):
+        if troll_bits & around_start:
+            for end, around in _shove_landings(cells, cell):
                 if toward >= 0 and end != toward:
                     continue
-                killing = board & dwarfs_around
+                killing = dwarf_bits & around
                 if killing:
                     runs.append(killing_run(cells, start, end, "shove", killing))
     return runs
@@ -633,14 +688,14 @@ _RUNS: Final = run_tables(lambda run: run, _killing)
 """The tables with the rules' own runs, for ``legal_moves``, ``moves_from`` and ``check``."""
 
 
-def _runs_from(cells: bytes, square: Square) -> list[Run]:
+def _runs_from(state: State, square: Square) -> list[Run]:
     """The runs of whichever piece stands on ``square``, a square of the board."""
     cell = cell_of(square)
-    piece = cells[cell]
+    piece = state.cells[cell]
     if piece == DWARF_PIECE:
-        return _dwarf_runs(cells, (_RUNS.dwarf_rays[cell],))
+        return _dwarf_runs(state.cells, (_RUNS.dwarf_rays[cell],))
     if piece == TROLL_PIECE:
-        return _troll_runs(cells, (square,), _RUNS)
+        return _troll_runs(state, (square,), _RUNS)
     return []
 
 
@@ -657,16 +712,18 @@ def _ray_toward(cell: int) -> dict[Square, int]:
 _DWARF_RAY_TOWARD: Final = tuple(map(_ray_toward, range(CELL_COUNT)))
 
 
-def _runs_toward(cells: bytes, start: Square, end: Square) -> list[Run]:
+def _runs_toward(state: State, start: Square, end: Square) -> list[Run]:
     """The runs of the piece on ``start`` that may hold its move to ``end`` (what checking a
     move needs): a dwarf's along the one ray toward ``end``, a troll's onto ``end``."""
     cell = cell_of(start)
-    piece = cells[cell]
+    piece = state.cells[cell]
     if piece == DWARF_PIECE:
         index = _DWARF_RAY_TOWARD[cell].get(end)
-        return [] if index is None else _dwarf_runs(cells, ((_RUNS.dwarf_rays[cell][index],),))
+        if index is None:
+            return []
+        return _dwarf_runs(state.cells, ((_RUNS.dwarf_rays[cell][index],),))
     if piece == TROLL_PIECE and is_square(*end):
-        return _troll_runs(cells, (start,), _RUNS, cell_of(end))
+        return _troll_runs(state, (start,), _RUNS, cell_of(end))
     return []
 
 
@@ -678,7 +735,7 @@ def legal_move_runs_as(state: State, tables: RunTables[RunForm]) -> list[RunForm
     if state.ply % 2:
         dwarf_rays = tables.dwarf_rays
         return _dwarf_runs(state.cells, [dwarf_rays[x + SIZE * y] for x, y in state.dwarfs])
-    return _troll_runs(state.cells, state.trolls, tables)
+    return _troll_runs(state, state.trolls, tables)
 
 
 def legal_move_runs(state: State) -> list[Run]:
@@ -695,7 +752,7 @@ def moves_from(state: State, square: Square) -> list[Move]:
     """The moves of whichever piece stands on ``square`` (like ``space_info().moves``), else []."""
     if not is_square(*square):
         return []
-    return list(chain.from_iterable(_runs_from(state.cells, square)))
+    return list(chain.from_iterable(_runs_from(state, square)))
 
 
 def _has_legal_move(cells: bytes, side: Side, pieces: tuple[Square, ...]) -> bool:
@@ -786,7 +843,7 @@ def check(state: State, proposed: Action | Stop) -> Action | Stop:
         raise ActionRejected(BotError.ILLEGAL_MOVE, f"the game is over ({state.end_reason})")
     if isinstance(proposed, Stop):
         return proposed
-    return Action(_legal_move(state, side_to_move(state), proposed.move), proposed.declare)
+    return make_action(_legal_move(state, side_to_move(state), proposed.move), proposed.declare)
 
 
 def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
@@ -807,7 +864,7 @@ def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
         trolls = _moved(trolls, move)
         dwarfs, dwarf_slots = _without(dwarfs, dwarf_slots, move.killed)
 
-    events: list[ThudEvent] = [PieceMoved(side, move)]
+    events: list[ThudEvent] = [_piece_moved(side, move)]
     if move.killed:
         events.append(PiecesKilled(TROLL if side == DWARF else DWARF, move.killed))
     declared = state.declared
@@ -816,7 +873,8 @@ def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
         declared = (action.declare, declared[1]) if seat == 0 else (declared[0], action.declare)
         events.append(Declared(side, action.declare))
 
-    cells = _board_after(state.cells, move, DWARF_PIECE if side == DWARF else TROLL_PIECE)
+    board = _board_after(state, move, side)
+    cells = board[0]
     end_reason = _end_reason(state.ply, dwarfs, trolls, declared)
     if end_reason is None and not (
         _has_legal_move(cells, TROLL, trolls)
@@ -827,28 +885,44 @@ def apply(state: State, action: Action | Stop) -> tuple[State, list[ThudEvent]]:
     if end_reason is not None:
         events.append(GameEnded(end_reason))
     after = _state_with_board(
-        cells, dwarfs, trolls, dwarf_slots, troll_slots, state.ply + 1, declared, move, end_reason
+        board, dwarfs, trolls, dwarf_slots, troll_slots, state.ply + 1, declared, move, end_reason
     )
     return after, events
 
 
-def _board_after(cells: bytes, move: Move, piece: int) -> bytes:
-    """``cells`` with ``move`` played by a ``piece``: its start and the killed squares emptied."""
-    board = bytearray(cells)
+def _board_after(state: State, move: Move, side: Side) -> tuple[bytes, int, int]:
+    """The board (``State.cells``) and each side's bits with ``move`` played by ``side``: its
+    start and the killed squares emptied."""
+    board = bytearray(state.cells)
     x, y = move.start
-    board[x + SIZE * y] = EMPTY
-    for x, y in move.killed:
-        board[x + SIZE * y] = EMPTY
-    x, y = move.end  # a hurl kills the troll on its landing square, so this comes last
-    board[x + SIZE * y] = piece
-    return bytes(board)
+    start = x + SIZE * y
+    x, y = move.end
+    end = x + SIZE * y
+    board[start] = EMPTY
+    moved = 1 << start | 1 << end
+    dwarf_bits, troll_bits = state.dwarf_bits, state.troll_bits
+    if move.killed:
+        killed = 0
+        for x, y in move.killed:
+            board[x + SIZE * y] = EMPTY
+            killed |= 1 << x + SIZE * y
+        if side == DWARF:
+            troll_bits &= ~killed
+        else:
+            dwarf_bits &= ~killed
+    # A hurl kills the troll on its landing square, so this comes last.
+    if side == DWARF:
+        board[end] = DWARF_PIECE
+        return bytes(board), dwarf_bits ^ moved, troll_bits
+    board[end] = TROLL_PIECE
+    return bytes(board), dwarf_bits, troll_bits ^ moved
 
 
-_set: Final = object.__setattr__
+_STATE_SETTERS: Final = _slot_setters(State)
 
 
 def _state_with_board(
-    cells: bytes,
+    board: tuple[bytes, int, int],
     dwarfs: tuple[Square, ...],
     trolls: tuple[Square, ...],
     dwarf_slots: tuple[int, ...],
@@ -858,19 +932,35 @@ def _state_with_board(
     previous_move: Move,
     end_reason: str | None,
 ) -> State:
-    """``State(...)`` given its board: ``State.__post_init__`` would build it again from every
-    piece, a third of ``apply``'s time, where ``apply`` changes only the squares of one move.
-    Sets every field, as the dataclass's ``__init__`` does."""
-    state = object.__new__(State)
-    _set(state, "dwarfs", dwarfs)
-    _set(state, "trolls", trolls)
-    _set(state, "dwarf_slots", dwarf_slots)
-    _set(state, "troll_slots", troll_slots)
-    _set(state, "ply", ply)
-    _set(state, "declared", declared)
-    _set(state, "previous_move", previous_move)
-    _set(state, "end_reason", end_reason)
-    _set(state, "cells", cells)
+    """``State(...)`` given its board (cells, dwarf bits, troll bits, as ``_board_after`` makes
+    them): ``State.__post_init__`` would build them again from every piece, a third of
+    ``apply``'s time, where ``apply`` changes only the squares of one move. Sets every slot
+    (``_slot_setters``)."""
+    (
+        set_dwarfs,
+        set_trolls,
+        set_dwarf_slots,
+        set_troll_slots,
+        set_ply,
+        set_declared,
+        set_previous_move,
+        set_end_reason,
+        set_cells,
+        set_dwarf_bits,
+        set_troll_bits,
+    ) = _STATE_SETTERS
+    state: State = object.__new__(State)
+    set_dwarfs(state, dwarfs)
+    set_trolls(state, trolls)
+    set_dwarf_slots(state, dwarf_slots)
+    set_troll_slots(state, troll_slots)
+    set_ply(state, ply)
+    set_declared(state, declared)
+    set_previous_move(state, previous_move)
+    set_end_reason(state, end_reason)
+    set_cells(state, board[0])
+    set_dwarf_bits(state, board[1])
+    set_troll_bits(state, board[2])
     return state
 
 
@@ -882,7 +972,7 @@ def _legal_move(state: State, side: Side, wanted: Move | tuple[Square, Square]) 
     cells = state.cells
     if cells[cell_of(start)] != own:
         raise ActionRejected(BotError.ILLEGAL_MOVE, f"there is no {side} on {list(start)}")
-    for move in chain.from_iterable(_runs_toward(cells, start, end)):
+    for move in chain.from_iterable(_runs_toward(state, start, end)):
         if move.end == end:
             if isinstance(wanted, Move) and wanted != move:
                 raise ActionRejected(
