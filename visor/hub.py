@@ -203,20 +203,20 @@ class LiveViews(MutableMapping[str, MatchView]):
         self._clock = clock
         self._views: dict[str, MatchView] = {}
         self._since: dict[str, float] = {}  # when each view's clock started (clock time)
-        self._turns: dict[str, list[TurnResult | None]] = {}  # each seat's last turn, by match
+        self._latest: dict[str, TurnResult] = {}  # the last turn played, by match
+        self._replies: dict[str, list[int | None]] = {}  # each seat's last reply (ms), by match
 
     def turn_played(self, result: TurnResult) -> None:
-        turns = self._turns.get(result.match_id)
-        if turns is not None:
-            turns[result.seat] = result
-
-    def _latest(self, match_id: str) -> TurnResult | None:
-        played = [turn for turn in self._turns.get(match_id, ()) if turn is not None]
-        return max(played, key=lambda turn: turn.number) if played else None
+        # Only the last turn is kept: the one before goes at once, with the position it holds
+        # (the one this turn was played from, still in the processor's cache).
+        replies = self._replies.get(result.match_id)
+        if replies is not None:
+            replies[result.seat] = result.reply_ms
+            self._latest[result.match_id] = result
 
     def __getitem__(self, match_id: str) -> MatchView:
         view = self._views[match_id]
-        latest = self._latest(match_id)
+        latest = self._latest.get(match_id)
         if latest is not None and latest.number > view.turn:
             view = self._views[match_id] = replace(
                 view, turn=latest.number, state=latest.state, clock=latest.clock
@@ -226,12 +226,14 @@ class LiveViews(MutableMapping[str, MatchView]):
     def __setitem__(self, match_id: str, view: MatchView) -> None:
         self._views[match_id] = view
         self._since[match_id] = self._clock.now()
-        self._turns[match_id] = [None] * len(view.players)
+        self._latest.pop(match_id, None)
+        self._replies[match_id] = [None] * len(view.players)
 
     def __delitem__(self, match_id: str) -> None:
         del self._views[match_id]
         del self._since[match_id]
-        del self._turns[match_id]
+        self._latest.pop(match_id, None)
+        del self._replies[match_id]
 
     def __contains__(self, match_id: object) -> bool:
         return match_id in self._views
@@ -244,7 +246,7 @@ class LiveViews(MutableMapping[str, MatchView]):
 
     def clock_since(self, match_id: str) -> float | None:
         """When the clock of the seat on move started (the clock's time), if it is live."""
-        latest = self._latest(match_id)
+        latest = self._latest.get(match_id)
         return latest.played_at if latest is not None else self._since.get(match_id)
 
     def replies_ms(self, match_id: str) -> dict[str, int]:
@@ -253,7 +255,8 @@ class LiveViews(MutableMapping[str, MatchView]):
         if view is None:
             return {}
         names = view.codec.seat_names
-        return {names[t.seat]: t.reply_ms for t in self._turns[match_id] if t is not None}
+        replies = self._replies[match_id]
+        return {names[seat]: ms for seat, ms in enumerate(replies) if ms is not None}
 
 
 MAX_WS_MESSAGE = 16 * 1024  # the longest message a page may send
