@@ -14,9 +14,14 @@ difference of the two counts over the turns played is the server's instructions 
 game's start and end included. The system calls' work in the kernel is not counted: compare
 with ``bench/versus.py``'s CPU time, which counts it, for the whole cost.
 
-Under valgrind a server runs some fifty times slower, so the records' 200 ms batches hold fewer
-turns than at full speed: the records weigh a little more here than they do in a real run.
-Needs ``valgrind`` (Debian package).
+With ``--cache``, valgrind also simulates the caches (a 2 MiB last level, this machine's L2)
+and the bench prints, beside the instructions, the misses per turn of the first-level
+instruction and data caches and of the last level's data: memory stalls weigh in CPU time as
+much as instructions do, and explain a CPU-time ratio above the instructions' one.
+
+Under valgrind a server runs some fifty times slower (a hundred with ``--cache``), so the
+records' 200 ms batches hold fewer turns than at full speed: the records weigh a little more
+here than they do in a real run. Needs ``valgrind`` (Debian package).
 """
 
 from __future__ import annotations
@@ -37,19 +42,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import ROOT, known_settings, tavern_module, with_python_path
 from bench.load import ENDS, TURN, random_thud_move
 
-VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
-TOTAL = re.compile(r"I\s+refs:\s+([\d,]+)")
+VALGRIND = ("valgrind", "--tool=cachegrind", "--cachegrind-out-file=/dev/null")
+CACHES = ("--cache-sim=yes", "--LL=2097152,16,64")
+FIGURES = {  # what valgrind's summary calls each figure -> how this bench names it
+    "I   refs": "instructions",
+    "I1  misses": "I1 misses",
+    "D1  misses": "D1 misses",
+    "LLd misses": "LL data misses",
+}
+SUMMARY = re.compile(r"(I   refs|I1  misses|D1  misses|LLd misses):\s+([\d,]+)")
 
 
 @contextlib.asynccontextmanager
-async def counted_server(root: Path, scratch: Path, counts: list[int]) -> AsyncIterator[int]:
-    """``tavern serve`` of the checkout at ``root`` under valgrind; yields its bots' port and, once
-    it has stopped (SIGINT), appends the instructions it ran to ``counts``."""
+async def counted_server(
+    root: Path, scratch: Path, caches: bool, counts: list[dict[str, int]]
+) -> AsyncIterator[int]:
+    """``tavern serve`` of the checkout at ``root`` under valgrind (simulating the ``caches``);
+    yields its bots' port and, once it has stopped (SIGINT), appends valgrind's figures for the
+    process (``FIGURES``: the instructions, and the misses if simulated) to ``counts``."""
     config = scratch / "config.json"
     settings = {"port": 0, "httpPort": 0, "database": str(scratch / "arena.db")}
     config.write_bytes(orjson.dumps(known_settings(root, settings)))
     process = await asyncio.create_subprocess_exec(
         *VALGRIND,
+        *(CACHES if caches else ("--cache-sim=no",)),
         *(sys.executable, "-m", tavern_module(root), "serve", "--config", str(config)),
         cwd=root,
         env={**with_python_path(root), "PYTHONHASHSEED": "0"},
@@ -66,10 +82,12 @@ async def counted_server(root: Path, scratch: Path, counts: list[int]) -> AsyncI
         process.send_signal(2)
         report = (await asyncio.wait_for(process.stderr.read(), 300)).decode()
         await process.wait()
-        total = TOTAL.search(report)
-        if not total:
+        found_figures = {
+            FIGURES[name]: int(value.replace(",", "")) for name, value in SUMMARY.findall(report)
+        }
+        if "instructions" not in found_figures:
             raise RuntimeError(f"no instruction count from valgrind: {report[-500:]!r}")
-        counts.append(int(total.group(1).replace(",", "")))
+        counts.append(found_figures)
     finally:
         if process.returncode is None:
             process.kill()
@@ -107,37 +125,43 @@ async def game(port: int, seed: int) -> int:
         second_writer.close()
 
 
-async def count(root: Path, games: int) -> tuple[int, int]:
-    """(instructions, turns) of a server that played ``games`` games."""
-    counts: list[int] = []
+async def count(root: Path, games: int, caches: bool) -> tuple[dict[str, int], int]:
+    """(valgrind's figures, turns) of a server that played ``games`` games."""
+    counts: list[dict[str, int]] = []
     with tempfile.TemporaryDirectory(prefix="tavern-instructions-") as scratch:
-        async with counted_server(root, Path(scratch), counts) as port:
+        async with counted_server(root, Path(scratch), caches, counts) as port:
             turns = sum(await asyncio.gather(*(game(port, seed) for seed in range(games))))
     return counts[0], turns
 
 
-async def per_turn(root: Path, games: int) -> tuple[float, int]:
-    """Instructions per turn and the turns played: a server with games less one without."""
-    (busy, turns), (idle, _) = await asyncio.gather(count(root, games), count(root, 0))
-    return (busy - idle) / turns, turns
+async def per_turn(root: Path, games: int, caches: bool) -> tuple[dict[str, float], int]:
+    """Each figure per turn and the turns played: a server with games less one without."""
+    (busy, turns), (idle, _) = await asyncio.gather(
+        count(root, games, caches), count(root, 0, caches)
+    )
+    return {name: (busy[name] - idle[name]) / turns for name in busy}, turns
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", action="append", default=[], type=Path)
     parser.add_argument("--games", type=int, default=8)
+    parser.add_argument("--cache", action="store_true", help="simulate the caches too")
     options = parser.parse_args()
     roots = [ROOT, *(path.resolve() for path in options.against)]
-    figures = {}
+    servers: dict[str, dict[str, float]] = {}
     for root in roots:
         name = "arena" if root == ROOT else root.name
-        figures[name], turns = await per_turn(root, options.games)
-        print(
-            f"{name:>16}: {figures[name]:9,.0f} instructions a turn ({turns:,} turns)", flush=True
-        )
-    for name, figure in figures.items():
+        servers[name], turns = await per_turn(root, options.games, options.cache)
+        shown = ", ".join(f"{value:,.0f} {figure}" for figure, value in servers[name].items())
+        print(f"{name:>16}: {shown} a turn ({turns:,} turns)", flush=True)
+    for name, figures in servers.items():
         if name != "arena":
-            print(f"arena / {name}, instructions per turn: {figures['arena'] / figure:.2f}")
+            ratios = ", ".join(
+                f"{figure} {servers['arena'][figure] / value:.2f}"
+                for figure, value in figures.items()
+            )
+            print(f"arena / {name}, per turn: {ratios}")
 
 
 if __name__ == "__main__":
