@@ -483,6 +483,10 @@ def test_random_play_keeps_the_invariants(data: st.DataObject) -> None:
         assert len(set(after.dwarfs) | set(after.trolls)) == len(after.dwarfs) + len(after.trolls)
         assert list(after.dwarf_slots) == sorted(set(after.dwarf_slots))
         assert list(after.troll_slots) == sorted(set(after.troll_slots))
+        # What ``apply`` keeps up to date is what a state built from its pieces derives.
+        rebuilt = state_from_position(after.dwarfs, after.trolls)
+        derived = (rebuilt.cells, rebuilt.dwarf_bits, rebuilt.troll_bits)
+        assert (after.cells, after.dwarf_bits, after.troll_bits) == derived
         if after.end_reason is None:
             assert legal_moves(after)
         state = after
