@@ -113,17 +113,10 @@ TROLL_PIECE: Final = 2
 _OPPOSITE: Final = tuple(opposite(d) for d in range(len(DIRECTIONS)))
 
 
-_PIECE_DIGITS: Final = tuple(
-    bytes.maketrans(bytes([EMPTY, DWARF_PIECE, TROLL_PIECE]), b"0" + digits)
-    for digits in (b"10", b"01")
-)
-"""Per side (dwarfs, trolls), the board's bytes to binary digits: 1 where its piece stands."""
-
-
-def _bits(cells: bytes, side: int) -> int:
-    """The squares of a side's pieces (0 the dwarfs, 1 the trolls) as bit ``cell`` each, read
-    from the board in C (its bytes as binary digits, the lowest cell last)."""
-    return int(cells.translate(_PIECE_DIGITS[side])[::-1], 2)
+def _mask(cells: Iterable[int]) -> int:
+    """Bit ``cell`` set for each of ``cells``: with a side's pieces as such bits
+    (``State.dwarf_bits``), ``pieces & mask`` asks about many squares at once, in C."""
+    return sum(1 << cell for cell in cells)
 
 
 def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
@@ -205,15 +198,16 @@ class State:
     """Bit ``cell`` set where a troll stands (derived, as ``dwarf_bits``)."""
 
     def __post_init__(self) -> None:
+        dwarfs = [x + SIZE * y for x, y in self.dwarfs]
+        trolls = [x + SIZE * y for x, y in self.trolls]
         board = bytearray(CELL_COUNT)
-        for x, y in self.dwarfs:
-            board[x + SIZE * y] = DWARF_PIECE
-        for x, y in self.trolls:
-            board[x + SIZE * y] = TROLL_PIECE
-        cells = bytes(board)
-        object.__setattr__(self, "cells", cells)
-        object.__setattr__(self, "dwarf_bits", _bits(cells, 0))
-        object.__setattr__(self, "troll_bits", _bits(cells, 1))
+        for cell in dwarfs:
+            board[cell] = DWARF_PIECE
+        for cell in trolls:
+            board[cell] = TROLL_PIECE
+        object.__setattr__(self, "cells", bytes(board))
+        object.__setattr__(self, "dwarf_bits", _mask(dwarfs))
+        object.__setattr__(self, "troll_bits", _mask(trolls))
 
 
 class Score(NamedTuple):
@@ -484,12 +478,6 @@ the dwarf, 0 when the ray is clear), and for a hurl: the ray's length, its hurls
 by distance) and the slice of the ray behind the dwarf."""
 
 
-def _mask(cells: Iterable[int]) -> int:
-    """Bit ``cell`` set for each of ``cells``: with a side's pieces as such bits
-    (``State.dwarf_bits``), ``pieces & mask`` asks about many squares at once, in C."""
-    return sum(1 << cell for cell in cells)
-
-
 class _TrollSquare(NamedTuple):
     """What a troll's move generation looks up for the square it stands on."""
 
@@ -554,7 +542,7 @@ class RunTables(Generic[RunForm]):
     """``_TROLL_STEPS`` in the reader's form."""
     killing: Callable[[bytes, Square, int, MoveKind, int], RunForm]
     """A troll's move from ``start`` onto the cell ``end`` of this board, of ``kind``, with
-    the squares of the dwarfs it kills as bits (see ``_bits``), as a run of its own."""
+    the squares of the dwarfs it kills as bits (see ``_mask``), as a run of its own."""
 
 
 def run_tables(
