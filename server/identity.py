@@ -46,7 +46,7 @@ from typing import Protocol, TypeVar
 from server.clock import Clock
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
-from server.names import name_form, refused_character
+from server.names import name_forms, refused_character
 
 T = TypeVar("T")
 
@@ -115,22 +115,22 @@ def check_name(name: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RegisteredBot:
-    """One row of the records' ``bots``: a revoked key is an empty ``key_hash``. ``form`` is
+    """One row of the records' ``bots``: a revoked key is an empty ``key_hash``. ``forms`` are
     what its name is compared by (``server.names``), worked out once, as the row is read."""
 
     name: str
     key_hash: str
     banned: bool = False
-    form: str = field(init=False, repr=False, compare=False)
+    forms: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "form", name_form(self.name))
+        object.__setattr__(self, "forms", name_forms(self.name))
 
 
 def look_alike_of(name: str, registered: Iterable[RegisteredBot]) -> RegisteredBot | None:
     """The registered bot whose name ``name`` looks like (``tavern bots add``'s check)."""
-    form = name_form(name)
-    return next((bot for bot in registered if bot.form == form), None)
+    forms = name_forms(name)
+    return next((bot for bot in registered if not bot.forms.isdisjoint(forms)), None)
 
 
 class Pacer(Protocol):
@@ -228,7 +228,7 @@ class Roster:
         self.pacer: Pacer = KeyPacer(clock)  # an arena of nodes puts the shared one here
         self.budget: Budget = RegistrationBudget(clock, registrations_per_hour)  # or Redis's
         self._bots: dict[str, RegisteredBot] = {}  # by casefolded name
-        self._forms: dict[str, RegisteredBot] = {}  # by ``server.names.name_form``
+        self._forms: dict[str, RegisteredBot] = {}  # by each of ``server.names.name_forms``
         self._ratings: dict[tuple[str, str], float] = {}  # (game, bot) -> this season's mu
         # Keys already verified, by a digest under a secret of this process: a bot that joins
         # game after game pays for scrypt once.
@@ -252,9 +252,10 @@ class Roster:
 
     def _add(self, bot: RegisteredBot) -> None:
         self._bots[bot.name.casefold()] = bot
-        alike = self._forms.get(bot.form)  # two look-alikes registered before this check: one
-        if alike is None or alike.name == bot.name:
-            self._forms[bot.form] = bot
+        for form in bot.forms:
+            alike = self._forms.get(form)  # two look-alikes registered before this check: one
+            if alike is None or alike.name == bot.name:
+                self._forms[form] = bot
 
     async def register(self, name: object, address: str) -> tuple[str, str]:
         """A bot registering itself (``"registration": "open"``): its name and its new key,
@@ -316,7 +317,8 @@ class Roster:
 
     def look_alike(self, name: str) -> RegisteredBot | None:
         """The registered bot whose name ``name`` is, or looks like (``server.names``)."""
-        return self._forms.get(name_form(name))
+        forms = self._forms
+        return next((forms[form] for form in name_forms(name) if form in forms), None)
 
     def guest(self, fields: JsonObject) -> None:
         """A guest's message: its ``nick`` must be visible and unlike every registered name

@@ -2,17 +2,21 @@
 
 Two names are the same name when they look alike, not only when their code points are equal:
 ``Thorin``, ``thorin``, ``" Thorin"``, and ``Thorin`` written with a Greek omicron for its o,
-a full-width T, a T with a dot above or a dotless i are all one name. Each is compared by its
-``name_form``: the text in Unicode's compatibility form (NFKC), its edges' white space trimmed,
-case folded, then its confusables skeleton (Unicode's TR39, from ICU's data through PyICU: its
-``SpoofChecker`` is TR39's reference implementation) without combining marks (the skeleton
-keeps them: a T with a dot above becomes T and a combining dot, which is dropped too). The fold
-and the skeleton are taken again until nothing changes, so that a look-alike across case
-(``0`` is ``O``, which folds to ``o``) is one name too.
+a full-width T, a T with a dot above or a dotless i are all one name. Each name has two forms
+(``name_forms``), and two names look alike when they share one. Both start from the text in
+Unicode's compatibility form (NFKC), its edges' white space trimmed, without what cannot be
+seen; then come its confusables skeleton (Unicode's TR39, from ICU's data through PyICU: its
+``SpoofChecker`` is TR39's reference implementation), without combining marks (the skeleton
+keeps them: a T with a dot above becomes T and a combining dot, which is dropped too), and its
+case fold, until nothing changes. The first form folds the case first, so that names differing
+only in case are one (``THORIN`` is ``Thorin``, which the skeleton alone would not say: it
+makes a capital I an l); the second takes the skeleton first, so that look-alikes in the case
+they are written in are one (``SeIfmade`` with a capital I is ``Selfmade``, which folding first
+would not say: it makes that I an i).
 
 A nick with a control character, an invisible one (a zero-width space, a joiner, a direction
 mark: Unicode's default-ignorable code points), a private-use, surrogate or unassigned one is
-refused (``visible_name``): what cannot be seen cannot be told apart.
+refused (``refused_character``): what cannot be seen cannot be told apart.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import icu  # PyICU: ICU's TR39 confusables data and skeleton
 # Categories of characters no name may hold: controls, formats (zero-width spaces, joiners,
 # direction marks), surrogates, private use, unassigned, line and paragraph separators.
 REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-FORM_ROUNDS = 4  # fold and skeleton again until stable: two rounds are enough for any name seen
+FORM_ROUNDS = 4  # skeleton and fold again until stable: two rounds are enough for any name seen
 FORMS_CACHED = 65_536  # names whose form the seek pool and the challenges remember
 
 _SPOOF = icu.SpoofChecker()
@@ -45,30 +49,38 @@ def refused_character(name: str) -> str | None:
     return None
 
 
-def name_form(name: str) -> str:
-    """What ``name`` is compared by: two names with one form look alike (see the module).
-    What cannot be seen is no part of it."""
+def name_forms(name: str) -> frozenset[str]:
+    """What ``name`` is compared by: two names that share a form look alike (see the module)."""
     seen = "".join(character for character in name if not _unseen(character))
     text = unicodedata.normalize("NFKC", seen).strip()
+    return frozenset((_stable(text.casefold()), _stable(_unmarked_skeleton(text).casefold())))
+
+
+def _stable(text: str) -> str:
+    """The fold of the skeleton, again until it no longer changes."""
     for _ in range(FORM_ROUNDS):
-        skeleton = str(_SPOOF.getSkeleton(0, text.casefold()))
-        unmarked = "".join(
-            character
-            for character in unicodedata.normalize("NFD", skeleton)
-            if unicodedata.category(character) != "Mn"
-        )
-        if unmarked == text:
+        again = _unmarked_skeleton(text).casefold()
+        if again == text:
             break
-        text = unmarked
+        text = again
     return text
 
 
+def _unmarked_skeleton(text: str) -> str:
+    skeleton = str(_SPOOF.getSkeleton(0, text))
+    return "".join(
+        character
+        for character in unicodedata.normalize("NFD", skeleton)
+        if unicodedata.category(character) != "Mn"
+    )
+
+
 @lru_cache(maxsize=FORMS_CACHED)
-def remembered_form(name: str) -> str:
-    """``name_form``, remembered: for names compared again and again (the seek pool's)."""
-    return name_form(name)
+def remembered_forms(name: str) -> frozenset[str]:
+    """``name_forms``, remembered: for names compared again and again (the seek pool's)."""
+    return name_forms(name)
 
 
 def same_name(first: str, second: str) -> bool:
     """Do the two names look alike (one bot, or one taking the other's name)?"""
-    return first == second or remembered_form(first) == remembered_form(second)
+    return first == second or not remembered_forms(first).isdisjoint(remembered_forms(second))
