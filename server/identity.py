@@ -121,7 +121,7 @@ class RegisteredBot:
     name: str
     key_hash: str
     banned: bool = False
-    forms: frozenset[str] = field(init=False, repr=False, compare=False)
+    forms: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "forms", name_forms(self.name))
@@ -130,7 +130,7 @@ class RegisteredBot:
 def look_alike_of(name: str, registered: Iterable[RegisteredBot]) -> RegisteredBot | None:
     """The registered bot whose name ``name`` looks like (``tavern bots add``'s check)."""
     forms = name_forms(name)
-    return next((bot for bot in registered if not bot.forms.isdisjoint(forms)), None)
+    return next((bot for bot in registered if any(form in forms for form in bot.forms)), None)
 
 
 class Pacer(Protocol):
@@ -369,7 +369,12 @@ class Roster:
     async def _sleep(self, seconds: float) -> None:
         """Sleep on the roster's clock (a hand-wound one in tests)."""
         woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        timer = self.clock.call_later(seconds, lambda: woken.done() or woken.set_result(None))
+
+        def wake() -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        timer = self.clock.call_later(seconds, wake)
         try:
             await woken
         finally:

@@ -182,7 +182,7 @@ async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_nod
             assert (await asked(node.tcp_port, register(name)))["type"] == "registered"
         closed = await asked(a.tcp_port, register("Selfmade3"))
         assert closed["message"] == "Registration closed"
-        assert closed["reason"].startswith(
+        assert str(closed["reason"]).startswith(
             "the arena takes at most 2 registrations an hour: try again in "
         )
         taken = await eventually(lambda: _taken(b.tcp_port, "SeIfmade1"))

@@ -119,7 +119,8 @@ async def test_a_running_node_sees_each_change_and_reads_only_what_changed(
         new = (await command("bots", "add", "Newcomer", *database)).splitlines()[1]
         added_now = await changed(reads, first, lambda: roster.get("Newcomer") is not None)
         assert added_now == ["Newcomer"]
-        newcomer = {"type": "join-simulation", "game": "thud", "bot": "Newcomer", "key": new}
+        newcomer: dict[str, object] = {"type": "join-simulation", "game": "thud", "bot": "Newcomer"}
+        newcomer["key"] = new
         assert (await asked(port, newcomer))["type"] == "game-info"
 
         # A rated game moves two ratings: those two rows are read, nothing else.
