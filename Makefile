@@ -1,17 +1,19 @@
-# `make run` installs the arena into .venv and runs it; `make test` installs everything the
-# tests need (Python packages; Node.js, Go, a JDK, a C compiler with Jansson, Ruby, Chromium,
-# Redis, PostgreSQL and HAProxy from Debian when missing) and runs the checks and the suite.
+# `make run` installs the arena into .venv (with ICU's headers and a C++ compiler from Debian
+# when missing, which PyICU is built with) and runs it; `make test` installs everything the
+# tests need (Python packages; Node.js, Go, a JDK, a C compiler with Jansson, Ruby, PHP,
+# Chromium, Redis, PostgreSQL and HAProxy from Debian when missing) and runs the checks and the
+# suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := tavern_cli server bots visor tests bench
 
-.PHONY: run test lint node chromium go java c ruby redis postgres haproxy
+.PHONY: run test lint icu node chromium go java c ruby php redis postgres haproxy
 
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
-test: $(VENV)/.installed-test node chromium go java c ruby redis postgres haproxy lint
+test: $(VENV)/.installed-test node chromium go java c ruby php redis postgres haproxy lint
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
@@ -24,17 +26,22 @@ lint: $(VENV)/.installed-test
 # packages: the one warning not shown (pip still shows any other, and every error).
 PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet
 
-$(VENV)/.installed-run: pyproject.toml
+$(VENV)/.installed-run: pyproject.toml | icu
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(PIP_INSTALL) -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml
+$(VENV)/.installed-test: pyproject.toml | icu
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(PIP_INSTALL) -e '.[test]'
 	touch $@ $(VENV)/.installed-run
+
+# PyICU (server/names.py: look-alike names) has no wheels: pip builds it against Debian's ICU.
+icu:
+	@{ command -v pkg-config && command -v g++ && pkg-config --exists icu-i18n; } >/dev/null || \
+	  { apt-get update && apt-get install -y pkg-config g++ libicu-dev; }
 
 # The compatibility tests run bots written in JavaScript.
 node:
@@ -44,7 +51,8 @@ node:
 chromium:
 	@test -x /usr/bin/chromium || { apt-get update && apt-get install -y chromium; }
 
-# The starter kits' tests build and play the Go, Java, C (with Jansson for JSON) and Ruby bots.
+# The starter kits' tests build and play the Go, Java, C (with Jansson for JSON), Ruby and PHP
+# bots.
 go:
 	@command -v go >/dev/null || { apt-get update && apt-get install -y golang-go; }
 
@@ -57,6 +65,9 @@ c:
 
 ruby:
 	@command -v ruby >/dev/null || { apt-get update && apt-get install -y ruby; }
+
+php:
+	@command -v php >/dev/null || { apt-get update && apt-get install -y php-cli; }
 
 # The cluster and records tests start their own redis-server and PostgreSQL on loopback.
 redis:

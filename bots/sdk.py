@@ -8,6 +8,10 @@ A registered bot (docs/ladder.md) seeks a rated game with its key from ``TAVERN_
 
         info = await client.seek(game="thud", bot="Grimli")
 
+A join or seek refused with ``Too many key checks`` (too many key checks from this address wait
+at the arena) is sent again on the same connection, after 1 s, then 2, 4... up to 30 s; any other
+refusal (``Invalid bot key``...) raises ``ArenaError``.
+
 The turn callback receives each ``turn`` message and returns the reply (or awaits it); the
 client adds the number of the turn it answers, so a reply that comes too late is refused
 (``Stale turn``) instead of being played as the next turn. The server's errors come back as
@@ -31,6 +35,8 @@ TurnHandler = Callable[[JsonObject], JsonObject | Awaitable[JsonObject]]
 END_TYPES = frozenset({"win-game", "loss-game", "draw-game"})
 NOTICES = frozenset({"Turn timeout", "Stale turn", "Player disconnected"})
 BOT_KEY_VARIABLE = "TAVERN_BOT_KEY"
+PACED = "Too many key checks"  # the arena asks to send the request again later
+RETRY_FIRST_S, RETRY_MOST_S = 1.0, 30.0
 
 
 def bot_fields(bot: str, key: str | None = None) -> JsonObject:
@@ -101,6 +107,19 @@ class ArenaClient:
             raise ArenaError("Unexpected message", f"wanted {wanted}, got {message['type']}")
         return message
 
+    async def _ask(self, request: JsonObject, wanted: str) -> JsonObject:
+        """Send a request and return its answer; sent again, backing off, while it is paced."""
+        delay = RETRY_FIRST_S
+        while True:
+            await self.send(request)
+            try:
+                return await self._expect(wanted)
+            except ArenaError as refused:
+                if refused.message != PACED:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MOST_S)
+
     async def create_simulation(self, game: str = "tavern", seed: int | None = None) -> JsonObject:
         """Create an empty simulation; returns the ``ready`` message (its ``simulationId``)."""
         message: JsonObject = {"type": "create-simulation", "game": game}
@@ -120,8 +139,7 @@ class ArenaClient:
         request: JsonObject = {"type": "join-simulation", "game": game, "nick": nick}
         request["simulationId"] = simulation_id
         request.update(fields)
-        await self.send(request)
-        return await self._expect("game-info")
+        return await self._ask(request, "game-info")
 
     async def seek(
         self,
@@ -136,8 +154,7 @@ class ArenaClient:
         request: JsonObject = {"type": "seek", "game": game, **bot_fields(bot, key)}
         request["rated"] = rated
         request.update(fields)
-        await self.send(request)
-        return await self._expect("game-info")
+        return await self._ask(request, "game-info")
 
     async def play(
         self,

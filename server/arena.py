@@ -251,7 +251,11 @@ class Arena:
         # Ends every new game's id: a node's own tag where several nodes share one database
         # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""
-        self.roster = Roster(self.clock, registration_open=config.registration == "open")
+        self.roster = Roster(
+            self.clock,
+            registration_open=config.registration == "open",
+            registrations_per_hour=config.registrations_per_hour,
+        )
         self.seeks = SeekPool(self.clock, self._meet)
         self.challenges = ChallengeBoard(self.clock, config.challenge_timeout_ms / 1000)
         self._seek_takers: dict[str, SeekTaker] = {}

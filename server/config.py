@@ -96,6 +96,7 @@ class ArenaConfig:
     drain_notice_ms: int = 3000
     # "open": bots may register themselves over TCP; "organiser": only `tavern bots add`.
     registration: str = "organiser"
+    registrations_per_hour: int = 100  # the whole arena's, with "open": a bucket of that many
     max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
     challenge_timeout_ms: int = 30_000  # a challenge unanswered this long is declined
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
@@ -153,6 +154,7 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "drainTimeoutMs": ("drain_timeout_ms", 1, 7 * 24 * 3_600_000),
     "drainNoticeMs": ("drain_notice_ms", 0, 3_600_000),
     "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
+    "registrationsPerHour": ("registrations_per_hour", 1, 1_000_000),
     "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}

@@ -47,6 +47,7 @@ class BotError(StrEnum):
     ARENA_NODE_LOST = "Arena node lost"
     ARENA_LINK_LOST = "Arena link lost"
     INVALID_BOT_KEY = "Invalid bot key"
+    TOO_MANY_KEY_CHECKS = "Too many key checks"
     NAME_REGISTERED = "Name registered"
     INVALID_BOT_NAME = "Invalid bot name"
     BOT_NAME_TAKEN = "Bot name taken"

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from server.clock import Clock, Timer
+from server.names import same_name
 
 WINDOW_BASE = 3.0  # rating points (openskill's mu, 25 for a new bot) two fresh seekers may differ
 WINDOW_GROWTH_PER_S = 1.0  # how much wider the window gets per second waited
@@ -45,7 +46,7 @@ def window(waited_s: float) -> float:
 
 
 def may_meet(a: Seeker, b: Seeker, now: float) -> bool:
-    if a.game != b.game or a.rated != b.rated or a.bot.casefold() == b.bot.casefold():
+    if a.game != b.game or a.rated != b.rated or same_name(a.bot, b.bot):
         return False
     waited_a, waited_b = now - a.since, now - b.since
     rematch = a.last_opponent == b.bot or b.last_opponent == a.bot

@@ -41,6 +41,7 @@ from server.match import (
     Status,
     TurnResult,
 )
+from server.names import same_name
 
 
 class SessionChannel(Protocol):
@@ -320,7 +321,7 @@ class Session:
                 fields.get("side"),
             )
             codec = self.arena.codec(game)
-            if not isinstance(opponent, str) or opponent.casefold() == self.bot.casefold():
+            if not isinstance(opponent, str) or same_name(opponent, self.bot):
                 raise Rejected(BotError.INVALID_CHALLENGE, '"opponent" must name another bot')
             if not isinstance(rated, bool):
                 raise Rejected(BotError.INVALID_CHALLENGE, '"rated" must be true or false')

@@ -833,7 +833,7 @@ async def serve(config: ArenaConfig) -> None:
         arena.id_tag = records.id_tag
         health = Health(arena, records, (lambda: node.link.up) if node is not None else None)
         async with (
-            roster_kept(records.roster, records, arena.roster),
+            roster_kept(records.roster_changes, records, arena.roster),
             arena.running(),
             tcp_server.serving() as tcp,
             visor.serving(

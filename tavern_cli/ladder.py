@@ -3,7 +3,8 @@ ladder's seasons and bans, on the records of config.json (or of ``--config FILE`
 ``--database URL``), as the other commands.
 
 ``add`` and ``rotate`` print the new key once, on stdout and nowhere else: the records keep
-only its salted hash (``server.identity``). Running nodes see a change within a second.
+only its salted hash (``server.identity``). ``add`` refuses a name that looks like a registered
+one (``server.names``). Running nodes see a change within a second.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from server.errors import Rejected
-from server.identity import RegisteredBot, check_name, hash_key, new_key
+from server.identity import RegisteredBot, check_name, hash_key, look_alike_of, new_key
 from server.records import Records
-from server.records.backends import Connection
-from server.records.identities import add_bot, set_key
+from server.records.backends import Connection, transaction
+from server.records.identities import add_bot, registered_bots, set_key
 from server.records.ladder import set_banned, start_season
 
 ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
@@ -91,19 +92,28 @@ def bots_command(args: argparse.Namespace, database: str) -> int:
             print(f"tavern: {rejected.reason}", file=sys.stderr)
             return 2
         if command == "revoke":
-            found = set_key(db, name, "")
+            with transaction(db):
+                found = set_key(db, name, "")
             if found is None:
                 return _no_bot(name)
             print(f"tavern: the key of {found} is revoked")
             return 0
         key = new_key()
         if command == "add":
-            if not add_bot(db, RegisteredBot(name, hash_key(key))):
+            alike = look_alike_of(name, registered_bots(db))
+            if alike is not None:
+                said = f"tavern: {name} looks like {alike.name}, registered already"
+                print(said, file=sys.stderr)
+                return 1
+            with transaction(db):
+                added = add_bot(db, RegisteredBot(name, hash_key(key)))
+            if not added:
                 print(f"tavern: a bot named {name} is registered already", file=sys.stderr)
                 return 1
             found = name
         else:
-            rotated = set_key(db, name, hash_key(key))
+            with transaction(db):
+                rotated = set_key(db, name, hash_key(key))
             if rotated is None:
                 return _no_bot(name)
             found = rotated
@@ -121,7 +131,8 @@ def ladder_command(args: argparse.Namespace, database: str) -> int:
             print(f"tavern: season {args.name} starts now")
             return 0
         banned = args.ladder_command == "ban"
-        found = set_banned(db, args.name, banned)
+        with transaction(db):
+            found = set_banned(db, args.name, banned)
     if found is None:
         return _no_bot(args.name)
     print(f"tavern: {found} is {'banned' if banned else 'no longer banned'}")

@@ -1,19 +1,24 @@
 """The ``tavern play``, ``tavern validate`` and ``tavern match`` examples of README.md and
 docs/play.md, taken from the documents and run as written (``tavern play`` with a short
 ``--turns``, and its ``--output`` in a scratch folder; ``tavern match`` with its records there):
-an example can never again name a file that does not exist."""
+an example can never again name a file that does not exist. The README's plain-shell session
+too, on a real arena."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Running
 
 TAVERN = str(Path(sys.executable).parent / "tavern")  # the command the package installs
 DOCUMENTS = ("README.md", "docs/play.md")
@@ -140,3 +145,31 @@ def test_a_documented_example_runs_as_written(
         assert re.search(r"^verdict: H1 accepted: ", run.stdout, re.MULTILINE)
     else:
         assert run.stdout.endswith("valid: every game finished with legal moves in time\n")
+
+
+async def test_the_readme_s_shell_session_needs_nothing_but_bash(arena: Running) -> None:
+    """Issue 30, item 18: the README's plain-shell example names no tool a machine may lack
+    (it named `nc`): its commands, run by bash as written (on the test arena's port), send what
+    is typed and print what the arena answers."""
+    block = next(b for b in SHELL_BLOCK.findall((ROOT / "README.md").read_text()) if "$ " in b)
+    commands = [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+    assert commands and not any(shlex.split(c, comments=True)[0] == "nc" for c in commands)
+    script = "\n".join(commands).replace("127.0.0.1/9000", f"127.0.0.1/{arena.tcp_port}")
+    shell = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        script,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        start_new_session=True,  # the background `cat` with it: ended together below
+    )
+    assert shell.stdin is not None and shell.stdout is not None
+    try:
+        shell.stdin.write(b'{"type": "create-simulation"}\n')
+        await shell.stdin.drain()
+        async with asyncio.timeout(10):
+            answer = orjson.loads(await shell.stdout.readline())
+        assert answer["type"] == "ready" and answer["game"] == "tavern"
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)
+        await shell.wait()

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from server.games.base import JsonObject
 from server.identity import (
     KEY_BURST,
     KEY_REFILL_S,
+    MAX_WAITING_CHECKS,
     KeyPacer,
     RegisteredBot,
     Roster,
@@ -31,6 +33,7 @@ from server.identity import (
     key_matches,
     new_key,
 )
+from server.ladder import Seeker, pair_seekers
 from server.records import recording
 from server.records.identities import roster_kept
 from server.tcp import TcpServer
@@ -57,7 +60,7 @@ def test_a_key_is_kept_as_a_salted_scrypt_hash_with_its_parameters() -> None:
 def roster_with(clock: FakeClock, *names: str) -> tuple[Roster, dict[str, str]]:
     roster = Roster(clock)
     keys = {name: new_key() for name in names}
-    roster.replace([RegisteredBot(name, hash_key(key)) for name, key in keys.items()])
+    roster.update([RegisteredBot(name, hash_key(key)) for name, key in keys.items()])
     return roster, keys
 
 
@@ -82,36 +85,158 @@ async def test_a_registered_name_is_played_only_with_its_key() -> None:
     roster.close()
 
 
-async def test_wrong_keys_are_paced_per_address_and_the_bucket_fills_again() -> None:
+# Issue 30, item 3: a guest was refused Thorin and thorin but accepted as each of these.
+LOOK_ALIKES = (
+    " Thorin",
+    "Thorin ",
+    "Thorin\u200b",  # a zero-width space
+    "Th\u03bfrin",  # a Greek omicron
+    "\uff34horin",  # a full-width T
+    "\u1e6ahorin",  # a T with a dot above
+    "Thorin\t",
+    "Thor\u0131n",  # a dotless i
+)
+UNLIKE = ("Thorin II", "Thorinson", "Thrain", "Thor", "Dwarf 1", "Ann", "Ѳорин")
+
+
+async def test_look_alikes_of_a_registered_name_are_neither_nicks_nor_registered() -> None:
+    roster, _ = roster_with(FakeClock(), "Thorin", "Bob", "Grimli")
+    roster.registration_open = True
+    for nick in LOOK_ALIKES:
+        for kind in ("join-simulation", "create-simulation", "seek"):
+            refused = await refusal(roster, {"type": kind, "game": "thud", "nick": nick})
+            assert (refused.message, refused.reason) in (
+                (
+                    BotError.NAME_REGISTERED,
+                    f"{nick!r} looks like the registered bot 'Thorin': give its bot and key, "
+                    "or another nick",
+                ),
+                (
+                    BotError.INVALID_JOIN,
+                    "a nick may not hold control or invisible characters "
+                    f"(U+{ord(nick[-1]):04X} at {len(nick)})",
+                ),
+            ), nick
+        with pytest.raises(Rejected) as refused_name:
+            await roster.register(nick, f"10.0.0.{len(nick)}")
+        assert refused_name.value.message in (BotError.BOT_NAME_TAKEN, BotError.INVALID_BOT_NAME)
+    for nick in UNLIKE:
+        assert await roster.identify({"type": "seek", "nick": nick}, ADDRESS) is None
+    for name in ("B0b", "Grirnli", "bob"):  # look-alikes within a registered name's letters
+        with pytest.raises(Rejected) as taken:
+            await roster.register(name, ADDRESS)
+        assert taken.value.message == BotError.BOT_NAME_TAKEN, name
+    assert (await roster.register("Thorin2", ADDRESS))[0] == "Thorin2"
+    roster.close()
+
+
+def test_a_bot_never_meets_a_look_alike_of_itself_in_the_pool() -> None:
+    seekers = [Seeker(str(n), name, "thud", False, 25.0, 0.0) for n, name in enumerate(LOOK_ALIKES)]
+    assert not pair_seekers([Seeker("x", "Thorin", "thud", False, 25.0, 0.0), *seekers], 1.0)
+    assert pair_seekers([Seeker("y", "Thrain", "thud", False, 25.0, 0.0), *seekers[:1]], 1.0)
+
+
+async def test_registrations_are_held_to_the_arena_s_budget() -> None:
+    """Issue 30, item 6: past ``registrationsPerHour`` the arena refuses registrations, from
+    every address, and says when to try again; the bucket fills again with time."""
     clock = FakeClock()
-    roster, keys = roster_with(clock, "Grimli")
+    roster = Roster(clock, registration_open=True, registrations_per_hour=3)
+    for number in range(3):
+        await roster.register(f"Bot{number}", f"10.0.0.{number}")
+    with pytest.raises(Rejected) as refused:
+        await roster.register("Late", "10.0.1.1")
+    assert refused.value.message == BotError.REGISTRATION_CLOSED
+    assert refused.value.reason == (
+        "the arena takes at most 3 registrations an hour: try again in 1200 s"
+    )
+    clock.advance(1199)
+    with pytest.raises(Rejected):
+        await roster.register("Late", "10.0.1.2")
+    clock.advance(1)
+    assert await roster.register("Late", "10.0.1.3")
+    roster.close()
+
+
+async def test_a_right_key_after_wrong_ones_waits_for_a_token_and_is_let_in() -> None:
+    """Issue 30, item 9: after five wrong keys from an address its right key is not refused:
+    it waits for a token of the address's bucket, then is checked and let in; a key verified
+    before is let in at once; other addresses are not paced."""
+    clock = FakeClock()
+    roster, keys = roster_with(clock, "Grimli", "Ugluk")
     right = {"bot": "Grimli", "key": keys["Grimli"]}
+    assert await roster.identify({"bot": "Ugluk", "key": keys["Ugluk"]}, ADDRESS) == "Ugluk"
     for _ in range(KEY_BURST):
         assert (await refusal(roster, {"bot": "Grimli", "key": "guess"})).reason == (
             "no bot 'Grimli' with this key"
         )
-    paced = await refusal(roster, right)  # even the right key waits: guessing is paced
-    assert paced.message == BotError.INVALID_BOT_KEY
-    assert paced.reason == f"too many wrong keys from this address: try again in {KEY_REFILL_S:g} s"
-    assert await roster.identify(right, "127.0.0.2") == "Grimli"  # another address is not paced
-    clock.advance(KEY_REFILL_S)
-    for _ in range(KEY_BURST + 1):  # a right key costs nothing
+    waiting = asyncio.create_task(roster.identify(right, ADDRESS))
+    await until(lambda: clock.pending)  # it waits for the token, refused nothing
+    assert not waiting.done()
+    assert await roster.identify({"bot": "Ugluk", "key": keys["Ugluk"]}, ADDRESS) == "Ugluk"
+    assert await roster.identify(right, "127.0.0.2") == "Grimli"  # another address: at once
+    clock.advance(KEY_REFILL_S / 2)
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    clock.advance(KEY_REFILL_S / 2)
+    assert await waiting == "Grimli"
+    for _ in range(KEY_BURST + 1):  # a right key costs nothing; now verified, it never waits
         assert await roster.identify(right, ADDRESS) == "Grimli"
+    await refusal(roster, {"bot": "Grimli", "key": "guess"})  # the token the wait left
+    guess = asyncio.create_task(roster.identify({"bot": "Grimli", "key": "guess"}, ADDRESS))
+    await until(lambda: clock.pending)  # a wrong key waits as well, then is refused
+    clock.advance(KEY_REFILL_S)
+    with pytest.raises(Rejected) as refused:
+        await guess
+    assert refused.value.message == BotError.INVALID_BOT_KEY
     roster.close()
 
 
 async def test_checks_in_flight_at_once_are_paced_as_if_one_after_another() -> None:
-    """Guesses sent at once, on many connections, are checked one after another: no more than
-    the burst is checked; right keys sent at once are all let in."""
-    roster, keys = roster_with(FakeClock(), "Grimli")
-    guesses = [roster.identify({"bot": "Grimli", "key": new_key()}, ADDRESS) for _ in range(20)]
-    refused = await asyncio.gather(*guesses, return_exceptions=True)
-    reasons = [str(rejected.reason) for rejected in refused if isinstance(rejected, Rejected)]
-    assert len(reasons) == 20
-    assert sum(reason.startswith("no bot") for reason in reasons) == KEY_BURST
+    """Guesses sent at once, on many connections, are checked one after another, a token
+    each: the burst at once, then one per refill; past ``MAX_WAITING_CHECKS`` waiting, a check
+    is refused with when to try again. Right keys sent at once are let in as many as may wait,
+    the others when they try again."""
+    clock = FakeClock()
+    roster, keys = roster_with(clock, "Grimli")
+    guesses = [
+        asyncio.create_task(roster.identify({"bot": "Grimli", "key": new_key()}, ADDRESS))
+        for _ in range(MAX_WAITING_CHECKS + 4)
+    ]
+
+    def answered(message: str) -> int:
+        return sum(
+            1
+            for guess in guesses
+            if guess.done()
+            and isinstance(guess.exception(), Rejected)
+            and getattr(guess.exception(), "message", None) == message
+        )
+
+    await until(lambda: answered(BotError.INVALID_BOT_KEY) == KEY_BURST and clock.pending)
+    assert answered(BotError.TOO_MANY_KEY_CHECKS) == 4
+    reasons = {
+        str(getattr(guess.exception(), "reason", None))
+        for guess in guesses[MAX_WAITING_CHECKS:]  # the last ones found the line full
+    }
+    assert reasons == {
+        f"{MAX_WAITING_CHECKS} key checks from this address wait already: try again in 1 s"
+    }
+    for checked in range(KEY_BURST + 1, KEY_BURST + 4):
+        clock.advance(KEY_REFILL_S)
+        await until(lambda: answered(BotError.INVALID_BOT_KEY) == checked)  # noqa: B023
+        await asyncio.sleep(0.01)
+        assert answered(BotError.INVALID_BOT_KEY) == checked  # one a refill, no more
+    for guess in guesses:
+        guess.cancel()
+    await asyncio.gather(*guesses, return_exceptions=True)
     right = {"bot": "Grimli", "key": keys["Grimli"]}
-    names = await asyncio.gather(*(roster.identify(right, "127.0.0.2") for _ in range(20)))
-    assert names == ["Grimli"] * 20
+    starting = [roster.identify(right, "127.0.0.2") for _ in range(MAX_WAITING_CHECKS + 4)]
+    names = await asyncio.gather(*starting, return_exceptions=True)
+    assert names[:MAX_WAITING_CHECKS] == ["Grimli"] * MAX_WAITING_CHECKS
+    assert {getattr(name, "message", None) for name in names[MAX_WAITING_CHECKS:]} == {
+        BotError.TOO_MANY_KEY_CHECKS
+    }
+    assert await roster.identify(right, "127.0.0.2") == "Grimli"  # tried again: at once
     roster.close()
 
 
@@ -137,7 +262,7 @@ async def test_a_session_carries_out_what_came_during_a_key_check_in_order() -> 
     answered nothing; past 64 messages held, the client is refused."""
     async with table() as tables:
         key = new_key()
-        tables.arena.roster.replace([RegisteredBot("Grimli", hash_key(key))])
+        tables.arena.roster.update([RegisteredBot("Grimli", hash_key(key))])
         session, channel = client(tables)
         session.handle({"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key})
         session.handle({"type": "join-simulation", "game": "thud", "nick": "guest"})
@@ -219,7 +344,7 @@ async def arena_on(database: str, **settings: object) -> AsyncIterator[tuple[Are
     arena = Arena(test_config(**settings))
     async with (
         recording(arena.listeners, database) as records,
-        roster_kept(records.roster, records, arena.roster),
+        roster_kept(records.roster_changes, records, arena.roster),
         arena.running(),
         TcpServer(arena).serving() as tcp,
     ):
@@ -242,6 +367,8 @@ async def test_the_organiser_s_bots_play_under_their_names_and_nobody_else_does(
     caplog.set_level(logging.DEBUG)
     key = added(records_database, "Grimli")
     assert tavern("bots", "add", "grimli", "--database", records_database).returncode == 1
+    alike = tavern("bots", "add", "Grirnli", "--database", records_database)
+    assert alike.returncode == 1 and "Grirnli looks like Grimli" in alike.stderr
     listed = tavern("bots", "list", "--database", records_database)
     assert listed.stdout == "Grimli\n"
     async with arena_on(records_database) as (arena, port):
@@ -254,6 +381,10 @@ async def test_the_organiser_s_bots_play_under_their_names_and_nobody_else_does(
         }
         guest = await asked(port, {"type": "join-simulation", "game": "thud", "nick": "Grimli"})
         assert guest["message"] == "Name registered"
+        for look_alike in ("Gr\u0131mli", " Grimli", "Grim\u200bli", "\uff27rimli"):
+            for kind in ("join-simulation", "seek", "create-simulation"):
+                impostor = await asked(port, {"type": kind, "game": "thud", "nick": look_alike})
+                assert impostor["message"] in ("Name registered", "Invalid join"), impostor
         closed = await asked(port, {"type": "register", "bot": "Other"})
         assert closed["message"] == "Registration closed"
         client = await RawClient.connect(port)
@@ -297,3 +428,19 @@ async def test_a_bot_registers_itself_where_registration_is_open(tmp_path: Path)
         assert joined["type"] == "game-info"
     assert tavern("bots", "list", "--database", database).stdout == "Selfmade\n"
     assert key.encode() not in (tmp_path / "arena.db").read_bytes()
+
+
+async def test_a_right_key_after_wrong_ones_from_its_address_is_let_in_over_tcp(
+    tmp_path: Path,
+) -> None:
+    """Issue 30, item 9, on a real socket: a broken bot's wrong keys from the same address
+    delay the right key by a refill, and it plays."""
+    database = str(tmp_path / "arena.db")
+    key = added(database, "Grimli")
+    join = {"type": "join-simulation", "game": "thud", "bot": "Grimli"}
+    async with arena_on(database) as (_, port):
+        for _ in range(KEY_BURST + 1):  # the last one waits for its token, then is refused
+            assert (await asked(port, {**join, "key": new_key()}))["message"] == "Invalid bot key"
+        started = time.monotonic()
+        assert (await asked(port, {**join, "key": key}))["type"] == "game-info"
+        assert time.monotonic() - started > KEY_REFILL_S / 2  # it waited for a token

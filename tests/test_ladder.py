@@ -325,7 +325,7 @@ async def test_the_ladder_and_a_bot_s_page_are_read_from_the_records(tmp_path: P
     rated(database, [("g1", ("Grimli", "Ugluk"), 0), ("g2", ("Grimli", "Ugluk"), None)])
     async with (
         serving_visor(test_config(), database) as served,
-        roster_kept(served.records.roster, served.records, served.arena.roster),
+        roster_kept(served.records.roster_changes, served.records, served.arena.roster),
         aiohttp.ClientSession(served.url) as http,
     ):
         present = await RawClient.connect(served.tcp_port)

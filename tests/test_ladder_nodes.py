@@ -23,7 +23,7 @@ from bench.common import ServerProcess
 from server.cluster import keys as redis_keys
 from server.cluster import values
 from server.cluster.keys import bot_key
-from server.identity import KEY_BURST, new_key
+from server.identity import KEY_BURST, KEY_REFILL_S, new_key
 from server.ladder import Seeker
 from tests.conftest import RawClient
 from tests.services import PostgresServer, RedisServer
@@ -150,24 +150,43 @@ async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_nod
     about bots, seen from the node that did not write it."""
     url = postgres.create_database("ladder_shared")
     keys = {name: added(url, name) for name in BOTS}
+    open_registration = {"registration": "open", "registrationsPerHour": 2}
     async with (
-        nodes(redis, tmp_path, count=2, database=url, maxGamesPerBot=1) as (a, b),
+        nodes(redis, tmp_path, count=2, database=url, maxGamesPerBot=1, **open_registration) as (
+            a,
+            b,
+        ),
         Redis.from_url(redis.url) as store,
         aiohttp.ClientSession() as http,
     ):
         assert a.node_id is not None and b.node_id is not None
-        # A guesser from another address, switching nodes, is paced as on one node.
+        # A guesser from another address, switching nodes, is paced as on one node: after its
+        # burst, the next key from its address waits for a token, and a right one is let in.
         guesser = [
             RawClient(*await asyncio.open_connection("127.0.0.1", n.tcp_port, local_addr=OTHER))
             for n in (a, b)
         ]
-        for attempt in range(KEY_BURST + 1):
+        for attempt in range(KEY_BURST):
             await guesser[attempt % 2].send(seek("Grimli", new_key()))
-            refused = await guesser[attempt % 2].expect("error")
-            paced = refused["reason"].startswith("too many wrong keys")
-            assert paced == (attempt == KEY_BURST), refused
+            assert (await guesser[attempt % 2].expect("error"))["message"] == "Invalid bot key"
+        started = time.monotonic()
+        create = {"type": "create-simulation", "game": "thud", "bot": "Grimli"}
+        await guesser[1].send({**create, "key": keys["Grimli"]})
+        await guesser[1].expect("ready")
+        assert time.monotonic() - started > KEY_REFILL_S / 2  # it waited for the token
         for client in guesser:
             await client.close()
+        # The arena's registrations (2 an hour) are counted over both nodes; a look-alike of a
+        # name registered on the other node is taken, once that node's row is read.
+        for node, name in ((a, "Selfmade1"), (b, "Selfmade2")):
+            assert (await asked(node.tcp_port, register(name)))["type"] == "registered"
+        closed = await asked(a.tcp_port, register("Selfmade3"))
+        assert closed["message"] == "Registration closed"
+        assert str(closed["reason"]).startswith(
+            "the arena takes at most 2 registrations an hour: try again in "
+        )
+        taken = await eventually(lambda: _taken(b.tcp_port, "SeIfmade1"))
+        assert taken["reason"] == "'SeIfmade1' looks like the registered bot 'Selfmade1'"
         # Grimli seeks on B: it is online on A too; its seek is its one game, on both nodes.
         grimli = await RawClient.connect(b.tcp_port)
         await grimli.send(seek("Grimli", keys["Grimli"], rated=False))
@@ -207,6 +226,15 @@ async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_nod
         on_b = b.node_id.encode()
         await eventually(lambda: _equals(store.hget(redis_keys.held_key("grimli"), on_b), b"1"))
         await late.close()
+
+
+def register(name: str) -> dict[str, Any]:
+    return {"type": "register", "bot": name}
+
+
+async def _taken(port: int, name: str) -> dict[str, Any] | None:
+    answer = await asked(port, register(name))
+    return answer if answer.get("message") == "Bot name taken" else None
 
 
 async def _not(check: Any) -> bool:

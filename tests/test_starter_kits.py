@@ -1,7 +1,8 @@
-"""The starter kits in Go (bots/go), Java (bots/java), C (bots/c) and Ruby (bots/ruby): each
-builds, and plays whole games of both games on a real arena, against the house players and
-against each other. Each of them, and the Node.js Tavern bot (bots/js/tavern-bot.js), seeks a
-rated game on the ladder under a registered name with its key from TAVERN_BOT_KEY.
+"""The starter kits in Go (bots/go), Java (bots/java), C (bots/c), Ruby (bots/ruby) and PHP
+(bots/php): each builds, and plays whole games of both games on a real arena, against the house
+players and against each other. Each of them, and the Node.js Tavern bot (bots/js/tavern-bot.js),
+seeks a rated game on the ladder under a registered name with its key from TAVERN_BOT_KEY, and
+when the arena answers `Too many key checks` connects again and seeks again instead of ending.
 
 Every game must end with a result, and a kit must never have a move rejected nor time out. A kit
 must also show that it plays: in Tavern it scores and beats a random walker, in Thud it kills and
@@ -27,6 +28,7 @@ from typing import Any
 import orjson
 import pytest
 
+from bots import sdk
 from server.games import GAMES
 from server.games.base import Outcome, SeatClock
 from server.identity import new_key
@@ -34,11 +36,12 @@ from server.match import Match, MatchOptions, SeatsChanged, TurnPlayed, Update
 from tests.conftest import ROOT, Running, serving, test_config
 from tests.test_identity import added, arena_on
 
-KITS = ("go", "java", "c", "ruby")
+KITS = ("go", "java", "c", "ruby", "php")
 SEEKING_KITS = ("js", *KITS)
 GAME_TIMEOUT_S = 120
 TAVERN_TURNS = 300  # room for several points, and a game stays under a second or two
 ENDS = ("win-game", "loss-game", "draw-game")
+PACED = "Too many key checks"
 KitCommand = Callable[[str], list[str]]
 
 
@@ -100,6 +103,20 @@ def build_ruby(out: Path) -> list[str]:
     return [ruby, "-w", str(source)]
 
 
+def build_php(out: Path) -> list[str]:
+    """PHP compiles as it loads: `php -l` checks the syntax; the kit turns every warning into an
+    error of its own when it runs."""
+    php = shutil.which("php")
+    if php is None:
+        pytest.fail("the PHP starter kit needs PHP: `make test` installs php-cli")
+    source = ROOT / "bots" / "php" / "bot.php"
+    done = subprocess.run(
+        [php, "-l", str(source)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "No syntax errors" in done.stdout, done
+    return [php, str(source)]
+
+
 def compile_kit(command: list[str], cwd: Path, env: dict[str, str] | None) -> str:
     """Runs a build step that must succeed; what it wrote on stderr."""
     done = subprocess.run(
@@ -115,6 +132,7 @@ BUILDERS: dict[str, Callable[[Path], list[str]]] = {
     "java": build_java,
     "c": build_c,
     "ruby": build_ruby,
+    "php": build_php,
 }
 
 
@@ -276,7 +294,7 @@ async def test_kit_plays_thud_on_both_sides_against_the_house_and_kills(
             assert kills > 0, scores
 
 
-@pytest.mark.parametrize(("waits", "joins"), [("go", "java"), ("c", "ruby")])
+@pytest.mark.parametrize(("waits", "joins"), [("go", "java"), ("c", "ruby"), ("php", "go")])
 async def test_the_kits_play_each_other_by_random_join(
     waits: str, joins: str, kit_command: KitCommand, kits_arena: tuple[Running, Watcher]
 ) -> None:
@@ -430,3 +448,86 @@ async def test_kit_seeks_a_rated_game_with_its_key_from_the_environment(
     assert status == "finished"
     assert sorted(nick for (nick,) in nicks) == ["Grimli", "Ugluk"]
     assert sorted(rated) == [("Grimli", 1), ("Ugluk", 1)]
+
+
+async def paced_then_played(kit: str, command: list[str]) -> tuple[int, str, str]:
+    """A one-connection-at-a-time server that answers the first seek `Too many key checks`
+    (as an arena whose address's key checks are all waiting does), then, on the connection the
+    kit makes again, the same seek with game-info and a loss. Checks it got the same seek twice."""
+    game = GAMES["tavern"].codec_for(test_config().game_settings["tavern"])
+    seeks: list[Any] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def send(message: Any) -> None:
+            writer.write(orjson.dumps(message) + b"\n")
+            await writer.drain()
+
+        try:
+            async with asyncio.timeout(30):
+                seeks.append(orjson.loads(await reader.readline()))
+                if len(seeks) == 1:
+                    reason = "16 key checks from this address wait already: try again in 1 s"
+                    await send({"type": "error", "message": PACED, "reason": reason})
+                    await reader.read()  # until the kit hangs up
+                    return
+                players = [game.player_from_join({}), game.player_from_join({"nick": "other"})]
+                state = game.rules.initial_state(players)
+                clock = SeatClock(10_000, 30_000, 3, 10_000)
+                await send(game.game_info_message("abc1234", 0, 1, "token", clock))
+                await send(game.end_message(state, Outcome(1, "Turn limit reached"), 0))
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        key = new_key()
+        code, out, err = await run(seek_args(kit, command, port, "Grimli"), with_key(key))
+    assert len(seeks) == 2 and seeks[0] == seeks[1], seeks
+    assert seeks[0]["type"] == "seek" and seeks[0]["key"] == key
+    assert key not in out + err
+    return code, out, err
+
+
+@pytest.mark.parametrize("kit", SEEKING_KITS)
+async def test_kit_connects_and_seeks_again_when_its_key_checks_are_paced(
+    kit: str, kit_command: KitCommand
+) -> None:
+    """Issue 30, item 9: `Too many key checks` is the arena asking to try again later, not a
+    wrong key: the kit says so, waits, connects again, seeks again and plays."""
+    code, out, err = await paced_then_played(kit, kit_command(kit))
+    assert code == 0, (out, err)
+    assert "Too many key checks" in err and "trying again in 1 s" in err, err
+    assert out.strip().splitlines()[-1].split(":")[0].split()[0] == "loss-game", out
+
+
+async def test_the_sdk_seeks_again_when_its_key_checks_are_paced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Python SDK sends its seek again on the same connection, backing off; a wrong key
+    still raises."""
+    monkeypatch.setattr(sdk, "RETRY_FIRST_S", 0.01)
+    asked: list[Any] = []
+    paced = {"type": "error", "message": "Too many key checks", "reason": "try again in 1 s"}
+    answers = [paced, paced, {"type": "game-info", "side": "dwarf"}]
+    answers.append({"type": "error", "message": "Invalid bot key", "reason": "no bot"})
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async with asyncio.timeout(30):
+            for answer in answers:
+                asked.append(orjson.loads(await reader.readline()))
+                writer.write(orjson.dumps(answer) + b"\n")
+                await writer.drain()
+            await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        async with await sdk.ArenaClient.connect("127.0.0.1", port) as client:
+            info = await client.seek(game="thud", bot="Grimli", key="tvk_right")
+            assert info["side"] == "dwarf"
+            with pytest.raises(sdk.ArenaError) as refused:
+                await client.seek(game="thud", bot="Grimli", key="tvk_wrong")
+    assert refused.value.message == "Invalid bot key"
+    assert [message["key"] for message in asked] == ["tvk_right"] * 3 + ["tvk_wrong"]

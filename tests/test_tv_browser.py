@@ -52,7 +52,7 @@ async def test_tv_shows_the_strongest_pair_then_the_next_then_nothing(tmp_path: 
     clients: list[RawClient] = []
     async with (
         serving_visor(config, database) as served,
-        roster_kept(served.records.roster, served.records, served.arena.roster),
+        roster_kept(served.records.roster_changes, served.records, served.arena.roster),
         chromium_pages(served.url) as pages,
     ):
         phone = await pages.open("/tv", 390, 844)

@@ -434,7 +434,10 @@ static int usage(void)
     return 2;
 }
 
-/* Plays one game on a connected socket; the process's exit code. */
+/* What play returns when the arena asked to try again later (not an exit code). */
+enum { PACED = -2 };
+
+/* Plays one game on a connected socket; the process's exit code, or PACED. */
 static int play(int fd, const char *game, json_t *join)
 {
     if (!send_message(fd, join))
@@ -449,7 +452,7 @@ static int play(int fd, const char *game, json_t *join)
     size_t capacity = 0;
     ssize_t length;
     int code = -1;
-    while (code < 0 && (length = getline(&line, &capacity, in)) != -1) {
+    while (code == -1 && (length = getline(&line, &capacity, in)) != -1) {
         if (strspn(line, " \t\r\n") == (size_t)length)
             continue;
         json_error_t error;
@@ -491,11 +494,11 @@ static int play(int fd, const char *game, json_t *join)
         } else if (strcmp(type, "error") == 0) {
             fprintf(stderr, "server error: %s (%s)\n", text(message, "message"), text(message, "reason"));
             if (info == NULL) /* the join or seek failed: there is no game to wait for */
-                code = 1;
+                code = strcmp(text(message, "message"), "Too many key checks") == 0 ? PACED : 1;
         }
         json_decref(message);
     }
-    if (code < 0) {
+    if (code == -1) {
         fprintf(stderr, "connection closed before the game ended\n");
         code = 1;
     }
@@ -566,8 +569,20 @@ int main(int argc, char **argv)
                             json_pack("[s, s, s, s, s]", "Gimli", "Durin", "Thorin", "Balin", "Dwalin"));
     if (side != NULL && !seek)
         json_object_set_new(join, "side", json_string(side));
-    int fd = connect_to(host, port);
-    int code = fd < 0 ? 1 : play(fd, game, join);
+    /* Too many key checks from this address wait at the arena: connect again and send the join or
+     * seek again, after 1 s, then 2, 4... up to 30 s (a wrong key, or any other error, ends the
+     * bot). */
+    unsigned delay = 1;
+    int code;
+    while (true) {
+        int fd = connect_to(host, port);
+        code = fd < 0 ? 1 : play(fd, game, join);
+        if (code != PACED)
+            break;
+        fprintf(stderr, "trying again in %u s\n", delay);
+        sleep(delay);
+        delay = delay * 2 > 30 ? 30 : delay * 2;
+    }
     json_decref(join);
     return code;
 }

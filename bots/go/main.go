@@ -27,6 +27,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // Message is any message from the arena; each type fills in the fields it has.
@@ -63,20 +64,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-seek needs -bot NAME (or TAVERN_BOT_NAME) and the key in TAVERN_BOT_KEY")
 		os.Exit(2)
 	}
-	conn, err := net.Dial("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot connect:", err)
-		os.Exit(1)
-	}
-	defer conn.Close()
-	send := func(message map[string]any) {
-		line, _ := json.Marshal(message)
-		if _, err := conn.Write(append(line, '\n')); err != nil {
-			fmt.Fprintln(os.Stderr, "cannot send:", err)
-			os.Exit(1)
-		}
-	}
-
 	join := map[string]any{"type": "join-simulation", "game": *game, "nick": *nick}
 	if *seek {
 		join = map[string]any{"type": "seek", "game": *game, "bot": *bot, "key": key, "rated": true}
@@ -89,7 +76,45 @@ func main() {
 	if *side != "" && !*seek {
 		join["side"] = *side
 	}
-	send(join)
+	// Too many key checks from this address wait at the arena: connect again and send the join
+	// or seek again, after 1 s, then 2, 4... up to 30 s (a wrong key, or any other error, ends
+	// the bot).
+	delay := time.Second
+	for {
+		code := play(net.JoinHostPort(*host, strconv.Itoa(*port)), *game, join)
+		if code != paced {
+			os.Exit(code)
+		}
+		fmt.Fprintf(os.Stderr, "trying again in %d s\n", delay/time.Second)
+		time.Sleep(delay)
+		if delay *= 2; delay > 30*time.Second {
+			delay = 30 * time.Second
+		}
+	}
+}
+
+// paced is what play returns when the arena asked to try again later (not an exit code).
+const paced = -1
+
+// play plays one game on a new connection: the process's exit code, or paced.
+func play(address, game string, join map[string]any) int {
+	conn, err := net.Dial("tcp", address)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot connect:", err)
+		return 1
+	}
+	defer conn.Close()
+	send := func(message map[string]any) bool {
+		line, _ := json.Marshal(message)
+		if _, err := conn.Write(append(line, '\n')); err != nil {
+			fmt.Fprintln(os.Stderr, "cannot send:", err)
+			return false
+		}
+		return true
+	}
+	if !send(join) {
+		return 1
+	}
 
 	var info Message // our game-info: team (Tavern) or side (Thud), and the board's size
 	reader := bufio.NewReader(conn)
@@ -97,7 +122,7 @@ func main() {
 		line, err := reader.ReadBytes('\n')
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "connection closed before the game ended")
-			os.Exit(1)
+			return 1
 		}
 		if len(line) <= 1 {
 			continue
@@ -112,11 +137,13 @@ func main() {
 			info = message
 			fmt.Printf("joined %s as %s%s\n", message.SimulationID, message.Team, message.Side)
 		case "turn":
-			if reply, err := answer(*game, message.State, info); err == nil {
+			if reply, err := answer(game, message.State, info); err == nil {
 				// Name the turn answered: a reply that arrives too late is then refused
 				// ("Stale turn") instead of being played as a later turn.
 				reply["turn"] = message.Turn
-				send(reply)
+				if !send(reply) {
+					return 1
+				}
 			} else {
 				fmt.Fprintln(os.Stderr, "bad turn:", err)
 			}
@@ -124,11 +151,14 @@ func main() {
 			fmt.Println("point for", message.Team)
 		case "win-game", "loss-game", "draw-game":
 			fmt.Println(message.Type, string(message.Result))
-			return
+			return 0
 		case "error":
 			fmt.Fprintf(os.Stderr, "server error: %s (%s)\n", message.Message, message.Reason)
 			if info.Type == "" { // the join or seek failed: there is no game to wait for
-				os.Exit(1)
+				if message.Message == "Too many key checks" {
+					return paced
+				}
+				return 1
 			}
 		}
 	}

@@ -66,14 +66,33 @@ public final class Bot {
             System.err.println("--game must be tavern or thud");
             System.exit(2);
         }
-        try {
-            System.exit(play(options, game));
-        } catch (IOException lost) {
-            System.err.println("connection failed: " + lost);
-            System.exit(1);
+        // Too many key checks from this address wait at the arena: connect again and send the
+        // join or seek again, after 1 s, then 2, 4... up to 30 s (a wrong key, or any other
+        // error, ends the bot).
+        long delayMs = 1000;
+        while (true) {
+            int code;
+            try {
+                code = play(options, game);
+            } catch (IOException lost) {
+                System.err.println("connection failed: " + lost);
+                code = 1;
+            }
+            if (code != PACED) System.exit(code);
+            System.err.println("trying again in " + delayMs / 1000 + " s");
+            try {
+                Thread.sleep(delayMs);
+            } catch (InterruptedException stopped) {
+                System.exit(1);
+            }
+            delayMs = Math.min(delayMs * 2, 30_000);
         }
     }
 
+    /** What play returns when the arena asked to try again later (not an exit code). */
+    static final int PACED = -1;
+
+    /** Plays one game on a new connection: the process's exit code, or PACED. */
     static int play(Map<String, String> options, String game) throws IOException {
         try (Socket socket = new Socket(options.get("host"), Integer.parseInt(options.get("port")))) {
             BufferedReader in = new BufferedReader(
@@ -130,7 +149,9 @@ public final class Bot {
                     }
                     case "error" -> {
                         System.err.println("server error: " + message.get("message") + " (" + message.get("reason") + ")");
-                        if (info == null) return 1; // the join or seek failed: no game to wait for
+                        if (info == null) { // the join or seek failed: no game to wait for
+                            return "Too many key checks".equals(message.get("message")) ? PACED : 1;
+                        }
                     }
                     default -> { }
                 }

@@ -77,9 +77,9 @@ function chooseActions(state, team, width, height) {
   });
 }
 
-function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const first = firstMessage(args);
+// Plays one game on a new connection; `paced` is called instead if the arena asks to try again
+// later (too many key checks from this address wait there).
+function play(args, first, paced) {
   const socket = net.connect({ host: args.host, port: args.port });
   const send = (message) => socket.write(JSON.stringify(message) + '\n');
   let team = null, width = 0, height = 0, pending = '';
@@ -117,7 +117,10 @@ function main() {
         break;
       case 'error':
         console.error('server error: ' + message.message + (message.reason ? ' (' + message.reason + ')' : ''));
-        if (!['Turn timeout', 'Stale turn', 'Player disconnected'].includes(message.message)) {
+        if (message.message === 'Too many key checks' && team === null) {
+          socket.destroy();
+          paced();
+        } else if (!['Turn timeout', 'Stale turn', 'Player disconnected'].includes(message.message)) {
           process.exitCode = 1; // a failed join or seek (such as Invalid bot key) ends the bot
           socket.end();
         }
@@ -126,6 +129,20 @@ function main() {
         break;
     }
   }
+}
+
+function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const first = firstMessage(args);
+  // Too many key checks wait at the arena: connect again and send the seek again, after 1 s,
+  // then 2, 4... up to 30 s (a wrong key, or any other error, ends the bot).
+  let delay = 1;
+  const attempt = () => play(args, first, () => {
+    console.error('trying again in ' + delay + ' s');
+    setTimeout(attempt, delay * 1000);
+    delay = Math.min(delay * 2, 30);
+  });
+  attempt();
 }
 
 main();

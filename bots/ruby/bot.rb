@@ -54,6 +54,21 @@ def main(args)
     return 2
   end
   $stdout.sync = true # each line as it happens, even into a pipe
+  # Too many key checks from this address wait at the arena: connect again and send the join or
+  # seek again, after 1 s, then 2, 4... up to 30 s (a wrong key, or any other error, ends the bot).
+  delay = 1
+  loop do
+    code = play_connected(options, port)
+    return code unless code == :paced
+
+    warn "trying again in #{delay} s"
+    sleep delay
+    delay = [delay * 2, 30].min
+  end
+end
+
+# Plays one game on a new connection: the process's exit code, or :paced.
+def play_connected(options, port)
   socket = TCPSocket.new(options["host"], port)
   begin
     play(socket, options)
@@ -65,7 +80,7 @@ rescue SystemCallError, IOError, SocketError => e
   1
 end
 
-# Plays one game on a connected socket; the process's exit code.
+# Plays one game on a connected socket; the process's exit code, or :paced.
 def play(socket, options)
   game = options["game"]
   join = if options["seek"]
@@ -111,7 +126,8 @@ def play(socket, options)
       return 0
     when "error"
       warn "server error: #{message['message']} (#{message['reason']})"
-      return 1 if info.nil? # the join or seek failed: there is no game to wait for
+      # The join or seek failed: there is no game to wait for.
+      return message["message"] == "Too many key checks" ? :paced : 1 if info.nil?
     end
   end
   warn "connection closed before the game ended"

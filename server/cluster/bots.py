@@ -1,9 +1,12 @@
 """What the arena's nodes share about registered bots, in Redis: the wrong-key pacing of each
-address, what each bot holds (games and seeks, for ``maxGamesPerBot``), its last ladder game
-(rematch avoidance, sides), and where it is present (``online``).
+address, the arena's registrations (``registrationsPerHour``), what each bot holds (games and
+seeks, for ``maxGamesPerBot``), its last ladder game (rematch avoidance, sides), and where it is
+present (``online``).
 
 A guesser switching nodes behind a balancer is paced as on one node: a check reads the
-address's bucket in Redis, and a wrong key spends a token of it (one script, atomically). Each
+address's bucket in Redis (and waits until it holds a token), and a wrong key spends a token of
+it (one script, atomically). A registration takes one of the arena's budget, in one script too,
+whichever node it reaches. Each
 node writes what a bot holds there as its own field of the bot's hash, and renews it with its
 heartbeat; a reader counts the fields of the living nodes only, so what a node that dies held
 stops counting as soon as the others see it gone. While Redis is away, each node paces and
@@ -20,9 +23,9 @@ from redis.exceptions import RedisError
 from server.arena import Arena, Standing
 from server.cluster import values
 from server.cluster.following import Following
-from server.cluster.keys import bot_key, held_key, last_key, paced_key
+from server.cluster.keys import REGISTRATIONS, bot_key, held_key, last_key, paced_key
 from server.cluster.link import Command, Link
-from server.identity import KEY_BURST, KEY_REFILL_S, KeyPacer
+from server.identity import KEY_BURST, KEY_REFILL_S, KeyPacer, RegistrationBudget
 
 LAST_GAME_KEPT_MS = 24 * 3600 * 1000
 # GCRA: the key holds the time the address's bucket is full again (a node's wall clock, passed
@@ -33,6 +36,17 @@ if full < now then full = now end
 full = full + refill
 redis.call('SET', KEYS[1], tostring(full), 'PX', math.ceil((full - now) * 1000))
 return 0"""
+# The same for the arena's registrations, if one is left (else how long until one is, as text:
+# a script's numbers come back as integers); a key of another type is this node's to replace.
+TAKE = """local now, interval, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+if redis.call('TYPE', KEYS[1]).ok ~= 'string' then redis.call('DEL', KEYS[1]) end
+local full = tonumber(redis.call('GET', KEYS[1]) or ARGV[1]) or now
+if full < now then full = now end
+local wait = full - now - (burst - 1) * interval
+if wait > 0 then return tostring(wait) end
+full = full + interval
+redis.call('SET', KEYS[1], tostring(full), 'PX', math.ceil((full - now) * 1000))
+return '0'"""
 
 
 class SharedBots:
@@ -47,6 +61,7 @@ class SharedBots:
         self.following = following
         self.complaints = complaints
         self.local = KeyPacer(arena.clock)  # while Redis is away
+        self.local_budget = RegistrationBudget(arena.clock, arena.config.registrations_per_hour)
         self.burst, self.refill_s = KEY_BURST, KEY_REFILL_S
         self._held: dict[str, int] = {}  # casefolded name -> what it holds here (not 0)
         self._cleared: set[str] = set()  # those that hold nothing here now, cleared again once
@@ -80,6 +95,20 @@ class SharedBots:
             await redis.eval(SPEND, 1, paced_key(address), time.time(), self.refill_s)
         except (RedisError, OSError):
             self.local.spend_now(address)
+
+    # --- registrations (server.identity.Budget) ----------------------------------------------
+    async def take(self) -> float:
+        redis = self.link.redis
+        if redis is None or not self.link.up:
+            return self.local_budget.take_now()
+        budget = self.local_budget
+        try:
+            wait = await redis.eval(
+                TAKE, 1, REGISTRATIONS, time.time(), budget.interval_s, budget.per_hour
+            )
+        except (RedisError, OSError):
+            return budget.take_now()
+        return float(wait)
 
     # --- what bots hold, and their last games -------------------------------------------------
     def held(self, bot: str, games: int) -> None:

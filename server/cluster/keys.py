@@ -31,6 +31,8 @@ All of it has an expiry, so that a node that dies leaves nothing behind:
   the first seat), for the pool's rematch avoidance and side alternation; kept a day.
 * ``tavern:paced:{address}``: the wrong-key pacing of an address (``server.identity``), as the
   time its bucket is full again (GCRA), expiring then.
+* ``tavern:registrations``: the arena's registrations (``registrationsPerHour``), as the time
+  its bucket is full again (GCRA), expiring then.
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
 """
@@ -41,6 +43,7 @@ PREFIX = "tavern:"
 NODES = PREFIX + "nodes"
 LOBBY = PREFIX + "lobby"
 FINISHED = PREFIX + "finished"
+REGISTRATIONS = PREFIX + "registrations"
 FINISHED_KEPT = 100  # as many as a lobby lists (visor.hub.FINISHED_KEPT)
 
 

@@ -90,7 +90,7 @@ class ClusterNode:
         self.seeks = SharedSeeks(self.link, arena, self.following, complaints)
         self.challenges = RemoteChallenges(self.link, arena)
         self.bots = SharedBots(self.link, arena, self.following, complaints)
-        arena.roster.pacer = self.bots
+        arena.roster.pacer = arena.roster.budget = self.bots
         frame_table: dict[bytes, Handler] = {
             # To the node playing the match:
             wire.JOIN: self.given.join,

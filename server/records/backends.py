@@ -14,6 +14,7 @@ another session can take is the lock of a node that is gone, on whichever machin
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -82,6 +83,19 @@ class Backend(Protocol):
     def insert_chunks(self, db: Connection, rows: list[ChunkRow]) -> None: ...
     def owners(self) -> Owners: ...
     def lost(self, db: Connection) -> bool: ...
+
+
+@contextlib.contextmanager
+def transaction(db: Connection) -> Iterator[None]:
+    """One transaction on a connection that otherwise commits each statement on its own (the
+    commands'): its writes together or not at all."""
+    db.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def backend_for(database: str | Path) -> Backend:

@@ -1,9 +1,12 @@
 """The registered bots in the records (``bots``), and the node's copy of them kept fresh.
 
-``tavern bots`` changes the table on its own connection; every node reads it again every
-``ROSTER_REFRESH_S`` into its ``server.identity.Roster``, so that a bot added, rotated or
-revoked counts on every node within that time, and the check of a key never waits for the
-database. Only hashes of keys are ever read or written here.
+``tavern bots`` changes the table on its own connection; every node reads what changed every
+``ROSTER_REFRESH_S`` into its ``server.identity.Roster``, so that a bot added, rotated, revoked
+or banned counts on every node within that time, and the check of a key never waits for the
+database. What changed is what a node has not read yet: each change of a bot or of a rating is
+numbered (``records.ladder.next_change``), the numbers commit in order, and a node asks only for
+the rows numbered above the last it has (an index each): with 200,000 bots a refresh reads the
+few that changed, not the table. Only hashes of keys are ever read or written here.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from server.identity import RegisteredBot, Roster
 from server.records.backends import Backend, Connection
+from server.records.ladder import current_season, next_change
 from server.records.writer import Writer
 
 log = logging.getLogger(__name__)
@@ -23,66 +28,108 @@ log = logging.getLogger(__name__)
 ROSTER_REFRESH_S = 1.0
 
 
+@dataclass(frozen=True, slots=True)
+class RosterRead:
+    """How far a node has read: the last change number of ``bots`` and of ``ratings`` it has
+    (-1: none yet), and the season its ratings are of."""
+
+    bots: int = -1
+    ratings: int = -1
+    season: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RosterChanges:
+    """What changed since a ``RosterRead``, and how far that goes."""
+
+    bots: list[RegisteredBot]
+    ratings: dict[tuple[str, str], float]  # (game, bot) -> mu, in the current season
+    new_season: bool  # ``ratings`` is then the whole table of a season not read before
+    read: RosterRead
+
+
+def roster_changes(db: Connection, since: RosterRead) -> RosterChanges:
+    """The bots and the current season's ratings changed since ``since`` (all at first)."""
+    season = current_season(db)
+    new_season = season != since.season
+    ratings_after = -1 if new_season else since.ratings
+    bots = db.execute(
+        "SELECT name, key_hash, banned, change_number FROM bots WHERE change_number > ?",
+        (since.bots,),
+    ).fetchall()
+    ratings = db.execute(
+        "SELECT game, bot, mu, change_number FROM ratings WHERE season = ? AND change_number > ?",
+        (season, ratings_after),
+    ).fetchall()
+    return RosterChanges(
+        [RegisteredBot(row["name"], row["key_hash"], bool(row["banned"])) for row in bots],
+        {(row["game"], row["bot"]): float(row["mu"]) for row in ratings},
+        new_season,
+        RosterRead(
+            max((int(row["change_number"]) for row in bots), default=since.bots),
+            max((int(row["change_number"]) for row in ratings), default=ratings_after),
+            season,
+        ),
+    )
+
+
 def registered_bots(db: Connection) -> list[RegisteredBot]:
+    """Every registered bot (``tavern bots add``'s look-alike check)."""
     return [
         RegisteredBot(row["name"], row["key_hash"], bool(row["banned"]))
-        for row in db.execute("SELECT name, key_hash, banned FROM bots ORDER BY name")
+        for row in db.execute("SELECT name, key_hash, banned FROM bots")
     ]
 
 
 def add_bot(db: Connection, bot: RegisteredBot) -> bool:
-    """Keep a new bot; False if its name (in any case) is taken."""
+    """Keep a new bot; False if its name (in any case) is taken. In a transaction."""
     now = time.time()
     inserted = db.execute(
-        "INSERT INTO bots (name, folded, key_hash, created_at, changed_at) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (bot.name, bot.name.casefold(), bot.key_hash, now, now),
+        "INSERT INTO bots (name, folded, key_hash, created_at, changed_at, change_number) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (bot.name, bot.name.casefold(), bot.key_hash, now, now, next_change(db)),
     )
     return inserted.rowcount == 1
 
 
 def set_key(db: Connection, name: str, key_hash: str) -> str | None:
     """Give the bot ``name`` (in any case) a new key hash ('' revokes its key); its name as
-    registered, or None if there is no such bot."""
+    registered, or None if there is no such bot. In a transaction."""
     row = db.execute("SELECT name FROM bots WHERE folded = ?", (name.casefold(),)).fetchone()
     if row is None:
         return None
     db.execute(
-        "UPDATE bots SET key_hash = ?, changed_at = ? WHERE name = ?",
-        (key_hash, time.time(), row["name"]),
+        "UPDATE bots SET key_hash = ?, changed_at = ?, change_number = ? WHERE name = ?",
+        (key_hash, time.time(), next_change(db), row["name"]),
     )
     return str(row["name"])
 
 
 def keep_registered(records: Writer, bot: RegisteredBot) -> None:
     """A bot registered itself over TCP: kept with the batch (the first node to commit a
-    name keeps it; another node's registration of it is gone at its next refresh)."""
+    name keeps it; another node's registration of it is replaced at its next refresh by the
+    row that was kept)."""
     records.submit(lambda db: add_bot(db, bot), urgent=True)
-
-
-def current_ratings(db: Connection) -> dict[tuple[str, str], float]:
-    """The current season's ratings: (game, bot) -> mu."""
-    rows = db.execute(
-        "SELECT game, bot, mu FROM ratings WHERE season = "
-        "(SELECT name FROM ladder_seasons ORDER BY started_at DESC, name DESC LIMIT 1)"
-    )
-    return {(row["game"], row["bot"]): float(row["mu"]) for row in rows}
 
 
 @contextlib.asynccontextmanager
 async def roster_kept(
-    read: Callable[[], tuple[list[RegisteredBot], dict[tuple[str, str], float]]],
-    writer: Writer,
-    roster: Roster,
+    read: Callable[[RosterRead], RosterChanges], writer: Writer, roster: Roster
 ) -> AsyncIterator[None]:
-    """Fill ``roster`` from the records (``read``: the bots and the ratings), and refresh it
-    until the block ends."""
+    """Fill ``roster`` from the records (``read``: what changed since a ``RosterRead``), and
+    keep it up to date until the block ends."""
     backend: Backend = writer.backend
+    since = RosterRead()
 
     async def load() -> None:
-        bots, ratings = await asyncio.to_thread(read)
-        roster.replace(bots)
-        roster.replace_ratings(ratings)
+        nonlocal since
+        changes = await asyncio.to_thread(read, since)
+        roster.update(changes.bots)
+        if changes.new_season:
+            roster.replace_ratings(changes.ratings)
+        else:
+            roster.update_ratings(changes.ratings)
+        since = changes.read
 
     await load()
     roster.keep = lambda bot: keep_registered(writer, bot)

@@ -19,6 +19,14 @@ from server.records.backends import Connection
 RESULTS = ("loss", "draw", "win")
 
 
+def next_change(db: Connection) -> int:
+    """The number of a change of a bot or of a rating (``server.records.identities``), taken in
+    the transaction that makes the change: that transaction holds the counter's row until it
+    ends, so the numbers commit in order and a reader that has seen one has all before it."""
+    db.execute("UPDATE roster_changes SET number = number + 1")
+    return int(db.execute("SELECT number FROM roster_changes").fetchone()[0])
+
+
 def current_season(db: Connection) -> str:
     row = db.execute(
         "SELECT name FROM ladder_seasons ORDER BY started_at DESC, name DESC LIMIT 1"
@@ -36,11 +44,15 @@ def start_season(db: Connection, name: str) -> bool:
 
 
 def set_banned(db: Connection, name: str, banned: bool) -> str | None:
-    """Ban or unban a registered bot; its name as registered, or None if there is none."""
+    """Ban or unban a registered bot; its name as registered, or None if there is none. In a
+    transaction."""
     row = db.execute("SELECT name FROM bots WHERE folded = ?", (name.casefold(),)).fetchone()
     if row is None:
         return None
-    db.execute("UPDATE bots SET banned = ? WHERE name = ?", (int(banned), row["name"]))
+    db.execute(
+        "UPDATE bots SET banned = ?, changed_at = ?, change_number = ? WHERE name = ?",
+        (int(banned), time.time(), next_change(db), row["name"]),
+    )
     return str(row["name"])
 
 
@@ -50,6 +62,8 @@ def rate(
     """Move both bots' ratings by a finished game, unless it was rated already (False)."""
     if db.execute("SELECT 1 FROM rating_history WHERE game_id = ? LIMIT 1", (game_id,)).fetchone():
         return False
+    # Taken first: a rating moved by another node meanwhile is read as it ends up.
+    change = next_change(db)
     season = current_season(db)
     before = tuple(_rating(db, game, season, bot) for bot in bots)
     after = rate_game((before[0], before[1]), winner)
@@ -58,12 +72,13 @@ def rate(
         outcome = 1 if winner is None else 2 if winner == seat else 0
         db.execute(
             "INSERT INTO ratings (game, season, bot, mu, sigma, games, wins, losses, draws, "
-            "last_game_id, last_played_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?) "
+            "last_game_id, last_played_at, change_number) "
+            "VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (game, season, bot) DO UPDATE SET mu = excluded.mu, "
             "sigma = excluded.sigma, games = ratings.games + 1, "
             "wins = ratings.wins + excluded.wins, losses = ratings.losses + excluded.losses, "
             "draws = ratings.draws + excluded.draws, last_game_id = excluded.last_game_id, "
-            "last_played_at = excluded.last_played_at",
+            "last_played_at = excluded.last_played_at, change_number = excluded.change_number",
             (
                 game,
                 season,
@@ -75,6 +90,7 @@ def rate(
                 int(outcome == 1),
                 game_id,
                 now,
+                change,
             ),
         )
         db.execute(

@@ -18,10 +18,9 @@ import orjson
 from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.identity import RegisteredBot
 from server.league import GameResult
 from server.records.backends import Backend, Connection
-from server.records.identities import current_ratings, registered_bots
+from server.records.identities import RosterChanges, RosterRead, roster_changes
 from server.records.ladder import bot_record, ladder_table, seasons
 from server.records.schema import LAST_TURN
 from server.replay import DamagedRecord
@@ -100,11 +99,10 @@ class Queries:
         }
 
     @read
-    def roster(
-        self, reader: Connection
-    ) -> tuple[list[RegisteredBot], dict[tuple[str, str], float]]:
-        """The registered bots and the current season's ratings (``server.identity.Roster``)."""
-        return registered_bots(reader), current_ratings(reader)
+    def roster_changes(self, reader: Connection, since: RosterRead) -> RosterChanges:
+        """The registered bots and the current season's ratings changed since ``since``
+        (``server.identity.Roster``)."""
+        return roster_changes(reader, since)
 
     @read
     def ladder(self, reader: Connection, game: str, season: str | None) -> JsonObject | None:

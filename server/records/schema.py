@@ -201,6 +201,18 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX rating_history_by_bot ON rating_history (bot, rated_at);
     """,
+    # 7 -> 8: the roster read by what changed (server.records.identities). Each change of a bot
+    # or of a rating takes the next number of ``roster_changes`` in its own transaction, whose
+    # lock on that one row keeps the numbers in the order the changes commit; a node reads only
+    # the rows numbered above the last it has. Rows from before are numbered 0.
+    """
+    CREATE TABLE roster_changes (number INTEGER NOT NULL);
+    INSERT INTO roster_changes (number) VALUES (0);
+    ALTER TABLE bots ADD COLUMN change_number INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX bots_by_change ON bots (change_number);
+    ALTER TABLE ratings ADD COLUMN change_number INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX ratings_by_change ON ratings (season, change_number);
+    """,
 )
 
 
