@@ -8,6 +8,7 @@ loopback addresses it is given (``spec["sources"]``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import time
@@ -24,7 +25,7 @@ CONNECT_TIMEOUT_S = 10.0
 ANSWER_TIMEOUT_S = 10.0
 RETRY_S = 1.0
 PER_CONNECTION = 100  # creates one connection may make (the default maxSimulationsPerConnection)
-SPAM_BUFFER_BYTES = 1 << 16  # the challenger writes while less than this waits to be sent
+SPAM_IN_FLIGHT = 32  # challenges the challenger has sent and not yet seen answered
 WRONG_KEY = "tvk_" + "x" * 43  # shaped as a key, and no bot's
 
 
@@ -101,10 +102,11 @@ async def wrong_keys(spec: dict[str, Any]) -> Figures:
 
 
 async def challenge_spam(spec: dict[str, Any]) -> Figures:
-    """The registered bot ``bot`` challenging ``opponent``: one challenge, and once it is
-    answered (the key checked: messages sent meanwhile wait, 64 at most), as fast as the arena
-    takes them (written while less than ``SPAM_BUFFER_BYTES`` waits to be sent), every answer
-    read and counted, for ``seconds``."""
+    """The registered bot ``bot`` challenging ``opponent`` as fast as the arena takes the
+    challenges, on ``connections`` connections at once, for ``seconds``: on each,
+    ``SPAM_IN_FLIGHT`` unanswered at any time (a connection whose messages wait for a key's
+    check may have 64), each answer (``challenge-sent``, or an error) letting the next one go;
+    every line read and counted."""
     counts: Counter[str] = Counter()
     challenge = {
         "type": "challenge",
@@ -115,33 +117,38 @@ async def challenge_spam(spec: dict[str, Any]) -> Figures:
         "key": spec["key"],
     }
     line = orjson.dumps(challenge) + b"\n"
-    batch = line * 100
     deadline = deadline_of(spec)
-    reader, writer = await opened(spec["sources"][0], spec["port"])
-    writer.write(line)
-    counts["challenges written"] += 1
-    async with asyncio.timeout(ANSWER_TIMEOUT_S):
-        counts[kind_of(await reader.readline())] += 1
 
-    async def read() -> None:
-        while line := await reader.readline():
-            counts[kind_of(line)] += 1
-        counts["closed by the server"] += 1
+    async def spamming() -> None:
+        reader, writer = await opened(spec["sources"][0], spec["port"])
+        in_flight = asyncio.Semaphore(SPAM_IN_FLIGHT)
 
-    reading = asyncio.create_task(read())
-    try:
-        while time.monotonic() < deadline and not reading.done():
-            if writer.transport.get_write_buffer_size() < SPAM_BUFFER_BYTES:
-                writer.write(batch)
-                counts["challenges written"] += 100
-            await asyncio.sleep(0.001)
-        unsent = writer.transport.get_write_buffer_size() * 100 // len(batch)
-        counts["challenges written"] -= unsent
-        await asyncio.wait([reading], timeout=1.0)
-    finally:
-        reading.cancel()
-        writer.transport.abort()
-    return dict(counts)
+        async def read() -> None:
+            while answer := await reader.readline():
+                kind = kind_of(answer)
+                counts[kind] += 1
+                if kind != "challenge-declined":  # a later answer, to an earlier challenge
+                    in_flight.release()
+            counts["closed by the server"] += 1
+
+        reading = asyncio.create_task(read())
+        try:
+            while time.monotonic() < deadline and not reading.done():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                        await in_flight.acquire()
+                        writer.write(line)
+                        counts["challenges sent"] += 1
+            await asyncio.wait([reading], timeout=1.0)
+        finally:
+            reading.cancel()
+            writer.transport.abort()
+
+    started = time.monotonic()
+    await asyncio.gather(*(spamming() for _ in range(spec["connections"])))
+    figures: Figures = dict(counts)
+    figures["sent a second"] = round(counts["challenges sent"] / (time.monotonic() - started))
+    return figures
 
 
 async def seek_flood(spec: dict[str, Any]) -> Figures:

@@ -48,6 +48,7 @@ POSTGRES_DOWN_S = 10.0
 REDIS_DOWN_S = 5.0
 SIGTERM_AFTER_S = 1.0  # into the PostgreSQL outage
 STOP_WAIT_S = 90.0  # for a node to exit after SIGTERM or SIGUSR1 before it is killed
+SPAM_CONNECTIONS = 8  # the spammer's, each with as many challenges in flight as it may
 ROSTER_WINDOW_S = 5.0  # the least of each window the roster's cost is measured over
 
 
@@ -183,9 +184,9 @@ async def half_sent_http(run: Run) -> Figures:
 
 # --- items 4 to 6: the ladder ---------------------------------------------------------------------
 async def challenge_spam(run: Run) -> Figures:
-    """The registered Spammer challenging Target as fast as it can; Target is present (a
-    rated seek nobody else makes) and reads everything at once: it must stay connected, and
-    get a bounded number of challenges."""
+    """The registered Spammer challenging Target as fast as it can, on 8 connections; Target is
+    present (a rated seek nobody else makes) and reads everything at once: it must stay
+    connected, and get a bounded number of challenges."""
     target: Figures = {"challenges received": 0}
     presence = asyncio.create_task(present(run.tcp_port, TARGET, target))
     try:
@@ -197,6 +198,7 @@ async def challenge_spam(run: Run) -> Figures:
             bot=SPAMMER.name,
             key=SPAMMER.key,
             opponent=TARGET.name,
+            connections=SPAM_CONNECTIONS,
             sources=[SPAMMER.source],
         )
     finally:

@@ -330,6 +330,7 @@ class Run:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        self._background.clear()
 
     @property
     def tcp_port(self) -> int:
@@ -427,6 +428,7 @@ async def run_attack(attack: Attack, options: Options) -> Figures:
             stopped = time.perf_counter()
             run.phase = "after"
             ended, normal = await recover(run, before, started, stopped)
+            await run.stop_background()  # what the probes were still waiting for is counted
             sampler.sample()
             figures = report(
                 run, prepared, attack_figures, (before, started, stopped, ended), normal
