@@ -111,6 +111,7 @@ API_GAMES_PER_ADDRESS = 20  # the default maxThudApiGamesPerAddress
 API_PROBE_EVERY_S = 2.0
 BAD_FRAME_EVERY_S = 5.0
 SLOWEST = "slowest s"  # of a probe's answers in a phase (``Run.saw``)
+NOT_GOOD = "not good"  # a probe's answers in a phase that a user should not get
 DONE_STALL_S = 1.0  # issue 30's "Done when": no honest stall this long
 
 
@@ -309,18 +310,19 @@ class Run:
     arena: Target
     honest: HonestPlayers
     sampler: Sampler
-    probes: Figures = field(default_factory=dict)  # what honest probes saw (see background)
     phase: str = "before"  # of the attack, as honest probes count their answers (``saw``)
     seen: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # see ``saw``
     _background: list[asyncio.Task[None]] = field(default_factory=list)
 
-    def saw(self, what: str, outcome: str, seconds: float) -> None:
-        """An honest probe's answer (``what`` asked, ``outcome`` came after ``seconds``),
-        counted by the phase of the attack it came in, with the slowest of the phase:
-        ``seen[what][phase][outcome]`` and ``seen[what][phase][SLOWEST]``."""
-        phase = self.seen.setdefault(what, {}).setdefault(self.phase, {})
+    def saw(self, what: str, outcome: str, seconds: float, good: bool) -> None:
+        """An honest probe's answer (``what`` asked, ``outcome`` came after ``seconds``;
+        ``good``: what a user should get), counted by the phase of the attack it came in, with
+        the slowest of the phase and the answers not good: ``seen[what][phase][outcome]``,
+        ``seen[what][phase][SLOWEST]``, ``seen[what][phase][NOT_GOOD]``."""
+        phase = self.seen.setdefault(what, {}).setdefault(self.phase, {NOT_GOOD: 0})
         phase[outcome] = phase.get(outcome, 0) + 1
         phase[SLOWEST] = round(max(phase.get(SLOWEST, 0.0), seconds), 2)
+        phase[NOT_GOOD] += not good
 
     def background(self, work: Coroutine[Any, Any, None]) -> None:
         """Honest work beside the games (probes), until the end of the recovery."""
@@ -501,7 +503,6 @@ def report(
         "behind the balancer": run.arena.balancer is not None,
         "set-up": prepared,
         "attack figures": attack_figures,
-        "honest probes": dict(run.probes),
         "probes by phase": run.seen,
         "attack seconds": round(stopped - started, 1),
         "recovery seconds": round(ended - stopped, 1),
@@ -562,9 +563,7 @@ def print_report(
     if figures["set-up"]:
         print(f"   set-up: {describe(figures['set-up'])}")
     print(f"   attack ({figures['attack seconds']} s): {describe(figures['attack figures'])}")
-    if figures["honest probes"]:
-        print(f"   honest probes: {describe(figures['honest probes'])}")
-    for line in probe_lines(figures.get("probes by phase", {})):
+    for line in probe_lines(figures["probes by phase"]):
         print(f"   probe {line}")
     recovery = (
         f"back to normal {figures['recovery seconds']} s after it stopped"
@@ -609,7 +608,9 @@ def probe_lines(seen: dict[str, dict[str, dict[str, float]]]) -> list[str]:
         shown = []
         for phase, answers in phases.items():
             counted = ", ".join(
-                f"{outcome} {count:g}" for outcome, count in answers.items() if outcome != SLOWEST
+                f"{outcome} {count:g}"
+                for outcome, count in answers.items()
+                if outcome not in (SLOWEST, NOT_GOOD)
             )
             shown.append(f"{phase}: {counted} (slowest {answers[SLOWEST]:.2f} s)")
         lines.append(f"{what}: {'; '.join(shown)}")
@@ -744,14 +745,15 @@ async def api_probe(run: Run) -> None:
         source = f"127.0.0.{100 + index % 150}"
         connector = aiohttp.TCPConnector(local_addr=(source, 0))
         timeout = aiohttp.ClientTimeout(total=10)
+        asked = time.perf_counter()
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
             try:
                 async with session.post(url, data=body) as response:
                     await response.read()
-                    outcome = f"/start answered {response.status}"
+                    outcome = f"answered {response.status}"
             except (aiohttp.ClientError, OSError, TimeoutError) as error:
-                outcome = f"/start failed: {type(error).__name__}"
-        run.probes[outcome] = run.probes.get(outcome, 0) + 1
+                outcome = f"failed: {type(error).__name__}"
+        run.saw("/start", outcome, time.perf_counter() - asked, outcome == "answered 200")
         await asyncio.sleep(API_PROBE_EVERY_S)
 
 
@@ -845,6 +847,7 @@ async def records_probe(
 
         async def ask(endpoint: str, method: str, url: str, data: bytes | None) -> None:
             await going.wait()
+            asked = time.perf_counter()
             try:
                 async with session.request(method, url, data=data) as response:
                     await response.read()
@@ -852,8 +855,7 @@ async def records_probe(
             except (aiohttp.ClientError, OSError, TimeoutError) as error:
                 status = type(error).__name__
             answers.append((time.perf_counter(), endpoint, status))
-            key = f"{endpoint} {status}"
-            run.probes[key] = run.probes.get(key, 0) + 1
+            run.saw(endpoint, status, time.perf_counter() - asked, status == "200")
 
         while True:
             asking = []
@@ -961,19 +963,29 @@ async def run_all(names: list[str], options: Options, json_path: Path | None) ->
 def verdicts(ran: list[Figures]) -> str:
     """Each attack against issue 30's "Done when": the honest stall under 1 s (the longest wait
     for a turn and the longest time without any honest turn), no honest set-up refused, no
-    honest game lost; as a Markdown table."""
+    honest game lost; and the honest probes' answers a user should not get, from the attack on
+    (its phases before it are the probes' baseline); as a Markdown table."""
     rows = [
         "| attack | longest wait / no turn (s) | set-ups refused | games lost | "
-        f"stall < {DONE_STALL_S:g} s, none refused, none lost |",
-        "|---|---|---|---|---|",
+        f"stall < {DONE_STALL_S:g} s, none refused, none lost | probe answers not good |",
+        "|---|---|---|---|---|---|",
     ]
     for figures in ran:
         wait, gap = figures["longest bot wait s"], figures["longest time without a turn s"]
         refused, lost = figures["set-ups refused"], figures["games lost"]
         held = max(wait, gap) < DONE_STALL_S and not refused and not lost
+        answers = [
+            (phase[NOT_GOOD], sum(n for k, n in phase.items() if k not in (SLOWEST, NOT_GOOD)))
+            for phases in figures["probes by phase"].values()
+            for name, phase in phases.items()
+            if not name.startswith("before")
+        ]
+        bad = (
+            f"{sum(n for n, _ in answers):g} of {sum(n for _, n in answers):g}" if answers else "-"
+        )
         rows.append(
             f"| {figures['attack']} | {wait:.2f} / {gap:.2f} | {refused} | {lost} | "
-            f"{'yes' if held else 'NO'} |"
+            f"{'yes' if held else 'NO'} | {bad} |"
         )
     return "\n".join(rows)
 
@@ -985,8 +997,12 @@ def servers_figure(figures: Figures, show: Callable[[Figures], str]) -> str:
 SUMMARY: dict[str, Callable[[Figures], str]] = {
     "attack": lambda f: describe(f["attack figures"]),
     "honest probes": lambda f: (
-        "; ".join([describe(f["honest probes"]), *probe_lines(f.get("probes by phase", {}))]).strip(
-            "; "
+        # "honest probes": a flat count, in the figures of a bench from before the phases
+        "; ".join(
+            filter(
+                None,
+                [describe(f.get("honest probes", {})), *probe_lines(f.get("probes by phase", {}))],
+            )
         )
         or "-"
     ),

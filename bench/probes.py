@@ -1,7 +1,9 @@
 """Honest probes beside an attack of ``bench/hostile.py``: what a newcomer meets while it lasts
 and after (a page load, a new bot's game, a registered bot's rated seek, ``/readyz``, the
 records' API), each answer counted by what it was and by the attack's phase (``Run.saw``),
-with the slowest answer of each.
+with the slowest answer of each, and whether it is what a user should get: the lobby, ``ready``,
+``paired`` (or a seek waiting less than half of ``ANSWER_WITHIN_S`` when the run ends), 200, or
+from the records' API a JSON 503 that says what is away.
 
 Each kind of probe comes from honest loopback addresses of its own (127.0.0.x; the attackers
 use 127.0.1.x and 127.0.2.x, the honest pairs 127.0.0.10 and up), on a new connection each
@@ -30,6 +32,8 @@ READY_EVERY_S = 0.5
 ANSWER_WITHIN_S = 10.0
 SEEK_PAUSE_S = 2.0  # between two rounds of rated seeks (each bot's games left meanwhile end)
 HTTP_SOURCE = "127.0.0.9"  # /readyz and the records' API
+LOBBY_SHOWN = "lobby shown"
+PAIRED = "paired"
 
 
 def honest_source(first: int, index: int, count: int = 50) -> str:
@@ -76,7 +80,7 @@ async def page_loads(run: Run) -> None:
     for index in itertools.count():
         started = time.perf_counter()
         outcome = await page_load(run.http_port, honest_source(100, index))
-        run.saw("page load", outcome, time.perf_counter() - started)
+        run.saw("page load", outcome, time.perf_counter() - started, outcome == LOBBY_SHOWN)
         await asyncio.sleep(PROBE_EVERY_S)
 
 
@@ -99,7 +103,7 @@ async def page_load(port: int, source: str) -> str:
                         continue
                     found = orjson.loads(message.data)
                     if found.get("type") == "lobby":
-                        return "lobby shown"
+                        return LOBBY_SHOWN
                     if found.get("type") == "error":
                         return what_came(found)
                 return f"websocket closed ({ws.close_code})"
@@ -114,7 +118,7 @@ async def new_games(run: Run) -> None:
     leaves nothing waiting to count against anyone."""
     for index in itertools.count():
         outcome, seconds = await new_game(run.tcp_port, honest_source(150, index))
-        run.saw("new bot's create", outcome, seconds)
+        run.saw("new bot's create", outcome, seconds, outcome == "ready")
         await asyncio.sleep(PROBE_EVERY_S)
 
 
@@ -160,9 +164,11 @@ async def seeking(run: Run, bot: LadderBot) -> None:
         try:
             outcome = await rated_seek(run.tcp_port, bot)
         except asyncio.CancelledError:
-            run.saw(what, "still waiting when the run ended", time.perf_counter() - started)
+            waited = time.perf_counter() - started
+            ended = "still waiting when the run ended"
+            run.saw(what, ended, waited, waited < ANSWER_WITHIN_S / 2)
             raise
-        run.saw(what, outcome, time.perf_counter() - started)
+        run.saw(what, outcome, time.perf_counter() - started, outcome == PAIRED)
         await asyncio.sleep(SEEK_PAUSE_S)
 
 
@@ -174,7 +180,7 @@ async def rated_seek(port: int, bot: LadderBot) -> str:
             reader, writer = await opened(bot.source, port)
             writer.write(orjson.dumps(seek) + b"\n")
             found = await answer(reader)
-        outcome = "paired" if found.get("type") == "game-info" else what_came(found)
+        outcome = PAIRED if found.get("type") == "game-info" else what_came(found)
     except TimeoutError:
         outcome = f"not paired in {ANSWER_WITHIN_S:g} s"
     except (OSError, ValueError) as error:
@@ -224,7 +230,7 @@ async def readiness(run: Run) -> None:
                 asking["/readyz through HAProxy"] = f"http://127.0.0.1:{run.http_port}/readyz"
             answers = await asyncio.gather(*(get(session, url) for url in asking.values()))
             for what, (outcome, seconds) in zip(asking, answers, strict=True):
-                run.saw(what, outcome, seconds)
+                run.saw(what, outcome, seconds, outcome == "200")
             await asyncio.sleep(READY_EVERY_S)
 
 
@@ -237,5 +243,6 @@ async def records_api(run: Run, bot: str) -> None:
         while True:
             answers = await asyncio.gather(*(get(session, base + path) for path in paths))
             for path, (outcome, seconds) in zip(paths, answers, strict=True):
-                run.saw(f"GET {path.split('?')[0]}", outcome, seconds)
+                good = outcome in ("200", "503")  # JSON: a 503 says what is away
+                run.saw(f"GET {path.split('?')[0]}", outcome, seconds, good)
             await asyncio.sleep(READY_EVERY_S)
