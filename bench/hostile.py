@@ -52,7 +52,7 @@ stall under 1 s, no honest set-up refused, no honest game lost.
 
 ``--scale`` multiplies every attack's size (connections, pages, simulations, rates): the
 defaults are the issues' figures. ``issue20`` runs issue 20's attacks in turn (about 15
-minutes), ``issue30`` issue 30's (about 25 minutes), ``all`` both.
+minutes), ``issue30`` issue 30's (about 30 minutes), ``all`` both.
 ``--json`` keeps every figure, and ``--compare`` prints two such files side by side: run the
 same command with ``--server OLD`` and ``--server NEW``, then compare.
 """
