@@ -25,25 +25,29 @@ START_S = 20.0
 
 @dataclass(frozen=True)
 class Balancer:
-    """A running HAProxy: its bots' (TCP) and pages' (HTTP) ports, and its log."""
+    """A running HAProxy: its bots' (TCP) and pages' (HTTP) ports."""
 
     bots_port: int
     pages_port: int
-    log: Path
-    process: asyncio.subprocess.Process
 
 
-async def listening(port: int) -> None:
-    """Once something accepts connections on ``port`` (within ``START_S``)."""
-    async with asyncio.timeout(START_S):
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                await asyncio.sleep(0.05)
-                continue
-            writer.close()
-            return
+async def listening(process: asyncio.subprocess.Process, port: int, log: Path) -> None:
+    """Once HAProxy accepts connections on ``port``; RuntimeError, with the end of its log,
+    if it exits first or takes longer than ``START_S`` (a config it cannot read, say)."""
+    try:
+        async with asyncio.timeout(START_S):
+            while process.returncode is None:
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                return
+    except TimeoutError:
+        pass
+    said = (await asyncio.to_thread(log.read_text, errors="replace"))[-2000:]
+    raise RuntimeError(f"HAProxy did not listen on port {port}; its log ends:\n{said}")
 
 
 @contextlib.asynccontextmanager
@@ -76,8 +80,8 @@ async def haproxy_in_front(
             stderr=output,
         )
     try:
-        await asyncio.gather(listening(bots_port), listening(pages_port))
-        yield Balancer(bots_port, pages_port, log, process)
+        await asyncio.gather(*(listening(process, port, log) for port in (bots_port, pages_port)))
+        yield Balancer(bots_port, pages_port)
     finally:
         if process.returncode is None:
             process.terminate()

@@ -206,7 +206,7 @@ class Target:
         return found
 
 
-def balanced(options: Options, attack: Attack) -> bool:
+def behind_balancer(options: Options, attack: Attack) -> bool:
     return options.balancer or attack.balancer
 
 
@@ -214,7 +214,7 @@ def balanced(options: Options, attack: Attack) -> bool:
 async def target(options: Options, attack: Attack) -> AsyncIterator[Target]:
     """Fresh servers for one attack: behind the balancer, three nodes on Redis with their
     records in PostgreSQL and HAProxy in front; else as the attack says."""
-    behind = balanced(options, attack)
+    behind = behind_balancer(options, attack)
     nodes = BALANCED_NODES if behind else attack.nodes
     with (
         contextlib.ExitStack() as services,
