@@ -7,7 +7,8 @@ CPU, and the honest players' measurements in the bench's process are not slowed 
 attacker that holds connections first opens them all (a failed one is tried again, for at most
 ``open_within`` seconds), then holds them for ``seconds``; a flood floods for ``seconds``. Then
 it closes everything and prints its figures as one JSON object on its last line of output.
-Every connection goes to 127.0.0.1 only, from the loopback addresses it is given.
+Every connection goes to 127.0.0.1 only, from the loopback addresses it is given. Those that
+speak the bots' ladder protocol (issue 30's) are in ``bench/attackers_ladder.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import orjson
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.attackers_ladder import ATTACKERS as LADDER_ATTACKERS
 from bench.common import connect_from
 from bench.load import random_thud_move
 
@@ -658,6 +660,7 @@ ATTACKERS: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, Figures]]] =
     "house-pages": house_pages,
     "api-starts": api_starts,
     "waiting-simulations": waiting_simulations,
+    **LADDER_ATTACKERS,
 }
 
 

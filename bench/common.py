@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import math
 import os
 import re
 import socket
@@ -160,6 +161,18 @@ async def connect_from(
         sock.close()
         raise
     return sock
+
+
+def sources(prefix: str, count: int) -> list[str]:
+    """``count`` loopback addresses: ``prefix``.1 and up (at most 250 of them)."""
+    return [f"{prefix}.{index}" for index in range(1, min(count, 250) + 1)]
+
+
+def addresses_for(count: int, per_address: int) -> list[str]:
+    """Attackers' addresses for ``count`` connections, ``per_address`` from each: where the
+    issue names no number of addresses, an attacker uses as many as it takes to stay within
+    any per-address cap, so that only the arena's limits on the whole can stop it."""
+    return sources("127.0.1", math.ceil(count / per_address))
 
 
 def cluster_cpu_seconds(postmaster: int) -> float:

@@ -5,7 +5,9 @@ A pair's first bot creates each game on its node and joins it; the second joins 
 through another node when the arena has several (every turn then crosses nodes). Tavern bots
 move every dwarf one step in a random direction; Thud bots play a random move of the turn's
 ``moves`` list. A set-up that gets no ``ready`` or ``game-info`` within ``SETUP_TIMEOUT_S`` (or
-an error instead) is refused, and the pair tries again a moment later.
+an error instead) is refused, and the pair tries again a moment later. A create that a draining
+node turns away (``Server draining``) is sent again on a new connection, as the protocol tells a
+bot to (a load balancer sends it to another node), within the same ``SETUP_TIMEOUT_S``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from bench.load import ENDS, TURN, random_thud_move, tavern_moves
 SETUP_TIMEOUT_S = 10.0
 SILENCE_S = 60.0  # a game whose server says nothing for this long is lost
 RETRY_PAUSE_S = 0.2  # after a refused set-up
+DRAINING = "Server draining"
+DRAINING_PAUSE_S = 0.05  # before connecting again after a create a draining node turned away
 STOP_GRACE_S = 3.0
 ERROR = b'{"type":"error"'
 # How a game that did not finish normally ended: lost to the arena (these errors close the
@@ -227,11 +231,21 @@ class Pair:
         return True
 
     async def set_up(self, bots: list[Bot]) -> None:
-        first = await self.connect(self.ports[0])
-        bots.append(first)
         create = {"type": "create-simulation", "game": self.game}
-        first.writer.write(orjson.dumps(create) + b"\n")
-        simulation_id = (await self.expect(first, "ready"))["simulationId"]
+        while True:
+            first = await self.connect(self.ports[0])
+            bots.append(first)
+            first.writer.write(orjson.dumps(create) + b"\n")
+            try:
+                simulation_id = (await self.expect(first, "ready"))["simulationId"]
+                break
+            except Refused as refused:
+                if str(refused) != DRAINING:
+                    raise
+            self.record.errors[f"{DRAINING} (connected again)"] += 1
+            bots.remove(first)
+            first.writer.transport.abort()
+            await asyncio.sleep(DRAINING_PAUSE_S)
         bots.append(await self.connect(self.ports[1]))
         for bot, side in zip(bots, ("dwarf", "troll"), strict=True):
             join = {

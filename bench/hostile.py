@@ -1,10 +1,11 @@
 """Attacks on a real arena while honest games play: what each costs the server and the honest
-players (issue 20, "Under attack"), measured the same way for any checkout of the arena.
+players (issue 20, "Under attack"; issue 30's attacker, behind the balancer), measured the same
+way for any checkout of the arena.
 
-    python bench/hostile.py ATTACK [ATTACK ...] | all
+    python bench/hostile.py ATTACK [ATTACK ...] | issue20 | issue30 | all
         [--server ROOT] [--scale 1.0] [--seconds 30] [--recovery 60] [--before 5]
         [--pairs 6] [--think-ms 5] [--loop asyncio|uvloop] [--json FILE]
-        [--payload string|brackets|strings] [--trigger join|fake-node]
+        [--payload string|brackets|strings] [--trigger join|fake-node] [--balancer]
     python bench/hostile.py --compare BEFORE.jsonl AFTER.jsonl
 
 Each attack runs against fresh servers in child processes, started from the checkout at ROOT
@@ -12,6 +13,13 @@ Each attack runs against fresh servers in child processes, started from the chec
 serve``, or ``python -m server serve`` in a checkout from before issue 21, whose ``server`` was
 the command), with the server's own default limits: only ports, records, Redis and the config keys
 ROOT's server knows are set. So the same command measures the old code and the new.
+
+Behind the balancer (issue 30's attacks, ``bench/balanced_attacks.py``, always; any attack with
+``--balancer``): three nodes on a redis-server, their records in one PostgreSQL, behind HAProxy
+running ROOT's shipped deploy/haproxy.cfg (``bench/balancer.py``: only its addresses given, its
+timings and limits its own), the nodes told HAProxy's address is a balancer's (``balancers``,
+where ROOT knows it). The honest pairs, the probes and the attackers then connect only to
+HAProxy's ports, each from its own address, as before.
 
 Throughout, ``--pairs`` honest pairs play game after game, each pair from its own loopback
 address (127.0.0.10 and up; ``bench/honest.py``): Tavern bots moving every dwarf, or, for the
@@ -36,10 +44,15 @@ or an error instead); the longest an honest bot waited after its move for its ne
 end, and the longest time no honest game got a turn; honest turns per second and the reply
 latency (a move sent to the next turn received) before and over the attack and recovery; each
 server's RSS (sampled from /proc every 0.2 s) before, at its peak and at the end, and its CPU
-seconds over the attack and over the recovery; servers that exited.
+seconds over the attack and over the recovery; servers that exited. Honest probes
+(``bench/probes.py``: page loads, new bots' games, registered bots' rated seeks, ``/readyz``, the
+records' API), where an attack has them, are counted by their answer and the phase of the
+attack, with the slowest answer. At the end, each attack against issue 30's "Done when": honest
+stall under 1 s, no honest set-up refused, no honest game lost.
 
 ``--scale`` multiplies every attack's size (connections, pages, simulations, rates): the
-defaults are the issue's figures. ``all`` runs every attack in turn (about 15 minutes).
+defaults are the issues' figures. ``issue20`` runs issue 20's attacks in turn (about 15
+minutes), ``issue30`` issue 30's (about 30 minutes), ``all`` both.
 ``--json`` keeps every figure, and ``--compare`` prints two such files side by side: run the
 same command with ``--server OLD`` and ``--server NEW``, then compare.
 """
@@ -57,7 +70,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,12 +81,18 @@ import uvloop
 from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.attack import Attack, Figures
+from bench.balanced_attacks import ISSUE_30
+from bench.balancer import BALANCER_ADDRESS, Balancer, haproxy_in_front
+from bench.balancer import NODES as BALANCED_NODES
 from bench.common import (
     ROOT,
     ServerProcess,
+    addresses_for,
     describe_ms,
     known_settings,
     percentile,
+    sources,
     tavern_serve,
 )
 from bench.honest import HonestPlayers, Record
@@ -91,8 +110,9 @@ WAITING_PER_ADDRESS = 100  # the default maxWaitingSimulationsPerAddress (and pe
 API_GAMES_PER_ADDRESS = 20  # the default maxThudApiGamesPerAddress
 API_PROBE_EVERY_S = 2.0
 BAD_FRAME_EVERY_S = 5.0
-
-Figures = dict[str, Any]
+SLOWEST = "slowest s"  # of a probe's answers in a phase (``Run.saw``)
+NOT_GOOD = "not good"  # a probe's answers in a phase that a user should not get
+DONE_STALL_S = 1.0  # issue 30's "Done when": no honest stall this long
 
 
 @dataclass(frozen=True)
@@ -107,21 +127,10 @@ class Options:
     loop: str | None
     payload: str
     trigger: str
+    balancer: bool = False  # every attack behind HAProxy (three nodes, Redis, PostgreSQL)
 
     def scaled(self, count: float, least: int = 1) -> int:
         return max(least, round(count * self.scale))
-
-
-def sources(prefix: str, count: int) -> list[str]:
-    """``count`` loopback addresses: ``prefix``.1 and up (at most 250 of them)."""
-    return [f"{prefix}.{index}" for index in range(1, min(count, 250) + 1)]
-
-
-def addresses_for(count: int, per_address: int) -> list[str]:
-    """Attackers' addresses for ``count`` connections, ``per_address`` from each: where the
-    issue names no number of addresses, an attacker uses as many as it takes to stay within
-    any per-address cap, so that only the arena's limits on the whole can stop it."""
-    return sources("127.0.1", math.ceil(count / per_address))
 
 
 # --- the servers under attack -------------------------------------------------------------------
@@ -135,22 +144,31 @@ class Target:
     redis: RedisServer | None
     postgres: PostgresServer | None
     database: str | None  # a PostgreSQL URL the nodes share; else an SQLite file each
+    settings: Mapping[str, object] = field(default_factory=dict)  # the attack's own
+    behind: bool = False  # nodes behind HAProxy (``balancer``, once it runs)
     servers: dict[str, ServerProcess] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
+    balancer: Balancer | None = None  # HAProxy in front of the first three nodes
+    stopped: set[str] = field(default_factory=set)  # servers an attack stopped on purpose
 
     @property
     def first(self) -> ServerProcess:
         return next(iter(self.servers.values()))
 
-    async def start(self, label: str) -> ServerProcess | None:
-        """A new server (node) on the arena's Redis, if any; None if it did not come up."""
+    async def start(self, label: str, ports: tuple[int, int] = (0, 0)) -> ServerProcess | None:
+        """A new server (node) on the arena's Redis, if any, on ``ports`` (TCP, HTTP; 0: any
+        free one); None if it did not come up. Nodes behind the balancer take its PROXY
+        headers, where the checkout knows ``balancers``."""
         settings: dict[str, object] = {
-            "port": 0,
-            "httpPort": 0,
+            "port": ports[0],
+            "httpPort": ports[1],
             "database": self.database or str(self.scratch / f"{label}.db"),
+            **self.settings,
         }
         if self.redis is not None:
             settings["redis"] = self.redis.url
+        if self.behind:
+            settings["balancers"] = [BALANCER_ADDRESS]
         path = self.scratch / f"{label}.json"
         path.write_bytes(orjson.dumps(known_settings(self.options.root, settings)))
         log = self.logs[label] = self.scratch / f"{label}.log"
@@ -188,22 +206,36 @@ class Target:
         return found
 
 
+def behind_balancer(options: Options, attack: Attack) -> bool:
+    return options.balancer or attack.balancer
+
+
 @contextlib.asynccontextmanager
 async def target(options: Options, attack: Attack) -> AsyncIterator[Target]:
+    """Fresh servers for one attack: behind the balancer, three nodes on Redis with their
+    records in PostgreSQL and HAProxy in front; else as the attack says."""
+    behind = behind_balancer(options, attack)
+    nodes = BALANCED_NODES if behind else attack.nodes
     with (
         contextlib.ExitStack() as services,
         tempfile.TemporaryDirectory(prefix="tavern-hostile-") as scratch,
     ):
-        redis = services.enter_context(redis_server()) if attack.redis else None
-        postgres = services.enter_context(postgres_server()) if attack.postgres else None
+        redis = services.enter_context(redis_server()) if attack.redis or behind else None
+        postgres = services.enter_context(postgres_server()) if attack.postgres or behind else None
         database = None if postgres is None else postgres.create_database("hostile")
         async with contextlib.AsyncExitStack() as stack:
-            arena = Target(options, Path(scratch), stack, redis, postgres, database)
-            for index in range(attack.nodes):
-                label = f"node {index}" if attack.nodes > 1 else "server"
+            arena = Target(
+                options, Path(scratch), stack, redis, postgres, database, attack.settings, behind
+            )
+            for index in range(nodes):
+                label = f"node {index}" if nodes > 1 else "server"
                 if await arena.start(label) is None:
                     log = arena.logs[label].read_text(errors="replace")[-2000:]
                     raise RuntimeError(f"{label} did not start; its log ends:\n{log}")
+            if behind:
+                ports = [(node.tcp_port, node.http_port) for node in arena.servers.values()]
+                front = haproxy_in_front(options.root, ports, Path(scratch))
+                arena.balancer = await stack.enter_async_context(front)
             yield arena
 
 
@@ -269,21 +301,6 @@ class Sampler:
 
 
 # --- running an attack --------------------------------------------------------------------------
-Act = Callable[["Run"], Awaitable[Figures]]
-
-
-@dataclass(frozen=True)
-class Attack:
-    name: str
-    what: str  # the issue's finding
-    act: Act
-    honest: str = "tavern"  # the honest pairs' game
-    nodes: int = 1
-    redis: bool = False
-    postgres: bool = False
-    prepare: Act | None = None
-
-
 @dataclass
 class Run:
     """One attack being run: its target, options, honest players and extra figures."""
@@ -293,8 +310,19 @@ class Run:
     arena: Target
     honest: HonestPlayers
     sampler: Sampler
-    probes: Figures = field(default_factory=dict)  # what honest probes saw (see background)
+    phase: str = "before"  # of the attack, as honest probes count their answers (``saw``)
+    seen: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # see ``saw``
     _background: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def saw(self, what: str, outcome: str, seconds: float, good: bool) -> None:
+        """An honest probe's answer (``what`` asked, ``outcome`` came after ``seconds``;
+        ``good``: what a user should get), counted by the phase of the attack it came in, with
+        the slowest of the phase and the answers not good: ``seen[what][phase][outcome]``,
+        ``seen[what][phase][SLOWEST]``, ``seen[what][phase][NOT_GOOD]``."""
+        phase = self.seen.setdefault(what, {}).setdefault(self.phase, {NOT_GOOD: 0})
+        phase[outcome] = phase.get(outcome, 0) + 1
+        phase[SLOWEST] = round(max(phase.get(SLOWEST, 0.0), seconds), 2)
+        phase[NOT_GOOD] += not good
 
     def background(self, work: Coroutine[Any, Any, None]) -> None:
         """Honest work beside the games (probes), until the end of the recovery."""
@@ -304,14 +332,19 @@ class Run:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        self._background.clear()
 
     @property
     def tcp_port(self) -> int:
-        return self.arena.first.tcp_port
+        """Where bots connect: the balancer's port, else the first server's."""
+        front = self.arena.balancer
+        return self.arena.first.tcp_port if front is None else front.bots_port
 
     @property
     def http_port(self) -> int:
-        return self.arena.first.http_port
+        """Where pages connect: the balancer's port, else the first server's."""
+        front = self.arena.balancer
+        return self.arena.first.http_port if front is None else front.pages_port
 
     async def attackers(self, kind: str, held: int, **spec: Any) -> Figures:
         """``bench/attackers.py KIND`` in as many processes as ``held`` connections need, each
@@ -378,6 +411,8 @@ async def run_attack(attack: Attack, options: Options) -> Figures:
     began = time.perf_counter()
     async with target(options, attack) as arena:
         ports = [server.tcp_port for server in arena.servers.values()]
+        if arena.balancer is not None:
+            ports = [arena.balancer.bots_port]
         honest = HonestPlayers(attack.honest, ports, options.pairs, options.think_s)
         sampler = Sampler(arena)
         run = Run(attack, options, arena, honest, sampler)
@@ -390,9 +425,12 @@ async def run_attack(attack: Attack, options: Options) -> Figures:
             await asyncio.sleep(options.before)
             started = time.perf_counter()
             lines = arena.log_lines()
+            run.phase = "attack"
             attack_figures = await attack.act(run)
             stopped = time.perf_counter()
+            run.phase = "after"
             ended, normal = await recover(run, before, started, stopped)
+            await run.stop_background()  # what the probes were still waiting for is counted
             sampler.sample()
             figures = report(
                 run, prepared, attack_figures, (before, started, stopped, ended), normal
@@ -427,7 +465,7 @@ async def recover(run: Run, before: float, started: float, stopped: float) -> tu
             len(turns) >= 0.5 * turn_rate * NORMAL_WINDOW_S
             and record.longest_gap(window, now)[0] < NORMAL_GAP_S
             and not record.outcomes(window, now)["refused"]
-            and not sampler.exits
+            and not set(sampler.exits) - run.arena.stopped
             and sampler.cpu_rate(window, now) <= max(1.5 * cpu_rate, cpu_rate + 0.25)
         ):
             return now, True
@@ -462,9 +500,10 @@ def report(
         "attack": attack.name,
         "server": str(options.root),
         "commit": commit(options.root),
+        "behind the balancer": run.arena.balancer is not None,
         "set-up": prepared,
         "attack figures": attack_figures,
-        "honest probes": dict(run.probes),
+        "probes by phase": run.seen,
         "attack seconds": round(stopped - started, 1),
         "recovery seconds": round(ended - stopped, 1),
         "back to normal": normal,
@@ -510,9 +549,12 @@ def report(
 def print_report(
     figures: Figures, attack: Attack, options: Options, record: Record, started: float, ended: float
 ) -> None:
-    nodes = f"{attack.nodes} nodes on Redis" if attack.nodes > 1 else "one server"
-    if attack.postgres:
+    count = len(figures["servers"])
+    nodes = f"{count} nodes on Redis" if count > 1 else "one server"
+    if attack.postgres or figures["behind the balancer"]:
         nodes += ", records in PostgreSQL"
+    if figures["behind the balancer"]:
+        nodes += ", behind HAProxy (its deploy/haproxy.cfg)"
     print(f"\n== {attack.name}: {attack.what}", flush=True)
     print(
         f"   {figures['server']} ({figures['commit']}), {nodes}; {options.pairs} honest "
@@ -521,8 +563,8 @@ def print_report(
     if figures["set-up"]:
         print(f"   set-up: {describe(figures['set-up'])}")
     print(f"   attack ({figures['attack seconds']} s): {describe(figures['attack figures'])}")
-    if figures["honest probes"]:
-        print(f"   honest probes: {describe(figures['honest probes'])}")
+    for line in probe_lines(figures["probes by phase"]):
+        print(f"   probe {line}")
     recovery = (
         f"back to normal {figures['recovery seconds']} s after it stopped"
         if figures["back to normal"]
@@ -557,6 +599,22 @@ def print_report(
             f"{server['cpu before s/s']} s/s); {server['descriptors peak']:,} descriptors at most"
             f"{exited}"
         )
+
+
+def probe_lines(seen: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """One line per kind of probe: by phase, its answers counted and the slowest."""
+    lines = []
+    for what, phases in seen.items():
+        shown = []
+        for phase, answers in phases.items():
+            counted = ", ".join(
+                f"{outcome} {count:g}"
+                for outcome, count in answers.items()
+                if outcome not in (SLOWEST, NOT_GOOD)
+            )
+            shown.append(f"{phase}: {counted} (slowest {answers[SLOWEST]:.2f} s)")
+        lines.append(f"{what}: {'; '.join(shown)}")
+    return lines
 
 
 def commit(root: Path) -> str:
@@ -687,14 +745,15 @@ async def api_probe(run: Run) -> None:
         source = f"127.0.0.{100 + index % 150}"
         connector = aiohttp.TCPConnector(local_addr=(source, 0))
         timeout = aiohttp.ClientTimeout(total=10)
+        asked = time.perf_counter()
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
             try:
                 async with session.post(url, data=body) as response:
                     await response.read()
-                    outcome = f"/start answered {response.status}"
+                    outcome = f"answered {response.status}"
             except (aiohttp.ClientError, OSError, TimeoutError) as error:
-                outcome = f"/start failed: {type(error).__name__}"
-        run.probes[outcome] = run.probes.get(outcome, 0) + 1
+                outcome = f"failed: {type(error).__name__}"
+        run.saw("/start", outcome, time.perf_counter() - asked, outcome == "answered 200")
         await asyncio.sleep(API_PROBE_EVERY_S)
 
 
@@ -788,6 +847,7 @@ async def records_probe(
 
         async def ask(endpoint: str, method: str, url: str, data: bytes | None) -> None:
             await going.wait()
+            asked = time.perf_counter()
             try:
                 async with session.request(method, url, data=data) as response:
                     await response.read()
@@ -795,8 +855,7 @@ async def records_probe(
             except (aiohttp.ClientError, OSError, TimeoutError) as error:
                 status = type(error).__name__
             answers.append((time.perf_counter(), endpoint, status))
-            key = f"{endpoint} {status}"
-            run.probes[key] = run.probes.get(key, 0) + 1
+            run.saw(endpoint, status, time.perf_counter() - asked, status == "200")
 
         while True:
             asking = []
@@ -808,75 +867,78 @@ async def records_probe(
             await asyncio.sleep(0.25)
 
 
-ATTACKS = {
-    attack.name: attack
-    for attack in (
-        Attack(
-            "bad-redis-value",
-            "one bad Redis value, then a node (re)joining (item 8)",
-            bad_redis_value,
-            nodes=2,
-            redis=True,
-        ),
-        Attack(
-            "bad-inbox-frame",
-            "nine bytes on a node's inbox (item 9)",
-            bad_inbox_frame,
-            nodes=2,
-            redis=True,
-        ),
-        Attack("brace-flood", "300 connections a second, each 4,096 '{' (item 10)", brace_flood),
-        Attack(
-            "lobby-pages",
-            "3,000 lobby websockets that never read, 4,000 simulations waiting (item 11)",
-            lobby_pages,
-            prepare=waiting_simulations,
-        ),
-        Attack(
-            "random-join-scan",
-            "invalid random joins on 4 connections, 4,000 simulations waiting (item 12)",
-            random_join_scan,
-            prepare=waiting_simulations,
-        ),
-        Attack(
-            "idle-http",
-            "20,100 HTTP connections holding an unfinished request (item 13)",
-            idle_http,
-        ),
-        Attack(
-            "seated-flood",
-            "120 connections seated in 60 Thud games, flooding (item 14)",
-            seated_flood,
-            honest="thud",
-        ),
-        Attack("idle-tcp", "10,410 idle TCP connections from 3 addresses (item 15)", idle_tcp),
-        Attack(
-            "thud-api-starts",
-            "1,020 Thud API /starts from 51 addresses (item 15)",
-            thud_api_starts,
-            honest="thud",
-        ),
-        Attack(
-            "house-pages",
-            "300 pages playing Thud against the house (item 15)",
-            house_pages,
-            honest="thud",
-        ),
-        Attack(
-            "postgres-restart",
-            "PostgreSQL restarted under the arena's nodes (item 16)",
-            postgres_restart,
-            nodes=2,
-            redis=True,
-            postgres=True,
-        ),
-        Attack("burst", "2,000 connections, each one unterminated message of 65,000 bytes", burst),
-        Attack(
-            "page-flood",
-            "one page sending bad requests as fast as it can, reading none",
-            page_flood,
-        ),
-    )
+ISSUE_20 = (
+    Attack(
+        "bad-redis-value",
+        "one bad Redis value, then a node (re)joining (item 8)",
+        bad_redis_value,
+        nodes=2,
+        redis=True,
+    ),
+    Attack(
+        "bad-inbox-frame",
+        "nine bytes on a node's inbox (item 9)",
+        bad_inbox_frame,
+        nodes=2,
+        redis=True,
+    ),
+    Attack("brace-flood", "300 connections a second, each 4,096 '{' (item 10)", brace_flood),
+    Attack(
+        "lobby-pages",
+        "3,000 lobby websockets that never read, 4,000 simulations waiting (item 11)",
+        lobby_pages,
+        prepare=waiting_simulations,
+    ),
+    Attack(
+        "random-join-scan",
+        "invalid random joins on 4 connections, 4,000 simulations waiting (item 12)",
+        random_join_scan,
+        prepare=waiting_simulations,
+    ),
+    Attack(
+        "idle-http",
+        "20,100 HTTP connections holding an unfinished request (item 13)",
+        idle_http,
+    ),
+    Attack(
+        "seated-flood",
+        "120 connections seated in 60 Thud games, flooding (item 14)",
+        seated_flood,
+        honest="thud",
+    ),
+    Attack("idle-tcp", "10,410 idle TCP connections from 3 addresses (item 15)", idle_tcp),
+    Attack(
+        "thud-api-starts",
+        "1,020 Thud API /starts from 51 addresses (item 15)",
+        thud_api_starts,
+        honest="thud",
+    ),
+    Attack(
+        "house-pages",
+        "300 pages playing Thud against the house (item 15)",
+        house_pages,
+        honest="thud",
+    ),
+    Attack(
+        "postgres-restart",
+        "PostgreSQL restarted under the arena's nodes (item 16)",
+        postgres_restart,
+        nodes=2,
+        redis=True,
+        postgres=True,
+    ),
+    Attack("burst", "2,000 connections, each one unterminated message of 65,000 bytes", burst),
+    Attack(
+        "page-flood",
+        "one page sending bad requests as fast as it can, reading none",
+        page_flood,
+    ),
+)
+ATTACKS = {attack.name: attack for attack in (*ISSUE_20, *ISSUE_30)}
+GROUPS = {
+    "issue20": [attack.name for attack in ISSUE_20],
+    "issue30": [attack.name for attack in ISSUE_30],
+    "all": list(ATTACKS),
 }
 
 
@@ -888,11 +950,44 @@ def raise_descriptor_limit() -> None:
 
 
 async def run_all(names: list[str], options: Options, json_path: Path | None) -> None:
+    ran = []
     for name in names:
         figures = await run_attack(ATTACKS[name], options)
+        ran.append(figures)
         if json_path is not None:
             with json_path.open("ab") as out:
                 out.write(orjson.dumps(figures) + b"\n")
+    print(f"\n{verdicts(ran)}")
+
+
+def verdicts(ran: list[Figures]) -> str:
+    """Each attack against issue 30's "Done when": the honest stall under 1 s (the longest wait
+    for a turn and the longest time without any honest turn), no honest set-up refused, no
+    honest game lost; and the honest probes' answers a user should not get, from the attack on
+    (its phases before it are the probes' baseline); as a Markdown table."""
+    rows = [
+        "| attack | longest wait / no turn (s) | set-ups refused | games lost | "
+        f"stall < {DONE_STALL_S:g} s, none refused, none lost | probe answers not good |",
+        "|---|---|---|---|---|---|",
+    ]
+    for figures in ran:
+        wait, gap = figures["longest bot wait s"], figures["longest time without a turn s"]
+        refused, lost = figures["set-ups refused"], figures["games lost"]
+        held = max(wait, gap) < DONE_STALL_S and not refused and not lost
+        answers = [
+            (phase[NOT_GOOD], sum(n for k, n in phase.items() if k not in (SLOWEST, NOT_GOOD)))
+            for phases in figures["probes by phase"].values()
+            for name, phase in phases.items()
+            if not name.startswith("before")
+        ]
+        bad = (
+            f"{sum(n for n, _ in answers):g} of {sum(n for _, n in answers):g}" if answers else "-"
+        )
+        rows.append(
+            f"| {figures['attack']} | {wait:.2f} / {gap:.2f} | {refused} | {lost} | "
+            f"{'yes' if held else 'NO'} | {bad} |"
+        )
+    return "\n".join(rows)
 
 
 def servers_figure(figures: Figures, show: Callable[[Figures], str]) -> str:
@@ -901,7 +996,16 @@ def servers_figure(figures: Figures, show: Callable[[Figures], str]) -> str:
 
 SUMMARY: dict[str, Callable[[Figures], str]] = {
     "attack": lambda f: describe(f["attack figures"]),
-    "honest probes": lambda f: describe(f["honest probes"]) or "-",
+    "honest probes": lambda f: (
+        # "honest probes": a flat count, in the figures of a bench from before the phases
+        "; ".join(
+            filter(
+                None,
+                [describe(f.get("honest probes", {})), *probe_lines(f.get("probes by phase", {}))],
+            )
+        )
+        or "-"
+    ),
     "honest games finished / forfeited / lost / set-ups refused": lambda f: (
         f"{f['games finished']} / {f['games forfeited']} / {f['games lost']} / "
         f"{f['set-ups refused']}"
@@ -954,9 +1058,16 @@ def compared(before: Path, after: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="attacks:\n" + "\n".join(f"  {name}: {a.what}" for name, a in ATTACKS.items()),
     )
-    parser.add_argument("attacks", nargs="*", metavar="ATTACK", help=f"{', '.join(ATTACKS)}, all")
+    parser.add_argument(
+        "attacks",
+        nargs="*",
+        metavar="ATTACK",
+        help=f"{', '.join(ATTACKS)}; or a group: {', '.join(GROUPS)}",
+    )
     parser.add_argument(
         "--compare",
         nargs=2,
@@ -975,16 +1086,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="also append each attack's figures here")
     parser.add_argument("--payload", choices=("string", "brackets", "strings"), default="brackets")
     parser.add_argument("--trigger", choices=("join", "fake-node"), default="join")
+    parser.add_argument(
+        "--balancer",
+        action="store_true",
+        help="every attack behind HAProxy, on three nodes (issue 30's attacks always are)",
+    )
     args = parser.parse_args(argv)
     if args.compare:
         print(compared(*args.compare))
         return
-    unknown = sorted(set(args.attacks) - {*ATTACKS, "all"})
+    unknown = sorted(set(args.attacks) - {*ATTACKS, *GROUPS})
     if not args.attacks or unknown:
-        parser.error(f"name attacks among {', '.join(ATTACKS)}, or all")
+        parser.error(f"name attacks among {', '.join(ATTACKS)}, or {', '.join(GROUPS)}")
     if not 1 <= args.pairs <= 90:
         parser.error("--pairs: from 1 to 90")
-    names = list(ATTACKS) if "all" in args.attacks else args.attacks
+    named = (name for given in args.attacks for name in GROUPS.get(given, [given]))
+    names = list(dict.fromkeys(named))  # in order, each once
     options = Options(
         root=args.server.resolve(),
         scale=args.scale,
@@ -996,6 +1113,7 @@ def main(argv: list[str] | None = None) -> None:
         loop=args.loop,
         payload=args.payload,
         trigger=args.trigger,
+        balancer=args.balancer,
     )
     raise_descriptor_limit()
     print(f"hostile: {', '.join(names)} against {options.root}; {' '.join(sys.argv)}", flush=True)
