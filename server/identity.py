@@ -159,6 +159,9 @@ class Roster:
     def __init__(self, clock: Clock, registration_open: bool = False) -> None:
         self.registration_open = registration_open
         self.keep: Callable[[RegisteredBot], object] | None = None  # the records, if kept
+        # Told (name, error, reason) when a bot is banned or its key revoked or replaced: the
+        # arena's clients that proved they are that bot lose what the proof gave them.
+        self.on_barred: Callable[[str, str, str], object] | None = None
         self.pacer: Pacer = KeyPacer(clock)  # an arena of nodes puts the shared one here
         self._bots: dict[str, RegisteredBot] = {}  # by casefolded name
         self._ratings: dict[tuple[str, str], float] = {}  # (game, bot) -> this season's mu
@@ -172,9 +175,27 @@ class Roster:
 
     def replace(self, bots: list[RegisteredBot]) -> None:
         """The records' table as just read."""
-        self._bots = {bot.name.casefold(): bot for bot in bots}
+        before, self._bots = self._bots, {bot.name.casefold(): bot for bot in bots}
         hashes = {bot.key_hash for bot in bots}
         self._verified = {entry for entry in self._verified if entry[0] in hashes}
+        for folded, bot in self._bots.items():
+            self._changed(before.get(folded), bot)
+
+    def _changed(self, before: RegisteredBot | None, now: RegisteredBot) -> None:
+        """A bot as the records say it now: ``on_barred`` hears of a ban, and of a key that
+        is no longer the one the bot's clients proved (revoked, or replaced by a rotate)."""
+        if before is None or self.on_barred is None:
+            return
+        if now.banned and not before.banned:
+            self.on_barred(now.name, BotError.BOT_BANNED, f"{now.name} is banned from the ladder")
+        elif now.key_hash != before.key_hash:
+            done = "revoked" if not now.key_hash else "replaced by a new one"
+            self.on_barred(now.name, BotError.INVALID_BOT_KEY, f"the key of {now.name} was {done}")
+
+    def is_barred(self, name: str) -> bool:
+        """A registered bot that may not seek or challenge now: banned, or with no key."""
+        bot = self.get(name)
+        return bot is not None and (bot.banned or not bot.key_hash)
 
     async def register(self, name: object, address: str) -> tuple[str, str]:
         """A bot registering itself (``"registration": "open"``): its name and its new key,

@@ -121,6 +121,8 @@ class SharedSeeks:
             if node not in living:
                 gone.append(member)
                 continue
+            if self.arena.roster.is_barred(seeker.bot):
+                continue  # banned or revoked: its node withdraws it once it knows
             members[seeker.id] = (node, member)
             seekers.append(seeker)
         if gone:
