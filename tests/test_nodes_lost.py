@@ -253,4 +253,8 @@ async def _equals(value: Any, expected: object) -> bool:
 async def _only_member(store: Redis, pool: str, node: str | None) -> bool:
     """The pool holds one seek, of ``node``'s."""
     members = await store.zrange(pool, 0, -1)
-    return len(members) == 1 and orjson.loads(members[0])["node"] == node
+    return (
+        len(members) == 1
+        and isinstance(members[0], bytes)
+        and (orjson.loads(members[0])["node"] == node)
+    )
