@@ -258,6 +258,7 @@ class Arena:
         )
         self.seeks = SeekPool(self.clock, self._meet)
         self.challenges = ChallengeBoard(self.clock, config.challenge_timeout_ms / 1000)
+        self.roster.on_barred = self.challenges.barred
         self._seek_takers: dict[str, SeekTaker] = {}
         # Each seeking bot's last ladder game here: its opponent, and whether it had the first
         # seat (the pool avoids rematches and alternates sides).

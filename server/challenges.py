@@ -28,6 +28,10 @@ class Challenged(Protocol):
     def challenged(self, challenge: Challenge) -> None:
         """Tell the client of a challenge for it."""
 
+    def barred(self, message: str, reason: str) -> None:
+        """The bot the client proved it is may no longer seek or challenge (an error line's
+        text and reason: banned, or its key revoked or replaced)."""
+
 
 @dataclass(slots=True)
 class Challenge:
@@ -81,6 +85,20 @@ class ChallengeBoard:
             clients.remove(client)
         if not clients:
             self._present.pop(bot.casefold(), None)
+
+    def barred(self, bot: str, message: str, reason: str) -> None:
+        """``bot`` is banned, or its key revoked or replaced (``Roster.on_barred``): it is
+        present here no more, each of its clients is told (``Challenged.barred``), and the
+        open challenges it sent or was sent are declined, with the reason."""
+        for client in self._present.pop(bot.casefold(), []):
+            client.barred(message, reason)
+        folded = bot.casefold()
+        for challenge in list(self.open.values()):
+            if folded in (challenge.challenger.casefold(), challenge.opponent.casefold()):
+                del self.open[challenge.id]
+                if challenge.timer is not None:
+                    challenge.timer.cancel()
+                challenge.answer(None, reason)
 
     def find(self, bot: str) -> Challenged | None:
         """A free connection of ``bot`` here, if any."""

@@ -225,6 +225,9 @@ class Roster:
         self.registration_open = registration_open
         self.registrations_per_hour = registrations_per_hour
         self.keep: Callable[[RegisteredBot], object] | None = None  # the records, if kept
+        # Told (name, error, reason) when a bot is banned or its key revoked or replaced: the
+        # arena's clients that proved they are that bot lose what the proof gave them.
+        self.on_barred: Callable[[str, str, str], object] | None = None
         self.pacer: Pacer = KeyPacer(clock)  # an arena of nodes puts the shared one here
         self.budget: Budget = RegistrationBudget(clock, registrations_per_hour)  # or Redis's
         self._bots: dict[str, RegisteredBot] = {}  # by casefolded name
@@ -247,6 +250,7 @@ class Roster:
             if known is not None and known.key_hash != bot.key_hash:
                 stale.add(known.key_hash)
             self._add(bot)
+            self._changed(known, bot)
         if stale:
             self._verified = {entry for entry in self._verified if entry[0] not in stale}
 
@@ -256,6 +260,22 @@ class Roster:
             alike = self._forms.get(form)  # two look-alikes registered before this check: one
             if alike is None or alike.name == bot.name:
                 self._forms[form] = bot
+
+    def _changed(self, before: RegisteredBot | None, now: RegisteredBot) -> None:
+        """A bot as the records say it now: ``on_barred`` hears of a ban, and of a key that
+        is no longer the one the bot's clients proved (revoked, or replaced by a rotate)."""
+        if before is None or self.on_barred is None:
+            return
+        if now.banned and not before.banned:
+            self.on_barred(now.name, BotError.BOT_BANNED, f"{now.name} is banned from the ladder")
+        elif now.key_hash != before.key_hash:
+            done = "revoked" if not now.key_hash else "replaced by a new one"
+            self.on_barred(now.name, BotError.INVALID_BOT_KEY, f"the key of {now.name} was {done}")
+
+    def is_barred(self, name: str) -> bool:
+        """A registered bot that may not seek or challenge now: banned, or with no key."""
+        bot = self.get(name)
+        return bot is not None and (bot.banned or not bot.key_hash)
 
     async def register(self, name: object, address: str) -> tuple[str, str]:
         """A bot registering itself (``"registration": "open"``): its name and its new key,

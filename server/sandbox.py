@@ -164,6 +164,8 @@ class Sandbox:
     v1_memory: Path | None = None  # the runner's folder in the v1 memory hierarchy
     warning: str | None = None  # what is missing, in a sentence, when something is
     groups: list[BotGroup] = field(default_factory=list)
+    # The folders of runners that are gone, removed with this runner's (``_take_over_gone``).
+    gone: list[Path] = field(default_factory=list)
 
     @classmethod
     def create(cls, hierarchies: Hierarchies | None = None) -> Sandbox:
@@ -180,7 +182,27 @@ class Sandbox:
         if not sandbox.memory_v2 and v1 is not None and _mkdir(v1 / name):
             sandbox.v1_memory = v1 / name
         sandbox.warning = _missing(sandbox, hierarchies)
+        sandbox._take_over_gone(hierarchies)
         return sandbox
+
+    def _take_over_gone(self, hierarchies: Hierarchies) -> None:
+        """The folders that runners gone without removing them left beside this one's (one
+        killed with SIGKILL cleans up nothing): what runs in their bots' groups still (a
+        process a bot started, which outlives it) is killed now, and the folders are removed
+        with this runner's own. A runner is gone when its pid, in the folder's name, is."""
+        for parent in (hierarchies.v2, hierarchies.v1_memory):
+            if parent is None:
+                continue
+            for folder in parent.glob("tavern-*-*"):
+                pid = folder.name.split("-")[1]
+                if not pid.isdigit() or _running(int(pid)):
+                    continue
+                for bot in _subfolders(folder):
+                    v2, v1 = (bot, None) if parent == hierarchies.v2 else (None, bot)
+                    group = BotGroup(v2, v1, memory_v2=False)
+                    group.kill()
+                    self.groups.append(group)
+                self.gone.append(folder)
 
     def group(self, name: str, memory_mb: int) -> BotGroup:
         """A bot's own groups, its memory limit set on them."""
@@ -205,10 +227,24 @@ class Sandbox:
         for group in self.groups:
             await group.remove()
         self.groups.clear()
-        for folder in (self.v2, self.v1_memory):
+        for folder in (self.v2, self.v1_memory, *self.gone):
             if folder is not None:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    """The groups in a group (none if it is gone meanwhile: another runner removed it)."""
+    try:
+        return sorted(path for path in folder.iterdir() if path.is_dir())
+    except OSError:
+        return []
+
+
+def _running(pid: int) -> bool:
+    """Is there a process of that pid, not a zombie?"""
+    stat = _read(Path(f"/proc/{pid}/stat"))
+    return bool(stat) and stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _missing(sandbox: Sandbox, hierarchies: Hierarchies) -> str | None:

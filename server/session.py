@@ -354,6 +354,17 @@ class Session:
         else:
             self._answered(challenge, None, f"{opponent} is not connected")
 
+    def barred(self, message: str, reason: str) -> None:
+        """The bot this client proved it is was banned, or its key revoked or replaced
+        (``server.challenges.ChallengeBoard.barred``): its seek is withdrawn (and a pairing
+        whose game never began goes back to the pool no more); it is told, unless it is
+        playing, and its game is played to its end; its next seek or challenge is checked
+        afresh (and refused)."""
+        self.bot = None
+        self._paired_seek = None
+        if not self._gone and (self.stop_seeking() or not self.in_game):
+            self.channel.error(message, reason)
+
     def challenged(self, challenge: Challenge) -> None:
         codec = self.arena.codec(challenge.game)
         self.channel.send(SeatMessage(challenge.to_wire(codec.seat_names, codec.seat_field)))

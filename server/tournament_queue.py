@@ -49,7 +49,7 @@ import orjson
 from server.config import ArenaConfig, without_password
 from server.league import GameResult
 from server.records import Records
-from server.tournament.runner import Progress, TournamentRunner
+from server.tournament.runner import Progress, TournamentRunner, begin
 from server.tournament.schedule import Pairing, schedule
 from server.tournament.spec import (
     TournamentError,
@@ -295,7 +295,7 @@ async def run_queued(
 ) -> list[GameResult]:
     """Queue the games not yet finished, follow them until every one has, return the results."""
     check_programs(spec.entrants, spec.game)
-    records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
+    await begin(records, spec)
     await records.flush()
     link = QueueLink(redis_url, say=lambda line: out.write(f"tavern: {line}\n"))
     try:

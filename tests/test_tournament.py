@@ -21,7 +21,7 @@ from server.records import GameFilter, Records
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
 from server.tournament.schedule import schedule
-from server.tournament.spec import TournamentError, load_spec, spec_from_mapping
+from server.tournament.spec import TournamentError, changes, load_spec, spec_from_mapping
 from server.validate import validate
 from tests.conftest import Served
 
@@ -198,6 +198,40 @@ def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
 def test_bad_tournament_files_name_the_key(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(TournamentError, match=re.escape(message)):
         spec_from_mapping(raw, ROOT)
+
+
+def test_a_file_changes_its_tournament_by_what_decides_its_games_only() -> None:
+    """Writing a default out, a command as a string or as a list, and ``parallel`` change
+    nothing; every other key that decides a game is named, old and new."""
+    started: dict[str, Any] = {
+        "name": "cup",
+        "game": "thud",
+        "bots": [{"name": "a", "command": "run a"}, {"name": "b", "command": ["run", "b"]}],
+    }
+    same = {
+        **started,
+        "seed": 1,
+        "parallel": 4,
+        "swap_sides": False,
+        "limits": {"cpu_seconds": 300, "clock": None},
+        "bots": [{"name": "a", "command": ["run", "a"], "side": "both"}, started["bots"][1]],
+    }
+    assert changes(started, same) == []
+    other = {
+        **started,
+        "game": "tavern",
+        "swap_sides": True,
+        "limits": {"clock": {"initialMs": 1000, "incrementMs": 0}},
+        "bots": [{"name": "b", "command": "run b", "side": "troll"}, {"name": "c", "command": "c"}],
+    }
+    assert changes(started, other) == [
+        'game: "thud" -> "tavern"',
+        "swap_sides: false -> true",
+        'limits.clock: (none) -> {"initialMs":1000,"incrementMs":0}',
+        "bots added: c",
+        "bots removed: a",
+        'bot b: side "both" -> "troll"',
+    ]
 
 
 def test_toml_and_json_files(tmp_path: Path) -> None:

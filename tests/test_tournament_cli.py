@@ -273,3 +273,102 @@ def test_a_tournament_stopped_by_signals_resumes_to_the_same_league(
     assert reference.returncode == 0, errors
     assert league(database) == league(tmp_path / "reference.db")
     assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+
+
+# --- tavern tournament: killed (kill -9), resumed; resumed from an edited file --------------------
+def lingering(bot: dict[str, Any]) -> dict[str, Any]:
+    """The bot, starting a process that outlives it (that only its cgroup ends)."""
+    return {**bot, "command": [*bot["command"], "--linger"]}
+
+
+LINGERING_CUP: dict[str, Any] = {**SLOW_CUP, "bots": [lingering(bot) for bot in SLOW_CUP["bots"]]}
+
+
+def group_pids(runner_pid: int) -> set[int]:
+    """The processes in the cgroups of the runner with this pid: its bots, and what they
+    started."""
+    return {
+        int(pid)
+        for folder in runner_folders(runner_pid)
+        for procs in folder.rglob("cgroup.procs")
+        for pid in procs.read_text().split()
+    }
+
+
+def test_a_killed_tournament_resumes_with_every_game_played_once_and_refuses_an_edited_file(
+    tmp_path: Path, runners: Runners
+) -> None:
+    """``kill -9`` leaves the games being played `playing` in the records, and the processes
+    its bots started in their cgroups, running. Resumed from an edited file, the command
+    refuses, says what changed, and plays nothing; resumed from the same file (but for
+    `parallel`, which decides no game), it kills what the killed run left running and removes
+    its cgroups, marks its games unfinished, plays each game not finished once, with its seed,
+    and ends with the league of a run never stopped."""
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(LINGERING_CUP))
+    database = tmp_path / "arena.db"
+    reference = runners.start(path, tmp_path / "reference.db")
+    killed = runners.start(path, database)
+    playing = interrupt(killed, database, 0, signal.SIGKILL)
+    killed.communicate(timeout=30)
+    assert killed.returncode == -signal.SIGKILL
+    rows = dict(read(database, "SELECT id, status FROM games"))
+    assert {rows[game_id] for game_id in playing} == {"playing"}  # as the kill left them
+    left_running = group_pids(killed.pid)
+    assert left_running  # the lingering processes at least (the bots end with their link)
+    finished_before = read(database, "SELECT id FROM games WHERE status = 'finished'")
+    games_before = read(database, "SELECT id FROM games")
+
+    edited = {
+        **LINGERING_CUP,
+        "seed": 10,
+        "parallel": 1,
+        "limits": {"turn_timeout_ms": 4000},
+        "bots": [
+            LINGERING_CUP["bots"][1],  # w listed before p now: the pairings' seeds move
+            LINGERING_CUP["bots"][0],
+            {**slow("q", "pusher"), "command": [*slow("q", "pusher")["command"], "--quick"]},
+            slow("x", "wanderer"),
+        ],
+    }
+    edited_path = tmp_path / "edited.json"
+    edited_path.write_text(json.dumps(edited))
+    refused = runners.start(edited_path, database)
+    out, errors = refused.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert refused.returncode == 2, errors
+    assert out == ""
+    [said] = [line for line in errors.splitlines() if "begun from another file" in line]
+    assert said.startswith(
+        "tavern: the tournament 'slow cup' (id slow-cup) was begun from another file: "
+    ), said
+    for change in (
+        "seed: 9 -> 10",
+        "limits.turn_timeout_ms: 5000 -> 4000",
+        "bots added: x",
+        "bots reordered: p, w, q -> w, p, q",
+        "bot q: command ",
+    ):
+        assert change in said, said
+    assert "bots removed" not in said and "parallel" not in said
+    # Nothing played (the killed run's games are marked unfinished: its records were opened).
+    assert read(database, "SELECT id FROM games") == games_before
+    assert read(database, "SELECT id FROM games WHERE status = 'finished'") == finished_before
+
+    path.write_text(json.dumps({**LINGERING_CUP, "parallel": 3}))  # how many at once only
+    resumed = runners.start(path, database)
+    out, errors = resumed.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert resumed.returncode == 0, errors
+    assert "resuming" in errors
+    assert "slow cup: 6 games" in out
+    rows = dict(read(database, "SELECT id, status FROM games"))
+    assert {rows[game_id] for game_id in playing} <= {"unfinished", "finished"}
+    assert "playing" not in rows.values()
+    finished = read(database, "SELECT pairing FROM games WHERE status = 'finished'")
+    assert len(finished) == len({pairing for (pairing,) in finished}) == 6
+    reference_out, errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert reference.returncode == 0, errors
+    assert league(database) == league(tmp_path / "reference.db")
+    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+    assert [pid for pid in left_running if alive(pid)] == []
+    assert runner_folders(killed.pid) == []
+    assert runner_folders(resumed.pid) == runner_folders(reference.pid) == []

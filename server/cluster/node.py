@@ -113,6 +113,7 @@ class ClusterNode:
         self.inbox = Inbox(frame_table, complaints)
         self._grace: asyncio.TimerHandle | None = None
         self._inbox_channel = inbox(self.id).encode()
+        self._registered = False  # this node's key was written since the link was made
         arena.listeners += (self.listing.on_update, self.claims.on_update)
 
     # --- what the visor asks (server.cluster.OtherNodes) --------------------------------------
@@ -190,12 +191,15 @@ class ClusterNode:
 
     def relinked(self) -> None:
         self.listing.relinked()
+        self.seeks.relinked()
+        self._registered = False
 
     async def beat(self, redis: Redis) -> None:
         """Say this node is alive, refresh its entries (with their latest turn), and find the
         nodes that are not."""
         started = time.perf_counter()
         pipe = redis.pipeline(transaction=False)
+        pipe.exists(node_key(self.id))  # (whatever its type: SET replaces any)
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.link.ttl_ms)
         pipe.sadd(NODES, self.id)
         pipe.pexpire(FINISHED, self.link.ttl_ms)  # kept while any node of the arena lives
@@ -205,6 +209,9 @@ class ClusterNode:
         pipe.smembers(NODES)
         results = await pipe.execute()
         self.round_trip_s = time.perf_counter() - started
+        if self._registered and not results[0]:
+            self._taken_for_lost()
+        self._registered = True
         alive = await self.following.living(redis, results[-1])
         # The nodes back after a lost link: each seat's link to them resumes (frames lost with
         # the link go again).
@@ -262,6 +269,33 @@ class ClusterNode:
             + self.challenges.writes()
             + self.bots.writes()
         )
+
+    def _taken_for_lost(self) -> None:
+        """This node's key had expired when its heartbeat came: it said nothing for
+        ``nodeTtlMs`` (its process stopped, SIGSTOP, or too busy), and the other nodes took
+        it for lost: they dropped its simulations and its seeks, told the bots and pages that
+        crossed to it why and closed them, and hold the seats its own bots play there until the
+        grace is over. This node does its part, so that no game is played on for a seat the
+        other end gave up: each seat that crosses nodes asks its other end what it read, as
+        after a lost link (one the other end still has goes on; one it gave up is given up
+        here too: a bot here is told ``Arena link lost`` and closed, a seat of a game here is
+        left, to rejoin within the grace or forfeit); the pages watching across nodes are
+        told and closed; its seeks go into the pool again. (Its directory needs nothing:
+        the lobby's announcements made meanwhile wait in its subscription.)"""
+        crossing = self.asked.owners() | self.given.nodes()
+        pages = self.watching.nodes() | self.relays.nodes()
+        log.warning(
+            "node %s: silent for longer than nodeTtlMs (%d ms), it was taken for lost; "
+            "its seats on %s ask what is left of them",
+            self.id,
+            self.link.ttl_ms,
+            ", ".join(sorted(crossing)) or "no other node",
+        )
+        self.asked.back(crossing)
+        self.given.back(crossing)
+        self.watching.lost(pages, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
+        self.relays.lost(pages)
+        self.seeks.relinked()
 
     # --- nodes lost ---------------------------------------------------------------------------
     def _lost(self, nodes: set[str], message: str, reason: str, held: Collection[str] = ()) -> None:

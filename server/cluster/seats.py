@@ -303,9 +303,11 @@ class SeatsAsked:
             if how == wire.ASK:
                 gone(self.link, sender, wire.RESUME, connection)
             return
-        if not handle.frames.resume(read, how):
+        if how == wire.GONE or not handle.frames.resume(read, how):
+            # Gone: the owner gave the seat up while this node was out of its reach.
+            reason = LINK_LOST_REASON if how == wire.GONE else RESUME_FAILED
             del self.handles[connection]
-            handle.peer.send_data(encode(error_message(BotError.ARENA_LINK_LOST, RESUME_FAILED)))
+            handle.peer.send_data(encode(error_message(BotError.ARENA_LINK_LOST, reason)))
             handle.peer.close()
 
     def back(self, nodes: set[str]) -> None:

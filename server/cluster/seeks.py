@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 from server.arena import Arena, SeekTaker
 from server.cluster import values, wire
 from server.cluster.following import Following
-from server.cluster.keys import seeks_key
+from server.cluster.keys import node_key, seeks_key
 from server.cluster.link import Command, Link
 from server.ladder import TICK_S, Seeker, pair_seekers
 
@@ -70,6 +70,14 @@ class SharedSeeks:
         if self._pairing is None and (tasks := self.link.tasks) is not None:
             self._pairing = tasks.create_task(self._pair_while_seeking(), name="seeks")
 
+    def relinked(self) -> None:
+        """Every seek here is due in the pool again: Redis may have lost them (a restart), or
+        the other nodes removed them (this node was taken for lost)."""
+        for member, seeker, _ in self.local.values():
+            self._writes.append(("ZADD", seeks_key(seeker.game), seeker.rating, member))
+        if self._writes:
+            self.link.flush_soon()
+
     def unseek(self, seeker_id: str) -> None:
         found = self.local.pop(seeker_id, None)
         if found is not None:
@@ -109,18 +117,22 @@ class SharedSeeks:
         members: dict[str, tuple[str, bytes]] = {}  # seek id -> node, member
         seekers = []
         gone: list[bytes] = []
+        read: list[tuple[str, Seeker, bytes]] = []
         for member in await redis.zrange(key, 0, -1):
             if not isinstance(member, bytes):
                 continue
             try:
-                node, seeker = values.seeker(member)
+                read.append((*values.seeker(member), member))
             except values.BadValue as bad:
                 self.complaints(key, bad)
                 gone.append(member)
-                continue
+        living |= await self._back(redis, {node for node, _, _ in read} - living)
+        for node, seeker, member in read:
             if node not in living:
                 gone.append(member)
                 continue
+            if self.arena.roster.is_barred(seeker.bot):
+                continue  # banned or revoked: its node withdraws it once it knows
             members[seeker.id] = (node, member)
             seekers.append(seeker)
         if gone:
@@ -150,6 +162,16 @@ class SharedSeeks:
                 if self._still_seeking(seeker, members):
                     self._writes.append(("ZADD", key, seeker.rating, members[seeker.id][1]))
             self.link.flush_soon()
+
+    async def _back(self, redis: Redis, nodes: set[str]) -> set[str]:
+        """Those of ``nodes``, which this node has not seen alive at its last heartbeat, that
+        are alive now: one taken for lost that came back put its seeks in the pool again
+        before the next heartbeat here could see it, and they stay."""
+        if not nodes:
+            return set()
+        ordered = sorted(nodes)
+        keys = await redis.mget([node_key(node) for node in ordered])
+        return {node for node, alive in zip(ordered, keys, strict=True) if alive is not None}
 
     def _still_seeking(self, seeker: Seeker, members: dict[str, tuple[str, bytes]]) -> bool:
         """Another node's seeker (as far as this node knows), or one of this node's that has

@@ -10,6 +10,8 @@ import dataclasses
 import sys
 from typing import IO
 
+import orjson
+
 from server.arena import Arena
 from server.commentary import result_text
 from server.config import ArenaConfig
@@ -21,7 +23,7 @@ from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
 from server.tournament.schedule import Pairing, schedule
-from server.tournament.spec import TournamentSpec, check_programs
+from server.tournament.spec import TournamentError, TournamentSpec, changes, check_programs
 
 _WARNED: set[str] = set()  # what the sandbox lacks is said once per process
 
@@ -53,6 +55,25 @@ class Progress:
         else:
             self.out.write(f"{line}{'  ' + note if note else ''}\n")
         self.out.flush()
+
+
+async def begin(records: Records, spec: TournamentSpec) -> None:
+    """Keep the tournament in the records as its file says it, the first time it runs; a run
+    of one begun already must come from the same file (``changes``), or the new file's games
+    would mix with the old one's results in one table (a bot added against games played
+    without it, seeds moved by a reordering...): raises ``TournamentError`` naming what
+    changed."""
+    started = await asyncio.to_thread(records.tournament, spec.id)
+    if started is not None:
+        changed = changes(started["spec"], orjson.loads(orjson.dumps(spec.raw)))
+        if changed:
+            raise TournamentError(
+                f"the tournament {spec.name!r} (id {spec.id}) was begun from another file: "
+                "resumed with this one, its games so far would count in a table with the new "
+                f"file's. What changed: {'; '.join(changed)}. Put the file back as it was to "
+                "resume it, or give the new one another name to begin it afresh"
+            )
+    records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
 
 
 class TournamentRunner:
@@ -94,7 +115,7 @@ class TournamentRunner:
         spec = self.spec
         check_programs(spec.entrants, spec.game)
         pairings = schedule(spec)
-        self.records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
+        await begin(self.records, spec)
         finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
         todo = [pairing for pairing in pairings if pairing.key not in finished]
         progress = Progress(len(pairings), len(pairings) - len(todo), self.out)

@@ -325,3 +325,78 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
     }
     spec = spec_from_mapping(raw, folder)
     return dataclasses.replace(spec, id=f"{spec.id}-{digest.hexdigest()[:8]}")
+
+
+# --- a tournament resumed from its file ----------------------------------------------------------
+# What a key is when the file leaves it out, so that writing a default out is no change.
+_DEFAULTS: JsonObject = {"seed": 1, "swap_sides": False, "paired_games": 0}
+_LIMIT_DEFAULTS: JsonObject = {
+    "cpu_seconds": DEFAULT_LIMITS.cpu_seconds,
+    "memory_mb": DEFAULT_LIMITS.memory_mb,
+    "startup_ms": DEFAULT_LIMITS.startup_ms,
+    "turn_timeout_ms": None,
+    "clock": None,
+}
+
+
+def changes(started: JsonObject, now: JsonObject) -> list[str]:
+    """What ``now`` (a tournament file as read) changes in the one its tournament ``started``
+    from (as its records keep it), in words: every key that decides its games (who plays,
+    in which order, on which side, with which command, seeds, settings, limits). Only
+    ``parallel`` may change: it decides how many games are played at once, not how any is
+    played. An empty list: the same tournament."""
+    found = [
+        f"{key}: {_shown(started.get(key, default))} -> {_shown(now.get(key, default))}"
+        for key, default in {"game": None, **_DEFAULTS}.items()
+        if started.get(key, default) != now.get(key, default)
+    ]
+    before, after = _mapping(started.get("limits")), _mapping(now.get("limits"))
+    found += [
+        f"limits.{key}: {_shown(before.get(key, default))} -> {_shown(after.get(key, default))}"
+        for key, default in _LIMIT_DEFAULTS.items()
+        if before.get(key, default) != after.get(key, default)
+    ]
+    old, new = _bots(started), _bots(now)
+    if added := [name for name in new if name not in old]:
+        found.append(f"bots added: {', '.join(added)}")
+    if removed := [name for name in old if name not in new]:
+        found.append(f"bots removed: {', '.join(removed)}")
+    kept = [name for name in old if name in new]
+    if kept != [name for name in new if name in old]:
+        found.append(
+            f"bots reordered: {', '.join(kept)} -> {', '.join(n for n in new if n in old)}"
+        )
+    for name in kept:
+        found += [
+            f"bot {name}: {key} {_shown(old[name][key])} -> {_shown(new[name][key])}"
+            for key in ("side", "command", "file")
+            if old[name][key] != new[name][key]
+        ]
+    return found
+
+
+def _mapping(value: object) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _bots(raw: JsonObject) -> dict[str, JsonObject]:
+    """A file's bots by name, in its order: what decides how each plays."""
+    bots: dict[str, JsonObject] = {}
+    listed = raw.get("bots")
+    for bot in listed if isinstance(listed, list) else []:
+        if isinstance(bot, dict) and isinstance(bot.get("name"), str):
+            command = bot.get("command")
+            bots[bot["name"]] = {
+                "side": bot.get("side", "both"),
+                "command": shlex.split(command) if isinstance(command, str) else command,
+                "file": bot.get("file"),
+            }
+    return bots
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, list) and all(isinstance(part, str) for part in value):
+        return shlex.join(value)
+    return orjson.dumps(value).decode()

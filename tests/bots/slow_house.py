@@ -3,7 +3,9 @@ while its games are being played; it plays exactly as the house player (same see
 
     tests/bots/slow_house.py GAME PLAYER --delay-ms MS --simulation ID --side S --port N --seed N
 
-It writes its pid on stderr first, so that a test can check that it was killed.
+It writes its pid on stderr first, so that a test can check that it was killed. With
+``--linger`` it first starts a process in a session of its own that outlives it (``sleep``), as
+a bot's helper that nothing but its cgroup ends.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
 
 from bots.house import replies
@@ -41,5 +44,9 @@ if __name__ == "__main__":
     parser.add_argument("--side", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--linger", action="store_true")
+    arguments = parser.parse_args()
     print(f"slow house pid {os.getpid()}", file=sys.stderr, flush=True)
-    asyncio.run(main(parser.parse_args()))
+    if arguments.linger:
+        subprocess.Popen(["sleep", "300"], start_new_session=True)
+    asyncio.run(main(arguments))
