@@ -355,6 +355,11 @@ class Arena:
         )
         return self._open(game_of(record), chosen)
 
+    def occupied(self) -> int:
+        """The matches someone is in: playing, or waiting with a seat taken. A waiting match
+        nobody is in holds nothing (a drain does not wait for it)."""
+        return len(self.matches) - len(self._empty_since)
+
     def get(self, match_id: object) -> Match | None:
         return self.matches.get(match_id) if isinstance(match_id, str) else None
 
