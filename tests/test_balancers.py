@@ -39,9 +39,7 @@ def proxied(tmp_path: Path, **changes: object) -> contextlib.AbstractAsyncContex
     return serve(tmp_path / "arena.db", balancers=(BALANCER,), **changes)
 
 
-async def line_client(
-    source: str, port: int
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def line_client(source: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return await asyncio.open_connection(sock=await connect_from(source, port))
 
 
