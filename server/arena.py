@@ -392,7 +392,9 @@ class Arena:
                 waiting = (self.matches.get(orphan) for orphan in orphans)
                 oldest = next((m for m in waiting if m is not None and m.is_empty()), None)
                 if oldest is not None:
-                    log.info("simulation %s dropped: %s left %d more", oldest.id, creator, most)
+                    log.info(
+                        "simulation %s dropped: %s left more than %d", oldest.id, creator, most
+                    )
                     self._drop(oldest)
 
     def drop_if_abandoned(self, match: Match) -> None:

@@ -1,6 +1,6 @@
 """Behind a load balancer (issue 30, item 7): the PROXY header on the bots' port and the
-visor's, believed only from the addresses listed in ``balancers``, and pages that read nothing
-giving way at the pages' cap. Real sockets from several loopback addresses, against a real
+visor's, believed only from the addresses listed in ``balancers``, and pages and HTTP
+connections that read nothing giving way at the caps. Real sockets from several loopback addresses, against a real
 arena and visor; tests/test_deploy.py runs the same through the shipped HAProxy.
 """
 
@@ -186,21 +186,29 @@ async def test_a_page_behind_a_balancer_is_its_client_and_a_headerless_one_is_cl
         writer.close()
 
 
+# The silent clients' addresses, the newcomer's, and the caps: the arena's (no address holds
+# two more than the newcomer, so no busiest address gives way), then one address's.
+AT_CAPS = [
+    (["127.0.4.1", "127.0.4.2", "127.0.4.3"], "127.0.4.5", {"max_pages": 3}),
+    (["127.0.4.1"] * 3, "127.0.4.1", {"max_pages_per_address": 3}),
+]
+
+
+@pytest.mark.parametrize(("sources", "newcomer", "caps"), AT_CAPS, ids=["arena", "address"])
 async def test_pages_that_read_nothing_give_way_before_a_new_page_is_refused(
-    tmp_path: Path,
+    tmp_path: Path, sources: list[str], newcomer: str, caps: dict[str, int]
 ) -> None:
-    """Three pages at most. Three open from three addresses and read nothing of the lobbies
-    they ask for, until their sockets take no more; a page from a fourth address takes the
-    place of one of them (before: `Too many pages`, as no address held two more pages than the
-    newcomer's)."""
-    async with proxied(tmp_path, max_pages=3, max_pages_per_address=3) as served:
+    """Three pages at most (in all, or from one address). Three open and read nothing of the
+    lobbies they ask for, until their sockets take no more; a new page takes the place of one
+    of them (before: `Too many pages`)."""
+    async with proxied(tmp_path, **caps) as served:
         loop = asyncio.get_running_loop()
         async with asyncio.timeout(10):
             creator, writer = await line_client("127.0.4.9", served.tcp_port)
             writer.write(CREATE * 60)  # a long lobby: 50 rows
             for _ in range(60):
                 await answer(creator)
-        silent = [await raw_page(served.http_port, f"127.0.4.{index + 1}") for index in range(3)]
+        silent = [await raw_page(served.http_port, source) for source in sources]
         pages = hub_of(served.arena).pages
         async with asyncio.timeout(10):
             while len(pages) < len(silent):
@@ -218,7 +226,7 @@ async def test_pages_that_read_nothing_give_way_before_a_new_page_is_refused(
                 await asyncio.sleep(0.02)
         before = set(pages)
         async with (
-            session_from("127.0.4.5") as session,
+            session_from(newcomer) as session,
             session.ws_connect(f"{served.url}/ws") as ws,
         ):
             await ws.send_json({"type": "lobby"})
@@ -236,3 +244,61 @@ def buffered(page: Page) -> int:
     """What waits for a page in its transport: its socket took no more."""
     assert page.transport is not None
     return page.transport.get_write_buffer_size()
+
+
+@pytest.mark.parametrize(
+    ("sources", "newcomer", "caps"),
+    [
+        (["127.0.5.1", "127.0.5.2", "127.0.5.3"], "127.0.5.5", {"max_http_connections": 3}),
+        (["127.0.5.1"] * 3, "127.0.5.1", {"max_http_connections_per_address": 3}),
+    ],
+    ids=["arena", "address"],
+)
+async def test_http_connections_that_read_nothing_give_way_before_a_new_one_is_refused(
+    tmp_path: Path, sources: list[str], newcomer: str, caps: dict[str, int]
+) -> None:
+    """Three HTTP connections at most (in all, or from one address). Three ask for the
+    simulations' list (a thousand simulations: 120 KB) 60 times over and read none of it,
+    until more than 64 KiB waits for each in the server; a new connection then takes the place
+    of one of them (before: 503 or 429, as each had begun a request)."""
+    settings = {
+        "max_waiting_simulations_per_address": 1000,
+        "max_simulations_per_connection": 1000,
+        **caps,
+    }
+    async with proxied(tmp_path, **settings) as served:
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(10):
+            creator, writer = await line_client("127.0.5.9", served.tcp_port)
+            writer.write(CREATE * 1000)
+            for _ in range(1000):
+                await answer(creator)
+        request = b"GET /api/simulations HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        silent = []
+        for source in sources:
+            sock = await connect_from(source, served.http_port, receive_buffer=4096)
+            await loop.sock_sendall(sock, request * 60)
+            silent.append(sock)
+        for sock in silent:  # each is being answered: none waits for a request to begin
+            await answered(sock)
+        statuses = []
+        async with session_from(newcomer) as session, asyncio.timeout(10):
+            while not statuses or statuses[-1] != 200:  # until they are backed up
+                async with session.get(f"{served.url}/api/simulations") as response:
+                    statuses.append(response.status)
+                    await response.read()
+                await asyncio.sleep(0.05)
+        assert set(statuses) <= {200, 429, 503}, statuses
+        for sock in silent:
+            sock.close()
+        writer.close()
+
+
+async def answered(sock: socket.socket) -> None:
+    """Once the server has begun to answer on ``sock`` (what it sent is left unread)."""
+    async with asyncio.timeout(10):
+        while True:
+            with contextlib.suppress(BlockingIOError):
+                if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                    return
+            await asyncio.sleep(0.01)

@@ -56,7 +56,7 @@ class HttpConnections:
     ) -> None:
         self.most = most
         self.most_per_address = most_per_address
-        self.balancers = balancers or Balancers(())
+        self.balancers = Balancers(()) if balancers is None else balancers
         self._per_address: Counter[str] = Counter()
         self._open: dict[asyncio.BaseTransport, CountedConnection] = {}
         # Connections that have not begun a request yet, oldest first (a dict as an ordered set).

@@ -287,10 +287,10 @@ class PageQuota:
 
     At a cap, a new page first takes the place of a page that does not read what it is sent
     (``Page.backed_up``: of the same address at the address's cap, of any at the arena's),
-    which is cut off. Else, when every page the arena takes is open, a new one
-    from an address that holds fewer than the busiest address by two or more takes the place of
-    that address's oldest page (cut off), as the bots' port makes room: however few addresses
-    hold the pages, they cannot shut the others out.
+    which is cut off. Else, when every page the arena takes is open, a new one from an address
+    that holds fewer than the busiest address by two or more takes the place of that address's
+    oldest page (cut off), as the bots' port makes room: however few addresses hold the pages,
+    they cannot shut the others out.
     """
 
     def __init__(self, most: int, most_per_address: int) -> None:
