@@ -1,7 +1,8 @@
-"""Behind a load balancer (issue 30, item 7): the PROXY header on the bots' port and the
-visor's, believed only from the addresses listed in ``balancers``, and pages and HTTP
-connections that read nothing giving way at the caps. Real sockets from several loopback addresses, against a real
-arena and visor; tests/test_deploy.py runs the same through the shipped HAProxy.
+"""Behind a load balancer (issue 30, item 7): the PROXY header on the bots' port, the visor's
+and the Thud API's, believed only from the addresses listed in ``balancers``, and pages and
+HTTP connections that read nothing giving way at the caps. Real sockets from several loopback
+addresses, against a real arena and visor; tests/test_deploy.py runs the same through the
+shipped HAProxy.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import pytest
 
 from bench.common import connect_from
 from tests.conftest import Served
+from tests.services import free_port
 from tests.test_abuse import hub_of, receive, serve, websocket_frame
 from tests.test_proxy_header import HAPROXY_CHECK, SIGNATURE
-from tests.test_visor_limits import raw_page, session_from
+from tests.test_visor_limits import raw_page, session_from, start
 from visor.hub import Page
 
 BALANCER = "127.0.0.9"
@@ -302,3 +304,24 @@ async def answered(sock: socket.socket) -> None:
                 if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
                     return
             await asyncio.sleep(0.01)
+
+
+async def test_the_thud_api_port_behind_a_balancer_counts_each_client(tmp_path: Path) -> None:
+    """The Thud HTTP API's own port (`thudApiPort`): one game per address; two clients through
+    the balancer each start one (before: both were the balancer, and the second was refused);
+    a connection from the balancer without a header is closed unanswered."""
+    api_port = free_port()
+    async with proxied(tmp_path, thud_api_port=api_port, max_thud_api_games_per_address=1):
+        statuses = []
+        for client in ("127.1.1.4", "127.1.1.5"):
+            async with (
+                through_balancer(api_port, v2_header(client, 40004)) as port,
+                aiohttp.ClientSession() as session,
+            ):
+                statuses.append((await start(session, f"http://127.0.0.1:{port}"))[0])
+                statuses.append((await start(session, f"http://127.0.0.1:{port}"))[0])
+        assert statuses == [200, 429, 200, 429], statuses
+        reader, writer = await line_client(BALANCER, api_port)
+        writer.write(b"POST /start HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        await closed_unanswered(reader)
+        writer.close()
