@@ -283,7 +283,7 @@ async def test_http_connections_that_read_nothing_give_way_before_a_new_one_is_r
             silent.append(sock)
         for sock in silent:  # each is being answered: none waits for a request to begin
             await answered(sock)
-        statuses = []
+        statuses: list[int] = []
         async with session_from(newcomer) as session, asyncio.timeout(10):
             while not statuses or statuses[-1] != 200:  # until they are backed up
                 async with session.get(f"{served.url}/api/simulations") as response:
@@ -312,7 +312,7 @@ async def test_the_thud_api_port_behind_a_balancer_counts_each_client(tmp_path: 
     a connection from the balancer without a header is closed unanswered."""
     api_port = free_port()
     async with proxied(tmp_path, thud_api_port=api_port, max_thud_api_games_per_address=1):
-        statuses = []
+        statuses: list[int] = []
         for client in ("127.1.1.4", "127.1.1.5"):
             async with (
                 through_balancer(api_port, v2_header(client, 40004)) as port,
