@@ -36,6 +36,7 @@ from tests.services import RedisServer, free_port, redis_server
 
 HAPROXY_CONFIG = ROOT / "deploy" / "haproxy.cfg"
 NODES = 3  # the shipped haproxy.cfg's servers
+BALANCER = "127.0.0.2"  # the address HAProxy reaches the nodes from (its TAVERN_BALANCER_SOURCE)
 CHECK_INTER_MS = 100  # HAProxy's health checks, every 100 ms, one failure or success decides
 WAIT_S = 20.0  # for any one step: a node's drain, start, a bot's next message
 CREATE_TRIES = 50  # creates a bot tries (each on a new connection) before it gives up
@@ -78,6 +79,7 @@ class Node:
     folder: Path
     redis: RedisServer
     turns: int
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)  # more of node-N.json
     tcp_port: int = dataclasses.field(default_factory=free_port)
     http_port: int = dataclasses.field(default_factory=free_port)
     process: ServerProcess | None = None
@@ -96,9 +98,11 @@ class Node:
             "nodeHeartbeatMs": 150,
             "nodeTtlMs": 900,
             "reconnectGraceMs": 5000,
-            "maxConnectionsPerAddress": 100_000,  # every bot comes from HAProxy's address
+            "maxConnectionsPerAddress": 100_000,  # every bot here connects from 127.0.0.1
             "drainNoticeMs": 3 * CHECK_INTER_MS,
+            "balancers": [BALANCER],
             "tavern": {"turnLimit": self.turns},
+            **self.settings,
         }
         path = self.folder / f"node-{self.index}.json"
         path.write_bytes(orjson.dumps(config))
@@ -163,8 +167,11 @@ async def wait_for_port(port: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def haproxy(nodes: list[Node], folder: Path) -> AsyncIterator[tuple[int, int]]:
-    """HAProxy with the shipped config, in front of ``nodes``: its bots' and pages' ports."""
+async def haproxy(
+    nodes: list[Node], folder: Path, variables: dict[str, str] | None = None
+) -> AsyncIterator[tuple[int, int]]:
+    """HAProxy with the shipped config, in front of ``nodes``: its bots' and pages' ports.
+    ``variables``: more of the config's environment variables (its limits)."""
     executable = shutil.which("haproxy", path="/usr/sbin:/usr/bin")
     if executable is None:
         raise RuntimeError("haproxy is not installed (make test installs it)")
@@ -177,6 +184,8 @@ async def haproxy(nodes: list[Node], folder: Path) -> AsyncIterator[tuple[int, i
         "TAVERN_CHECK_FALL": "1",
         "TAVERN_CHECK_RISE": "1",
         "TAVERN_CHECK_TIMEOUT": "500ms",
+        "TAVERN_BALANCER_SOURCE": BALANCER,
+        **(variables or {}),
     }
     for node in nodes:
         number = node.index + 1
@@ -200,14 +209,20 @@ async def haproxy(nodes: list[Node], folder: Path) -> AsyncIterator[tuple[int, i
 
 
 @contextlib.asynccontextmanager
-async def balanced_arena(folder: Path, turns: int) -> AsyncIterator[Balanced]:
-    """Three nodes on a redis-server of their own, behind HAProxy; every node ready (and
-    seen so by HAProxy) when the block starts."""
+async def balanced_arena(
+    folder: Path,
+    turns: int,
+    settings: dict[str, Any] | None = None,
+    variables: dict[str, str] | None = None,
+) -> AsyncIterator[Balanced]:
+    """Three nodes on a redis-server of their own (``settings``: more of each node's
+    node-N.json), behind HAProxy (``variables``: more of its environment); every node ready
+    (and seen so by HAProxy) when the block starts."""
     with redis_server() as redis:
-        nodes = [Node(index, folder, redis, turns) for index in range(NODES)]
+        nodes = [Node(index, folder, redis, turns, settings or {}) for index in range(NODES)]
         try:
             await asyncio.gather(*(node.start() for node in nodes))
-            async with haproxy(nodes, folder) as (bots_port, pages_port):
+            async with haproxy(nodes, folder, variables) as (bots_port, pages_port):
                 await every_node_ready(nodes)
                 yield Balanced(nodes, bots_port, pages_port)
         finally:

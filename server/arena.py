@@ -274,10 +274,13 @@ class Arena:
         }
         self._tasks: asyncio.TaskGroup | None = None
         self._match_tasks: set[asyncio.Task[None]] = set()
-        # Waiting matches by the address that opened them (for its cap), and since when each
-        # waiting match has had nobody in it (for its expiry).
+        # Waiting matches by the address that opened them; how many count against each address
+        # (those whose creator is still connected: its cap); those whose creator left, by
+        # address, oldest first (``creator_left``); and since when each waiting match has had
+        # nobody in it (for its expiry).
         self._creators: dict[str, str] = {}
         self._waiting_by_address: Counter[str] = Counter()
+        self._orphans: dict[str, dict[str, None]] = {}
         self._empty_since: dict[str, float] = {}
         self._waiting = WaitingIndex()
 
@@ -357,6 +360,11 @@ class Arena:
         )
         return self._open(game_of(record), chosen)
 
+    def occupied(self) -> int:
+        """The matches someone is in: playing, or waiting with a seat taken. A waiting match
+        nobody is in holds nothing (a drain does not wait for it)."""
+        return len(self.matches) - len(self._empty_since)
+
     def get(self, match_id: object) -> Match | None:
         return self.matches.get(match_id) if isinstance(match_id, str) else None
 
@@ -368,6 +376,31 @@ class Arena:
         codec.player_from_join(fields)
         found = self._waiting.find(game, codec.wanted_seats(fields))
         return None if found is None else self.matches.get(found)
+
+    def creator_left(self, match_ids: list[str]) -> None:
+        """The client that created these matches is gone: those still waiting no longer count
+        against its address, so that what it left behind never refuses the address a new one.
+        They stay joinable by id until they start or expire (a bot may create a game for
+        others and leave); an address keeps at most ``maxWaitingSimulationsPerAddress`` of
+        them, the oldest with nobody in it dropped for each one more."""
+        most = self.config.max_waiting_simulations_per_address
+        for match_id in match_ids:
+            creator = self._creators.get(match_id)
+            if creator is None:
+                continue  # started, or dropped, already
+            orphans = self._orphans.setdefault(creator, {})
+            if match_id in orphans:
+                continue
+            self._uncount(creator)
+            orphans[match_id] = None
+            if len(orphans) > most:
+                waiting = (self.matches.get(orphan) for orphan in orphans)
+                oldest = next((m for m in waiting if m is not None and m.is_empty()), None)
+                if oldest is not None:
+                    log.info(
+                        "simulation %s dropped: %s left more than %d", oldest.id, creator, most
+                    )
+                    self._drop(oldest)
 
     def drop_if_abandoned(self, match: Match) -> None:
         """Forget a match whose last waiting player left before it started."""
@@ -516,10 +549,20 @@ class Arena:
         """It started or was dropped: its creator may open another; it cannot expire."""
         self._empty_since.pop(match.id, None)
         creator = self._creators.pop(match.id, None)
-        if creator is not None:
-            self._waiting_by_address[creator] -= 1
-            if not self._waiting_by_address[creator]:
-                del self._waiting_by_address[creator]
+        if creator is None:
+            return
+        orphans = self._orphans.get(creator)
+        if orphans is not None and match.id in orphans:
+            del orphans[match.id]
+            if not orphans:
+                del self._orphans[creator]
+        else:
+            self._uncount(creator)
+
+    def _uncount(self, creator: str) -> None:
+        self._waiting_by_address[creator] -= 1
+        if not self._waiting_by_address[creator]:
+            del self._waiting_by_address[creator]
 
     def _notify(self, update: Update) -> None:
         if isinstance(update, TurnPlayed):  # by far the most frequent: nothing to keep here

@@ -11,6 +11,7 @@ at the top level.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import socket
 from collections.abc import Mapping
@@ -85,6 +86,9 @@ class ArenaConfig:
     max_pages: int = 1000
     max_pages_per_address: int = 32
     max_page_buffer_bytes: int = 65_536
+    # The load balancers' addresses (or networks): each of their connections begins with a PROXY
+    # header naming the client (server.proxy_header), whose address the per-address caps count.
+    balancers: tuple[str, ...] = ()
     # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it,
     # and tournaments queue their games there for `tavern worker`s.
     redis: str | None = None
@@ -163,7 +167,7 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = (
     frozenset(_INT_KEYS)
     | frozenset(_STR_KEYS)
-    | frozenset({"registration"})
+    | frozenset({"registration", "balancers"})
     | frozenset(GAMES)
     | frozenset(key for game in GAMES.values() for key in game.top_level_keys)
 )
@@ -211,10 +215,29 @@ def config_from_mapping(raw: object) -> ArenaConfig:
                 f"got {raw['registration']!r}"
             )
         values["registration"] = raw["registration"]
+    if "balancers" in raw:
+        values["balancers"] = read_balancers(raw["balancers"])
     values["game_settings"] = read_game_settings(raw)
     config = dataclasses.replace(ArenaConfig(), **values)
     check_cluster(config)
     return config
+
+
+def read_balancers(value: object) -> tuple[str, ...]:
+    """The balancers' addresses or networks (``"127.0.0.2"``, ``"10.0.1.0/24"``), checked."""
+    if not isinstance(value, list):
+        raise ConfigError(f"key 'balancers': must be a list of addresses, got {value!r}")
+    networks = []
+    for entry in value:
+        try:
+            if not isinstance(entry, str):
+                raise TypeError
+            networks.append(str(ipaddress.ip_network(entry, strict=False)))
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"key 'balancers': {entry!r} is not an IP address or network"
+            ) from None
+    return tuple(networks)
 
 
 def read_game_settings(raw: Mapping[str, Any]) -> dict[str, JsonObject]:

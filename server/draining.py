@@ -5,9 +5,11 @@ then lets its command stop (docs/operations.md).
 before opening anything (``server.arena.Arena.check_open``), so that create and random join
 are refused here, through every front end, and go to the other nodes. The node's ``/readyz``
 fails from then on, so that a load balancer sends new connections elsewhere. ``Drain.done``
-returns once nothing is left to play here: no match of this node (playing, or waiting for the
-players it was created for) and no seat this node's clients play on another node; or once the
+returns once nothing is left to play here: no match of this node that someone is in (playing,
+or waiting with a seat taken) and no seat this node's clients play on another node; or once the
 drain's time is up, when the games still playing are kept unfinished, as a stop keeps them.
+A waiting match nobody is in holds no drain: it can be joined by id while the drain lasts (and
+then holds it), and goes with the node when the drain ends.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ class Drain:
             log.info("draining: no new simulation here; %d left to play", self.left())
 
     def left(self) -> int:
-        """What still plays here: matches of this node, and seats on other nodes."""
-        return len(self.arena.matches) + self.seats_elsewhere()
+        """What still plays here: matches of this node someone is in, and seats on other
+        nodes."""
+        return self.arena.occupied() + self.seats_elsewhere()
 
     async def done(self, timeout_s: float, notice_s: float = 0.0) -> int:
         """Once started, wait until nothing is left to play, or ``timeout_s``: what is left

@@ -129,7 +129,7 @@ class Session:
         self.client = client
         self.channel = channel
         self.seat: SeatHandle | None = None  # asked for, or taken
-        self.created = 0  # simulations created, for maxSimulationsPerConnection
+        self.created: list[str] = []  # the simulations it created (maxSimulationsPerConnection)
         self._random_join: JsonObject | None = None  # the random join another node answers
         self._claimed = False  # the random join went through the nodes' claim
         self._gone = False
@@ -460,7 +460,7 @@ class Session:
             game, seed = self.game_of(fields), self._seed(fields)
             self.arena.check_open()
             limit = self.arena.config.max_simulations_per_connection
-            if self.created >= limit:
+            if len(self.created) >= limit:
                 reason = f"at most {limit} per {self.client.noun}"
                 self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
                 return None
@@ -479,7 +479,7 @@ class Session:
         except Rejected as rejected:
             self._refused(rejected)
             return None
-        self.created += 1
+        self.created.append(match.id)
         return match
 
     def join(self, fields: JsonObject) -> None:
@@ -551,9 +551,11 @@ class Session:
         return self.seat.submit(fields)
 
     def closed(self) -> None:
-        """The client is gone: its seat is freed or forfeited, its seek withdrawn."""
+        """The client is gone: its seat is freed or forfeited, its seek withdrawn; the
+        simulations it created and left waiting no longer count against its address."""
         self._gone = True
         self.stop_seeking()
+        self.arena.creator_left(self.created)
         if self.bot is not None:
             self.arena.challenges.gone(self.bot, self)
         seat, self.seat = self.seat, None

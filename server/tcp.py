@@ -40,6 +40,7 @@ from server.protocol import (
     encode,
     error_message,
 )
+from server.proxy_header import HEADER_TIMEOUT_S, BadHeader, Balancers, HeaderReader
 from server.session import Client, Session
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,7 @@ class TcpServer:
             errors_per_s=config.max_errors_per_second,
             errors_burst=2 * config.max_errors_per_second,
         )
+        self.balancers = Balancers(config.balancers)
         self._per_address: Counter[str] = Counter()
         # Connections that have not joined a game yet, oldest first (a dict as an ordered set).
         self._unjoined: dict[Connection, None] = {}
@@ -274,14 +276,32 @@ class Connection(asyncio.Protocol):
         self._paced_write: asyncio.TimerHandle | None = None
         self._close_deadline: asyncio.TimerHandle | None = None
         self._metered: asyncio.TimerHandle | None = None  # reading paused for the meter
+        # A balancer's connection: its PROXY header, until it names the client.
+        self._header: HeaderReader | None = None
+        self._header_deadline: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's is not a subclass of asyncio.Transport, but has its API).
         self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
+        if self.server.balancers.listed(peer):
+            # The client is the one its header names: nothing is counted before it has.
+            self._name_peer(peer)
+            self._header = HeaderReader(peer)
+            self._header_deadline = asyncio.get_running_loop().call_later(
+                HEADER_TIMEOUT_S, self._not_proxied, f"no header within {HEADER_TIMEOUT_S:g} s"
+            )
+            return
+        self._begin(peer)
+
+    def _name_peer(self, peer: object) -> None:
         self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+    def _begin(self, peer: object) -> None:
+        """The client is known (``peer``): counted, and its time to join a game starts."""
+        self._name_peer(peer)
         self.session.client = Client(self.address)
         # Counted from the connection, not reset by each byte: a peer that trickles bytes
         # without joining is closed as surely as a silent one.
@@ -290,10 +310,37 @@ class Connection(asyncio.Protocol):
         self.server.accepted(self)
 
     def data_received(self, data: bytes) -> None:
-        if self._closing:
+        if self._header is not None:
+            data = self._after_header(data)
+        if self._closing or not data:
             return
         self._pending += data
         self._read_more()
+
+    def _after_header(self, data: bytes) -> bytes:
+        """What the client sent after the balancer's header, once the header is whole (until
+        then, nothing); the client it names is then counted as this connection's."""
+        assert self._header is not None
+        try:
+            whole = self._header.feed(data)
+        except BadHeader as error:
+            self._not_proxied(str(error))
+            return b""
+        if whole is None:
+            return b""
+        client, rest = whole
+        self._header = None
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+        self._begin(client)
+        return rest
+
+    def _not_proxied(self, why: str) -> None:
+        """A balancer's connection without its PROXY header: closed (a balancer that sends
+        none is set up wrong, and its clients' addresses are unknown)."""
+        log.warning("connection %s from a balancer: no PROXY header (%s): closed", self.peer, why)
+        self._header = None
+        self.abort()
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -302,7 +349,8 @@ class Connection(asyncio.Protocol):
         if exc is not None:
             log.info("connection %s: %s", self.peer, exc)
         self._closing = True
-        for timer in (self._join_deadline, self._paced_write, self._close_deadline, self._metered):
+        timers = (self._join_deadline, self._paced_write, self._close_deadline, self._metered)
+        for timer in (*timers, self._header_deadline):
             if timer is not None:
                 timer.cancel()
         self._outbox.clear()

@@ -313,12 +313,12 @@ async def test_waiting_simulations_are_capped_per_address_across_connections(
         aiohttp.ClientSession(timeout=TIMEOUT) as session,
     ):
         made = 0
+        creators = []  # each still connected: what a creator left behind no longer counts
         for _ in range(3):  # a new connection each time: the per-connection cap does not help
-            client = await RawClient.connect(served.tcp_port)
+            creators.append(client := await RawClient.connect(served.tcp_port))
             await client.send({"type": "create-simulation"})
             reply = await client.receive()
             made += reply["type"] == "ready"
-            await client.close()
         assert made == 3
         client = await RawClient.connect(served.tcp_port)
         await client.send({"type": "create-simulation", "game": "thud"})
@@ -338,6 +338,8 @@ async def test_waiting_simulations_are_capped_per_address_across_connections(
         await client.send({"type": "create-simulation"})
         await client.expect("ready")
         await ws.close()
+        for creator in creators:
+            await creator.close()
 
 
 async def test_a_simulation_nobody_joins_expires_and_leaves_the_lobby(tmp_path: Path) -> None:

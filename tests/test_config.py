@@ -106,6 +106,10 @@ def positions_with_barrel(x: int, y: int) -> dict[str, object]:
         ({"redis": "localhost:6379"}, "'redis'", "redis://"),
         ({"redis": 6379}, "'redis'", "non-empty string"),
         ({"nodeHeartbeatMs": 1000, "nodeTtlMs": 1500}, "'nodeTtlMs'", "twice"),
+        ({"balancers": "127.0.0.2"}, "'balancers'", "must be a list"),
+        ({"balancers": ["127.0.0.2", "haproxy.local"]}, "'balancers'", "'haproxy.local' is not"),
+        ({"balancers": [7]}, "'balancers'", "7 is not an IP address"),
+        ({"balancers": ["10.0.0.0/33"]}, "'balancers'", "not an IP address or network"),
         ({"botsPerPlayer": 6}, "'positions'", "botsPerPlayer"),
         ({"tavern": {"botsPerPlayer": 6}}, "'positions'", "botsPerPlayer"),
         ({"positions": {"team1": {}}}, "'positions'", "team1"),
@@ -132,6 +136,12 @@ def test_bad_values_name_the_key(raw: dict[str, object], key: str, problem: str)
         config_from_mapping(raw)
     assert key in str(error.value)
     assert problem in str(error.value)
+
+
+def test_balancers_are_addresses_or_networks_and_none_by_default() -> None:
+    assert config_from_mapping({}).balancers == ()
+    raw = {"balancers": ["127.0.0.2", "10.1.2.3/16", "::1"]}
+    assert config_from_mapping(raw).balancers == ("127.0.0.2/32", "10.1.0.0/16", "::1/128")
 
 
 def test_pieces_on_the_same_cell_are_refused() -> None:

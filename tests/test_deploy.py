@@ -1,8 +1,10 @@
 """The shipped deployment files, each used as shipped: the systemd unit template checked by
 systemd-analyze, and deploy/haproxy.cfg run by a real HAProxy (from Debian: `make test`
 installs it) in front of three ``tavern serve`` nodes on one redis-server, with bots that
-connect only to HAProxy. Its addresses and check timings are the environment variables the
-file names (HAProxy expands them as it reads it); checks every 100 ms here.
+connect only to HAProxy. Its addresses, limits and check timings are the environment
+variables the file names (HAProxy expands them as it reads it); checks every 100 ms here.
+HAProxy reaches the nodes from 127.0.0.2, which they list as a balancer; the clients connect
+from addresses of their own (127.0.6.x), which the nodes see through its PROXY headers.
 """
 
 from __future__ import annotations
@@ -10,16 +12,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import configparser
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 
-from bench.common import ROOT
+from bench.common import ROOT, connect_from
 from bench.rolling import (
     CHECK_INTER_MS,
+    HAPROXY_CONFIG,
     WAIT_S,
     Figures,
     balanced_arena,
@@ -28,6 +34,7 @@ from bench.rolling import (
     recorded,
     rolling_restart,
 )
+from tests.test_visor_limits import session_from
 
 UNIT = ROOT / "deploy" / "tavern@.service"
 
@@ -132,3 +139,126 @@ async def test_pages_and_their_websockets_go_through_haproxy(tmp_path: Path) -> 
                 assert turn["turn"] >= snapshot["turn"]
                 await playing
         assert figures.abnormal() == {}
+
+
+class Line:
+    """A bot's connection through HAProxy from a loopback address of its own."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, source: str, port: int) -> Line:
+        reader, writer = await asyncio.open_connection(sock=await connect_from(source, port))
+        return cls(reader, writer)
+
+    async def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.writer.write(orjson.dumps(message) + b"\n")
+        async with asyncio.timeout(WAIT_S):
+            answer: dict[str, Any] = orjson.loads(await self.reader.readline())
+            return answer
+
+
+async def test_behind_haproxy_each_client_is_counted_as_itself(tmp_path: Path) -> None:
+    """Through the shipped config's PROXY headers each node counts every client by its own
+    address: one address at its caps on every node (two waiting simulations, two pages, the
+    burst of wrong keys) refuses nobody else (before: every client was HAProxy's address, so
+    the other address's create and page were refused, and its keys paced)."""
+    caps = {"maxWaitingSimulationsPerAddress": 2, "maxPagesPerAddress": 2}
+    async with balanced_arena(tmp_path, turns=10, settings=caps) as balanced:
+        port, pages = balanced.bots_port, f"http://127.0.0.1:{balanced.pages_port}"
+        greedy = [await Line.open("127.0.6.1", port) for _ in balanced.nodes]  # one a node
+        for line in greedy:
+            answers = [await line.ask({"type": "create-simulation"}) for _ in range(3)]
+            assert [a["type"] for a in answers] == ["ready", "ready", "error"], answers
+            assert "2 waiting simulations from one address" in answers[2]["reason"]
+        other = await Line.open("127.0.6.2", port)
+        assert (await other.ask({"type": "create-simulation"}))["type"] == "ready"
+        wrong = {"type": "create-simulation", "bot": "Nobody", "key": "tvk_wrong"}
+        for _ in range(5):  # the address's burst of wrong keys, shared by every node
+            refused = await greedy[0].ask(wrong)
+            assert refused["reason"].startswith("no bot 'Nobody'"), refused
+        started = time.monotonic()
+        refused = await other.ask(wrong)  # another address's own burst is whole
+        assert refused["reason"].startswith("no bot 'Nobody'"), refused
+        assert time.monotonic() - started < 1.0
+        async with session_from("127.0.6.1") as mine, session_from("127.0.6.2") as theirs:
+            held = [await mine.ws_connect(f"{pages}/ws") for _ in range(2 * len(balanced.nodes))]
+            for ws in held:
+                await ws.send_json({"type": "lobby"})
+                assert (await ws.receive_json())["type"] == "lobby"
+            async with mine.ws_connect(f"{pages}/ws") as one_more:
+                error = await one_more.receive_json()
+                assert "at most 2 pages from one address" in error["reason"], error
+            async with theirs.ws_connect(f"{pages}/ws") as ws:
+                await ws.send_json({"type": "lobby"})
+                assert (await ws.receive_json())["type"] == "lobby"
+            for ws in held:
+                await ws.close()
+        for line in (*greedy, other):
+            line.writer.close()
+
+
+def haproxy_setting(text: str, section: str, keyword: str) -> str:
+    """A setting's value in the shipped config's section, as HAProxy reads it by default."""
+    body = re.search(rf"^{re.escape(section)}\n((?:[ \t].*\n|\n)*)", text, re.MULTILINE)
+    assert body is not None, section
+    found = re.search(rf"^\s+{re.escape(keyword)} (.+)$", body.group(1), re.MULTILINE)
+    assert found is not None, (section, keyword)
+    value = found.group(1).strip()
+    default = re.fullmatch(r'"\$\{\w+-(.+)\}"', value)  # "${VARIABLE-default}"
+    return default.group(1) if default else value
+
+
+def test_the_shipped_haproxy_cfg_gives_each_frontend_its_share_and_bounds_requests() -> None:
+    """Pages can never take the bots' connections: each frontend has a maxconn, together less
+    than the global one; a request's head must come within `timeout http-request`; every node
+    is reached with a PROXY header, from an address of HAProxy's own."""
+    text = HAPROXY_CONFIG.read_text()
+    total = int(haproxy_setting(text, "global", "maxconn"))
+    bots = int(haproxy_setting(text, "frontend bots", "maxconn"))
+    pages = int(haproxy_setting(text, "frontend pages", "maxconn"))
+    assert bots + pages < total
+    assert haproxy_setting(text, "frontend pages", "timeout http-request") == "5s"
+    assert haproxy_setting(text, "defaults", "source") == "127.0.0.2"
+    servers = re.findall(r"^\s+server .*$", text, re.MULTILINE)
+    assert len(servers) == 6
+    assert all("send-proxy-v2" in line and "check-send-proxy" in line for line in servers)
+
+
+HALF_A_REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: holding"
+
+
+async def test_half_sent_http_requests_through_haproxy_leave_the_bots_their_share(
+    tmp_path: Path,
+) -> None:
+    """The shipped config with small limits (HAProxy 40 connections, bots 10, pages 20; a
+    request's head within 1 s): 40 connections hold half a request each on the pages' port,
+    more than HAProxy takes in all. A new bot on the bots' port is answered at once (before:
+    the pages' connections took every one HAProxy had, and bots waited for one to close), and
+    the half-sent requests are closed at `timeout http-request`."""
+    limits = {
+        "TAVERN_MAXCONN": "40",
+        "TAVERN_BOTS_MAXCONN": "10",
+        "TAVERN_PAGES_MAXCONN": "20",
+        "TAVERN_HTTP_REQUEST_TIMEOUT": "1s",
+    }
+    async with balanced_arena(tmp_path, turns=10, variables=limits) as balanced:
+        loop = asyncio.get_running_loop()
+        holding = []
+        for index in range(40):
+            sock = await connect_from(f"127.0.7.{index + 1}", balanced.pages_port)
+            await loop.sock_sendall(sock, HALF_A_REQUEST)
+            holding.append(sock)
+        await asyncio.sleep(0.2)  # HAProxy takes what its pages' share allows
+        started = time.monotonic()
+        bot = await Line.open("127.0.6.3", balanced.bots_port)
+        assert (await bot.ask({"type": "create-simulation"}))["type"] == "ready"
+        assert time.monotonic() - started < 1.0
+        bot.writer.close()
+        async with asyncio.timeout(5):  # the first ones, taken in, are closed at 1 s
+            answer = await loop.sock_recv(holding[0], 4096)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        for sock in holding:
+            sock.close()

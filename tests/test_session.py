@@ -181,3 +181,38 @@ async def test_a_late_reply_through_the_session_is_stale_not_played() -> None:
         assert second_heard.last("turn")["turn"] == 2
         second.handle(tavern_pass(second_heard.last("turn"), "team2"))
         assert first_heard.last("turn")["turn"] == 3
+
+
+async def test_simulations_whose_creator_left_do_not_count_against_its_address() -> None:
+    """An address may have two simulations waiting. Those whose creator's connection closed
+    no longer count (before: they did until they expired, ten minutes later, and every client
+    of that address was refused meanwhile); they stay joinable by id. The address keeps at most
+    two such: for each one more, the oldest that nobody is in is dropped."""
+    async with table(max_waiting_simulations_per_address=2) as tables:
+        maker, made = client(tables, "127.7.7.7")
+        for _ in range(3):
+            maker.handle({"type": "create-simulation"})
+        assert made.kinds() == ["ready", "ready", "error"]
+        assert made.errors() == [BotError.TOO_MANY_SIMULATIONS]
+        first, second = (str(m["simulationId"]) for m in made.messages[:2])
+        neighbour, heard = client(tables, "127.7.7.7")
+        neighbour.handle({"type": "create-simulation"})
+        assert heard.errors() == [BotError.TOO_MANY_SIMULATIONS]  # the creator is still here
+        maker.closed()
+        neighbour.handle({"type": "create-simulation"})
+        neighbour.handle({"type": "create-simulation"})
+        assert heard.kinds()[-2:] == ["ready", "ready"]
+        third, fourth = (str(m["simulationId"]) for m in heard.messages[-2:])
+        neighbour.handle({"type": "create-simulation"})  # the neighbour's own two count
+        assert heard.errors()[-1] == BotError.TOO_MANY_SIMULATIONS
+        friend, friend_heard = client(tables, "127.8.8.8")
+        friend.handle({"type": "join-simulation", "nick": "f", "simulationId": first})
+        assert friend_heard.kinds() == ["game-info"]  # what a creator left can still be joined
+        neighbour.closed()
+        arena = tables.arena
+        assert arena.get(second) is None and arena.get(third) is None  # the oldest empty ones
+        assert arena.get(first) is not None and arena.get(fourth) is not None
+        again, again_heard = client(tables, "127.7.7.7")
+        for _ in range(2):
+            again.handle({"type": "create-simulation"})
+        assert again_heard.kinds() == ["ready", "ready"]

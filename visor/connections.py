@@ -6,7 +6,13 @@ is answered 429 or 503 at once and closed, before aiohttp sees it. The caps hold
 together, as the descriptors they spare are the process's. When every connection the visor takes
 is open, a new one takes the place of the connection that has waited longest without a request
 (answered 503 and closed), as on the bots' port: connections that send nothing, or never a
-whole request head, from however few addresses, never shut the others out.
+whole request head, from however few addresses, never shut the others out. At either cap, a
+connection that does not read its answers (more than its transport's high-water mark waits for
+it) gives way to a newcomer (of its address, at the address's cap) before anyone is refused.
+
+A connection from a load balancer listed in ``balancers`` is counted only once its PROXY header
+(``server.proxy_header``) has named the client, by the client's address; its requests'
+``remote`` is that address, so every per-address cap behind the balancer counts each client.
 
 A connection that has not sent a whole request head ``httpIdleTimeoutMs`` after it opened, or
 after its last answer, is closed: that is aiohttp's keep-alive timeout, which the aiohttp required
@@ -35,6 +41,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from server.config import ArenaConfig, ListenError
 from server.errors import BotError
+from server.proxy_header import HEADER_TIMEOUT_S, BadHeader, Balancers, HeaderReader
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +51,18 @@ MAX_REQUEST_BYTES = 32 * 1024  # a request's head and body: any page's or API ca
 class HttpConnections:
     """The HTTP connections open, in all and per address, against their caps."""
 
-    def __init__(self, most: int, most_per_address: int) -> None:
+    def __init__(
+        self, most: int, most_per_address: int, balancers: Balancers | None = None
+    ) -> None:
         self.most = most
         self.most_per_address = most_per_address
+        self.balancers = Balancers(()) if balancers is None else balancers
         self._per_address: Counter[str] = Counter()
         self._open: dict[asyncio.BaseTransport, CountedConnection] = {}
         # Connections that have not begun a request yet, oldest first (a dict as an ordered set).
         self._waiting: dict[CountedConnection, None] = {}
+        # Connections whose answers pile up unread (past their transport's high-water mark).
+        self._backed_up: dict[CountedConnection, None] = {}
 
     @classmethod
     def for_config(cls, config: ArenaConfig) -> HttpConnections:
@@ -67,7 +79,8 @@ class HttpConnections:
                 max(1, soft // 4),
             )
             most = max(1, soft // 4)
-        return cls(most, min(most, config.max_http_connections_per_address))
+        per_address = min(most, config.max_http_connections_per_address)
+        return cls(most, per_address, Balancers(config.balancers))
 
     @property
     def open(self) -> int:
@@ -77,21 +90,46 @@ class HttpConnections:
         """Count one more connection; or, past a cap, the status and the reason to answer it
         with."""
         address = connection.address
-        if self._per_address[address] >= self.most_per_address:
+        if self._per_address[address] >= self.most_per_address and not self._give_way(address):
             return 429, f"at most {self.most_per_address} connections from one address"
-        if len(self._open) >= self.most:
-            if not self._waiting:
-                return 503, f"the arena has {self.most} connections open already: try again later"
-            oldest = next(iter(self._waiting))  # its place is the newcomer's
-            self.leave(oldest)
-            oldest.refuse(503, "the visor is full: the longest waiting connection gives way")
+        if len(self._open) >= self.most and not self._give_way(None):
+            return 503, f"the arena has {self.most} connections open already: try again later"
         self._open[connection.transport] = connection
         self._waiting[connection] = None
         self._per_address[address] += 1
         return None
 
+    def _give_way(self, address: str | None) -> bool:
+        """Close a connection to make room for a newcomer: one that does not read its answers,
+        of ``address`` (at its cap) or of any (None, at the arena's); at the arena's cap first
+        the one that has waited longest without a request."""
+        if address is None and self._waiting:
+            oldest = next(iter(self._waiting))
+            self.leave(oldest)
+            oldest.refuse(503, "the visor is full: the longest waiting connection gives way")
+            return True
+        for connection in self._backed_up:
+            if address is None or connection.address == address:
+                log.info(
+                    "HTTP connections are all open: one from %s, reading nothing, gives way",
+                    connection.address,
+                )
+                self.leave(connection)
+                connection.transport.abort()
+                return True
+        return False
+
+    def backed_up(self, connection: CountedConnection, unread: bool) -> None:
+        """The connection's answers pile up unread (``unread``: its transport paused writing),
+        or no longer."""
+        if unread:
+            self._backed_up[connection] = None
+        else:
+            self._backed_up.pop(connection, None)
+
     def leave(self, connection: CountedConnection) -> None:
         self._waiting.pop(connection, None)
+        self._backed_up.pop(connection, None)
         if self._open.pop(connection.transport, None) is connection:
             self._per_address[connection.address] -= 1
             if not self._per_address[connection.address]:
@@ -109,6 +147,8 @@ class HttpConnections:
                 return await handler(request)
             self._waiting.pop(connection, None)  # it no longer gives way to newcomers
             connection.request_started(request)
+            if connection.proxied and request.remote != connection.address:
+                request = request.clone(remote=connection.address)  # the balancer's client
             try:
                 return await handler(request)
             finally:
@@ -139,17 +179,62 @@ class CountedConnection(asyncio.Protocol):
         self.address = ""
         self._received = 0  # bytes since its last answer
         self._websocket = False  # an open websocket: its frames are not counted
+        # A balancer's connection: its PROXY header, until it names the client.
+        self.proxied = False
+        self._header: HeaderReader | None = None
+        self._header_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
+        if self._connections.balancers.listed(peer):
+            # The client is the one its header names: nothing is counted before it has.
+            self._header = HeaderReader(peer)
+            self._header_deadline = asyncio.get_running_loop().call_later(
+                HEADER_TIMEOUT_S, self._not_proxied, f"no header within {HEADER_TIMEOUT_S:g} s"
+            )
+            self.proxied = True
+            return
+        self._begin(peer)
+
+    def _begin(self, peer: object) -> None:
+        """The client is known (``peer``): counted, then served or refused."""
         self.address = str(peer[0]) if isinstance(peer, tuple) else ""
         refused = self._connections.admit(self)
         if refused is not None:
             self.refuse(*refused)
             return
         self._handler = self._server()
-        self._handler.connection_made(transport)
+        self._handler.connection_made(self.transport)
+
+    def _after_header(self, data: bytes) -> bytes:
+        """What the client sent after the balancer's header, once the header is whole (until
+        then, nothing); the client it names is then counted as this connection's."""
+        assert self._header is not None
+        try:
+            whole = self._header.feed(data)
+        except BadHeader as error:
+            self._not_proxied(str(error))
+            return b""
+        if whole is None:
+            return b""
+        client, rest = whole
+        self._header = None
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+        self._begin(client)
+        return rest
+
+    def _not_proxied(self, why: str) -> None:
+        """A balancer's connection without its PROXY header: closed."""
+        assert self._header is not None
+        log.warning(
+            "HTTP connection from the balancer %s: no PROXY header (%s): closed",
+            self._header.balancer[0],
+            why,
+        )
+        self._header = None
+        self.transport.abort()
 
     def refuse(self, status: int, reason: str) -> None:
         """Answer why the connection may not stay, and close it."""
@@ -164,7 +249,9 @@ class CountedConnection(asyncio.Protocol):
         self._received = 0
 
     def data_received(self, data: bytes) -> None:
-        if self._handler is None:
+        if self._header is not None:
+            data = self._after_header(data)
+        if self._handler is None or not data:
             return
         if not self._websocket:
             self._received += len(data)
@@ -184,13 +271,17 @@ class CountedConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         if self._handler is not None:
+            self._connections.backed_up(self, True)
             self._handler.pause_writing()
 
     def resume_writing(self) -> None:
         if self._handler is not None:
+            self._connections.backed_up(self, False)
             self._handler.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
         if self._handler is not None:
             self._connections.leave(self)
             self._handler.connection_lost(exc)

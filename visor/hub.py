@@ -103,6 +103,12 @@ class Page:
         self._hang_up = False  # close the websocket once the queue is sent
 
     @property
+    def backed_up(self) -> bool:
+        """It does not read what it is sent: its socket took no more (bytes wait in the
+        transport, the kernel's buffers toward it being full)."""
+        return self.transport is not None and self.transport.get_write_buffer_size() > 0
+
+    @property
     def behind(self) -> bool:
         """Falling behind: its spectator messages are to give way to a snapshot."""
         return len(self._queue) >= MAX_QUEUED or 2 * self._queued_bytes >= self.max_bytes
@@ -279,10 +285,12 @@ class PageQuota:
     """The pages open (websockets: the visor's ``/ws`` and the Thud API's ``/match``), in all
     and per address, against the arena's caps.
 
-    When every page the arena takes is open, a new one from an address that holds fewer than
-    the busiest address by two or more takes the place of that address's oldest page (cut
-    off), as the bots' port makes room: however few addresses hold the pages, they cannot shut
-    the others out.
+    At a cap, a new page first takes the place of a page that does not read what it is sent
+    (``Page.backed_up``: of the same address at the address's cap, of any at the arena's),
+    which is cut off. Else, when every page the arena takes is open, a new one from an address
+    that holds fewer than the busiest address by two or more takes the place of that address's
+    oldest page (cut off), as the bots' port makes room: however few addresses hold the pages,
+    they cannot shut the others out.
     """
 
     def __init__(self, most: int, most_per_address: int) -> None:
@@ -295,12 +303,31 @@ class PageQuota:
         """Count ``page``, from ``address``; or, if a cap is reached, say why not."""
         mine = len(self._pages.get(address, ()))
         if mine >= self.most_per_address:
-            return f"at most {self.most_per_address} pages from one address: close one first"
-        if self.open >= self.most and not self._make_room(mine):
+            if not self._cut_off_backed_up([address]):
+                return f"at most {self.most_per_address} pages from one address: close one first"
+            mine -= 1
+        if (
+            self.open >= self.most
+            and not self._cut_off_backed_up(list(self._pages))
+            and not self._make_room(mine)
+        ):
             return f"the arena has {self.most} pages open already: try again later"
         self._pages.setdefault(address, {})[page] = None
         self.open += 1
         return None
+
+    def _cut_off_backed_up(self, addresses: list[str]) -> bool:
+        """Cut off a page of these addresses that does not read what it is sent, if any."""
+        for address in addresses:
+            for page in self._pages.get(address, ()):
+                if page.backed_up:
+                    log.info(
+                        "the pages are all open: one of %s's, reading nothing, gives way", address
+                    )
+                    self.leave(address, page)
+                    page.abort()
+                    return True
+        return False
 
     def _make_room(self, mine: int) -> bool:
         """Cut off the oldest page of the busiest address, if it holds more than ``mine`` + 1."""
