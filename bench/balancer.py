@@ -12,15 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.services import free_port
 
 NODES = 3  # the shipped haproxy.cfg's servers
-BALANCER_ADDRESS = "127.0.0.1"  # where HAProxy's connections to the nodes come from
+# Where HAProxy's connections to the nodes come from (the shipped config's
+# TAVERN_BALANCER_SOURCE): not 127.0.0.1, from which the nodes' own requests and an operator's
+# come too, and which therefore cannot be a balancer whose every connection has a header.
+BALANCER_ADDRESS = "127.0.0.2"
 START_S = 20.0
+HAPROXY_CONFIG = Path("deploy") / "haproxy.cfg"  # in a checkout
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,14 @@ async def listening(process: asyncio.subprocess.Process, port: int, log: Path) -
 
 @contextlib.asynccontextmanager
 async def haproxy_in_front(
-    root: Path, nodes: Sequence[tuple[int, int]], folder: Path
+    root: Path,
+    nodes: Sequence[tuple[int, int]],
+    folder: Path,
+    variables: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Balancer]:
     """HAProxy with ``root``'s deploy/haproxy.cfg in front of ``nodes`` (each its TCP and HTTP
-    port on 127.0.0.1), on two free ports; stopped at the end."""
+    port on 127.0.0.1), on two free ports; stopped at the end. ``variables``: more of the
+    config's environment variables (its check timings, its limits)."""
     executable = shutil.which("haproxy", path="/usr/sbin:/usr/bin")
     if executable is None:
         raise RuntimeError("haproxy is not installed (make test installs it)")
@@ -66,6 +74,8 @@ async def haproxy_in_front(
         "PATH": "/usr/sbin:/usr/bin:/bin",
         "TAVERN_BOTS_BIND": f"127.0.0.1:{bots_port}",
         "TAVERN_PAGES_BIND": f"127.0.0.1:{pages_port}",
+        "TAVERN_BALANCER_SOURCE": BALANCER_ADDRESS,
+        **(variables or {}),
     }
     for number, (tcp_port, http_port) in enumerate(nodes, start=1):
         environment[f"TAVERN_NODE{number}_HOST"] = "127.0.0.1"
@@ -74,7 +84,7 @@ async def haproxy_in_front(
     log = folder / "haproxy.log"
     with log.open("ab") as output:
         process = await asyncio.create_subprocess_exec(
-            *(executable, "-db", "-f", str(root / "deploy" / "haproxy.cfg")),
+            *(executable, "-db", "-f", str(root / HAPROXY_CONFIG)),
             env=environment,
             stdout=output,
             stderr=output,

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import shutil
 import signal
 import sqlite3
 import tempfile
@@ -31,12 +30,10 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench.balancer import BALANCER_ADDRESS, NODES, haproxy_in_front
 from bench.common import ROOT, ServerProcess, tavern_serve
 from tests.services import RedisServer, free_port, redis_server
 
-HAPROXY_CONFIG = ROOT / "deploy" / "haproxy.cfg"
-NODES = 3  # the shipped haproxy.cfg's servers
-BALANCER = "127.0.0.2"  # the address HAProxy reaches the nodes from (its TAVERN_BALANCER_SOURCE)
 CHECK_INTER_MS = 100  # HAProxy's health checks, every 100 ms, one failure or success decides
 WAIT_S = 20.0  # for any one step: a node's drain, start, a bot's next message
 CREATE_TRIES = 50  # creates a bot tries (each on a new connection) before it gives up
@@ -100,7 +97,7 @@ class Node:
             "reconnectGraceMs": 5000,
             "maxConnectionsPerAddress": 100_000,  # every bot here connects from 127.0.0.1
             "drainNoticeMs": 3 * CHECK_INTER_MS,
-            "balancers": [BALANCER],
+            "balancers": [BALANCER_ADDRESS],
             "tavern": {"turnLimit": self.turns},
             **self.settings,
         }
@@ -154,58 +151,23 @@ class Balanced:
     pages_port: int
 
 
-async def wait_for_port(port: int) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                await asyncio.sleep(0.02)
-                continue
-            writer.close()
-            return
-
-
 @contextlib.asynccontextmanager
 async def haproxy(
     nodes: list[Node], folder: Path, variables: dict[str, str] | None = None
 ) -> AsyncIterator[tuple[int, int]]:
-    """HAProxy with the shipped config, in front of ``nodes``: its bots' and pages' ports.
-    ``variables``: more of the config's environment variables (its limits)."""
-    executable = shutil.which("haproxy", path="/usr/sbin:/usr/bin")
-    if executable is None:
-        raise RuntimeError("haproxy is not installed (make test installs it)")
-    bots_port, pages_port = free_port(), free_port()
-    environment = {
-        "PATH": "/usr/sbin:/usr/bin:/bin",
-        "TAVERN_BOTS_BIND": f"127.0.0.1:{bots_port}",
-        "TAVERN_PAGES_BIND": f"127.0.0.1:{pages_port}",
+    """HAProxy with the shipped config, in front of ``nodes``, checking them every
+    ``CHECK_INTER_MS``: its bots' and pages' ports. ``variables``: more of the config's
+    environment variables (its limits)."""
+    checks = {
         "TAVERN_CHECK_INTER": f"{CHECK_INTER_MS}ms",
         "TAVERN_CHECK_FALL": "1",
         "TAVERN_CHECK_RISE": "1",
         "TAVERN_CHECK_TIMEOUT": "500ms",
-        "TAVERN_BALANCER_SOURCE": BALANCER,
         **(variables or {}),
     }
-    for node in nodes:
-        number = node.index + 1
-        environment[f"TAVERN_NODE{number}_HOST"] = "127.0.0.1"
-        environment[f"TAVERN_NODE{number}_PORT"] = str(node.tcp_port)
-        environment[f"TAVERN_NODE{number}_HTTP_PORT"] = str(node.http_port)
-    with (folder / "haproxy.log").open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            *(executable, "-db", "-f", str(HAPROXY_CONFIG)),
-            env=environment,
-            stdout=log,
-            stderr=log,
-        )
-    try:
-        await wait_for_port(bots_port)
-        yield bots_port, pages_port
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            await process.wait()
+    ports = [(node.tcp_port, node.http_port) for node in sorted(nodes, key=lambda n: n.index)]
+    async with haproxy_in_front(ROOT, ports, folder, checks) as balancer:
+        yield balancer.bots_port, balancer.pages_port
 
 
 @contextlib.asynccontextmanager

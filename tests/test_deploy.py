@@ -22,10 +22,10 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench.balancer import HAPROXY_CONFIG
 from bench.common import ROOT, connect_from
 from bench.rolling import (
     CHECK_INTER_MS,
-    HAPROXY_CONFIG,
     WAIT_S,
     Figures,
     balanced_arena,
@@ -215,7 +215,7 @@ def test_the_shipped_haproxy_cfg_gives_each_frontend_its_share_and_bounds_reques
     """Pages can never take the bots' connections: each frontend has a maxconn, together less
     than the global one; a request's head must come within `timeout http-request`; every node
     is reached with a PROXY header, from an address of HAProxy's own."""
-    text = HAPROXY_CONFIG.read_text()
+    text = (ROOT / HAPROXY_CONFIG).read_text()
     total = int(haproxy_setting(text, "global", "maxconn"))
     bots = int(haproxy_setting(text, "frontend bots", "maxconn"))
     pages = int(haproxy_setting(text, "frontend pages", "maxconn"))
