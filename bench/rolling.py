@@ -80,6 +80,7 @@ class Node:
     turns: int
     tcp_port: int = dataclasses.field(default_factory=free_port)
     http_port: int = dataclasses.field(default_factory=free_port)
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)  # its config's others
     process: ServerProcess | None = None
     _stack: contextlib.AsyncExitStack | None = None
 
@@ -99,6 +100,7 @@ class Node:
             "maxConnectionsPerAddress": 100_000,  # every bot comes from HAProxy's address
             "drainNoticeMs": 3 * CHECK_INTER_MS,
             "tavern": {"turnLimit": self.turns},
+            **self.settings,
         }
         path = self.folder / f"node-{self.index}.json"
         path.write_bytes(orjson.dumps(config))
@@ -200,11 +202,12 @@ async def haproxy(nodes: list[Node], folder: Path) -> AsyncIterator[tuple[int, i
 
 
 @contextlib.asynccontextmanager
-async def balanced_arena(folder: Path, turns: int) -> AsyncIterator[Balanced]:
+async def balanced_arena(folder: Path, turns: int, **settings: Any) -> AsyncIterator[Balanced]:
     """Three nodes on a redis-server of their own, behind HAProxy; every node ready (and
-    seen so by HAProxy) when the block starts."""
+    seen so by HAProxy) when the block starts. ``settings``: the nodes' other config keys
+    (a PostgreSQL ``database`` they share, say)."""
     with redis_server() as redis:
-        nodes = [Node(index, folder, redis, turns) for index in range(NODES)]
+        nodes = [Node(index, folder, redis, turns, settings=settings) for index in range(NODES)]
         try:
             await asyncio.gather(*(node.start() for node in nodes))
             async with haproxy(nodes, folder) as (bots_port, pages_port):
