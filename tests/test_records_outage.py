@@ -32,7 +32,14 @@ from server.records.writes import Chunk, TurnChunks, Write, encode
 from tests.browser import chromium_pages
 from tests.conftest import RawClient
 from tests.services import PostgresServer, postgres_server
-from tests.test_cluster import WAIT_S, crossing_games, ended_normally, eventually
+from tests.test_cluster import (
+    WAIT_S,
+    crossing_games,
+    ended_normally,
+    eventually,
+    join,
+    play_out,
+)
 from tests.test_operations import health, node_config
 from tests.test_records import connected, one_game, rows
 
@@ -338,7 +345,10 @@ async def test_a_journal_nearly_full_refuses_new_games_until_it_is_written(
             played = 0
             while (answer := await create_or_refused(node))["type"] == "ready":
                 assert played < 20, "the journal never filled"
-                await ended_normally(await crossing_games(node, node, 1, free))
+                seats = [await join(node, answer["simulationId"]) for _ in range(2)]
+                await ended_normally(
+                    [asyncio.create_task(play_out(bot, info["team"], free)) for bot, info in seats]
+                )
                 played += 1
             assert answer["message"] == BotError.RECORDS_FULL
             assert "nearly fill its journal" in answer["reason"]

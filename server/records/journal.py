@@ -12,14 +12,14 @@ A file is a header line, then entries appended one after the other, each one bat
 ``MAGIC``, the payload's length and its CRC-32 (4 bytes each, big-endian), then the payload
 (the writes as JSON). Each append is followed by ``fdatasync`` before the batch counts as
 kept, so an acknowledged write survives a crash of the process or of the machine. A crash in
-the middle of an append leaves a torn last entry, which a reader finds short and skips (it was
-never acknowledged); an entry whose checksum does not match is skipped, and the reader goes on
-at the next ``MAGIC``, so one damaged entry costs only itself. A file found damaged is kept
-aside (``.damaged``) for its owner to look at, not deleted.
+the middle of an append leaves a torn last entry, which a reader finds short (or failing its
+checksum) and skips (it was never acknowledged); an entry in the middle whose checksum does
+not match is skipped, and the reader goes on at the next ``MAGIC``, so one damaged entry costs
+only itself. A file found damaged is kept aside (``.damaged``) for its owner to look at, not
+deleted.
 
-The file is bounded: ``append`` refuses an entry that would take it past ``limit`` bytes (the
-writer holds such batches in memory, and the arena refuses new games from three quarters of
-it on, ``Writer.full``).
+The file's bound is its writer's (``server.records.backlog``: past it, batches wait in
+memory, and from three quarters of it on the arena opens no new game).
 """
 
 from __future__ import annotations
@@ -165,9 +165,10 @@ def create(folder: Path, database: str, owner: str) -> JournalFile:
     return JournalFile(path, descriptor, len(first))
 
 
-def orphans(folder: Path, database: str, mine: str) -> Iterator[JournalFile]:
+def orphans(folder: Path, database: str, mine: str, said: set[Path]) -> Iterator[JournalFile]:
     """The journals of stopped processes of these records, each locked while it is handled
-    (the caller closes each). A journal of another database is left alone, and said so."""
+    (the caller closes each). A journal of another database is left alone, and said so once
+    (``said``: the paths said so already)."""
     if not folder.is_dir():
         return
     for path in sorted(folder.glob(f"*{SUFFIX}")):
@@ -176,7 +177,9 @@ def orphans(folder: Path, database: str, mine: str) -> Iterator[JournalFile]:
         try:
             opened = _locked(path, database)
         except (OSError, Damaged) as error:
-            log.warning("records: the journal %s is left alone: %s", path, error)
+            if path not in said:
+                said.add(path)
+                log.warning("records: the journal %s is left alone: %s", path, error)
             continue
         if opened is not None:
             yield opened

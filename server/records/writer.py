@@ -160,6 +160,7 @@ class Writer:
         self.backlog = Backlog(journal_folder, journal_bytes, backend.describe())
         self._in_flight: Batch = []  # the batch being written
         self._sweep_failed = False  # said once, until a look succeeds again
+        self._foreign: set[Path] = set()  # other databases' journals in the folder, said once
         # The database is out of reach: writes go to the journal (since ``away_since``,
         # time.time()) until it is all written. Set and cleared by the writer thread only.
         self.behind = False
@@ -478,7 +479,8 @@ class Writer:
     def _write_orphans(self) -> None:
         """Write the journals that stopped processes left in the journal folder, and delete
         each once written (one found damaged is kept aside as ``.damaged``)."""
-        for orphan in journal.orphans(self.journal_folder, self.backend.describe(), self.owner):
+        database, foreign = self.backend.describe(), self._foreign
+        for orphan in journal.orphans(self.journal_folder, database, self.owner, foreign):
             try:
                 written = self._write_orphan(orphan)
             except BaseException:

@@ -123,16 +123,14 @@ class TurnChunks:
     def rows(self) -> list[ChunkRow]:
         rows = []
         for chunk in self.chunks:
-            late = collections.Counter(
-                seat for seat, _, timed_out in chunk.turns if timed_out == TIMED_OUT[True]
-            )
+            late = [seat for seat, _, timed_out in chunk.turns if timed_out == TIMED_OUT[True]]
             rows.append(
                 (
                     chunk.game_id,
                     chunk.first,
                     len(chunk.turns),
                     b"[%s]" % b",".join([b"[%d,%s,%s]" % turn for turn in chunk.turns]),
-                    sorted(late.items()),
+                    sorted(collections.Counter(late).items()) if late else [],
                 )
             )
         return rows
