@@ -17,7 +17,7 @@ import random
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -248,6 +248,10 @@ class Arena:
         self.elsewhere: Elsewhere | None = None  # the other nodes, when the arena has any
         # Draining before a restart (SIGUSR1): no new simulation opens here (server.session).
         self.draining = False
+        # Nor while the records cannot take more (their database away for so long that the
+        # writes kept for it nearly fill the journal: ``server.records.writer.Writer.full``);
+        # the command that opens the records says so here.
+        self.records_full: Callable[[], bool] = lambda: False
         # Ends every new game's id: a node's own tag where several nodes share one database
         # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""
@@ -471,11 +475,19 @@ class Arena:
 
     def check_open(self) -> None:
         """A draining node opens no new simulation, whoever asks (a client's session, a
-        page's "Run a game"): behind a load balancer, a new connection goes to another node."""
+        page's "Run a game"): behind a load balancer, a new connection goes to another node.
+        Nor does a node whose records can take no more games for now (``records_full``)."""
         if self.draining:
             raise Rejected(
                 BotError.SERVER_DRAINING,
                 "this node is finishing its games before a restart: connect again to start one",
+            )
+        if self.records_full():
+            raise Rejected(
+                BotError.RECORDS_FULL,
+                "this node's records database has been out of reach so long that the games "
+                "waiting to be written nearly fill its journal: connect again (another node) "
+                "or try later",
             )
 
     def bot_games(self, bot: str) -> int:

@@ -58,6 +58,10 @@ class ArenaConfig:
     max_message_bytes: int = 65_536
     message_gap_ms: int = 50
     database: str = "data/arena.db"
+    # Where the records wait while the database is out of reach (None: beside an SQLite file,
+    # data/records-journal for PostgreSQL), and at most how much a process keeps there.
+    records_journal: str | None = None
+    records_journal_bytes: int = 268_435_456
     first_turn_timeout_ms: int = 30_000
     max_connections: int = 10_000
     max_connections_per_address: int = 1_000
@@ -160,8 +164,14 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
     "registrationsPerHour": ("registrations_per_hour", 1, 1_000_000),
     "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
+    "recordsJournalBytes": ("records_journal_bytes", 4096, 1 << 40),
 }
-_STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
+_STR_KEYS: dict[str, str] = {
+    "host": "host",
+    "database": "database",
+    "redis": "redis",
+    "recordsJournal": "records_journal",
+}
 REGISTRATION = ("organiser", "open")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = (

@@ -35,6 +35,7 @@ class BotError(StrEnum):
     SERVER_ERROR = "Server error"
     SERVER_SHUTTING_DOWN = "Server shutting down"
     SERVER_DRAINING = "Server draining"
+    RECORDS_FULL = "Records full"
     ALREADY_IN_A_GAME = "Already in a game"
     NOT_IN_A_GAME = "Not in a game"
     GAME_NOT_STARTED = "Game not started"

@@ -43,7 +43,14 @@ from server.games import GAMES
 from server.games.base import JsonObject, TimeBank
 from server.games.settings import TURN_LIMITS, bounded_int
 from server.league import GameResult, format_tables
-from server.records import Records, RecordsUnavailable, backend_for, is_postgres, recording
+from server.records import (
+    Records,
+    RecordsUnavailable,
+    backend_for,
+    is_postgres,
+    recording,
+    records_for,
+)
 from server.records.copy import copy_records
 from server.records.identities import roster_kept
 from server.replay import DamagedRecord, TurnRange, turns_before
@@ -522,7 +529,7 @@ def run_tournament(
         )
 
     async def play() -> list[GameResult]:
-        records = Records(config.database)
+        records = records_for(config)
         await asyncio.to_thread(records.open)
         try:
             if not queued:
@@ -565,7 +572,7 @@ def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None
         log_to(log_file)
 
     async def work() -> None:
-        records = Records(config.database)
+        records = records_for(config)
         await asyncio.to_thread(records.open)
         link = QueueLink(redis_url)
         try:
@@ -683,7 +690,7 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
     )
 
     async def play() -> MatchReport:
-        records = Records(config.database)
+        records = records_for(config)
         await asyncio.to_thread(records.open)
         try:
             if args.workers:
@@ -829,8 +836,9 @@ async def serve(config: ArenaConfig) -> None:
         )
     drain = Drain(arena, (lambda: len(node.asked.handles)) if node is not None else lambda: 0)
     loop.add_signal_handler(signal.SIGUSR1, drain.start)
-    async with recording(arena.listeners, config.database) as records:
+    async with recording(arena.listeners, config) as records:
         arena.id_tag = records.id_tag
+        arena.records_full = lambda: records.full
         health = Health(arena, records, (lambda: node.link.up) if node is not None else None)
         async with (
             roster_kept(records.roster_changes, records, arena.roster),

@@ -34,6 +34,8 @@ from bench.rolling import (
     recorded,
     rolling_restart,
 )
+from tests.services import postgres_server
+from tests.test_cluster import crossing_games, ended_normally
 from tests.test_visor_limits import session_from
 
 UNIT = ROOT / "deploy" / "tavern@.service"
@@ -97,6 +99,39 @@ async def test_a_node_killed_behind_haproxy_gets_no_new_connection(tmp_path: Pat
         bot.close()
         assert figures.refused == 0
     assert set(figures.games) <= {game for game, _ in recorded(balanced.nodes[1:])}
+
+
+async def test_outages_of_redis_and_postgresql_refuse_no_set_up_behind_haproxy(
+    tmp_path: Path,
+) -> None:
+    """Redis and PostgreSQL both stop under three nodes behind HAProxy, and each node plays a
+    game meanwhile (its records go to its journal): every node stays in service (HAProxy marks
+    none down), and every set-up through HAProxy is answered; before, each node failed /readyz
+    and HAProxy refused every new connection."""
+    free = asyncio.Event()
+    free.set()
+    with postgres_server() as postgres:
+        url = postgres.create_database("balanced")
+        journal = str(tmp_path / "journal")
+        async with balanced_arena(
+            tmp_path, 10, {"database": url, "recordsJournal": journal}
+        ) as arena:
+            await asyncio.to_thread(postgres.stop)
+            await asyncio.to_thread(arena.nodes[0].redis.stop)
+            for node in arena.nodes:  # a write each, which finds the database away
+                assert node.process is not None
+                await ended_normally(await crossing_games(node.process, node.process, 1, free))
+            figures = Figures()
+            async with asyncio.timeout(WAIT_S):
+                for _ in range(20):  # well past HAProxy's checks (every CHECK_INTER_MS)
+                    bot, _ = await connected(
+                        arena.bots_port, figures, {"type": "create-simulation"}, "ready"
+                    )
+                    bot.close()
+                    await asyncio.sleep(CHECK_INTER_MS / 1000)
+            assert figures.refused == 0
+            assert "is DOWN" not in (tmp_path / "haproxy.log").read_text()
+            await asyncio.to_thread(postgres.start)
 
 
 async def page_message(ws: aiohttp.ClientWebSocketResponse, kind: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from tests.test_cluster import (
     WAIT_S,
     bot,
     create,
+    crossing_games,
     ended_normally,
     eventually,
     join,
@@ -72,30 +73,37 @@ def recorded(database: Path) -> dict[str, str]:
         return dict(db.execute("SELECT id, status FROM games").fetchall())
 
 
-async def test_a_node_is_ready_while_linked_to_redis_and_alive_without_it(
+async def test_a_node_without_its_redis_stays_ready_and_plays_the_games_it_can(
     redis: RedisServer, tmp_path: Path
 ) -> None:
-    """/readyz fails, saying why, while the node's Redis is away, and passes again once it is
-    back; /healthz passes throughout (the node is alive and plays its own games)."""
+    """While the node's Redis is away, /readyz and /healthz pass, and /readyz says what it
+    lacks (a balancer keeps sending it new games, which it plays: before, every node of the
+    arena failed /readyz and the balancer refused every set-up); a game is created, joined and
+    played to its end there meanwhile. Once Redis is back, nothing is lacking."""
     async with nodes(redis, tmp_path, count=1) as (node,), aiohttp.ClientSession() as session:
-        expected = {"ok": True, "why": [], "games": 0, "draining": False}
+        expected = {"ok": True, "why": [], "degraded": [], "games": 0, "draining": False}
         assert await health(session, node, "/healthz") == (200, expected)
         assert await health(session, node, "/readyz") == (200, expected)
-        redis.stop()
+        await asyncio.to_thread(redis.stop)
 
-        async def unready() -> Any:
+        async def unlinked() -> Any:
             status, body = await health(session, node, "/readyz")
-            return status == 503 and body
+            return body["degraded"] and (status, body)
 
-        body = await eventually(unready)
-        assert body["why"] == ["not linked to the arena's Redis"], body
-        assert await health(session, node, "/healthz") == (200, expected)
-        redis.start()
+        status, body = await eventually(unlinked)
+        assert (status, body["why"]) == (200, []), body
+        assert body["degraded"] == [
+            "not linked to the arena's Redis: it plays the games whose seats are all here"
+        ]
+        held = asyncio.Event()
+        held.set()
+        await ended_normally(await crossing_games(node, node, 1, held))
+        await asyncio.to_thread(redis.start)
 
-        async def ready() -> bool:
-            return (await health(session, node, "/readyz"))[0] == 200
+        async def relinked() -> bool:
+            return await health(session, node, "/readyz") == (200, expected)
 
-        await eventually(ready)
+        await eventually(relinked)
 
 
 async def test_a_draining_node_plays_its_games_to_the_end_takes_no_new_one_then_exits(
@@ -320,32 +328,38 @@ async def test_a_seat_across_nodes_is_given_up_once_the_link_stays_lost_past_the
         assert "held for 0.3 s" in (tmp_path / f"node-{index}.log").read_text()
 
 
-async def test_a_node_whose_records_cannot_be_written_is_not_ready_until_they_can(
+async def test_a_node_whose_records_cannot_be_written_stays_ready_and_says_so(
     tmp_path: Path,
 ) -> None:
-    """PostgreSQL stops: once a write fails, /readyz says the records cannot be written (and
-    /healthz still passes: the node plays on); once it is back, /readyz passes again."""
+    """PostgreSQL is killed: once a write fails, /readyz still passes (the node plays on, its
+    records waiting in its journal: tests/test_records_outage.py) and says what it lacks, as
+    /healthz does; once the database is back, nothing is lacking."""
     with postgres_server() as postgres:
         database = postgres.create_database("records")
-        config = node_config(tmp_path, database=database)
+        config = node_config(tmp_path, database=database, recordsJournal=str(tmp_path / "j"))
         async with tavern_serve(config) as node, aiohttp.ClientSession() as session:
             assert (await health(session, node, "/readyz"))[0] == 200
             await asyncio.to_thread(postgres.kill)
             simulation_id = await create(node)
             players = [(await join(node, simulation_id))[0] for _ in range(2)]  # a write
 
-            async def unready() -> Any:
+            async def degraded() -> Any:
                 status, body = await health(session, node, "/readyz")
-                return status == 503 and body
+                return body["degraded"] and (status, body)
 
-            body = await eventually(unready)
-            assert body["why"] == [f"the records cannot be written ({database})"], body
-            assert (await health(session, node, "/healthz"))[0] == 200
+            status, body = await eventually(degraded)
+            assert (status, body["why"]) == (200, []), body
+            assert body["degraded"][0].startswith(
+                f"the records database is out of reach ({database}): the records wait in the "
+                "journal ("
+            ), body
+            assert await health(session, node, "/healthz") == (200, body)
             await asyncio.to_thread(postgres.start)
 
-            async def ready() -> bool:
-                return (await health(session, node, "/readyz"))[0] == 200
+            async def whole() -> bool:
+                degraded: list[str] = (await health(session, node, "/readyz"))[1]["degraded"]
+                return not degraded
 
-            await eventually(ready)
+            await eventually(whole)
             for player in players:
                 await player.close()

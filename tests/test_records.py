@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import signal
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from server.records import (
     migrate,
 )
 from server.records.backends import Connection
+from server.records.writes import Write
 from server.replay import DamagedRecord, frames, game_of
 from server.tcp import TcpServer
 from server.tournament.bots import AbsentSeat
@@ -446,22 +447,11 @@ def test_an_sqlite_too_old_for_the_records_is_named(
         connect(tmp_path / "arena.db")
 
 
-def one_game(game_id: str, owner: str | None = None) -> Callable[[Connection], None]:
-    """A write of a playing Thud game and its seats, as the records keep them."""
-
-    def write(db: Connection) -> None:
-        db.execute(
-            "INSERT INTO games (id, game, seed, settings, status, started_at, owner) "
-            "VALUES (?, 'thud', 1, '{}', 'playing', 0, ?)",
-            (game_id, owner),
-        )
-        db.executemany(
-            "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind) "
-            "VALUES (?, ?, ?, 'n', '[]', 'bot')",
-            [(game_id, 0, "dwarf"), (game_id, 1, "troll")],
-        )
-
-    return write
+def one_game(game_id: str, owner: str | None = None) -> Write:
+    """The write of a playing Thud game and its seats, as the records keep them."""
+    game_row = ("thud", 1, "{}", 0.0, None, None, owner, 0)
+    seats = [(0, "dwarf", "n", "[]", "bot", None), (1, "troll", "n", "[]", "bot", None)]
+    return Write("game-started", game_id, game_row, seats, about=game_id)
 
 
 async def test_a_batch_of_turns_reads_back_as_written(records_database: str) -> None:
@@ -517,7 +507,7 @@ async def test_a_finished_game_sends_only_its_own_turns_at_once(records_database
         for number in range(1, 4):
             records.record_turn("a", number, (number - 1) % 2, b"{}", False)
             records.record_turn("b", number, (number - 1) % 2, b"{}", False)
-        records.submit(lambda db: None, urgent=True, turns_of="a")  # as a finished game's
+        records.submit(Write("seat-exit", "a", 0, "ended"), urgent=True, turns_of="a")  # an end's
         for number in range(4, 6):
             records.record_turn("b", number, (number - 1) % 2, b"{}", False)
         await records.flush()
@@ -556,18 +546,15 @@ async def test_a_chunk_that_does_not_read_is_a_damaged_record(records_database: 
     records = Records(records_database)
     await asyncio.to_thread(records.open)
     chunks = [("a", 1, "[[0, {}]]"), ("b", 1, "{"), ("c", 2, "[]")]  # game, count, turns
-
-    def damaged(db: Connection) -> None:
-        db.executemany(
-            "INSERT INTO turn_chunks (game_id, first_number, count, turns) VALUES (?, 1, ?, ?)",
-            chunks,
-        )
-
     try:
         for game_id, _, _ in chunks:
             records.submit(one_game(game_id))
-        records.submit(damaged)
         await records.flush()
+        with connected(records_database) as db:
+            db.executemany(
+                "INSERT INTO turn_chunks (game_id, first_number, count, turns) VALUES (?, 1, ?, ?)",
+                chunks,
+            )
         for game_id in ("a", "b", "c"):
             with pytest.raises(DamagedRecord, match=f"game {game_id}: its record does not read"):
                 records.game(game_id)
@@ -579,7 +566,15 @@ def test_the_turns_of_a_version_4_database_become_chunks(records_database: str) 
     """Runs of consecutive turns become one chunk each, and each seat counts its late turns."""
     path = records_database
     old = at_version(path, 4)
-    one_game("a")(old)
+    old.execute(
+        "INSERT INTO games (id, game, seed, settings, status, started_at) "
+        "VALUES ('a', 'thud', 1, '{}', 'playing', 0)"
+    )
+    old.executemany(
+        "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind) "
+        "VALUES ('a', ?, ?, 'n', '[]', 'bot')",
+        [(0, "dwarf"), (1, "troll")],
+    )
     turns = [
         ("a", number, (number - 1) % 2, orjson.dumps({"n": number, "s": "\u00e9"}).decode(), late)
         for number, late in ((1, 0), (2, 1), (3, 0), (4, 1), (6, 0), (7, 1))
@@ -729,9 +724,9 @@ async def test_a_pairing_played_twice_counts_once(records_database: str) -> None
     records = Records(records_database)
     await asyncio.to_thread(records.open)
 
-    def finished(game_id: str, pairing: str, at: float, winner: str) -> Callable[[Any], None]:
-        def write(db: Connection) -> None:
-            one_game(game_id)(db)
+    def finished(game_id: str, pairing: str, at: float, winner: str) -> None:
+        """A game of the pairing's, as a worker records it (a tournament game's id)."""
+        with connected(records_database) as db:
             db.execute(
                 "UPDATE games SET status = 'finished', finished_at = ?, winner = ?, "
                 "reason = 'No more dwarfs', score = '{}', tournament_id = 'cup', pairing = ? "
@@ -740,14 +735,14 @@ async def test_a_pairing_played_twice_counts_once(records_database: str) -> None
             )
             db.execute("UPDATE seats SET bot = seat_name WHERE game_id = ?", (game_id,))
 
-        return write
-
     try:
         records.tournament_started("cup", "Cup", "thud", {})
-        records.submit(finished("late", "dwarf:a v troll:b", 20.0, "dwarf"))
-        records.submit(finished("first", "dwarf:a v troll:b", 10.0, "troll"))
-        records.submit(finished("other", "dwarf:c v troll:d", 15.0, "dwarf"))
+        for game_id in ("late", "first", "other"):
+            records.submit(one_game(game_id))
         await records.flush()
+        finished("late", "dwarf:a v troll:b", 20.0, "dwarf")
+        finished("first", "dwarf:a v troll:b", 10.0, "troll")
+        finished("other", "dwarf:c v troll:d", 15.0, "dwarf")
         results = records.results("cup")
         assert [(result.game_id, result.winner) for result in results] == [
             ("first", 1),

@@ -19,6 +19,7 @@ import asyncio
 import io
 import os
 import re
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -434,14 +435,13 @@ async def test_an_unknown_id_or_a_record_that_does_not_replay_shows_why(
     # A record whose first move the rules reject (off the board) cannot be replayed.
     simulation = await house_game(served, "thud", ["dwarf", "troll"], THUD_SEED)
     bad = '{"move": {"from": [0, 0], "to": [0, 1]}, "declare": false}'
-    served.records.submit(
-        lambda db: db.execute(
+    await served.records.flush()
+    with sqlite3.connect(served.records.path) as db:
+        db.execute(
             "UPDATE turn_chunks SET turns = json_replace(turns, '$[0][1]', json(?)) "
             "WHERE game_id = ? AND first_number = 1",
             (bad, simulation.id),
         )
-    )
-    await served.records.flush()
     await page.goto(f"{served.url}/replay/{simulation.id}")
     await expect(page.locator("#missing-title")).to_have_text("This record does not replay")
     await expect(page.locator("#missing-record")).to_have_attribute(

@@ -46,12 +46,12 @@ from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import league_to_wire
 from server.match import Match, SeatMessage, Status
-from server.records import GameFilter, Records
+from server.records import GameFilter, Records, RecordsOutOfReach
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
 from server.session import Client, LocalSeat, Session
 from visor import ladder, play_from, replay_image, tv
 from visor.connections import HttpConnections, serving_http
-from visor.errors import PageError
+from visor.errors import RECORDS_UNAVAILABLE, PageError
 from visor.health import Health
 from visor.hub import (
     Page,
@@ -76,6 +76,7 @@ MAX_NICK = 64
 MAX_PAGE = 1_000_000  # of /api/games: far past any archive, and an OFFSET SQLite can hold
 MAX_TURNS_READ = 2000  # turns one answer of /api/games/{id}/turns holds
 FLUSH_WAIT_S = 5.0  # for the records to take a live game's latest turns before they are read
+RETRY_AFTER_S = 5  # when to ask again while the records' database is out of reach
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
@@ -107,6 +108,25 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
     return response
+
+
+@web.middleware
+async def records_out_of_reach(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A request that reads the records while their database is out of reach: a 503 that
+    names the outage and says when to ask again (the log says it once an outage, not per
+    request: ``server.records.queries``); the games play on meanwhile."""
+    try:
+        return await handler(request)
+    except RecordsOutOfReach:
+        body = {
+            "error": RECORDS_UNAVAILABLE,
+            "reason": "the arena's records cannot be read now; games are played and recorded "
+            "meanwhile, and can be read once the database is back",
+            "retryAfterS": RETRY_AFTER_S,
+        }
+        response = json_response(body, 503)
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
 
 
 NOT_FOUND_PAGE = (STATIC / "not-found.html").read_text(encoding="utf-8")
@@ -159,7 +179,7 @@ async def clients_worker(request: web.Request) -> web.StreamResponse:
 
 
 def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Application:
-    app = web.Application(middlewares=[security_headers, not_found])
+    app = web.Application(middlewares=[security_headers, not_found, records_out_of_reach])
     app[ARENA] = arena
     app[HUB] = hub
     app[RECORDS] = records

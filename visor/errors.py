@@ -14,3 +14,8 @@ class PageError(StrEnum):
     WRONG_SIDE = "Wrong side"
     TOO_MANY_HOUSE_GAMES = "Too many house games"
     TOO_MANY_PAGES = "Too many pages"
+
+
+# The HTTP API's answer (503) to a request that reads the records while their database is out
+# of reach (``server.records.RecordsOutOfReach``).
+RECORDS_UNAVAILABLE = "the records database is unavailable"

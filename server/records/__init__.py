@@ -3,9 +3,10 @@
 ``schema`` holds the schema and its migrations (in both dialects) and what is SQLite's own;
 ``backends`` what differs between SQLite and PostgreSQL (connections, where the version is
 kept, the statement that writes a batch of turns, which writing processes are alive);
-``writer`` the writer thread, its batches and ``Recorder``, the arena's listener; ``queries``
-the reads and their JSON; ``copy`` copies records between databases. ``Records`` is one
-database, both sides of it.
+``writes`` the writes as data; ``writer`` the writer thread, its batches and ``Recorder``, the
+arena's listener; ``journal`` and ``backlog`` what the writer keeps while the database is out of
+reach; ``queries`` the reads and their JSON; ``copy`` copies records between databases.
+``Records`` is one database, both sides of it.
 
 The schema is versioned (``PRAGMA user_version`` in SQLite, the ``schema_version`` table in
 PostgreSQL); ``MIGRATIONS[n]`` upgrades a database from version n to n + 1, so a newer server
@@ -19,11 +20,12 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+from server.config import ArenaConfig
 from server.match import Listener
-from server.records.backends import Backend, backend_for, is_postgres
+from server.records.backends import Backend, RecordsOutOfReach, backend_for, is_postgres
 from server.records.queries import GameFilter, Queries
 from server.records.schema import MIGRATIONS, SCHEMA_VERSION, connect, migrate
-from server.records.writer import SWEEP_S, Recorder, Writer
+from server.records.writer import JOURNAL_BYTES, SWEEP_S, Recorder, Writer
 
 __all__ = [
     "MIGRATIONS",
@@ -32,13 +34,17 @@ __all__ = [
     "GameFilter",
     "Recorder",
     "Records",
+    "RecordsOutOfReach",
     "RecordsUnavailable",
     "backend_for",
     "connect",
+    "default_journal",
     "is_postgres",
     "migrate",
     "recording",
+    "records_for",
 ]
+POSTGRES_JOURNAL = Path("data/records-journal")
 
 
 class RecordsUnavailable(Exception):
@@ -49,11 +55,20 @@ class Records(Writer, Queries):
     """The arena's store of games: a process that plays games ``open``s it and writes; any
     process reads (``tavern replay`` after ``open_to_read``).
 
-    ``database`` is an SQLite file's path or a ``postgresql://`` URL (``backends``)."""
+    ``database`` is an SQLite file's path or a ``postgresql://`` URL (``backends``);
+    ``journal`` the folder of the writes kept while it is out of reach (``default_journal``),
+    at most ``journal_bytes`` a process."""
 
-    def __init__(self, database: str | Path, sweep_s: float = SWEEP_S) -> None:
+    def __init__(
+        self,
+        database: str | Path,
+        sweep_s: float = SWEEP_S,
+        journal: Path | None = None,
+        journal_bytes: int = JOURNAL_BYTES,
+    ) -> None:
         backend = backend_for(database)
-        Writer.__init__(self, backend, sweep_s)
+        folder = default_journal(database) if journal is None else journal
+        Writer.__init__(self, backend, folder, journal_bytes, sweep_s)
         Queries.__init__(self, backend)
 
     @property
@@ -89,10 +104,26 @@ class Records(Writer, Queries):
             raise RecordsUnavailable(f"cannot open the records at {where}: {why}") from error
 
 
+def default_journal(database: str | Path) -> Path:
+    """Where the writes wait while the database is out of reach, unless ``recordsJournal``
+    says: beside an SQLite file (``arena.db.journal``), ``data/records-journal`` for
+    PostgreSQL."""
+    return POSTGRES_JOURNAL if is_postgres(database) else Path(f"{database}.journal")
+
+
+def records_for(config: ArenaConfig) -> Records:
+    """The records of a configuration: its database, its journal and the journal's bound."""
+    journal = None if config.records_journal is None else Path(config.records_journal)
+    return Records(config.database, journal=journal, journal_bytes=config.records_journal_bytes)
+
+
 @contextlib.asynccontextmanager
-async def recording(listeners: list[Listener], database: str | Path) -> AsyncIterator[Records]:
-    """Keep every game in the records for the block: ``listeners`` are the arena's."""
-    records = Records(database)
+async def recording(
+    listeners: list[Listener], database: str | Path | ArenaConfig
+) -> AsyncIterator[Records]:
+    """Keep every game in the records for the block: ``listeners`` are the arena's; the
+    records a configuration's (``records_for``), or a database with the default journal."""
+    records = records_for(database) if isinstance(database, ArenaConfig) else Records(database)
     await asyncio.to_thread(records.open)
     listeners.append(Recorder(records))
     try:

@@ -10,6 +10,11 @@ owner id, on a connection of its own for as long as it runs. PostgreSQL releases
 that session ends, whether the process stopped, was killed or its machine went away (the
 session's TCP keepalives find a dead peer within about 2.5 ``KEEPALIVE_S``), so a lock that
 another session can take is the lock of a node that is gone, on whichever machine it ran.
+
+A failed statement is either the database out of reach (``Backend.unavailable``: PostgreSQL
+stopped or cut off, an SQLite file locked or unwritable), which the writer waits out with its
+journal and the readers answer with ``RecordsOutOfReach``, or a write the database refuses
+(a bug), which no waiting mends.
 """
 
 from __future__ import annotations
@@ -44,7 +49,34 @@ from server.records.schema import (
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 KEEPALIVE_S = 10  # a node's lock session: idle seconds before PostgreSQL probes its peer
 MIGRATION_LOCK = 0x7461_7665_726E  # the advisory lock that one node at a time migrates under
+CONNECT_TIMEOUT_S = 5  # a PostgreSQL that does not answer a new connection in this is away
+# SQLite's primary result codes of a file that cannot be written now, but may be later: busy
+# or locked past ``busy_timeout`` (another process holds it), read-only, I/O error, disk full,
+# cannot open, lock protocol error. Any other code is a statement the file refuses.
+SQLITE_AWAY = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    }
+)
 ChunkRow = tuple[str, int, int, bytes]  # game id, first number, count, the turns as JSON
+KEEPALIVES = {  # libpq's TCP keepalives, and how long data sent may go unacknowledged (ms)
+    "keepalives": 1,
+    "keepalives_idle": KEEPALIVE_S,
+    "keepalives_interval": KEEPALIVE_S // 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 3 * KEEPALIVE_S * 1000,
+}
+
+
+class RecordsOutOfReach(Exception):
+    """A read found the records' database out of reach (``Backend.unavailable``): the visor
+    answers 503, and it is logged once per outage, not per request."""
 
 
 class Cursor(Protocol):
@@ -83,6 +115,7 @@ class Backend(Protocol):
     def insert_chunks(self, db: Connection, rows: list[ChunkRow]) -> None: ...
     def owners(self) -> Owners: ...
     def lost(self, db: Connection) -> bool: ...
+    def unavailable(self, error: Exception, db: Connection | None) -> bool: ...
 
 
 @contextlib.contextmanager
@@ -145,6 +178,14 @@ class SqliteBackend:
     def lost(self, db: Connection) -> bool:
         """A file does not go away as a server does."""
         return False
+
+    def unavailable(self, error: Exception, db: Connection | None) -> bool:
+        """The file cannot be written now (locked by another process past the busy timeout,
+        read-only, its disk full or failing), as opposed to a statement it refuses."""
+        code = getattr(error, "sqlite_errorcode", None)
+        return isinstance(error, sqlite3.OperationalError) and (
+            code is None or code & 0xFF in SQLITE_AWAY
+        )
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------------
@@ -224,7 +265,10 @@ class PostgresBackend:
         return without_password(self.url)
 
     def connect(self) -> Connection:
-        return PostgresConnection(self.url)
+        """A connection that finds a server gone without a word (its machine or the network
+        down) within about 2.5 ``KEEPALIVE_S`` rather than the system's hours, so that no read
+        or write waits for it longer."""
+        return PostgresConnection(self.url, connect_timeout=CONNECT_TIMEOUT_S, **KEEPALIVES)
 
     def migrate(self, db: Connection, target: int = SCHEMA_VERSION) -> int:
         """Bring the database up to ``target``, under an advisory lock: nodes that start
@@ -282,6 +326,12 @@ class PostgresBackend:
         """Was the connection cut (PostgreSQL restarted, the network went down)?"""
         return isinstance(db, PostgresConnection) and (db.connection.broken or db.connection.closed)
 
+    def unavailable(self, error: Exception, db: Connection | None) -> bool:
+        """The server is out of reach (stopped, restarting, cut off, out of connections or
+        disk: psycopg's ``OperationalError``) or cut this connection, as opposed to a
+        statement it refuses."""
+        return isinstance(error, psycopg.OperationalError) or (db is not None and self.lost(db))
+
 
 def lock_key(owner: str) -> int:
     """The advisory lock of an owner id: 64 bits of its digest, as a signed bigint."""
@@ -306,10 +356,7 @@ class AdvisoryLocks:
         """A session of its own that holds the owner's lock."""
         session = PostgresConnection(
             self.url,
-            keepalives=1,
-            keepalives_idle=KEEPALIVE_S,
-            keepalives_interval=KEEPALIVE_S // 2,
-            keepalives_count=3,
+            **KEEPALIVES,
             options=f"-c tcp_keepalives_idle={KEEPALIVE_S} "
             f"-c tcp_keepalives_interval={KEEPALIVE_S // 2} -c tcp_keepalives_count=3",
         )

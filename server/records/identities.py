@@ -19,9 +19,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from server.identity import RegisteredBot, Roster
-from server.records.backends import Backend, Connection
+from server.records.backends import Backend, Connection, RecordsOutOfReach
 from server.records.ladder import current_season, next_change
 from server.records.writer import Writer
+from server.records.writes import Write, kind
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,12 @@ def keep_registered(records: Writer, bot: RegisteredBot) -> None:
     """A bot registered itself over TCP: kept with the batch (the first node to commit a
     name keeps it; another node's registration of it is replaced at its next refresh by the
     row that was kept)."""
-    records.submit(lambda db: add_bot(db, bot), urgent=True)
+    records.submit(Write("bot-registered", bot.name, bot.key_hash), urgent=True)
+
+
+@kind("bot-registered")
+def write_registered(backend: Backend, db: Connection, name: str, key_hash: str) -> None:
+    add_bot(db, RegisteredBot(name, key_hash, False))
 
 
 @contextlib.asynccontextmanager
@@ -139,6 +145,8 @@ async def roster_kept(
             await asyncio.sleep(ROSTER_REFRESH_S)
             try:
                 await load()
+            except RecordsOutOfReach:
+                pass  # said once an outage (``server.records.queries.ReadOutage``)
             except backend.errors as error:
                 log.warning("records: reading the registered bots failed: %s", error)
 

@@ -2,6 +2,8 @@
 
 Reads use their own connections, one per thread (neither SQLite's WAL readers nor PostgreSQL's
 block the writer), and run in worker threads: ``await asyncio.to_thread(records.game, id)``.
+A read that finds the database out of reach raises ``RecordsOutOfReach`` (the visor answers
+503); the log says so once an outage, when the first read fails and when one succeeds again.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -19,7 +22,7 @@ from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import GameResult
-from server.records.backends import Backend, Connection
+from server.records.backends import Backend, Connection, RecordsOutOfReach
 from server.records.identities import RosterChanges, RosterRead, roster_changes
 from server.records.ladder import bot_record, ladder_table, seasons
 from server.records.schema import LAST_TURN
@@ -52,20 +55,69 @@ def read(
 ) -> Callable[Concatenate[Queries, P], T]:
     """A read of the records, given this thread's connection. A connection is found cut only
     when used, so the first read after a database restart fails on it: it is read once more,
-    on a fresh connection, and answered rather than failed."""
+    on a fresh connection, and answered rather than failed. A database out of reach is a
+    ``RecordsOutOfReach``."""
 
     @functools.wraps(method)
     def reading(self: Queries, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        reader = self._reader()
-        try:
-            return method(self, reader, *args, **kwargs)
-        except self.backend.errors as error:
-            if not self.backend.lost(reader):
-                raise
-            log.warning("records: a reader's connection was cut (%s); reading again", error)
-        return method(self, self._reader(), *args, **kwargs)
+        for again in (False, True):
+            try:
+                answer = method(self, self._reader(), *args, **kwargs)
+            except self.backend.errors as error:
+                reader: Connection | None = getattr(self._local, "reader", None)
+                if not again and reader is not None and self.backend.lost(reader):
+                    self._local.reader = None  # cut: read again on a new one
+                    continue
+                if not self.backend.unavailable(error, reader):
+                    raise
+                raise self.outage.failed(error) from error
+            self.outage.answered()
+            return answer
+        raise AssertionError("unreachable: the second try answers or raises")
 
     return reading
+
+
+class ReadOutage:
+    """Reads failing because the database is out of reach: said in the log when the first
+    fails and when one answers again, not per read (reads run in several threads)."""
+
+    def __init__(self, describe: str) -> None:
+        self.describe = describe
+        self.since: float | None = None
+        self.refused = 0
+        self._lock = threading.Lock()
+
+    def failed(self, error: Exception) -> RecordsOutOfReach:
+        why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        with self._lock:
+            self.refused += 1
+            first = self.since is None
+            if first:
+                self.since = time.monotonic()
+        if first:
+            log.warning(
+                "records: the database %s is out of reach (%s): reads are answered 503 until "
+                "it is back",
+                self.describe,
+                why,
+            )
+        return RecordsOutOfReach(why)
+
+    def answered(self) -> None:
+        if self.since is None:  # the usual case: no lock taken
+            return
+        with self._lock:
+            if self.since is None:
+                return
+            away_s, refused = time.monotonic() - self.since, self.refused
+            self.since, self.refused = None, 0
+        log.warning(
+            "records: the database %s answers reads again, after %.0f s (%d reads refused)",
+            self.describe,
+            away_s,
+            refused,
+        )
 
 
 class Queries:
@@ -74,6 +126,7 @@ class Queries:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self._local = threading.local()
+        self.outage = ReadOutage(backend.describe())
 
     def _reader(self) -> Connection:
         reader: Connection | None = getattr(self._local, "reader", None)

@@ -15,7 +15,7 @@ import logging
 import secrets
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -35,9 +35,10 @@ from server.match import (
     TurnPlayed,
     Update,
 )
-from server.records import Records
+from server.records import Records, RecordsOutOfReach
 from server.replay import DamagedRecord, frames
 from server.session import Client, Session
+from visor.errors import RECORDS_UNAVAILABLE
 from visor.nodes import NodeClient, NodeUnreachable
 from visor.thud_api.codec import (
     START,
@@ -53,6 +54,7 @@ from visor.thud_api.codec import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 GAME = THUD.name  # the earlier Thud server's API plays Thud only
 READY_TIMEOUT_S = 10.0  # until a new or loaded game's match asks for its first move
@@ -352,7 +354,7 @@ class ThudGames:
         if forwarded is not None:
             board = forwarded[0]
             return board if isinstance(board, dict) else None
-        stored = await asyncio.to_thread(self.records.thud_api_game, digest(token))
+        stored = await self._read(self.records.thud_api_game, digest(token))
         if stored is None:
             return None
         await self.records.flush()
@@ -361,10 +363,17 @@ class ThudGames:
             return None
         return board_to_wire(await asyncio.to_thread(_last_state, record))
 
+    async def _read(self, read: Callable[..., T], *args: Any) -> T:
+        """A read of the records in a worker thread; their database out of reach is a 503."""
+        try:
+            return await asyncio.to_thread(read, *args)
+        except RecordsOutOfReach:
+            raise Unavailable(f"{RECORDS_UNAVAILABLE}: try again in a few seconds") from None
+
     async def _stored_game(self, game_id: str) -> JsonObject | None:
         """The record a token's game was kept in, which must be a Thud game that reads back."""
         try:
-            record = await asyncio.to_thread(self.records.game, game_id)
+            record = await self._read(self.records.game, game_id)
         except DamagedRecord as error:
             log.warning("thud api: %s", error)
             raise Damaged(f"the stored game cannot be read back: {error}") from error
@@ -380,7 +389,7 @@ class ThudGames:
             forwarded = await self._forward(token, "/save", {"game": token})
             if forwarded is not None:
                 return forwarded[0] is True
-            stored = await asyncio.to_thread(self.records.thud_api_game, token_digest)
+            stored = await self._read(self.records.thud_api_game, token_digest)
             if stored is None:
                 return False
         self.records.thud_api_game_saved(token_digest)
@@ -392,7 +401,7 @@ class ThudGames:
         if token in self.live:
             return True
         self._check_open()
-        stored = await asyncio.to_thread(self.records.thud_api_game, digest(token))
+        stored = await self._read(self.records.thud_api_game, digest(token))
         if stored is None:
             return False
         async with self._loading:

@@ -25,7 +25,8 @@ export async function getJson(url) {
 export function failure(answer, what) {
   if (answer.status === 0) return `The arena cannot be reached: ${what} could not be loaded. Reload to try again.`;
   const why = answer.body && answer.body.error ? answer.body.error : `the arena answered ${answer.status}`;
-  return `${what[0].toUpperCase()}${what.slice(1)} could not be loaded: ${why}.`;
+  const later = answer.status === 503 ? " Try again in a few seconds." : "";
+  return `${what[0].toUpperCase()}${what.slice(1)} could not be loaded: ${why}.${later}`;
 }
 
 /**

@@ -208,6 +208,11 @@ async function load() {
     show(ui.missingRecord, true);
     return;
   }
+  if (response.status === 503) {
+    const why = body && body.error ? body.error : "the arena is busy";
+    missing("The records cannot be read now", `Game ${gameId}: ${why}. Reload in a few seconds to try again.`);
+    return;
+  }
   if (!response.ok || !body || !Array.isArray(body.frames) || body.frames.length === 0) {
     const why = body && body.error ? body.error : `the arena answered ${response.status}`;
     missing("This replay cannot be shown", `Game ${gameId}: ${why}.`);
