@@ -86,7 +86,11 @@ class RemotePeer(Protocol):
         """The other node refused the seat, saying why (as it would to a local player)."""
 
     def close(self) -> None:
-        """The seat's channel was closed (the game is over, or the seat was rejoined)."""
+        """The seat's channel was closed: the seat was taken by a rejoin, or lost with the node
+        that played it."""
+
+    def ended(self) -> None:
+        """The seat's game is over: its channel closed at the end."""
 
 
 class RandomJoiner(RemotePeer, Protocol):
