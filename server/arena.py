@@ -257,7 +257,12 @@ class Arena:
         self.id_tag = ""
         self.roster = Roster(self.clock, registration_open=config.registration == "open")
         self.seeks = SeekPool(self.clock, self._meet)
-        self.challenges = ChallengeBoard(self.clock, config.challenge_timeout_ms / 1000)
+        self.challenges = ChallengeBoard(
+            self.clock,
+            config.challenge_timeout_ms / 1000,
+            config.max_open_challenges_per_bot,
+            config.max_open_challenges_to_bot,
+        )
         self._seek_takers: dict[str, SeekTaker] = {}
         # Each seeking bot's last ladder game here: its opponent, and whether it had the first
         # seat (the pool avoids rematches and alternates sides).

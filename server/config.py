@@ -98,6 +98,10 @@ class ArenaConfig:
     registration: str = "organiser"
     max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
     challenge_timeout_ms: int = 30_000  # a challenge unanswered this long is declined
+    # Challenges waiting for an answer: those one bot sent (through one node), and those offered
+    # to one bot; past either, a challenge is refused to its sender and never reaches the target.
+    max_open_challenges_per_bot: int = 10
+    max_open_challenges_to_bot: int = 20
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
     game_settings: dict[str, JsonObject] = dataclasses.field(
         default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
@@ -154,6 +158,8 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "drainNoticeMs": ("drain_notice_ms", 0, 3_600_000),
     "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
     "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
+    "maxOpenChallengesPerBot": ("max_open_challenges_per_bot", 1, 10_000),
+    "maxOpenChallengesToBot": ("max_open_challenges_to_bot", 1, 10_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}
 REGISTRATION = ("organiser", "open")

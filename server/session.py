@@ -351,21 +351,24 @@ class Session:
             if side is not None and side not in codec.seat_names:
                 sides = ", ".join(codec.seat_names)
                 raise Rejected(BotError.INVALID_CHALLENGE, f'"side" must be one of: {sides}')
+            board = self.arena.challenges
+            seat_fields = {k: value for k, value in fields.items() if k not in ("side", "type")}
+            challenge = Challenge(
+                id=board.new_id(),
+                challenger=self.bot,
+                opponent=opponent,
+                game=game,
+                seat=None if side is None else codec.seat_names.index(side),
+                rated=rated,
+                fields=seat_fields,
+                answer=lambda simulation_id, reason: self._answered(
+                    challenge, simulation_id, reason
+                ),
+            )
+            board.send(challenge)  # past the sender's cap: refused, and nothing is sent
         except Rejected as rejected:
             self._refused(rejected)
             return
-        board = self.arena.challenges
-        seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
-        challenge = Challenge(
-            id=board.new_id(),
-            challenger=self.bot,
-            opponent=opponent,
-            game=game,
-            seat=None if side is None else codec.seat_names.index(side),
-            rated=rated,
-            fields=seat_fields,
-            answer=lambda simulation_id, reason: self._answered(challenge, simulation_id, reason),
-        )
         self.channel.send(
             SeatMessage({"type": "challenge-sent", "challenge": challenge.id, "opponent": opponent})
         )
@@ -414,6 +417,7 @@ class Session:
         self, challenge: Challenge, simulation_id: str | None, reason: str | None
     ) -> None:
         """The challenged bot answered (or did not in time): sit in its match, or hear why not."""
+        self.arena.challenges.answered(challenge)
         if self._gone:
             return
         if simulation_id is None:
