@@ -351,6 +351,8 @@ class Session:
             if side is not None and side not in codec.seat_names:
                 sides = ", ".join(codec.seat_names)
                 raise Rejected(BotError.INVALID_CHALLENGE, f'"side" must be one of: {sides}')
+            if self.arena.roster.get(opponent) is None:  # every node knows every registered bot
+                raise Rejected(BotError.UNKNOWN_BOT, f"no bot named {opponent} is registered")
             board = self.arena.challenges
             seat_fields = {k: value for k, value in fields.items() if k not in ("side", "type")}
             challenge = Challenge(

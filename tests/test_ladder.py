@@ -269,7 +269,6 @@ async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> No
     keys = {name: added(database, name) for name in ("Grimli", "Ugluk")}
     async with arena_on(database, challenge_timeout_ms=300) as (arena, port):
         ugluk, grimli = await RawClient.connect(port), await RawClient.connect(port)
-        await ugluk.send({"type": "seek", "game": "thud", "bot": "Ugluk", "key": keys["Ugluk"]})
         challenge = {
             "type": "challenge",
             "opponent": "ugluk",
@@ -279,7 +278,24 @@ async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> No
             "bot": "Grimli",
             "key": keys["Grimli"],
         }
-        assert (await asked(port, {**challenge, "opponent": "Nobody"}))["type"] == "challenge-sent"
+        # A name nobody registered is refused at once (issue 30, item 16); a registered bot
+        # not connected is declined.
+        assert await asked(port, {**challenge, "opponent": "Nobody"}) == {
+            "type": "error",
+            "message": "Unknown bot",
+            "reason": "no bot named Nobody is registered",
+        }
+        await grimli.send(challenge)
+        sent = await grimli.expect("challenge-sent")
+        assert await grimli.expect("challenge-declined") == {
+            "type": "challenge-declined",
+            "challenge": sent["challenge"],
+            "reason": "ugluk is not connected",
+        }
+        await ugluk.send({"type": "seek", "game": "thud", "bot": "Ugluk", "key": keys["Ugluk"]})
+        async with asyncio.timeout(RECEIVE_TIMEOUT_S):
+            while not arena.seeks.seekers:  # Ugluk is present once its seek waits
+                await asyncio.sleep(0.01)
         await grimli.send({**challenge, "side": "goblin"})
         assert (await grimli.expect_error("Invalid challenge"))["reason"] == (
             '"side" must be one of: dwarf, troll'

@@ -32,8 +32,10 @@ from tests.test_cluster import eventually, nodes
 from tests.test_cluster_frames import SENDER, node_and_other
 from tests.test_identity import added, asked
 from tests.test_ladder import answers_to, kinds
+from tests.test_ladder_connections import by_side, played_out, seated
 
 BOTS = ("Grimli", "Ugluk", "Third")
+TEAMS = ("team1", "team2")
 OTHER = ("127.0.0.2", 0)  # another loopback address, for the guesser (paced apart)
 
 
@@ -234,6 +236,65 @@ async def test_a_pair_claimed_after_its_seeker_here_left_puts_the_other_back_in_
         await node.seeks._pair(node.link.redis, "thud")  # the older seeker's node pairs them
         await eventually(lambda: _equals(other.store.zrange(pool, 0, -1), [member]))
         assert not node.arena.matches
+
+
+async def test_ladder_bots_stay_connected_between_games_across_nodes(
+    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Issue 30 on two nodes: two registered bots seeking through different nodes play a game
+    to its end, wait past the idle timeout (present), and each seeks again on the same
+    connection and is paired, the one whose seat was on the other node too (item 1, 2); a
+    Tavern seek's names are its seat's on the other node (item 16); a challenge to a name
+    nobody registered is refused, one to a registered bot not connected declined (item 16)."""
+    url = postgres.create_database("ladder_stay")
+    keys = {name: added(url, name) for name in BOTS}
+    async with (
+        nodes(redis, tmp_path, count=2, database=url, idleTimeoutMs=500) as (a, b),
+        Redis.from_url(redis.url) as store,
+    ):
+        pool = redis_keys.seeks_key("thud")
+        bots = {"Grimli": await RawClient.connect(a.tcp_port)}
+        await bots["Grimli"].send(seek("Grimli", keys["Grimli"], rated=False))
+        await eventually(lambda: _equals(store.zcard(pool), 1))  # older: A plays the game
+        bots["Ugluk"] = await RawClient.connect(b.tcp_port)
+        await bots["Ugluk"].send(seek("Ugluk", keys["Ugluk"], rated=False))
+        clients = list(bots.values())
+        await played_out(*by_side(clients, await seated(*clients)))
+        await asyncio.sleep(1.0)  # past idleTimeoutMs: both wait, present for challenges
+        for name, guest_node in (("Grimli", b), ("Ugluk", a)):
+            await bots[name].send(seek(name, keys[name], rated=False))
+            guest = await RawClient.connect(guest_node.tcp_port)
+            await guest.send({"type": "seek", "game": "thud", "nick": f"guest of {name}"})
+            await seated(bots[name], guest)
+        # Names given in Tavern seeks through either node are the seats' names.
+        names = [[f"{node.node_id} {n}" for n in range(1, 6)] for node in (a, b)]
+        tavern_pool = redis_keys.seeks_key("tavern")
+        tavern = []
+        for count, (node, its_names) in enumerate(zip((a, b), names, strict=True), 1):
+            tavern.append(await RawClient.connect(node.tcp_port))
+            await tavern[-1].send(
+                {"type": "seek", "game": "tavern", "nick": f"on {node.node_id}"}
+                | {"names": its_names}
+            )
+            waiting = count % 2  # the first waits; with the second, neither
+            await eventually(lambda: _equals(store.zcard(tavern_pool), waiting))  # noqa: B023
+        await seated(*tavern)
+        turn = await tavern[0].expect("turn")  # the longer waiting, on A: team1
+        assert [[dwarf["name"] for dwarf in turn["state"][team]] for team in TEAMS] == names
+        # Challenges to a name nobody registered, and to a registered bot connected nowhere.
+        challenger = await RawClient.connect(a.tcp_port)
+        challenge = {"type": "challenge", "game": "thud", "bot": "Grimli", "key": keys["Grimli"]}
+        await challenger.send(challenge | {"opponent": "Nobody"})
+        refused = await challenger.expect_error("Unknown bot")
+        assert refused["reason"] == "no bot named Nobody is registered"
+        await challenger.send(challenge | {"opponent": "Third"})
+        sent = await challenger.expect("challenge-sent")
+        declined = await challenger.expect("challenge-declined")
+        assert declined == {
+            "type": "challenge-declined",
+            "challenge": sent["challenge"],
+            "reason": "Third is not connected",
+        }
 
 
 async def test_a_flood_of_challenges_across_nodes_never_reaches_its_target(
