@@ -15,8 +15,8 @@ so the nodes verify with the same): at the arena's own N (16,384) a key costs so
 hash and again to verify on each node a bot first seeks through, which for 2,000 bots is two
 minutes of CPU before the first game; the bench prints that cost, measured, beside its figures.
 
-Bot ``i`` connects to node ``i mod 3`` (a connection per game: the arena closes it after the
-game's result; the first is open before the run starts) from one of ``--clients``
+Bot ``i`` connects to node ``i mod 3`` (a connection per game: it hangs up after the game's
+result; the first is open before the run starts) from one of ``--clients``
 client processes, and plays bench/load.py's Thud bot: a random legal move of each turn, after
 thinking between T/2 and 3T/2 ms. Games end after ``--turn-limit`` plies (a Thud section
 setting), so that each bot plays many games in a run. The two runs:
@@ -114,8 +114,8 @@ class ClientFigures:
 
 
 class Player:
-    """One bot: a connection per game (the arena closes it after the game's result), playing
-    Thud turns until its game ends or the run's deadline."""
+    """One bot: a connection per game (it hangs up after the game's result), playing Thud
+    turns until its game ends or the run's deadline."""
 
     def __init__(
         self, bot: Bot, figures: ClientFigures, think_s: float, chance: random.Random

@@ -86,7 +86,11 @@ class RemotePeer(Protocol):
         """The other node refused the seat, saying why (as it would to a local player)."""
 
     def close(self) -> None:
-        """The seat's channel was closed (the game is over, or the seat was rejoined)."""
+        """The seat's channel was closed: the seat was taken by a rejoin, or lost with the node
+        that played it."""
+
+    def ended(self) -> None:
+        """The seat's game is over: its channel closed at the end."""
 
 
 class RandomJoiner(RemotePeer, Protocol):
@@ -261,7 +265,12 @@ class Arena:
             registrations_per_hour=config.registrations_per_hour,
         )
         self.seeks = SeekPool(self.clock, self._meet)
-        self.challenges = ChallengeBoard(self.clock, config.challenge_timeout_ms / 1000)
+        self.challenges = ChallengeBoard(
+            self.clock,
+            config.challenge_timeout_ms / 1000,
+            config.max_open_challenges_per_bot,
+            config.max_open_challenges_to_bot,
+        )
         self.roster.on_barred = self.challenges.barred
         self._seek_takers: dict[str, SeekTaker] = {}
         # Each seeking bot's last ladder game here: its opponent, and whether it had the first

@@ -107,6 +107,10 @@ class ArenaConfig:
     registrations_per_hour: int = 100  # the whole arena's, with "open": a bucket of that many
     max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
     challenge_timeout_ms: int = 30_000  # a challenge unanswered this long is declined
+    # Challenges waiting for an answer: those one bot sent (through one node), and those offered
+    # to one bot; past either, a challenge is refused to its sender and never reaches the target.
+    max_open_challenges_per_bot: int = 10
+    max_open_challenges_to_bot: int = 20
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
     game_settings: dict[str, JsonObject] = dataclasses.field(
         default_factory=lambda: {name: game.default_settings() for name, game in GAMES.items()}
@@ -164,6 +168,8 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
     "registrationsPerHour": ("registrations_per_hour", 1, 1_000_000),
     "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
+    "maxOpenChallengesPerBot": ("max_open_challenges_per_bot", 1, 10_000),
+    "maxOpenChallengesToBot": ("max_open_challenges_to_bot", 1, 10_000),
     "recordsJournalBytes": ("records_journal_bytes", 4096, 1 << 40),
 }
 _STR_KEYS: dict[str, str] = {

@@ -57,6 +57,8 @@ class BotError(StrEnum):
     BOT_BANNED = "Bot banned"
     TOO_MANY_GAMES = "Too many games"
     INVALID_CHALLENGE = "Invalid challenge"
+    UNKNOWN_BOT = "Unknown bot"
+    TOO_MANY_CHALLENGES = "Too many challenges"
     UNKNOWN_CHALLENGE = "Unknown challenge"
 
 

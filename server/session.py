@@ -140,11 +140,34 @@ class Session:
         self._held: deque[JsonObject] = deque()  # the messages that came meanwhile
         self._proof: Proof | None = None  # of the message being carried out
         self._standing: Standing | None = None  # the bot's, as its last seek was checked
+        self._present: str | None = None  # the registered name it is present as (challenges)
+        # A ladder client (a registered bot, or one that seeks): its connection outlives its
+        # games; a client of the original protocol is closed with its game, as it expects.
+        self._stays = False
 
     @property
     def in_game(self) -> bool:
         """It holds a seat (or asked for one) of a game that has not finished."""
         return self.seat is not None and self.seat.playing
+
+    @property
+    def game_over(self) -> bool:
+        """Its seat's game is over (the seat is kept, not playing, until its next game)."""
+        return self.seat is not None and not self.seat.playing
+
+    @property
+    def stays_connected(self) -> bool:
+        """Its game is over and it is a ladder client: its connection stays, free to seek
+        again or be challenged. Otherwise, as the seat's channel closes (at the game's end for
+        a client of the original protocol; a seat taken by a rejoin, or lost with its node),
+        the connection closes."""
+        return self._stays and self.game_over
+
+    @property
+    def idle(self) -> bool:
+        """Nothing keeps it connected: no game, no seek waiting, and not a registered bot
+        present for challenges (``idleTimeoutMs`` counts only meanwhile, ``server.tcp``)."""
+        return not (self.in_game or self.seeking or self._present is not None)
 
     # --- the bot protocol ---------------------------------------------------------------------
     def handle(self, message: JsonObject) -> None:
@@ -288,6 +311,7 @@ class Session:
         )
         seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
         self._seek = (seeker.id, seat_fields)
+        self._stays = True
         self.arena.seek(seeker, self)
 
     def paired(self, match: Match, seat: int) -> None:
@@ -328,21 +352,26 @@ class Session:
             if side is not None and side not in codec.seat_names:
                 sides = ", ".join(codec.seat_names)
                 raise Rejected(BotError.INVALID_CHALLENGE, f'"side" must be one of: {sides}')
+            if self.arena.roster.get(opponent) is None:  # every node knows every registered bot
+                raise Rejected(BotError.UNKNOWN_BOT, f"no bot named {opponent} is registered")
+            board = self.arena.challenges
+            seat_fields = {k: value for k, value in fields.items() if k not in ("side", "type")}
+            challenge = Challenge(
+                id=board.new_id(),
+                challenger=self.bot,
+                opponent=opponent,
+                game=game,
+                seat=None if side is None else codec.seat_names.index(side),
+                rated=rated,
+                fields=seat_fields,
+                answer=lambda simulation_id, reason: self._answered(
+                    challenge, simulation_id, reason
+                ),
+            )
+            board.send(challenge)  # past the sender's cap: refused, and nothing is sent
         except Rejected as rejected:
             self._refused(rejected)
             return
-        board = self.arena.challenges
-        seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
-        challenge = Challenge(
-            id=board.new_id(),
-            challenger=self.bot,
-            opponent=opponent,
-            game=game,
-            seat=None if side is None else codec.seat_names.index(side),
-            rated=rated,
-            fields=seat_fields,
-            answer=lambda simulation_id, reason: self._answered(challenge, simulation_id, reason),
-        )
         self.channel.send(
             SeatMessage({"type": "challenge-sent", "challenge": challenge.id, "opponent": opponent})
         )
@@ -402,6 +431,7 @@ class Session:
         self, challenge: Challenge, simulation_id: str | None, reason: str | None
     ) -> None:
         """The challenged bot answered (or did not in time): sit in its match, or hear why not."""
+        self.arena.challenges.answered(challenge)
         if self._gone:
             return
         if simulation_id is None:
@@ -420,6 +450,11 @@ class Session:
                 self._sit(match, challenge.fields, challenge.seat or 0)
         except Rejected as rejected:
             self._refused(rejected)
+
+    def ended(self) -> None:
+        """The game another node played is over: its seat is kept (no longer playing) until
+        the next, and the channel is closed (``stays_connected``)."""
+        self.channel.close()
 
     def paired_elsewhere(self, simulation_id: str) -> None:
         """The pool paired this client's seek into a match another node plays."""
@@ -556,8 +591,8 @@ class Session:
         self._gone = True
         self.stop_seeking()
         self.arena.creator_left(self.created)
-        if self.bot is not None:
-            self.arena.challenges.gone(self.bot, self)
+        if self._present is not None:
+            self.arena.challenges.gone(self._present, self)
         seat, self.seat = self.seat, None
         if seat is not None:
             seat.leave()
@@ -597,7 +632,7 @@ class Session:
                 self._refused(rejected)
 
     def close(self) -> None:
-        """The seat another node played is over (or was rejoined elsewhere)."""
+        """The seat another node played was taken by a rejoin, or lost with its node."""
         self.seat = None
         self.channel.close()
 
@@ -620,6 +655,10 @@ class Session:
             self._standing = proof.standing
         if self.bot is None:
             return fields
+        if self._present is not None and self._present.casefold() != self.bot.casefold():
+            self.arena.challenges.gone(self._present, self)  # present as one bot at a time
+        self._present = self.bot
+        self._stays = True
         self.arena.challenges.here(self.bot, self)
         if self.arena.elsewhere is not None and self.client.routes:
             self.arena.elsewhere.present(self.bot)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
@@ -56,6 +57,13 @@ WRITE_BATCH_S = 0.001  # see WriteBatch: measured with bench/load.py, 300 to 1,0
 CLOSE_WAIT_S = 2.0
 LISTEN_BACKLOG = 4096  # bursts of connections (a load test, a tournament) must not be refused
 ERROR_LINE = b'{"type":"error"'  # how every error line starts (server.protocol.error_message)
+# TCP keepalive on every bot's connection: a peer silent this long is probed, and one that
+# answers none of the probes (a machine gone, a cable cut) is dropped, within 60 s. A bot that
+# waits for a game or a challenge may stay silent for as long as it likes: the kernel answers
+# the probes for it, unseen by the bot.
+KEEPALIVE_IDLE_S = 30
+KEEPALIVE_INTERVAL_S = 10
+KEEPALIVE_PROBES = 3
 
 
 class WriteBatch:
@@ -159,21 +167,25 @@ class TcpServer:
         )
         self.balancers = Balancers(config.balancers)
         self._per_address: Counter[str] = Counter()
-        # Connections that have not joined a game yet, oldest first (a dict as an ordered set).
-        self._unjoined: dict[Connection, None] = {}
+        # Connections without a game, each in the order it came to be so (dicts as ordered
+        # sets): idle ones (neither seeking nor a registered bot present for challenges), and
+        # waiting ones (one or the other).
+        self._idle: dict[Connection, None] = {}
+        self._waiting: dict[Connection, None] = {}
         self._all_closed = asyncio.Event()
 
     def accepted(self, connection: Connection) -> None:
         """A new connection: counted, or refused past the limits. A full arena makes room by
-        closing the connection that has waited longest without joining a game, so that idle
-        connections, from however few addresses, never lock new bots out."""
+        closing the connection idle longest, or if none is idle the one waiting longest for a
+        game or a challenge (a ladder bot waiting is there for a reason: it goes only after
+        every connection that does nothing), so that connections without a game, from however
+        few addresses, never lock new bots out; a seated one never gives way."""
         config = self.arena.config
         full = len(self.connections) >= config.max_connections
-        if full and self._unjoined:  # its place is the newcomer's
-            oldest = next(iter(self._unjoined))
+        if full and (way := self._giving_way()) is not None:  # its place is the newcomer's
+            oldest, what = way
             oldest.refuse(
-                BotError.TOO_MANY_CONNECTIONS,
-                "the arena is full: the longest idle connection gives way",
+                BotError.TOO_MANY_CONNECTIONS, f"the arena is full: the longest {what} gives way"
             )
             full = False
         if full:
@@ -186,14 +198,32 @@ class TcpServer:
                 f"at most {config.max_connections_per_address} from one address",
             )
         else:
-            self._unjoined[connection] = None
+            self._idle[connection] = None
         self.connections.add(connection)
         self._all_closed.clear()
         self._per_address[connection.address] += 1
 
+    def _giving_way(self) -> tuple[Connection, str] | None:
+        """The connection a newcomer to a full arena replaces, and what it is."""
+        for tier, what in ((self._idle, "idle connection"), (self._waiting, "waiting one")):
+            while tier:
+                oldest = next(iter(tier))
+                oldest.watch_idle()  # a bot may have named itself since (its key checked)
+                if oldest in tier:
+                    return oldest, what
+        return None
+
+    def waits(self, connection: Connection, idle: bool) -> None:
+        """The connection holds no game: idle, or waiting for a game or a challenge."""
+        tier, other = (self._idle, self._waiting) if idle else (self._waiting, self._idle)
+        if connection not in tier:
+            other.pop(connection, None)
+            tier[connection] = None
+
     def joined(self, connection: Connection) -> None:
         """The connection has a game (or is closing): it no longer gives way to newcomers."""
-        self._unjoined.pop(connection, None)
+        self._idle.pop(connection, None)
+        self._waiting.pop(connection, None)
 
     def disconnected(self, connection: Connection) -> None:
         self.joined(connection)
@@ -272,7 +302,7 @@ class Connection(asyncio.Protocol):
         self._pending = b""  # input waiting for its turn (the round budget, or a later round)
         self._held: deque[ReaderEvent] = deque()  # read, not handled yet (see _handle_held)
         self.meter = InputMeter(server.meter_limits, time.monotonic())
-        self._join_deadline: asyncio.TimerHandle | None = None
+        self._idle_deadline: asyncio.TimerHandle | None = None
         self._paced_write: asyncio.TimerHandle | None = None
         self._close_deadline: asyncio.TimerHandle | None = None
         self._metered: asyncio.TimerHandle | None = None  # reading paused for the meter
@@ -284,6 +314,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's is not a subclass of asyncio.Transport, but has its API).
         self.transport = cast(asyncio.Transport, transport)
+        keep_alive(transport.get_extra_info("socket"))
         peer = transport.get_extra_info("peername")
         if self.server.balancers.listed(peer):
             # The client is the one its header names: nothing is counted before it has.
@@ -306,7 +337,7 @@ class Connection(asyncio.Protocol):
         # Counted from the connection, not reset by each byte: a peer that trickles bytes
         # without joining is closed as surely as a silent one.
         loop = asyncio.get_running_loop()
-        self._join_deadline = loop.call_later(self._idle_s, self._idle)
+        self._idle_deadline = loop.call_later(self._idle_s, self._idle)
         self.server.accepted(self)
 
     def data_received(self, data: bytes) -> None:
@@ -349,7 +380,7 @@ class Connection(asyncio.Protocol):
         if exc is not None:
             log.info("connection %s: %s", self.peer, exc)
         self._closing = True
-        timers = (self._join_deadline, self._paced_write, self._close_deadline, self._metered)
+        timers = (self._idle_deadline, self._paced_write, self._close_deadline, self._metered)
         for timer in (*timers, self._header_deadline):
             if timer is not None:
                 timer.cancel()
@@ -379,7 +410,7 @@ class Connection(asyncio.Protocol):
         self.meter.received(len(chunk), now)
         self._received += len(chunk)
         if (
-            self.session.seat is None
+            not self.session.in_game
             and self._received > UNMETERED_INPUT
             and not self.server.unjoined_input.take(len(chunk), lambda: self._resume(chunk))
         ):
@@ -453,6 +484,7 @@ class Connection(asyncio.Protocol):
     def _message(self, message: JsonObject) -> None:
         if message["type"] != "player-turn":
             self.session.handle(message)
+            self.watch_idle()
             return
         # What a move causes (a point, the other side's turn, the end) is the game's news, not
         # an answer: it is paced like any message the bot did not ask for.
@@ -462,17 +494,39 @@ class Connection(asyncio.Protocol):
         finally:
             self._handling = True
 
+    def watch_idle(self) -> None:
+        """``idleTimeoutMs`` counts only while the connection is idle (``Session.idle``: no
+        game, no seek, not a registered bot present for challenges), from when it became so;
+        bytes sent meanwhile do not extend it. Called where the session may have become idle
+        (a command carried out, a refusal, a game's end) or busy; a bot that becomes present
+        after its key is checked, with no word, is found so here when its deadline comes."""
+        if self._closing:
+            return
+        session = self.session
+        idle = session.idle
+        if session.in_game:
+            self.server.joined(self)
+        else:
+            self.server.waits(self, idle)
+        if idle:
+            if self._idle_deadline is None:
+                loop = asyncio.get_running_loop()
+                self._idle_deadline = loop.call_later(self._idle_s, self._idle)
+        elif self._idle_deadline is not None:
+            self._idle_deadline.cancel()
+            self._idle_deadline = None
+
     def _idle(self) -> None:
-        self._join_deadline = None
-        if self.session.seat is None:
-            self.refuse(BotError.IDLE_TIMEOUT, f"nothing joined in {self._idle_s:g} s")
+        self._idle_deadline = None
+        if self.session.idle:
+            reason = f"no game, no seek and no registered bot named in {self._idle_s:g} s"
+            self.refuse(BotError.IDLE_TIMEOUT, reason)
+        else:
+            self.watch_idle()
 
     # --- SessionChannel ------------------------------------------------------------------------
     def seated(self) -> None:
-        self.server.joined(self)
-        if self._join_deadline is not None:
-            self._join_deadline.cancel()
-            self._join_deadline = None
+        self.watch_idle()
 
     def send(self, message: SeatMessage) -> None:
         self.send_body(message.body)
@@ -546,12 +600,21 @@ class Connection(asyncio.Protocol):
     def refuse(self, message: str, reason: str) -> None:
         """A limit was reached: say which, then close."""
         self.send_body(error_message(message, reason))
-        self.close()
+        self.hang_up()
 
     def error(self, message: str, reason: str | None = None) -> None:
         self.send_body(error_message(message, reason))
+        self.watch_idle()  # a refusal may end a seek or a seat asked for
 
     def close(self) -> None:
+        """The seat's channel is closed. A ladder client whose game is over stays connected,
+        free for another (``Session.stays_connected``); otherwise the connection closes."""
+        if self.session.stays_connected:
+            self.watch_idle()
+        else:
+            self.hang_up()
+
+    def hang_up(self) -> None:
         """Stop handling input; close the socket once what is queued has been written."""
         if self._closing:
             return
@@ -582,3 +645,21 @@ class Connection(asyncio.Protocol):
     def left(self) -> None:
         """The connection ended: its seat is freed or forfeited."""
         self.session.closed()
+
+
+def keep_alive(sock: socket.socket | None) -> None:
+    """TCP keepalive on a bot's socket (``KEEPALIVE_IDLE_S``...), where the system has it."""
+    if sock is None:
+        return
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for names, value in (
+        (("TCP_KEEPIDLE", "TCP_KEEPALIVE"), KEEPALIVE_IDLE_S),  # the second: macOS's name
+        (("TCP_KEEPINTVL",), KEEPALIVE_INTERVAL_S),
+        (("TCP_KEEPCNT",), KEEPALIVE_PROBES),
+    ):
+        option = next((getattr(socket, n) for n in names if hasattr(socket, n)), None)
+        if option is not None:
+            options.append((socket.IPPROTO_TCP, option, value))
+    with contextlib.suppress(OSError):  # a socket closed by its peer already
+        for level, option, value in options:
+            sock.setsockopt(level, option, value)

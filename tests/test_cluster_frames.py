@@ -285,6 +285,28 @@ async def test_a_seat_whose_lost_frames_are_no_longer_kept_is_told_and_closed() 
         assert ends.asked.handles == {}
 
 
+async def test_a_seat_s_close_says_whether_its_game_is_over() -> None:
+    """At its game's end the seat's link closes with ``wire.GAME_OVER``, and the bot's node
+    keeps its connection for another game (issue 30, item 1); a seat taken by a rejoin closes
+    without it, and the connection closes, as before."""
+    async with seat_across() as ends:
+        ends.match.leave(0, ends.here)  # the owner's other seat leaves: the bot wins
+        await settle()
+        ends.deliver()
+        assert [what[0] for what in ends.bot.heard] == ["data", "data", "ended"]
+        assert [line["type"] for line in ends.lines()] == ["error", "win-game"]
+        assert ends.asked.handles == {}
+        ends.seat.submit({"type": "player-turn", "stop": True})  # answered by its node
+        assert [line["message"] for line in ends.lines()] == [BotError.GAME_OVER]
+        assert ends.to_owner.sent == []
+    async with seat_across() as ends:
+        seat = ends.match.seats[1]
+        assert seat is not None
+        ends.match.rejoin(Channel(), seat.token)  # taken over through another connection
+        ends.deliver()
+        assert ends.bot.heard == [("close",)]
+
+
 async def test_frames_about_a_seat_from_another_node_than_its_own_are_dropped_and_said(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -332,6 +354,9 @@ class Peer:
 
     def close(self) -> None:
         self.heard.append(("close",))
+
+    def ended(self) -> None:
+        self.heard.append(("ended",))
 
 
 class Pages:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -267,7 +269,6 @@ async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> No
     keys = {name: added(database, name) for name in ("Grimli", "Ugluk")}
     async with arena_on(database, challenge_timeout_ms=300) as (arena, port):
         ugluk, grimli = await RawClient.connect(port), await RawClient.connect(port)
-        await ugluk.send({"type": "seek", "game": "thud", "bot": "Ugluk", "key": keys["Ugluk"]})
         challenge = {
             "type": "challenge",
             "opponent": "ugluk",
@@ -277,7 +278,24 @@ async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> No
             "bot": "Grimli",
             "key": keys["Grimli"],
         }
-        assert (await asked(port, {**challenge, "opponent": "Nobody"}))["type"] == "challenge-sent"
+        # A name nobody registered is refused at once (issue 30, item 16); a registered bot
+        # not connected is declined.
+        assert await asked(port, {**challenge, "opponent": "Nobody"}) == {
+            "type": "error",
+            "message": "Unknown bot",
+            "reason": "no bot named Nobody is registered",
+        }
+        await grimli.send(challenge)
+        sent = await grimli.expect("challenge-sent")
+        assert await grimli.expect("challenge-declined") == {
+            "type": "challenge-declined",
+            "challenge": sent["challenge"],
+            "reason": "ugluk is not connected",
+        }
+        await ugluk.send({"type": "seek", "game": "thud", "bot": "Ugluk", "key": keys["Ugluk"]})
+        async with asyncio.timeout(RECEIVE_TIMEOUT_S):
+            while not arena.seeks.seekers:  # Ugluk is present once its seek waits
+                await asyncio.sleep(0.01)
         await grimli.send({**challenge, "side": "goblin"})
         assert (await grimli.expect_error("Invalid challenge"))["reason"] == (
             '"side" must be one of: dwarf, troll'
@@ -316,6 +334,64 @@ async def test_a_challenge_is_accepted_declined_or_expires(tmp_path: Path) -> No
         assert match.options.rated and arena.seeks.seekers == {}
         await ugluk.close()
         await grimli.close()
+
+
+async def answers_to(
+    client: RawClient, messages: list[dict[str, Any]], most: int = 100
+) -> list[dict[str, Any]]:
+    """Send these at once, and read what comes back (at most ``most``) until the answer to a
+    last request that only this client's own requests come before (an ``Unknown challenge``)."""
+    marker = {"type": "decline", "challenge": "none"}
+    await client.send_raw(b"".join(orjson.dumps(m) + b"\n" for m in [*messages, marker]))
+    answers: list[dict[str, Any]] = []
+    for _ in range(most + 1):
+        answer = await client.receive()
+        if answer.get("message") == "Unknown challenge":
+            return answers
+        answers.append(answer)
+    raise AssertionError("no end of the answers")
+
+
+def kinds(answers: list[dict[str, Any]]) -> Counter[str]:
+    return Counter(str(answer.get("message", answer["type"])) for answer in answers)
+
+
+async def test_a_flood_of_challenges_is_refused_to_its_senders_never_sent_to_its_target(
+    tmp_path: Path,
+) -> None:
+    """Before (issue 30, item 4), every challenge reached its target, ``messageGapMs`` apart:
+    a flood piled up in the target's send buffer until the arena dropped the target (11,737 in
+    15 s did). Now a sender has at most 5 waiting for an answer, its target at most 8: the
+    target, reading promptly, is sent 8 of 60, stays, and accepts one. (A short message gap
+    here: the senders' own answers, after their keys' checks, are paced too.)"""
+    database = str(tmp_path / "arena.db")
+    keys = {name: added(database, name) for name in ("Grimli", "Third", "Ugluk")}
+    caps = {"max_open_challenges_per_bot": 5, "max_open_challenges_to_bot": 8}
+    async with arena_on(database, message_gap_ms=5, **caps) as (_, port):
+        ugluk = await RawClient.connect(port)
+        await ugluk.send({"type": "create-simulation", "bot": "Ugluk", "key": keys["Ugluk"]})
+        await ugluk.expect("ready")  # present, for challenges
+        floods, senders = {}, {}
+        for name in ("Grimli", "Third"):
+            challenge = {"type": "challenge", "opponent": "ugluk", "game": "tavern"}
+            challenge |= {"bot": name, "key": keys[name]}
+            senders[name] = await RawClient.connect(port)
+            floods[name] = await answers_to(senders[name], 30 * [challenge])
+        assert kinds(floods["Grimli"]) == {"challenge-sent": 5, "Too many challenges": 25}
+        refused = next(a for a in floods["Grimli"] if a["type"] == "error")
+        assert refused["reason"] == "at most 5 challenges of one bot wait for an answer at once"
+        assert kinds(floods["Third"]) == {"challenge-sent": 30, "challenge-declined": 27}
+        declined = next(a for a in floods["Third"] if a["type"] == "challenge-declined")
+        assert declined["reason"] == (
+            "ugluk has 8 challenges waiting for its answer: try again later"
+        )
+        offered = await answers_to(ugluk, [])
+        assert Counter(answer["from"] for answer in offered) == {"Grimli": 5, "Third": 3}
+        await ugluk.send({"type": "accept", "challenge": offered[-1]["challenge"]})
+        assert (await ugluk.expect("game-info"))["team"] == "team2"
+        assert (await senders["Third"].expect("game-info"))["team"] == "team1"
+        for client in (ugluk, *senders.values()):
+            await client.close()
 
 
 # --- the API -------------------------------------------------------------------------------------

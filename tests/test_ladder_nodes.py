@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,11 @@ from tests.services import PostgresServer, RedisServer
 from tests.test_cluster import eventually, nodes
 from tests.test_cluster_frames import SENDER, node_and_other
 from tests.test_identity import added, asked
+from tests.test_ladder import answers_to, kinds
+from tests.test_ladder_connections import by_side, played_out, seated
 
 BOTS = ("Grimli", "Ugluk", "Third")
+TEAMS = ("team1", "team2")
 OTHER = ("127.0.0.2", 0)  # another loopback address, for the guesser (paced apart)
 
 
@@ -260,3 +264,104 @@ async def test_a_pair_claimed_after_its_seeker_here_left_puts_the_other_back_in_
         await node.seeks._pair(node.link.redis, "thud")  # the older seeker's node pairs them
         await eventually(lambda: _equals(other.store.zrange(pool, 0, -1), [member]))
         assert not node.arena.matches
+
+
+async def test_ladder_bots_stay_connected_between_games_across_nodes(
+    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Issue 30 on two nodes: two registered bots seeking through different nodes play a game
+    to its end, wait past the idle timeout (present), and each seeks again on the same
+    connection and is paired, the one whose seat was on the other node too (item 1, 2); a
+    Tavern seek's names are its seat's on the other node (item 16); a challenge to a name
+    nobody registered is refused, one to a registered bot not connected declined (item 16)."""
+    url = postgres.create_database("ladder_stay")
+    keys = {name: added(url, name) for name in BOTS}
+    async with (
+        nodes(redis, tmp_path, count=2, database=url, idleTimeoutMs=500) as (a, b),
+        Redis.from_url(redis.url) as store,
+    ):
+        pool = redis_keys.seeks_key("thud")
+        bots = {"Grimli": await RawClient.connect(a.tcp_port)}
+        await bots["Grimli"].send(seek("Grimli", keys["Grimli"], rated=False))
+        await eventually(lambda: _equals(store.zcard(pool), 1))  # older: A plays the game
+        bots["Ugluk"] = await RawClient.connect(b.tcp_port)
+        await bots["Ugluk"].send(seek("Ugluk", keys["Ugluk"], rated=False))
+        clients = list(bots.values())
+        await played_out(*by_side(clients, await seated(*clients)))
+        await asyncio.sleep(1.0)  # past idleTimeoutMs: both wait, present for challenges
+        for name, guest_node in (("Grimli", b), ("Ugluk", a)):
+            await bots[name].send(seek(name, keys[name], rated=False))
+            guest = await RawClient.connect(guest_node.tcp_port)
+            await guest.send({"type": "seek", "game": "thud", "nick": f"guest of {name}"})
+            await seated(bots[name], guest)
+        # Names given in Tavern seeks through either node are the seats' names.
+        names = [[f"{node.node_id} {n}" for n in range(1, 6)] for node in (a, b)]
+        tavern_pool = redis_keys.seeks_key("tavern")
+        tavern = []
+        for count, (node, its_names) in enumerate(zip((a, b), names, strict=True), 1):
+            tavern.append(await RawClient.connect(node.tcp_port))
+            await tavern[-1].send(
+                {"type": "seek", "game": "tavern", "nick": f"on {node.node_id}"}
+                | {"names": its_names}
+            )
+            waiting = count % 2  # the first waits; with the second, neither
+            await eventually(lambda: _equals(store.zcard(tavern_pool), waiting))  # noqa: B023
+        await seated(*tavern)
+        turn = await tavern[0].expect("turn")  # the longer waiting, on A: team1
+        assert [[dwarf["name"] for dwarf in turn["state"][team]] for team in TEAMS] == names
+        # Challenges to a name nobody registered, and to a registered bot connected nowhere.
+        challenger = await RawClient.connect(a.tcp_port)
+        challenge = {"type": "challenge", "game": "thud", "bot": "Grimli", "key": keys["Grimli"]}
+        await challenger.send(challenge | {"opponent": "Nobody"})
+        refused = await challenger.expect_error("Unknown bot")
+        assert refused["reason"] == "no bot named Nobody is registered"
+        await challenger.send(challenge | {"opponent": "Third"})
+        sent = await challenger.expect("challenge-sent")
+        declined = await challenger.expect("challenge-declined")
+        assert declined == {
+            "type": "challenge-declined",
+            "challenge": sent["challenge"],
+            "reason": "Third is not connected",
+        }
+
+
+async def test_a_flood_of_challenges_across_nodes_never_reaches_its_target(
+    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Issue 30, item 4, on two nodes: challengers on A flood a bot present on B; A refuses each
+    sender's past 5 waiting (the challenges A waits on an answer for, from B), B declines those
+    past the target's 8; the target is sent 8, stays, and accepts one across the nodes."""
+    url = postgres.create_database("ladder_flood")
+    keys = {name: added(url, name) for name in BOTS}
+    caps = {"maxOpenChallengesPerBot": 5, "maxOpenChallengesToBot": 8}
+    async with (
+        nodes(redis, tmp_path, count=2, database=url, messageGapMs=5, **caps) as (a, b),
+        Redis.from_url(redis.url) as store,
+    ):
+        ugluk = await RawClient.connect(b.tcp_port)
+        await ugluk.send({"type": "create-simulation", "bot": "Ugluk", "key": keys["Ugluk"]})
+        await ugluk.expect("ready")
+        await eventually(lambda: store.get(bot_key("ugluk")))  # present, found from A
+        senders = {name: await RawClient.connect(a.tcp_port) for name in ("Grimli", "Third")}
+        flood = {"type": "challenge", "opponent": "Ugluk", "game": "tavern"}
+        grimli = await answers_to(senders["Grimli"], 30 * [flood | fields("Grimli", keys)])
+        assert kinds(grimli) == {"challenge-sent": 5, "Too many challenges": 25}
+        offered = [await ugluk.expect("challenge") for _ in range(5)]
+        third = await answers_to(senders["Third"], 30 * [flood | fields("Third", keys)])
+        sent = kinds(third)["challenge-sent"]  # A's count goes down as B's declines come
+        assert sent >= 5 and kinds(third)["Too many challenges"] == 30 - sent
+        for _ in range(sent - 3 - kinds(third)["challenge-declined"]):
+            third.append(await senders["Third"].expect("challenge-declined"))
+        declined = [answer["reason"] for answer in third if answer["type"] == "challenge-declined"]
+        assert set(declined) == {"Ugluk has 8 challenges waiting for its answer: try again later"}
+        offered += await answers_to(ugluk, [])
+        assert Counter(answer["from"] for answer in offered) == {"Grimli": 5, "Third": 3}
+        await ugluk.send({"type": "accept", "challenge": offered[-1]["challenge"]})
+        assert (await ugluk.expect("game-info"))["team"] == "team2"
+        assert (await senders["Third"].expect("game-info"))["team"] == "team1"
+        for client in (ugluk, *senders.values()):
+            await client.close()
+
+
+def fields(name: str, keys: dict[str, str]) -> dict[str, str]:
+    return {"bot": name, "key": keys[name]}

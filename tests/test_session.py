@@ -4,11 +4,14 @@ milliseconds, and what a front end (TCP, a page, another node) adds is only byte
 
 from __future__ import annotations
 
+import orjson
+
 from server.errors import BotError
 from server.games.base import JsonObject
 from server.match import Phase, SeatMessage
 from server.session import Client, Session
-from tests.test_match import Table, settle, table, tavern_pass
+from tests.golden_files import GOLDEN
+from tests.test_match import FIRST_TURN_S, Table, settle, table, tavern_pass
 
 GRACE_S = 1.0
 
@@ -216,3 +219,22 @@ async def test_simulations_whose_creator_left_do_not_count_against_its_address()
         for _ in range(2):
             again.handle({"type": "create-simulation"})
         assert again_heard.kinds() == ["ready", "ready"]
+
+
+async def test_a_seek_takes_the_seat_fields_a_join_takes() -> None:
+    """A seek's ``nick``, ``names`` and ``opponentNotices`` are its seat's, as a join's (issue 30,
+    item 16): the paired game's first turn is the golden one of two joins with these names."""
+    async with table(reconnect_grace_ms=round(GRACE_S * 1000)) as tables:
+        first, first_heard = client(tables)
+        second, second_heard = client(tables)
+        names = ["Carawebo", "Pantuflo", "Chistaburras", "Pontato", "Jhonny Tablas"]
+        first.handle({"type": "seek", "game": "tavern", "nick": "Dummy", "names": names})
+        tables.clock.advance(0.01)  # the first seeker waited longest: it takes the first seat
+        rival = {"nick": "Rival", "names": ["Rhun", "Balgairen", "Tavio"], "opponentNotices": True}
+        second.handle({"type": "seek", "game": "tavern", **rival})
+        await settle()
+        assert first_heard.kinds() == ["game-info", "turn"]
+        golden = orjson.loads((GOLDEN / "tavern" / "turn-initial.json").read_bytes())
+        assert first_heard.last("turn") == {**golden, "timeoutMs": FIRST_TURN_S * 1000}
+        first.closed()
+        assert second_heard.last("opponent-gone") == {"type": "opponent-gone", "seconds": GRACE_S}

@@ -139,7 +139,9 @@ class PeerSeat:
         return self.connection in self.seats.handles
 
     def submit(self, message: JsonObject) -> None:
-        if self.frames is not None:
+        if not self.playing:  # its game is over; the client, still connected, is told so here
+            self.peer.send_data(encode(error_message(BotError.GAME_OVER, "this game has ended")))
+        elif self.frames is not None:
             self.frames.send(wire.MOVE, orjson.dumps(message))
 
     def leave(self) -> None:
@@ -285,10 +287,14 @@ class SeatsAsked:
             self._refuse(found[0], message, reason)
 
     def closed(self, sender: str, connection: int, payload: bytes) -> None:
-        """``wire.CLOSE``: the seat's channel on the owner was closed."""
+        """``wire.CLOSE``: the seat's channel on the owner was closed, at its game's end or
+        for a rejoin."""
         if found := self._from_owner(sender, connection, payload):
             del self.handles[connection]
-            found[0].peer.close()
+            if found[1] == wire.GAME_OVER:
+                found[0].peer.ended()
+            else:
+                found[0].peer.close()
 
     def resumed(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.RESUMED``: the owner's end of a seat's link, after a lost link: what it
@@ -377,7 +383,8 @@ class RemoteSeatChannel:
     def close(self) -> None:
         if self.open:
             self.open = False
-            self.frames.send(wire.CLOSE, b"")
+            over = self.session is not None and self.session.game_over
+            self.frames.send(wire.CLOSE, wire.GAME_OVER if over else b"")
             self.seats.forget(self)
 
     def gone(self) -> None:

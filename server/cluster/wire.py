@@ -34,7 +34,7 @@ RESUME = b"E"  # RESUME_STATE: the other end of a seat's link after a lost link 
 DATA = b"D"  # a message for the bot, in wire form
 SEATED = b"S"
 REFUSED = b"R"  # {"message", "reason"}
-CLOSE = b"C"  # the seat's channel was closed
+CLOSE = b"C"  # the seat's channel was closed: GAME_OVER at its game's end, else empty
 RESUMED = b"F"  # RESUME_STATE: the other end of a seat's link after a lost link (see SEQ)
 SPECTATE = b"P"  # simulation id, a space, a page's message
 PAIRED = b"Q"  # {"seek", "simulationId"}: a seek of the receiver's, paired into the sender's match
@@ -61,6 +61,11 @@ KINDS = frozenset(
 )
 
 Frame = tuple[bytes, int, bytes]  # kind, connection, payload
+
+# CLOSE's body when the seat's game is over (a ladder client stays connected for its next
+# game); empty when the seat was taken by a rejoin or cut short (the connection closes, as it
+# does after every close from a node that predates this body).
+GAME_OVER = b"over"
 
 # A seat's link (the frames about one seat that crosses nodes, both ways, from JOIN to CLOSE)
 # is sequenced: each of its frames' payload starts with SEQ, its number on the link and the
