@@ -97,6 +97,7 @@ class ArenaConfig:
     # "open": bots may register themselves over TCP; "organiser": only `tavern bots add`.
     registration: str = "organiser"
     max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
+    max_seeks_per_address: int = 100  # seeks waiting at once from one address, on one node
     challenge_timeout_ms: int = 30_000  # a challenge unanswered this long is declined
     # Each game's settings by its name, checked, as its records keep them (``Game.settings``).
     game_settings: dict[str, JsonObject] = dataclasses.field(
@@ -153,6 +154,7 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "drainTimeoutMs": ("drain_timeout_ms", 1, 7 * 24 * 3_600_000),
     "drainNoticeMs": ("drain_notice_ms", 0, 3_600_000),
     "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
+    "maxSeeksPerAddress": ("max_seeks_per_address", 1, 1_000_000),
     "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
 }
 _STR_KEYS: dict[str, str] = {"host": "host", "database": "database", "redis": "redis"}

@@ -54,6 +54,7 @@ class BotError(StrEnum):
     INVALID_SEEK = "Invalid seek"
     BOT_BANNED = "Bot banned"
     TOO_MANY_GAMES = "Too many games"
+    TOO_MANY_SEEKS = "Too many seeks"
     INVALID_CHALLENGE = "Invalid challenge"
     UNKNOWN_CHALLENGE = "Unknown challenge"
 
