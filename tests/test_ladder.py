@@ -179,7 +179,7 @@ def test_a_pass_over_thousands_of_seekers_is_cut_into_slices_of_bounded_work() -
     for n in range(5000):
         pool.add(Seeker(f"s{n:04}", f"b{n}", "thud", False, 25.0, clock.now() + n / 1000))
     assert clock.pending == 1  # one pass is due, however many came
-    made = []  # pairs made by each callback
+    made: list[int] = []  # pairs made by each callback
     while len(met) < 2499:
         assert clock.step()
         made.append(len(met) - sum(made))
