@@ -441,6 +441,54 @@ async def seated_flood(spec: dict[str, Any]) -> Figures:
     return figures
 
 
+async def seek_flood(spec: dict[str, Any]) -> Figures:
+    """``connections`` guest seeks (``{"type":"seek","game":GAME,"nick":...}``), one a
+    connection, spread over the nodes' ``ports`` and the ``sources``, all sent at once, all
+    under one nick (``one_nick``: none of them may meet another) or each under its own: a
+    connection the pool pairs (``game-info``) or the server refuses or closes is closed and
+    seeks again from a new connection, until ``seconds`` are over, so that as many seeks wait
+    as the arena takes."""
+    counts: Counter[str] = Counter()
+    deadline = ends(spec)
+    numbers = itertools.count()
+    ports, sources = itertools.cycle(spec["ports"]), spread(spec["sources"])
+
+    async def seeking(source: str, port: int) -> None:
+        while time.monotonic() < deadline:
+            try:
+                connection = await open_held(source, port)
+            except (OSError, TimeoutError) as error:
+                counts[f"{type(error).__name__} (tried again)"] += 1
+                await asyncio.sleep(RETRY_S)
+                continue
+            nick = "flood" if spec["one_nick"] else f"flood {next(numbers)}"
+            seek = {"type": "seek", "game": spec["game"], "nick": nick}
+            assert connection.transport is not None
+            connection.transport.write(orjson.dumps(seek) + b"\n")
+            counts["seeks sent"] += 1
+            try:
+                async with asyncio.timeout(max(0.1, deadline - time.monotonic())):
+                    await connection.until(lambda held: b"\n" in held.head)
+            except TimeoutError:
+                counts["waiting at the end"] += 1
+                connection.abort()
+                return
+            first = connection.head.split(b"\n")[0]
+            answer = orjson.loads(first) if first else {}
+            if answer.get("type") == "game-info":
+                counts["paired"] += 1
+            elif answer.get("type") == "error":
+                counts[f"refused: {answer.get('message')}"] += 1
+                await asyncio.sleep(RETRY_S)
+            else:
+                counts["closed by the server"] += 1
+                await asyncio.sleep(RETRY_S)
+            connection.abort()
+
+    await asyncio.gather(*(seeking(next(sources), next(ports)) for _ in range(spec["connections"])))
+    return dict(counts)
+
+
 # --- pages -------------------------------------------------------------------------------------
 def handshake(path: str = "/ws") -> bytes:
     key = base64.b64encode(os.urandom(16)).decode()
@@ -658,6 +706,7 @@ ATTACKERS: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, Figures]]] =
     "house-pages": house_pages,
     "api-starts": api_starts,
     "waiting-simulations": waiting_simulations,
+    "seek-flood": seek_flood,
 }
 
 
