@@ -235,7 +235,8 @@ async def present(port: int, bot: LadderBot, seen: Figures) -> None:
 
 async def seek_flood(run: Run) -> Figures:
     """3,000 guest seeks through HAProxy, from 30 addresses, each seeking again as soon as it
-    is paired or refused; /readyz of each node meanwhile (a node that misses its heartbeats
+    is paired or refused (``--nicks one``: all under one nick, so that none may meet another
+    and the pool stays full); /readyz of each node meanwhile (a node that misses its heartbeats
     shows there and in the honest games lost: ``Arena node lost``)."""
     run.background(readiness(run))
     count = run.options.scaled(3000)
@@ -244,7 +245,7 @@ async def seek_flood(run: Run) -> Figures:
         count,
         ports=[run.tcp_port],
         game="thud",
-        one_nick=False,
+        one_nick=run.options.nicks == "one",
         connections=count,
         count_key="connections",
         sources=addresses_for(count, 100),

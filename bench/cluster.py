@@ -42,6 +42,7 @@ from tests.services import RedisServer, redis_server
 SETTINGS = {
     "maxConnectionsPerAddress": 100_000,
     "maxConnections": 100_000,
+    "maxSeeksPerAddress": 100_000,  # bench/ladder.py's bots all seek from 127.0.0.1
     "reconnectGraceMs": 0,
     **UNCAPPED,
 }

@@ -5,7 +5,8 @@ way for any checkout of the arena.
     python bench/hostile.py ATTACK [ATTACK ...] | issue20 | issue30 | all
         [--server ROOT] [--scale 1.0] [--seconds 30] [--recovery 60] [--before 5]
         [--pairs 6] [--think-ms 5] [--loop asyncio|uvloop] [--json FILE]
-        [--payload string|brackets|strings] [--trigger join|fake-node] [--balancer]
+        [--payload string|brackets|strings] [--trigger join|fake-node] [--value json|types]
+        [--nicks each|one] [--balancer]
     python bench/hostile.py --compare BEFORE.jsonl AFTER.jsonl
 
 Each attack runs against fresh servers in child processes, started from the checkout at ROOT
@@ -96,6 +97,8 @@ from bench.common import (
     tavern_serve,
 )
 from bench.honest import HonestPlayers, Record
+from bench.probes import readiness
+from server.cluster import keys
 from tests.services import PostgresServer, RedisServer, postgres_server, redis_server
 
 ATTACKERS = Path(__file__).resolve().parent / "attackers.py"
@@ -127,6 +130,8 @@ class Options:
     loop: str | None
     payload: str
     trigger: str
+    value: str
+    nicks: str
     balancer: bool = False  # every attack behind HAProxy (three nodes, Redis, PostgreSQL)
 
     def scaled(self, count: float, least: int = 1) -> int:
@@ -765,13 +770,19 @@ async def house_pages(run: Run) -> Figures:
 
 
 async def bad_redis_value(run: Run) -> Figures:
-    """``SET tavern:sim:zzzzzzz "not json"``, then a node joins the arena (``--trigger
-    join``) or a fake node appears (``fake-node``: ``tavern:node:zzzzzzzz``, also not JSON)."""
+    """``SET tavern:sim:zzzzzzz "not json"`` (``--value json``), and a value of another type in
+    a key of every kind the nodes keep, most written again every second (``--value types``,
+    ``wrong_types``); then a
+    node joins the arena (``--trigger join``) or a fake node appears (``fake-node``:
+    ``tavern:node:zzzzzzzz``, also not JSON)."""
     arena = run.arena
     assert arena.redis is not None
     figures: Figures = {}
+    run.background(readiness(run))
     async with Redis.from_url(arena.redis.url) as redis:
         await redis.set("tavern:sim:zzzzzzz", b"not json")
+        if run.options.value == "types":
+            keeping = asyncio.create_task(wrong_types(redis, arena, run.options.seconds, figures))
         if run.options.trigger == "join":
             joined = await arena.start(f"node {len(arena.servers)}")
             figures["a node joined"] = "it came up" if joined is not None else "it did not come up"
@@ -780,11 +791,45 @@ async def bad_redis_value(run: Run) -> Figures:
             await redis.sadd("tavern:nodes", "zzzzzzzz")
             figures["a fake node appeared"] = "tavern:node:zzzzzzzz"
         await asyncio.sleep(run.options.seconds)
+        if run.options.value == "types":
+            await keeping
         await redis.delete("tavern:sim:zzzzzzz", "tavern:node:zzzzzzzz")
     run.sampler.sample()
     alive = [label for label in arena.servers if label not in run.sampler.exits]
     figures["nodes running at its end"] = f"{len(alive)} of {len(arena.servers)}"
     return figures
+
+
+async def wrong_types(redis: Redis, arena: Target, seconds: float, figures: Figures) -> None:
+    """A value of another type than the nodes keep there in a key of every kind
+    (``server.cluster.keys.TYPES``): each node's entry once (a node that keeps finding its
+    entry deleted or overwritten is taken for dead, as a node whose entry expired: that is
+    what an entry says), and every second for ``seconds`` each live simulation's, the shared
+    sets, lists and pools, a bot's and an address's (the issue's list in ``tavern:nodes``, in
+    ``tavern:held:NAME``, a string in ``tavern:seeks:thud``)."""
+    names = {"paced": "127.0.0.1", "claim": "tavern", "seeks": "thud", "paired": "thud"}
+    names |= {"bot": "grimli", "held": "grimli", "last": "grimli", "alias": "zzzz"}
+    shared = [keys.NODES, keys.FINISHED]
+    shared += [f"{keys.PREFIX}{kind}:{name}" for kind, name in names.items()]
+    every = {keys.node_key(server.node_id or "") for server in arena.servers.values()}
+    started, written, kinds = time.perf_counter(), 0, set()
+    while (left := seconds - (time.perf_counter() - started)) > 0:
+        games = [key async for key in redis.scan_iter(match=keys.sim_key("*"), count=1000)]
+        every |= {*shared, *(key.decode() for key in games if key != b"tavern:sim:zzzzzzz")}
+        async with redis.pipeline(transaction=False) as pipe:
+            for key in every:
+                pipe.delete(key)
+                if keys.value_type(key) == "string":
+                    pipe.rpush(key, "not a string")
+                else:
+                    pipe.set(key, f"not a {keys.value_type(key)}")
+            await pipe.execute()
+        written += len(every)
+        kinds |= {keys.kind_of(key) for key in every}
+        every = set()
+        figures["kinds of keys given another type"] = len(kinds)
+        figures["keys given another type"] = written
+        await asyncio.sleep(min(1.0, left))
 
 
 async def bad_inbox_frame(run: Run) -> Figures:
@@ -1091,6 +1136,10 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="every attack behind HAProxy, on three nodes (issue 30's attacks always are)",
     )
+    parser.add_argument(
+        "--value", choices=("json", "types"), default="json", help="bad-redis-value's values"
+    )
+    parser.add_argument("--nicks", choices=("each", "one"), default="each", help="seek-flood's")
     args = parser.parse_args(argv)
     if args.compare:
         print(compared(*args.compare))
@@ -1114,6 +1163,8 @@ def main(argv: list[str] | None = None) -> None:
         payload=args.payload,
         trigger=args.trigger,
         balancer=args.balancer,
+        value=args.value,
+        nicks=args.nicks,
     )
     raise_descriptor_limit()
     print(f"hostile: {', '.join(names)} against {options.root}; {' '.join(sys.argv)}", flush=True)

@@ -282,6 +282,8 @@ class Arena:
         self._bot_matches: dict[str, set[str]] = {}
         self._seeking: dict[str, str] = {}  # seek id -> registered bot
         self._bot_seeks: Counter[str] = Counter()
+        self._seek_addresses: dict[str, str] = {}  # seek id -> the address it came from
+        self._seeks_by_address: Counter[str] = Counter()
         self._codecs: dict[str, AnyCodec] = {
             name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
@@ -421,9 +423,16 @@ class Arena:
             self._drop(match)
 
     # --- seeks ---------------------------------------------------------------------------------
-    def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
+    def seek(self, seeker: Seeker, taker: SeekTaker, address: str) -> None:
         """Wait for an opponent: in the nodes' shared pool, else in this arena's own. A
-        registered bot's seek counts as a game it holds until it is paired or withdrawn."""
+        registered bot's seek counts as a game it holds until it is paired or withdrawn; one
+        ``address`` may have ``maxSeeksPerAddress`` seeks waiting here (raises ``Rejected``)."""
+        most = self.config.max_seeks_per_address
+        if self._seeks_by_address[address] >= most:
+            reason = f"at most {most} seeks waiting from one address"
+            raise Rejected(BotError.TOO_MANY_SEEKS, reason)
+        self._seek_addresses[seeker.id] = address
+        self._seeks_by_address[address] += 1
         if self.roster.get(seeker.bot) is not None:
             self._seeking[seeker.id] = seeker.bot
             self._bot_seeks[seeker.bot] += 1
@@ -444,7 +453,12 @@ class Arena:
         self.seeks.remove(seeker_id)
 
     def seek_ended(self, seeker_id: str) -> None:
-        """The seek was paired or withdrawn: its bot holds it no more."""
+        """The seek was paired or withdrawn: its bot and its address hold it no more."""
+        address = self._seek_addresses.pop(seeker_id, None)
+        if address is not None:
+            self._seeks_by_address[address] -= 1
+            if not self._seeks_by_address[address]:
+                del self._seeks_by_address[address]
         bot = self._seeking.pop(seeker_id, None)
         if bot is not None:
             self._bot_seeks[bot] -= 1

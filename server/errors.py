@@ -56,6 +56,7 @@ class BotError(StrEnum):
     INVALID_SEEK = "Invalid seek"
     BOT_BANNED = "Bot banned"
     TOO_MANY_GAMES = "Too many games"
+    TOO_MANY_SEEKS = "Too many seeks"
     INVALID_CHALLENGE = "Invalid challenge"
     UNKNOWN_BOT = "Unknown bot"
     TOO_MANY_CHALLENGES = "Too many challenges"

@@ -312,7 +312,11 @@ class Session:
         seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
         self._seek = (seeker.id, seat_fields)
         self._stays = True
-        self.arena.seek(seeker, self)
+        try:
+            self.arena.seek(seeker, self, self.client.address)
+        except Rejected as rejected:
+            self._seek = None
+            self._refused(rejected)
 
     def paired(self, match: Match, seat: int) -> None:
         """The pool paired this client's seek: it takes ``seat`` of ``match``."""

@@ -834,6 +834,13 @@ async def serve(config: ArenaConfig) -> None:
             "The last heartbeat's round trip to Redis (NaN while Redis is out of reach)",
             lambda: math.nan if node is None or node.round_trip_s is None else node.round_trip_s,
         )
+        metrics.count(
+            "tavern_redis_bad_values",
+            "Values and frames read from Redis that the node could not use (skipped, or a key "
+            "of another type deleted), by the kind of key",
+            "key",
+            lambda: {} if node is None else node.complaints.counts,
+        )
     drain = Drain(arena, (lambda: len(node.asked.handles)) if node is not None else lambda: 0)
     loop.add_signal_handler(signal.SIGUSR1, drain.start)
     async with recording(arena.listeners, config) as records:

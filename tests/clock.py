@@ -46,6 +46,17 @@ class FakeClock:
                 timer.callback()
         self.time = until
 
+    def step(self) -> bool:
+        """Run the next timer only (at its time, however far): as one round of an event loop
+        runs what is due. Whether there was one."""
+        while self._due:
+            due, _, timer = heapq.heappop(self._due)
+            if not timer.cancelled:
+                self.time = max(self.time, due)
+                timer.callback()
+                return True
+        return False
+
     @property
     def pending(self) -> int:
         """Timers still to run."""

@@ -22,6 +22,7 @@ from server.cluster.following import Following
 from server.cluster.inbox import Handler, Inbox
 from server.cluster.link import Link
 from server.cluster.node import ClusterNode
+from server.cluster.repairs import Repairs
 from server.cluster.seats import SeatsAsked, SeatsGiven
 from server.errors import BotError
 from server.games.base import JsonObject
@@ -162,8 +163,9 @@ class Ends:
         self.arena = arena
         self.to_owner, self.to_holder = Wire(HOLDER), Wire(OWNER)
         complaints = values.Complaints(HOLDER)
-        following = Following(self.to_owner, complaints)
-        self.asked = SeatsAsked(self.to_owner, arena, following, Claims(self.to_owner, complaints))
+        repairs = Repairs(self.to_owner, complaints)
+        following = Following(self.to_owner, repairs)
+        self.asked = SeatsAsked(self.to_owner, arena, following, Claims(self.to_owner, repairs))
         self.given = SeatsGiven(self.to_holder, arena, keep_s=10.0)
         self.holder = Inbox(table_of(self.asked), complaints)
         self.owner = Inbox(table_of(self.given), values.Complaints(OWNER))

@@ -18,7 +18,9 @@ import pytest
 from bots.sdk import BOT_KEY_VARIABLE, ArenaClient, bot_fields
 from server.identity import new_key
 from server.ladder import (
+    MOST_LOOKS,
     REMATCH_AFTER_S,
+    SLICE_PAIRS,
     TICK_S,
     WINDOW_BASE,
     Seeker,
@@ -133,6 +135,63 @@ def test_the_pool_pairs_as_the_clock_goes_and_forgets_withdrawn_seeks() -> None:
     assert met == []
     clock.advance(8)  # the window has grown past 10 points
     assert met == [("a", "b")] and pool.seekers == {} and clock.pending == 0
+
+
+def flood(count: int, bots: int, since: float = NOW) -> list[Seeker]:
+    """``count`` guests' seeks at one rating, under ``bots`` names in turn, each name's last
+    opponent the next name: none may meet another (its own name, or a rematch) for 10 s."""
+    return [
+        Seeker(f"s{n}", f"b{n % bots}", "thud", False, 25.0, since + n / 1000, f"b{(n + 1) % bots}")
+        for n in range(count)
+    ]
+
+
+def test_a_pass_looks_at_a_bounded_number_of_seekers_for_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """3,000 seekers at one rating whom none may meet: each looks at ``MOST_LOOKS`` others at
+    most (trying every other would be some 4.5 million looks), and a run of seeks of its own
+    bot costs one look."""
+    looks = 0
+
+    def counted(a: Seeker, b: Seeker, now: float) -> bool:
+        nonlocal looks
+        looks += 1
+        return may_meet(a, b, now)
+
+    monkeypatch.setattr("server.ladder.may_meet", counted)
+    crowd = flood(3000, bots=2)  # rematches: every look is a may_meet
+    assert pair_seekers(crowd, NOW + 1) == []
+    assert 3000 <= looks <= MOST_LOOKS * 3000
+    looks = 0
+    assert pair_seekers(flood(3000, bots=1), NOW + 1) == []  # one name: no look needs may_meet
+    assert looks == 0
+    # Once the rematch may be played, they pair as the policy says, the oldest first.
+    pairs = pair_seekers(crowd, NOW + 14)
+    assert len(pairs) == 1500 and {pairs[0][0].id, pairs[0][1].id} == {"s0", "s1"}
+
+
+def test_a_pass_over_thousands_of_seekers_is_cut_into_slices_of_bounded_work() -> None:
+    """5,000 seekers who may all meet: the pass is served a slice per callback of the clock
+    (the event loop runs between two), each of ``SLICE_PAIRS`` pairs at most; a seeker who
+    leaves between two slices is not met, and its partner waits for the next pass."""
+    clock = FakeClock()
+    met: list[tuple[str, str]] = []
+    pool = SeekPool(clock, lambda x, y: met.append((x.id, y.id)))
+    for n in range(5000):
+        pool.add(Seeker(f"s{n:04}", f"b{n}", "thud", False, 25.0, clock.now() + n / 1000))
+    assert clock.pending == 1  # one pass is due, however many came
+    made: list[int] = []  # pairs made by each callback
+    while len(met) < 2499:
+        assert clock.step()
+        made.append(len(met) - sum(made))
+        if len(made) == 1:
+            assert met[0] == ("s0000", "s0001")
+            pool.remove("s4999")  # paired with s4998 in the pass's last slice
+    assert made == [SLICE_PAIRS] * (len(made) - 1) + [2499 % SLICE_PAIRS]
+    assert list(pool.seekers) == ["s4998"]
+    assert clock.step() and not met[2499:]  # the pass's end: a slice that finds nothing more
+    assert clock.pending == 1  # the next pass, in TICK_S
 
 
 # --- real sockets, real records -------------------------------------------------------------------

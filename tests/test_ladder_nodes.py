@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import psycopg
+import pytest
 from redis.asyncio import Redis
 
 from bench.common import ServerProcess
@@ -250,20 +251,41 @@ async def _equals(check: Any, expected: object) -> bool:
 
 
 async def test_a_pair_claimed_after_its_seeker_here_left_puts_the_other_back_in_the_pool(
-    redis: RedisServer,
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The claim won the race with the withdrawal of the node's own seeker (in Redis still, gone
-    from the node): no match opens, and the other node's seeker waits on in the pool."""
+    """The claim won the race with the withdrawal of the node's own seeker (read in the pool,
+    gone from the node by the time of the claim): no match opens, and the other node's seeker
+    waits on in the pool, not noted as paired (its node could put it back)."""
     async with node_and_other(redis) as (node, other):
         pool = redis_keys.seeks_key("thud")
         gone = Seeker(f"{node.id}/1", "near", "thud", False, 25.0, time.time())
         theirs = Seeker(f"{SENDER}/1", "far", "thud", False, 25.0, time.time() + 1)
-        member = values.seek_member(SENDER, theirs)
-        await other.store.zadd(pool, {values.seek_member(node.id, gone): 25.0, member: 25.0})
+        member, ours = values.seek_member(SENDER, theirs), values.seek_member(node.id, gone)
+        await other.store.zadd(pool, {ours: 25.0, member: 25.0})
+        node.seeks.local["1"] = (ours, gone, NeverPaired())
+        read = node.seeks._members
+
+        async def withdrawn_once_read(
+            redis: Redis, key: str, game: str, members: list[bytes]
+        ) -> tuple[dict[str, tuple[str, bytes]], list[Seeker]]:
+            found = await read(redis, key, game, members)
+            del node.seeks.local["1"]  # its withdrawal, not in Redis yet
+            return found
+
+        monkeypatch.setattr(node.seeks, "_members", withdrawn_once_read)
         assert node.link.redis is not None
         await node.seeks._pair(node.link.redis, "thud")  # the older seeker's node pairs them
         await eventually(lambda: _equals(other.store.zrange(pool, 0, -1), [member]))
         assert not node.arena.matches
+        assert await other.store.zrange(redis_keys.paired_key("thud"), 0, -1) == [ours]
+
+
+class NeverPaired:
+    def paired(self, match: Any, seat: int) -> None:
+        raise AssertionError("paired after it left")
+
+    def paired_elsewhere(self, simulation_id: str) -> None:
+        raise AssertionError("paired after it left")
 
 
 async def test_ladder_bots_stay_connected_between_games_across_nodes(

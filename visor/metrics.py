@@ -1,15 +1,16 @@
 """``GET /metrics``: the node in Prometheus's text format (prometheus-client).
 
 Games playing, turns played, how long seats take to reply, bot connections, pages, and (on
-Redis) the last heartbeat's round trip. The arena's figures come from its updates, as every
-listener's do; the others are read when Prometheus asks.
+Redis) the last heartbeat's round trip and the values read there that the node could not use.
+The arena's figures come from its updates, as every listener's do; the others are read when
+Prometheus asks.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
@@ -41,6 +42,21 @@ class GameTurns:
         """One more time between two turns (a bucket holds the times up to its bound)."""
         self.replies[bisect.bisect_left(REPLY_BUCKETS, seconds)] += 1
         self.seconds += seconds
+
+
+class CountsCollector:
+    """A counter by one label, its counts read when Prometheus asks."""
+
+    def __init__(
+        self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, int]]
+    ) -> None:
+        self.name, self.documentation, self.label, self.read = name, documentation, label, read
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self.name, self.documentation, labels=[self.label])
+        for value, count in sorted(self.read().items()):
+            family.add_metric([value], count)
+        yield family
 
 
 class TurnCollector:
@@ -83,6 +99,12 @@ class Metrics:
     def measure(self, name: str, documentation: str, read: Callable[[], float]) -> None:
         """A gauge read when Prometheus asks (connections, pages, Redis's round trip)."""
         Gauge(name, documentation, registry=self.registry).set_function(read)
+
+    def count(
+        self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, int]]
+    ) -> None:
+        """A counter by ``label``, read when Prometheus asks (what a node skipped in Redis)."""
+        self.registry.register(CountsCollector(name, documentation, label, read))
 
     def on_update(self, update: Update) -> None:
         if isinstance(update, TurnPlayed):

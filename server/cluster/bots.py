@@ -25,6 +25,7 @@ from server.cluster import values
 from server.cluster.following import Following
 from server.cluster.keys import REGISTRATIONS, bot_key, held_key, last_key, paced_key
 from server.cluster.link import Command, Link
+from server.cluster.repairs import Repairs
 from server.identity import KEY_BURST, KEY_REFILL_S, KeyPacer, RegistrationBudget
 
 LAST_GAME_KEPT_MS = 24 * 3600 * 1000
@@ -53,13 +54,12 @@ class SharedBots:
     """This node's part of what the nodes share about bots (see the module's docstring); its
     pacer is the roster's (``server.identity.Pacer``)."""
 
-    def __init__(
-        self, link: Link, arena: Arena, following: Following, complaints: values.Complaints
-    ) -> None:
+    def __init__(self, link: Link, arena: Arena, following: Following, repairs: Repairs) -> None:
         self.link = link
         self.arena = arena
         self.following = following
-        self.complaints = complaints
+        self.repairs = repairs
+        self.complaints = repairs.complaints
         self.local = KeyPacer(arena.clock)  # while Redis is away
         self.local_budget = RegistrationBudget(arena.clock, arena.config.registrations_per_hour)
         self.burst, self.refill_s = KEY_BURST, KEY_REFILL_S
@@ -74,7 +74,8 @@ class SharedBots:
             return self.local.wait_now(address)
         try:
             raw = await redis.get(paced_key(address))
-        except (RedisError, OSError):
+        except (RedisError, OSError) as error:
+            self.repairs.wrong_type(paced_key(address), error)
             return self.local.wait_now(address)
         if not isinstance(raw, bytes):
             return 0.0
@@ -93,7 +94,8 @@ class SharedBots:
             return
         try:
             await redis.eval(SPEND, 1, paced_key(address), time.time(), self.refill_s)
-        except (RedisError, OSError):
+        except (RedisError, OSError) as error:
+            self.repairs.wrong_type(paced_key(address), error)
             self.local.spend_now(address)
 
     # --- registrations (server.identity.Budget) ----------------------------------------------
@@ -139,9 +141,15 @@ class SharedBots:
             async with redis.pipeline(transaction=False) as pipe:
                 pipe.hgetall(held_key(name))
                 pipe.get(last_key(name))
-                entry, last = await pipe.execute()
+                entry, last = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError):
             return Standing(0)
+        # A key that holds another type of value is deleted, and counts as empty meanwhile.
+        for key, reply in ((held_key(name), entry), (last_key(name), last)):
+            if isinstance(reply, Exception) and not self.repairs.wrong_type(key, reply):
+                return Standing(0)
+        entry = {} if isinstance(entry, Exception) else entry
+        last = None if isinstance(last, Exception) else last
         games = 0
         try:
             living = self.following.alive - {self.link.node_id}

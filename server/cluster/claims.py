@@ -8,6 +8,7 @@ from redis.exceptions import RedisError
 from server.cluster import values
 from server.cluster.keys import claim_key
 from server.cluster.link import Command, Link
+from server.cluster.repairs import Repairs
 from server.match import GameFinished, GameStarted, Removed, SeatsChanged, Status, Update
 
 RELEASE_CLAIM = """if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -20,9 +21,10 @@ class Claims:
     """This node's claims: made with ``SET NX GET``, held while the match is waiting for
     players, released (in the link's next write) once it is full or gone (an arena listener)."""
 
-    def __init__(self, link: Link, complaints: values.Complaints) -> None:
+    def __init__(self, link: Link, repairs: Repairs) -> None:
         self.link = link
-        self.complaints = complaints
+        self.repairs = repairs
+        self.complaints = repairs.complaints
         self._held: dict[str, tuple[str, bytes]] = {}  # simulation id -> its claim's key, value
         self._released: list[tuple[str, bytes]] = []  # claims to delete
 
@@ -30,7 +32,8 @@ class Claims:
         """Claim this game's next match for ``simulation_id`` here, unless another claim holds
         it: that claim's node and simulation id, or None if the claim is this one (or Redis is
         out of reach). A claim that does not read is deleted (if it is still there) and the
-        key claimed again."""
+        key claimed again; a key that holds another type of value is deleted for the next
+        claim."""
         key, value = claim_key(game), self._value(self.link.node_id, simulation_id)
         for _ in range(2):
             redis = self.link.redis
@@ -45,7 +48,8 @@ class Claims:
                 except values.BadValue as bad:
                     self.complaints(key, bad)
                     await redis.eval(RELEASE_CLAIM, 1, key, answer)
-            except (RedisError, OSError):
+            except (RedisError, OSError) as error:
+                self.repairs.wrong_type(key, error)
                 return None
         return None
 

@@ -1,21 +1,24 @@
 """The other nodes as this node follows them: which are alive, their live simulations (the
 directory, loaded from Redis and kept up to date by the lobby's announcements), and where to
 find a simulation or a name one of them plays. Whatever is read is checked first
-(``server.cluster.values``): a value that does not read is skipped and said."""
+(``server.cluster.values``): a value that does not read is skipped and said, a key that holds
+another type of value is deleted (``server.cluster.repairs``)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from server.cluster import Spectators, values, wire
 from server.cluster.directory import Directory
 from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, NODES, alias_key, node_key, sim_key
 from server.cluster.link import Link
+from server.cluster.repairs import Repairs
 from server.games.base import JsonObject
 from server.match import Status
 
@@ -29,19 +32,25 @@ SCAN_BATCH = 1000
 class Following:
     """The other nodes' state, as far as this node knows it."""
 
-    def __init__(self, link: Link, complaints: values.Complaints) -> None:
+    def __init__(self, link: Link, repairs: Repairs) -> None:
         self.link = link
-        self.complaints = complaints
+        self.repairs = repairs
+        self.complaints = repairs.complaints
         self.directory = Directory()  # the other nodes' live simulations
         self.alive: set[str] = set()  # the other nodes, at the last heartbeat
         self.other_wire: dict[str, int] = {}  # the living nodes speaking other frames, said once
+        self._other_type: dict[str, float] = {}  # nodes whose key holds another type: since when
         self.spectators: Spectators | None = None  # this node's pages, told of changes
 
     # --- the heartbeat ------------------------------------------------------------------------
-    async def living(self, redis: Redis, members: set[bytes]) -> set[str]:
-        """The other nodes alive among ``tavern:nodes``'s ``members`` (those whose key has not
-        expired); the dead ones, and whatever else is there, are removed from it."""
-        ids, strangers = self._node_ids(members)
+    async def living(self, redis: Redis, members: set[bytes] | None, known: set[str]) -> set[str]:
+        """The other nodes alive (those whose key has not expired) among ``tavern:nodes``'s
+        ``members``, those alive at the last heartbeat and the ``known`` ones (a node adds
+        itself to the set again at its next heartbeat, should the set have lost it); the dead
+        ones, and whatever else is there, are removed from it. ``members`` None: the set could
+        not be read (it held another type of value, and is deleted)."""
+        ids, strangers = (set(), []) if members is None else self._node_ids(members)
+        ids |= self.alive | known
         ids.discard(self.link.node_id)
         alive: set[str] = set()
         if ids:
@@ -49,10 +58,40 @@ class Following:
             entries = await redis.mget([node_key(node) for node in ordered])
             alive = {node for node, entry in zip(ordered, entries, strict=True) if entry}
             self._check_wire(dict(zip(ordered, entries, strict=True)))
+            alive |= await self._unreadable(redis, sorted(ids - alive))
         gone: list[str | bytes] = [*(ids - alive), *strangers]
-        if gone:
-            await redis.srem(NODES, *gone)
+        if gone and members is not None:
+            try:
+                await redis.srem(NODES, *gone)
+            except ResponseError as error:  # another type since it was read
+                self.repairs.check(NODES, error)
         return alive
+
+    async def _unreadable(self, redis: Redis, nodes: list[str]) -> set[str]:
+        """Those of these nodes whose key is there though it did not read: it holds another type
+        of value, which a living node writes over at its next heartbeat. Such a node is taken
+        for alive for ``nodeTtlMs`` from then; past it, for dead, and the key is deleted."""
+        if not nodes:
+            self._other_type.clear()
+            return set()
+        async with redis.pipeline(transaction=False) as pipe:
+            for node in nodes:
+                pipe.type(node_key(node))
+            kinds = await pipe.execute()
+        now, ttl_s = time.monotonic(), self.link.ttl_ms / 1000
+        found, since = set(), self._other_type
+        self._other_type = {}
+        for node, kind in zip(nodes, kinds, strict=True):
+            if kind == b"none":
+                continue
+            self._other_type[node] = since.get(node, now)
+            if now - self._other_type[node] < ttl_s:
+                found.add(node)
+                what = f"a {kind.decode()}: its node taken for alive until it writes it again"
+                self.complaints(node_key(node), what)
+            else:
+                self.repairs.other_type(node_key(node))
+        return found
 
     def _check_wire(self, entries: dict[str, bytes | str | None]) -> None:
         """Say, once per node, that a living node speaks other frames than this one: in the
@@ -116,7 +155,12 @@ class Following:
                     directory.append(entry)
         self.directory.replace(directory)
         if self.spectators is not None:
-            for raw in reversed(await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)):
+            try:
+                finished = await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)
+            except ResponseError as error:
+                self.repairs.check(FINISHED, error)
+                finished = []
+            for raw in reversed(finished):
                 try:
                     entry = values.finished_entry(raw)
                 except values.BadValue as bad:
@@ -206,7 +250,8 @@ class Following:
         try:
             raw = await redis.get(key)
             return None if raw is None else values.directory_entry(raw)
-        except (RedisError, OSError):
+        except (RedisError, OSError) as error:
+            self.repairs.wrong_type(key, error)
             return None
         except values.BadValue as bad:
             self.complaints(key, bad)
@@ -252,6 +297,7 @@ class Following:
         try:
             value: bytes | str | None = await redis.get(key)
         except (RedisError, OSError) as error:
-            log.warning("node %s: cannot locate %s: %s", self.link.node_id, looked_for, error)
+            if not self.repairs.wrong_type(key, error):
+                log.warning("node %s: cannot locate %s: %s", self.link.node_id, looked_for, error)
             return None
         return value

@@ -20,7 +20,11 @@ All of it has an expiry, so that a node that dies leaves nothing behind:
   short-lived in any case (the directory lists it by then).
 * ``tavern:seeks:{game}``: the seek pool (``server.cluster.seeks``), a sorted set of seeks
   scored by rating; a seek is removed when it is paired (two at once, atomically) or withdrawn,
-  and by any node that finds its node gone.
+  and by any node that finds its node gone. A node puts back those of its seeks it does not
+  find there (the pool was reset, or Redis lost it), unless they were paired.
+* ``tavern:paired:{game}``: the seeks paired in the last minutes (a sorted set scored by the
+  time), written by the script that pairs them, so that a seek whose pairing is on its way to
+  its node is not put back in the pool.
 * ``tavern:bot:{name}``: the node where a registered bot (its name casefolded) is present, to
   be challenged (``server.cluster.challenges``), refreshed by that node's heartbeat.
 * ``tavern:held:{name}``: what a registered bot (its name casefolded) holds on each node, its
@@ -35,6 +39,10 @@ All of it has an expiry, so that a node that dies leaves nothing behind:
   its bucket is full again (GCRA), expiring then.
 * ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
   (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
+
+Anyone who reaches the Redis may write any of these keys with another type of value than the
+nodes keep there (``TYPES``): a node that meets one deletes it (``server.cluster.repairs``), and
+what the nodes keep there is written again by its owner within a heartbeat.
 """
 
 from __future__ import annotations
@@ -45,6 +53,34 @@ LOBBY = PREFIX + "lobby"
 FINISHED = PREFIX + "finished"
 REGISTRATIONS = PREFIX + "registrations"
 FINISHED_KEPT = 100  # as many as a lobby lists (visor.hub.FINISHED_KEPT)
+
+# The type of each kind of key (the name after ``tavern:``, up to the next colon), as Redis's
+# TYPE names it.
+TYPES = {
+    "node": "string",
+    "nodes": "set",
+    "sim": "string",
+    "finished": "list",
+    "alias": "string",
+    "claim": "string",
+    "seeks": "zset",
+    "paired": "zset",
+    "bot": "string",
+    "held": "hash",
+    "last": "string",
+    "paced": "string",
+    "registrations": "string",
+}
+
+
+def kind_of(key: str) -> str:
+    """The kind of a key of the arena's (``tavern:held:grimli``: ``held``)."""
+    return key.removeprefix(PREFIX).partition(":")[0]
+
+
+def value_type(key: str) -> str:
+    """The type of value a key of the arena's holds."""
+    return TYPES[kind_of(key)]
 
 
 def node_key(node_id: str) -> str:
@@ -65,6 +101,10 @@ def claim_key(game: str) -> str:
 
 def seeks_key(game: str) -> str:
     return f"{PREFIX}seeks:{game}"
+
+
+def paired_key(game: str) -> str:
+    return f"{PREFIX}paired:{game}"
 
 
 def bot_key(folded_name: str) -> str:

@@ -5,7 +5,8 @@ The traffic between nodes goes over two connections of the link's own, made by r
 (address, password, database) and then written and read directly (``RawConnection``): every
 loop round's frames go out as pre-encoded PUBLISH commands in one write, on a connection that
 asked Redis for no replies, and the inbox's messages are parsed by hiredis as bytes arrive. The
-heartbeat and the look-ups keep redis-py's ordinary client (``Link.redis``).
+heartbeat and the look-ups keep redis-py's ordinary client (``Link.redis`` for the look-ups),
+each with connections of its own, so that look-ups never keep a heartbeat waiting.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any, Protocol, cast
 
 import hiredis
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
 from redis.exceptions import (
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 MAX_OUTGOING_BYTES = 64 * 1024 * 1024  # queued toward Redis before the link counts as lost
 FIRST_CONNECT_WAIT_S = 5.0
 MAX_BACKOFF_S = 5.0
+LOOK_UPS_AT_ONCE = 64  # connections to Redis for look-ups; more wait for one of them
 LEAVE_WAIT_S = 2.0
 
 Command = tuple[Any, ...]  # a Redis command's arguments, as ``wire.command`` encodes them
@@ -278,7 +280,23 @@ class Link:
         """Connect, register, follow the others and serve them until the link fails."""
         # No retries inside redis-py: a failed command means the link is down, handled here.
         options: dict[str, Any] = {"retry": Retry(NoBackoff(), 0), "socket_connect_timeout": 2}
-        redis = Redis.from_url(self.url, socket_timeout=max(2.0, self.ttl_ms / 1000), **options)
+        timeout = max(2.0, self.ttl_ms / 1000)
+        # The look-ups (seats, claims, the seek pool, bots...) share a bounded pool, in which a
+        # command waits for a free connection rather than fails; the heartbeat has a connection
+        # of its own, which no number of look-ups at once can take from it.
+        look_ups = BlockingConnectionPool.from_url(
+            self.url,
+            max_connections=LOOK_UPS_AT_ONCE,
+            timeout=timeout,
+            socket_timeout=timeout,
+            **options,
+        )
+        redis = Redis.from_pool(look_ups)
+        beating = Redis.from_pool(
+            BlockingConnectionPool.from_url(
+                self.url, max_connections=1, timeout=timeout, socket_timeout=timeout, **options
+            )
+        )
         # The traffic goes over two connections of its own, made (address, password, database)
         # by redis-py, then written and read directly (see RawConnection).
         pool = ConnectionPool.from_url(self.url, protocol=2, **options)
@@ -295,12 +313,12 @@ class Link:
             self.redis = redis
             self.user.relinked()
             self.flush_soon()
-            await self.user.beat(redis)  # which follows the other nodes' simulations
+            await self.user.beat(beating)  # which follows the other nodes' simulations
             self.up = True
             self.connected.set()
             log.info("node %s: in the arena on %s", self.node_id, without_password(self.url))
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._heartbeat(redis))
+                tasks.create_task(self._heartbeat(beating))
                 await lost
         finally:
             self.redis = self._sender = None
@@ -312,13 +330,20 @@ class Link:
             for connection in (sender, listener):
                 with contextlib.suppress(RedisError, OSError):
                     await connection.disconnect(nowait=True)
-            with contextlib.suppress(RedisError, OSError):
-                await redis.aclose()
+            for client in (redis, beating):
+                with contextlib.suppress(RedisError, OSError):
+                    await client.aclose()
 
     async def _heartbeat(self, redis: Redis) -> None:
+        """A beat every ``heartbeat_s`` on a fixed rhythm, not ``heartbeat_s`` after the last one
+        ended: a beat that waits long on Redis (or on a busy loop) does not put the next ones
+        later; one past its time goes at once."""
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         while True:
             await self.user.beat(redis)
-            await asyncio.sleep(self.heartbeat_s)
+            due = max(due + self.heartbeat_s, loop.time())
+            await asyncio.sleep(due - loop.time())
 
     async def _stay_linked(self) -> None:
         backoff = self.heartbeat_s / 4

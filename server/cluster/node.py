@@ -15,7 +15,8 @@
 What lives in Redis is told in ``server.cluster.keys``. Anyone who reaches the Redis can write
 there and publish on its channels, so whatever a node reads from it is checked first
 (``server.cluster.values``, ``wire.read_batch``): a value or a frame that does not read is
-skipped and logged, and costs nothing else.
+skipped and logged, and costs nothing else; a key that holds another type of value than the
+nodes keep there is deleted (``server.cluster.repairs``), each reply read on its own.
 
 When a node's key expires, every other node drops its simulations, tells each bot and page
 connected through it to one of that node's games why, and closes them. When Redis itself goes
@@ -50,8 +51,9 @@ from server.cluster.keys import FINISHED, LOBBY, NODES, inbox, node_key, sim_key
 from server.cluster.link import Command, Link
 from server.cluster.listing import Listing
 from server.cluster.relays import Relays, Watching
+from server.cluster.repairs import Repairs
 from server.cluster.seats import LINK_LOST_REASON, PeerSeat, SeatsAsked, SeatsGiven
-from server.cluster.seeks import SharedSeeks
+from server.cluster.seeks import PAIRED_KEPT_S, SharedSeeks
 from server.config import ArenaConfig, without_password
 from server.errors import BotError
 from server.games.base import JsonObject
@@ -73,13 +75,15 @@ class ClusterNode:
         self.id = secrets.token_hex(wire.NODE_ID_BYTES // 2)
         self.addresses: JsonObject = {}
         self.round_trip_s: float | None = None  # of the last heartbeat, for /metrics
-        complaints = values.Complaints(self.id)  # what it read from Redis and could not use
+        # What it read from Redis and could not use (tavern_redis_bad_values in /metrics).
+        self.complaints = complaints = values.Complaints(self.id)
         self.link = Link(
             self, self.id, config.redis, config.node_heartbeat_ms / 1000, config.node_ttl_ms
         )
+        self.repairs = Repairs(self.link, complaints)
         self.listing = Listing(self.link)
-        self.claims = Claims(self.link, complaints)
-        self.following = Following(self.link, complaints)
+        self.claims = Claims(self.link, self.repairs)
+        self.following = Following(self.link, self.repairs)
         self.asked = SeatsAsked(self.link, arena, self.following, self.claims)
         # How long the seats that cross nodes are held while the link is made again.
         self.grace_s = config.reconnect_grace_ms / 1000
@@ -87,9 +91,11 @@ class ClusterNode:
         self.given = SeatsGiven(self.link, arena, keep_s=2 * self.grace_s)
         self.watching = Watching(self.link, self.following.directory)
         self.relays = Relays(self.link)
-        self.seeks = SharedSeeks(self.link, arena, self.following, complaints)
+        # A pairing is noted longer than its frame may wait for its node's link to come back.
+        paired_kept_s = max(PAIRED_KEPT_S, 2 * self.grace_s)
+        self.seeks = SharedSeeks(self.link, arena, self.following, self.repairs, paired_kept_s)
         self.challenges = RemoteChallenges(self.link, arena)
-        self.bots = SharedBots(self.link, arena, self.following, complaints)
+        self.bots = SharedBots(self.link, arena, self.following, self.repairs)
         arena.roster.pacer = arena.roster.budget = self.bots
         frame_table: dict[bytes, Handler] = {
             # To the node playing the match:
@@ -112,6 +118,7 @@ class ClusterNode:
         }
         self.inbox = Inbox(frame_table, complaints)
         self._grace: asyncio.TimerHandle | None = None
+        self._refreshed: list[Command] = []  # the heartbeat's, due in the link's next write
         self._inbox_channel = inbox(self.id).encode()
         self._registered = False  # this node's key was written since the link was made
         arena.listeners += (self.listing.on_update, self.claims.on_update)
@@ -190,29 +197,42 @@ class ClusterNode:
             self.following.announced(data)
 
     def relinked(self) -> None:
+        self._refreshed = []  # every entry is written again anyway
         self.listing.relinked()
         self.seeks.relinked()
         self._registered = False
 
     async def beat(self, redis: Redis) -> None:
         """Say this node is alive, refresh its entries (with their latest turn), and find the
-        nodes that are not."""
+        nodes that are not. Each reply is read on its own: a key that holds another type of
+        value costs only itself (``server.cluster.repairs``)."""
         started = time.perf_counter()
+        # The entries (SET, which no other type of value fails, and PUBLISH) go with the link's
+        # next write, which waits for no reply; what may fail is read in the pipeline's replies.
+        self._refreshed = [*self.listing.refresh(), *self.challenges.refresh()]
+        self.link.flush_soon()
         pipe = redis.pipeline(transaction=False)
         pipe.exists(node_key(self.id))  # (whatever its type: SET replaces any)
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.link.ttl_ms)
         pipe.sadd(NODES, self.id)
         pipe.pexpire(FINISHED, self.link.ttl_ms)  # kept while any node of the arena lives
-        refreshed = [*self.listing.refresh(), *self.challenges.refresh(), *self.bots.refresh()]
+        refreshed = self.bots.refresh()
         for command in refreshed:
             pipe.execute_command(*command)
         pipe.smembers(NODES)
-        results = await pipe.execute()
+        results = await pipe.execute(raise_on_error=False)
         self.round_trip_s = time.perf_counter() - started
-        if self._registered and not results[0]:
+        exists, *replies = results
+        keys = [node_key(self.id), NODES, FINISHED, *(str(c[1]) for c in refreshed), NODES]
+        for key, result in zip(keys, replies, strict=True):
+            self.repairs.check(key, result)
+        if self._registered and exists == 0:
             self._taken_for_lost()
         self._registered = True
-        alive = await self.following.living(redis, results[-1])
+        members = results[-1]
+        alive = await self.following.living(
+            redis, None if isinstance(members, Exception) else members, self._known_nodes()
+        )
         # The nodes back after a lost link: each seat's link to them resumes (frames lost with
         # the link go again).
         back = self.link.seen(alive)
@@ -262,8 +282,11 @@ class ClusterNode:
             self._lost(late, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
 
     def due(self) -> list[Command]:
+        refreshed, self._refreshed = self._refreshed, []
         return (
-            self.listing.writes()
+            self.repairs.writes()
+            + refreshed  # before the entries' deletions
+            + self.listing.writes()
             + self.claims.writes()
             + self.seeks.writes()
             + self.challenges.writes()

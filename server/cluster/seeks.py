@@ -3,18 +3,25 @@
 Each seek is a member of the game's sorted set ``tavern:seeks:{game}`` (scored by rating): its
 node, its id there, and what the pairing policy needs (``server.ladder``). A node with seekers
 reads its games' sets every ``TICK_S`` and pairs them with the same pure policy as an arena
-alone; a pair is this node's to make when its longer-waiting seeker is here. It is claimed
-atomically (both members removed, or neither, by one script), so that no seeker is paired
-twice; the match opens here, this node's seeker takes its seat, and the other seeker's node,
-if another, is told (``wire.PAIRED``) and asks for the remaining seat the ordinary way.
-Members of nodes that are gone are removed by whichever node reads them. A pair claimed after
-its seeker here left (its withdrawal not in Redis yet) is not played: the other seeker goes back
-to the pool as it was, its wait counted from its seek.
+alone, a slice at a time (``server.ladder.Pairing``), letting the event loop run between
+slices; a pair is this node's to make when its longer-waiting seeker is here. A slice's pairs
+are claimed by one script, each atomically (both members removed, or neither; noted in
+``tavern:paired:{game}``), so that no seeker is paired twice; the match opens here, this node's
+seeker takes its seat, and the other seeker's node, if another, is told (``wire.PAIRED``) and
+asks for the remaining seat the ordinary way. Members of nodes that are gone are removed by
+whichever node reads them. A pair claimed after its seeker here left (its withdrawal not in
+Redis yet) is not played: the other seeker goes back to the pool as it was, its wait counted
+from its seek.
+
+A node that does not find a seek of its own in the pool (the pool held another type of value
+and was reset, or Redis lost it) puts it back, unless it was paired (noted in
+``tavern:paired:{game}``, checked by the same script): its pairing is on its way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import orjson
@@ -24,31 +31,69 @@ from redis.exceptions import RedisError
 from server.arena import Arena, SeekTaker
 from server.cluster import values, wire
 from server.cluster.following import Following
-from server.cluster.keys import node_key, seeks_key
+from server.cluster.keys import node_key, paired_key, seeks_key
 from server.cluster.link import Command, Link
-from server.ladder import TICK_S, Seeker, pair_seekers
+from server.cluster.repairs import Repairs
+from server.ladder import TICK_S, Pairing, Seeker
 
-CLAIM_PAIR = """if redis.call('ZSCORE', KEYS[1], ARGV[1])
-    and redis.call('ZSCORE', KEYS[1], ARGV[2]) then
-  redis.call('ZREM', KEYS[1], ARGV[1], ARGV[2])
-  return 1
+# Pairs of seekers (ARGV[3], ARGV[4], then the next pair...) each taken both at once or
+# neither, all in one script; those taken are noted in the pool's paired set (KEYS[2]) at
+# ARGV[1] (the time), which keeps ARGV[2] seconds. Answers whether the paired set held another
+# type of value (1: it was deleted first), then 1 for each pair taken, 0 for each not.
+CLAIM_PAIRS = """local now, kept = tonumber(ARGV[1]), tonumber(ARGV[2])
+local answers = {0}
+local kind = redis.call('TYPE', KEYS[2]).ok
+if kind ~= 'zset' and kind ~= 'none' then
+  redis.call('DEL', KEYS[2])
+  answers[1] = 1
 end
-return 0"""  # both seekers taken at once, or neither
+for index = 3, #ARGV, 2 do
+  local first, second = ARGV[index], ARGV[index + 1]
+  if redis.call('ZSCORE', KEYS[1], first) and redis.call('ZSCORE', KEYS[1], second) then
+    redis.call('ZREM', KEYS[1], first, second)
+    redis.call('ZADD', KEYS[2], now, first, now, second)
+    answers[#answers + 1] = 1
+  else
+    answers[#answers + 1] = 0
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - kept)
+redis.call('PEXPIRE', KEYS[2], math.ceil(kept * 1000))
+return answers"""
+# A node's seeks (ARGV: score, member, ...) put back in the pool, but those paired.
+SEEK_AGAIN = """for index = 1, #ARGV, 2 do
+  if not redis.call('ZSCORE', KEYS[2], ARGV[index + 1]) then
+    redis.call('ZADD', KEYS[1], ARGV[index], ARGV[index + 1])
+  end
+end
+return 0"""
+READ_SLICE = 512  # members read (parsed) between two yields to the event loop
+PAIRED_KEPT_S = 120.0  # how long a pairing is noted, at least
 
 
 class SharedSeeks:
     """This node's seekers in the shared pool, and its part in pairing it."""
 
     def __init__(
-        self, link: Link, arena: Arena, following: Following, complaints: values.Complaints
+        self,
+        link: Link,
+        arena: Arena,
+        following: Following,
+        repairs: Repairs,
+        paired_kept_s: float = PAIRED_KEPT_S,
     ) -> None:
         self.link = link
         self.arena = arena
         self.following = following
-        self.complaints = complaints
+        self.repairs = repairs
+        self.complaints = repairs.complaints
+        # Longer than a pairing's frame may wait for its node (a seat's link is held as long).
+        self.paired_kept_s = paired_kept_s
         self.local: dict[str, tuple[bytes, Seeker, SeekTaker]] = {}  # by seek id: its member
         self._writes: list[Command] = []
         self._pairing: asyncio.Task[None] | None = None
+        # Each game's members as last read, each with its node and seek: only new ones are read.
+        self._read: dict[str, dict[bytes, tuple[str, Seeker]]] = {}
 
     def seek(self, seeker: Seeker, taker: SeekTaker) -> None:
         """``server.arena.Elsewhere.seek``: in the pool, the seek's id starts with this node's,
@@ -72,11 +117,10 @@ class SharedSeeks:
 
     def relinked(self) -> None:
         """Every seek here is due in the pool again: Redis may have lost them (a restart), or
-        the other nodes removed them (this node was taken for lost)."""
-        for member, seeker, _ in self.local.values():
-            self._writes.append(("ZADD", seeks_key(seeker.game), seeker.rating, member))
-        if self._writes:
-            self.link.flush_soon()
+        the other nodes removed them (this node was taken for lost); those paired meanwhile
+        stay out (``_seek_again``)."""
+        for game in {seeker.game for _, seeker, _ in self.local.values()}:
+            self._seek_again(game, set())
 
     def unseek(self, seeker_id: str) -> None:
         found = self.local.pop(seeker_id, None)
@@ -110,49 +154,114 @@ class SharedSeeks:
                     continue  # the link says so and links again; the next tick tries again
         finally:
             self._pairing = None
+            self._read.clear()
 
     async def _pair(self, redis: Redis, game: str) -> None:
-        key = seeks_key(game)
-        living = self.following.alive | {self.link.node_id}
-        members: dict[str, tuple[str, bytes]] = {}  # seek id -> node, member
-        seekers = []
-        gone: list[bytes] = []
-        read: list[tuple[str, Seeker, bytes]] = []
-        for member in await redis.zrange(key, 0, -1):
-            if not isinstance(member, bytes):
-                continue
-            try:
-                read.append((*values.seeker(member), member))
-            except values.BadValue as bad:
-                self.complaints(key, bad)
-                gone.append(member)
-        living |= await self._back(redis, {node for node, _, _ in read} - living)
-        for node, seeker, member in read:
-            if node not in living:
-                gone.append(member)
-                continue
-            if self.arena.roster.is_barred(seeker.bot):
-                continue  # banned or revoked: its node withdraws it once it knows
-            members[seeker.id] = (node, member)
-            seekers.append(seeker)
-        if gone:
-            await redis.zrem(key, *gone)
-        mine = [
-            (first, second)
-            for first, second in pair_seekers(seekers, time.time())
-            if members[min((first, second), key=lambda s: (s.since, s.id)).id][0]
-            == self.link.node_id  # the older seeker's node pairs them
-        ]
-        if not mine:
+        """A pass over the game's pool: this node's pairs claimed and met, a slice at a time."""
+        key, paired = seeks_key(game), paired_key(game)
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.zrange(key, 0, -1)
+            pipe.type(paired)
+            pool, paired_type = await pipe.execute(raise_on_error=False)
+        if isinstance(paired_type, Exception):
+            raise paired_type
+        if paired_type not in (b"zset", b"none"):
+            self.repairs.other_type(paired)  # deleted before any seek is put back
+        if isinstance(pool, Exception):
+            self.repairs.check(key, pool)  # another type: deleted, and the seeks put back
             return
-        # Every claim of the pass in one round trip: each is still atomic (one script), and
-        # a pass of hundreds of pairs does not wait for Redis once per pair.
-        async with redis.pipeline(transaction=False) as claims:
-            for first, second in mine:
-                claims.eval(CLAIM_PAIR, 1, key, members[first.id][1], members[second.id][1])
-            claimed = await claims.execute()
-        for (first, second), answer in zip(mine, claimed, strict=True):
-            if answer != 1:
+        read = [member for member in pool if isinstance(member, bytes)]
+        members, seekers = await self._members(redis, key, game, read)
+        self._seek_again(game, set(read))
+        pairing = Pairing(seekers, time.time())
+        while not pairing.done:
+            mine = [
+                (first, second)
+                for first, second in pairing.slice()
+                if members[min((first, second), key=lambda s: (s.since, s.id)).id][0]
+                == self.link.node_id  # the older seeker's node pairs them
+            ]
+            if mine:
+                await self._claim(redis, game, mine, members)
+            else:
+                await asyncio.sleep(0)  # the next slice in the next loop round
+
+    async def _members(
+        self, redis: Redis, key: str, game: str, read: list[bytes]
+    ) -> tuple[dict[str, tuple[str, bytes]], list[Seeker]]:
+        """The pool's members by seek id, each with its node, and their seeks, but those of
+        bots banned or without a key (their nodes withdraw them once they know); those that do
+        not read, whose node is gone, or of this node's seeks that are no more (withdrawn while
+        Redis was away, say) are removed. A member read at the last pass is not read again."""
+        known, kept = self._read.get(game, {}), {}
+        mine = self.link.node_id
+        local = {seeker.id for _, seeker, _ in self.local.values()}  # as the pool names them
+        members: dict[str, tuple[str, bytes]] = {}  # seek id -> node, member
+        seekers: list[Seeker] = []
+        gone: list[bytes] = []
+        fresh = 0
+        for member in read:
+            found = known.get(member)
+            if found is None:
+                fresh += 1
+                if fresh % READ_SLICE == 0:
+                    await asyncio.sleep(0)
+                try:
+                    found = values.seeker(member)
+                except values.BadValue as bad:
+                    self.complaints(key, bad)
+                    gone.append(member)
+                    continue
+            kept[member] = found
+        living = self.following.alive | {mine}
+        living |= await self._back(redis, {node for node, _ in kept.values()} - living)
+        barred = self.arena.roster.is_barred
+        for member, (node, seeker) in kept.items():
+            if node not in living or (node == mine and seeker.id not in local):
+                gone.append(member)
+            elif not barred(seeker.bot):
+                members[seeker.id] = (node, member)
+                seekers.append(seeker)
+        self._read[game] = kept
+        if gone:
+            self._writes.append(("ZREM", key, *gone))
+            self.link.flush_soon()
+        return members, seekers
+
+    def _seek_again(self, game: str, present: set[bytes]) -> None:
+        """This node's seeks of the game missing from the pool go back, unless paired."""
+        missing = [
+            (seeker.rating, member)
+            for member, seeker, _ in self.local.values()
+            if seeker.game == game and member not in present
+        ]
+        if missing:
+            keys = (seeks_key(game), paired_key(game))
+            self._writes.append(("EVAL", SEEK_AGAIN, 2, *keys, *itertools.chain(*missing)))
+            self.link.flush_soon()
+
+    async def _claim(
+        self,
+        redis: Redis,
+        game: str,
+        pairs: list[tuple[Seeker, Seeker]],
+        members: dict[str, tuple[str, bytes]],
+    ) -> None:
+        """Claim these pairs, in one script (each pair taken both at once or neither), and meet
+        those claimed."""
+        key, paired = seeks_key(game), paired_key(game)
+        chosen = [members[seeker.id][1] for pair in pairs for seeker in pair]
+        try:
+            answers = await redis.eval(
+                CLAIM_PAIRS, 2, key, paired, time.time(), self.paired_kept_s, *chosen
+            )
+        except RedisError as error:
+            self.repairs.check(key, error)  # another type: deleted, and the seeks put back
+            return
+        if answers[0]:
+            self.complaints(paired, "another type of value than a zset, deleted")
+        for (first, second), taken in zip(pairs, answers[1:], strict=True):
+            if not taken:
                 continue
             pair = (first, second)
             if all(self._still_seeking(seeker, members) for seeker in pair):
@@ -160,7 +269,8 @@ class SharedSeeks:
                 continue
             for seeker in pair:  # those still seeking wait on, in their place
                 if self._still_seeking(seeker, members):
-                    self._writes.append(("ZADD", key, seeker.rating, members[seeker.id][1]))
+                    member = members[seeker.id][1]
+                    self._writes += (("ZREM", paired, member), ("ZADD", key, seeker.rating, member))
             self.link.flush_soon()
 
     async def _back(self, redis: Redis, nodes: set[str]) -> set[str]:

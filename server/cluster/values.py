@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from server.cluster import wire
+from server.cluster.keys import PREFIX
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.ladder import Seeker
@@ -294,15 +295,18 @@ def text(payload: bytes) -> str:
 # --- saying what was bad -------------------------------------------------------------------------
 class Complaints:
     """Bad values and frames, logged at most once every ``COMPLAIN_EVERY_S`` for each key (a
-    Redis key, or the sender of frames), then how many more came in that time."""
+    Redis key, or the sender of frames), then how many more came in that time; and each
+    counted, by the kind of its key (``counts``: ``tavern_redis_bad_values`` in /metrics)."""
 
     def __init__(self, node: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.node = node
         self.clock = clock
+        self.counts: collections.Counter[str] = collections.Counter()
         # Key -> when it was said, how many more came since; the oldest first.
         self._said: collections.OrderedDict[str, tuple[float, int]] = collections.OrderedDict()
 
     def __call__(self, key: str, what: object, exc_info: bool = False) -> None:
+        self.counts[_kind(key)] += 1
         now = self.clock()
         self._forget(now)
         if key not in self._said and len(self._said) >= COMPLAINT_KEYS:
@@ -327,6 +331,12 @@ class Complaints:
                     "node %s: %s: %d more like it in %.0f s; skipped",
                     *(self.node, key, more, COMPLAIN_EVERY_S),
                 )
+
+
+def _kind(key: str) -> str:
+    """What a complaint's key counts as: a kind of Redis key (``sim``, ``seeks``...), the lobby,
+    or ``frames``."""
+    return key.removeprefix(PREFIX).replace(":", " ").partition(" ")[0]
 
 
 # --- reading JSON --------------------------------------------------------------------------------
