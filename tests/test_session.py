@@ -8,6 +8,7 @@ import orjson
 
 from server.errors import BotError
 from server.games.base import JsonObject
+from server.ladder import TICK_S
 from server.match import Phase, SeatMessage
 from server.session import Client, Session
 from tests.golden_files import GOLDEN
@@ -232,6 +233,7 @@ async def test_a_seek_takes_the_seat_fields_a_join_takes() -> None:
         tables.clock.advance(0.01)  # the first seeker waited longest: it takes the first seat
         rival = {"nick": "Rival", "names": ["Rhun", "Balgairen", "Tavio"], "opponentNotices": True}
         second.handle({"type": "seek", "game": "tavern", **rival})
+        tables.clock.advance(TICK_S)  # the pool's next pass
         await settle()
         assert first_heard.kinds() == ["game-info", "turn"]
         golden = orjson.loads((GOLDEN / "tavern" / "turn-initial.json").read_bytes())
