@@ -28,14 +28,22 @@ from typing import IO, Any
 import orjson
 
 from server.arena import Arena, resume_at
-from server.commentary import board_text, result_text, turn_text
+from server.commentary import board_text, clock_text, result_text, turn_text
 from server.config import ArenaConfig
 from server.debug import DEBUG_KEY, STDERR_KEY
 from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, TimeBank
 from server.league import crashed
-from server.match import GameFinished, GameStarted, MatchOptions, Resume, TurnPlayed, Update
+from server.match import (
+    GameFinished,
+    GameStarted,
+    MatchOptions,
+    Resume,
+    TurnPlayed,
+    TurnResult,
+    Update,
+)
 from server.records import Records, recording
 from server.replay import DamagedRecord, frames, game_of, turns_before
 from server.sandbox import Sandbox
@@ -216,6 +224,8 @@ class Commentator:
         self.match_id: str | None = None
         self.nicks: list[str] = []
         self.last_seat: int | None = None  # the seat that played the last turn
+        self.bank: TimeBank | None = None  # the game's time bank, if it has one
+        self.time_left_s: list[float] = []  # with a bank: each seat's, after the last turn
         self.finished: GameFinished | None = None
         self._header = ""
         self._last_drawn = 0.0
@@ -242,6 +252,10 @@ class Commentator:
             f"{seat.seat} ({seat.nick})" for seat in view.players if seat is not None
         )
         self._header = f"{view.game} {view.match_id}, seed {view.seed}: {players}"
+        self.bank = view.limits.bank
+        if self.bank is not None:
+            self.time_left_s = [self.bank.initial_ms / 1000] * len(view.players)
+            self._header += "\n" + clock_text(self.bank.initial_ms, self.bank.increment_ms)
         legend = "\n".join(self.codec.legend_text(view.state))
         self._draw(f"{self._header}\n{legend}\n\nstart\n{board_text(self.codec, view.state)}")
         record = {
@@ -273,6 +287,7 @@ class Commentator:
             result.state,
             result.debug if self.verbose else None,
             result.stderr if self.verbose else None,
+            self._time_left(result),
         )
         if self.lines is not None:
             said = b"".join(
@@ -282,6 +297,21 @@ class Commentator:
             )
             self.lines.write(result.spectator_json() + said + b"}\n")
         self._draw(f"{self._header}\n\n{text}" if self.live else f"\n{text}")
+
+    def _time_left(self, result: TurnResult) -> list[float] | None:
+        """With a time bank, each seat's time left after the turn: the next turn's clock says
+        it; after the last turn (no next one), the mover's is worked out as the match spends
+        it, its reply's time taken and the increment given."""
+        bank = self.bank
+        if bank is None:
+            return None
+        clock = result.clock
+        if clock is not None and clock.remaining_s:
+            self.time_left_s = list(clock.remaining_s)
+        else:
+            spent = result.reply_ms / 1000
+            self.time_left_s[result.seat] += bank.increment_ms / 1000 - spent
+        return self.time_left_s
 
     def _finished(self, update: GameFinished) -> None:
         self.finished = update
