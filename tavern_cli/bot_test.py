@@ -25,12 +25,13 @@ from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.match import Match, MatchOptions, TurnPlayed, TurnResult, Update
-from server.replay import turns_before
+from server.played_on import NoStartingPoint, starting_point
+from server.replay import DamagedRecord, turns_before
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
 from server.tournament.spec import DEFAULT_LIMITS, Limits
-from tavern_cli.play import PlayError, PlayOptions, command_entrant, config_for_play, starting_point
+from tavern_cli.play import PlayError, PlayOptions, command_entrant, config_for_play
 from visor.seats import seat_house_player
 
 POSITION_FIELDS = ("id", "game", "seed", "settings", "players", "turns")
@@ -124,20 +125,17 @@ async def _one_position(
     if game not in GAMES:
         return False, f"no game {game!r}", ""
     seat_names = GAMES[game].seat_names
-    # The position's game ends where it would have (its turn limit); the board is the config's.
-    turn_limit = (
-        record["settings"].get("turnLimit") if isinstance(record["settings"], dict) else None
-    )
-    play_options = PlayOptions(game, (command, command), turns=turn_limit)
-    arena_config = config_for_play(config, play_options, limits)
+    arena_config = config_for_play(config, PlayOptions(game, (command, command)), limits)
     arena = Arena(arena_config)
-    codec = arena.codec(game)
     try:
         bot = command_entrant("the bot", command, tuple(seat_names), game)
-        start = starting_point(record, codec, turn)
-        seat = codec.rules.to_move(start.resume.state)
+        # The position's game is played with its own settings (its board, its turn limit).
+        start = starting_point(record, turn)
+        seat = start.codec.rules.to_move(start.resume.state)
     except PlayError as error:
         return False, str(error), ""
+    except (NoStartingPoint, DamagedRecord) as error:
+        return False, f"not a position of its game: {error}", ""
     answered: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
 
     def heard(update: Update) -> None:
@@ -147,7 +145,8 @@ async def _one_position(
     arena.listeners.append(heard)
     async with arena.running(), TcpServer(arena).serving() as tcp:
         assert tcp.port is not None
-        match = arena.open(game, MatchOptions(seed=start.seed, resume=start.resume))
+        options = MatchOptions(seed=start.seed, resume=start.resume, codec=start.codec)
+        match = arena.open(game, options)
         sandbox = Sandbox.create()
         process = BotProcess(bot, match.id, seat, limits)
         try:

@@ -283,7 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="from_game",
         metavar="GAME",
         help="play on from a recorded game (its id, in --database or the config's records) or "
-        "a game file, after --turn N of its turns, with its random draws",
+        "a game file, after --turn N of its turns, with its random draws and its settings (the "
+        "board, turn limit, time per move and clock it was played with; --config, --turns and "
+        "--clock change them)",
     )
     play.add_argument(
         "--turn",
@@ -629,6 +631,7 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
         start=start,
         start_turn=args.turn,
         clock=args.clock,
+        own_settings=args.config is not None,
     )
     try:
         finished = asyncio.run(until_signalled(play(options, config, sys.stdout)))
