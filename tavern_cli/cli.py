@@ -68,6 +68,7 @@ from tavern_cli.config_file import (
     records_line,
     settings_file,
 )
+from tavern_cli.house import add_house_command, house_command
 from tavern_cli.ladder import add_bot_commands, bots_command, ladder_command
 from tavern_cli.match import (
     MatchPlan,
@@ -427,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an SQLite file or a postgresql:// URL",
     )
     add_bot_commands(commands)
+    add_house_command(commands)
     return parser
 
 
@@ -932,6 +934,8 @@ def run_command(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote
     opens the records."""
     if args.command == "records":
         return copy_command(args.source, args.target)
+    if args.command == "house":
+        return house_command(args)
     if args.command == "bots":
         said()
         return bots_command(args, config.database)
