@@ -30,6 +30,7 @@ from server.arena import Arena
 from server.commentary import board_text, clock_text, result_text, turn_text
 from server.config import ArenaConfig
 from server.debug import DEBUG_KEY, STDERR_KEY
+from server.errors import Rejected
 from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, TimeBank
@@ -160,7 +161,10 @@ def played_on(options: PlayOptions, config: ArenaConfig) -> PlayedOn:
     clock = options.clock
     recorded_clock = record["settings"].get(CLOCK_KEY)
     if clock is None and recorded_clock is not None:
-        clock = TimeBank.from_wire(recorded_clock)
+        try:
+            clock = TimeBank.from_wire(recorded_clock)
+        except Rejected as rejected:
+            raise PlayError(f"--from: game {record['id']}'s clock: {rejected.reason}") from None
     return PlayedOn(point, codec, clock, lines)
 
 
