@@ -2,14 +2,16 @@
 
     python bench/thud_movegen.py [traces.jsonl.gz]
 
-The default is the copy in tests/data; pass /work/shared/reference/thud/traces-sample.jsonl.gz
-for the full sample. Every game is replayed from the start by its recorded moves; each position's
-legal moves (kind, kills, in_danger) and each game's end are compared with the record, then
-``legal_moves`` plus the ``in_danger`` flag of every move, ``legal_moves`` alone, and the JSON
-list of the legal moves a turn message carries are timed over all positions, and ``check`` plus
-``apply`` over the recorded moves. Last, a whole turn as the server plays it: the recorded move
-as a bot sends it (``player-turn``) made an action by the codec, checked and applied by the
-rules, and the next turn message built and encoded (position, every legal move as JSON).
+The default is the copy in tests/data (six games of the 30-game sample recorded from the
+AJFaraday/Thud engine, tests/data/README.md); pass the whole sample's file
+(``traces-sample.jsonl.gz``, not in this repository) to measure over all of it. Every game is
+replayed from the start by its recorded moves; each position's legal moves (kind, kills,
+in_danger) and each game's end are compared with the record, then ``legal_moves`` plus the
+``in_danger`` flag of every move, ``legal_moves`` alone, and the JSON list of the legal moves a
+turn message carries are timed over all positions, and ``check`` plus ``apply`` over the
+recorded moves. Last, a whole turn as the server plays it: the recorded move as a bot sends it
+(``player-turn``) made an action by the codec, checked and applied by the rules, and the next
+turn message built and encoded (position, every legal move as JSON).
 
 Times are CPU seconds of this process, the best of several rounds, so that other work on the
 machine barely moves them.

@@ -20,12 +20,13 @@ original, the ``node`` process; for an arena, its records thread included), the 
 second and the reply latency; the end prints every round together and the ratio of this
 arena's CPU per turn to each other server's.
 
-The original server comes from ``--original-source`` (a git directory or URL; by default this
-machine's mirror of PIWEEK/dwarven-tavern if present, else GitHub), cloned once into ``--cache``
-(default ``/tmp/tavern-bench-original``), where its npm dependencies are installed once::
+The original server comes from ``--original-source`` (a git URL or a local copy of the
+repository; by default the public one, https://github.com/PIWEEK/dwarven-tavern), cloned once
+into ``--cache`` (default ``tavern-bench-original`` in the system's temporary folder), where its
+npm dependencies are installed once::
 
-    git clone SOURCE /tmp/tavern-bench-original/source
-    cd /tmp/tavern-bench-original/source/server && npm install --no-audit --no-fund
+    git clone SOURCE CACHE/source
+    cd CACHE/source/server && npm install --no-audit --no-fund
 
 Each run writes the ports and ``pointsToWin`` (raised, so that games last rather than end
 after three points) into that copy's ``config.json``. Its logging (the board printed at every
@@ -44,6 +45,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -55,9 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import ROOT, ServerProcess, arena_process, describe_ms, use_loop
 from bench.load import UNCAPPED, Figures, measure
 
-MIRROR = Path("/work/.mirror/PIWEEK+dwarven-tavern/repo/.git")
 GITHUB = "https://github.com/PIWEEK/dwarven-tavern.git"
-CACHE = Path("/tmp/tavern-bench-original")
+CACHE = Path(tempfile.gettempdir()) / "tavern-bench-original"
 # socket.io 0.9.16 inherits from ``process.EventEmitter``, gone from Node since 2016.
 NODE_COMPAT = 'process.EventEmitter = require("events");\n'
 WARM_UP_S = 2.0  # a first, uncounted round for each server (Node's compiler, the caches)
@@ -256,8 +257,8 @@ def main() -> None:
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
     parser.add_argument(
         "--original-source",
-        default=str(MIRROR) if MIRROR.is_dir() else GITHUB,
-        help="the original's git repository (a directory or a URL)",
+        default=GITHUB,
+        help="the original's git repository: a URL (by default the public one) or a local copy",
     )
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--points-to-win", type=int, default=1000)

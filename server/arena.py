@@ -61,17 +61,6 @@ class Standing:
     had_first_seat: bool = False  # in that game
 
 
-def resume_at(codec: AnyCodec, position: object, seed: int, taken_from: str | None) -> Resume:
-    """A new game of ``codec`` begun at a position given in wire form, its random draws from
-    ``seed``, as its record will replay it; ``taken_from`` names the recorded game the position
-    is one of, if it is. Raises ``PositionRejected``."""
-    state, played = codec.position_from_wire(position)
-    origin: JsonObject = {"position": codec.position_to_wire(state), "turn": played}
-    if taken_from is not None:
-        origin["game"] = taken_from
-    return Resume(state, played, random.Random(seed), origin)
-
-
 class RemotePeer(Protocol):
     """A connection on this node that plays, through the arena's other nodes, a seat of a match
     another node plays (see ``Elsewhere``)."""
@@ -323,7 +312,7 @@ class Arena:
         """A new match waiting for its players. ``options.creator``, the address of a bot or page
         that asked for it, may have only so many waiting at once (raises ``JoinRejected``)."""
         options = options or MatchOptions()
-        return self._open(self._codecs[game], options)
+        return self._open(options.codec or self._codecs[game], options)
 
     def _open(self, codec: AnyCodec, options: MatchOptions) -> Match:
         creator = options.creator

@@ -45,6 +45,11 @@ def board_text(game: AnyCodec, state: Any) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def clock_text(initial_ms: int, increment_ms: int) -> str:
+    """A game's time bank: ``clock: 60 s each, +0.5 s a move``."""
+    return f"clock: {initial_ms / 1000:g} s each, +{increment_ms / 1000:g} s a move"
+
+
 def turn_text(
     game: AnyCodec,
     number: int,
@@ -55,14 +60,19 @@ def turn_text(
     state: Any,
     debug: str | None = None,
     stderr: str | None = None,
+    time_left_s: Sequence[float] | None = None,
 ) -> str:
-    """One turn: who played it, the score after it, what happened, what the bot said of it
-    (its debug text and what it wrote on stderr during the turn, if any), and the board."""
+    """One turn: who played it, the score after it, each seat's time left on its clock (in a
+    game with a time bank), what happened, what the bot said of it (its debug text and what it
+    wrote on stderr during the turn, if any), and the board."""
     scores = ", ".join(f"{name} {value}" for name, value in game.scores(state).items())
     heading = f"turn {number}: {game.seat_names[seat]} ({nick})"
     if timed_out:
         heading += ", timed out"
     lines = [f"{heading}   [{scores}]"]
+    if time_left_s is not None:
+        left = zip(game.seat_names, time_left_s, strict=True)
+        lines.append("  time left: " + ", ".join(f"{name} {s:.1f} s" for name, s in left))
     said = game.events_text(events)
     lines += [f"  {line}" for line in said] if said else ["  passes"]
     if debug is not None:
@@ -133,10 +143,7 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
         )
     clock = record["settings"].get(CLOCK_KEY)
     if clock is not None:
-        header += (
-            f"\nclock: {clock['initialMs'] / 1000:g} s each, "
-            f"+{clock['incrementMs'] / 1000:g} s a move"
-        )
+        header += "\n" + clock_text(clock["initialMs"], clock["incrementMs"])
     yield header
     before = turns_before(record)
     for frame in frames(record):

@@ -192,7 +192,9 @@ KNOWN_KEYS = (
 
 
 def load_config(path: Path | None) -> ArenaConfig:
-    """Read and validate a config file; ``None`` gives the defaults."""
+    """Read and validate a config file; ``None`` gives the defaults. Its records file
+    (``database``, when a path and not a URL), if relative, is relative to the file's folder,
+    not to the current one: every command that reads the file finds the same records."""
     if path is None:
         return ArenaConfig()
     try:
@@ -202,9 +204,12 @@ def load_config(path: Path | None) -> ArenaConfig:
     except orjson.JSONDecodeError as error:
         raise ConfigError(f"{path}: not valid JSON: {error}") from error
     try:
-        return config_from_mapping(raw)
+        config = config_from_mapping(raw)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from error
+    if "://" in config.database or Path(config.database).is_absolute():
+        return config
+    return dataclasses.replace(config, database=str(path.parent / config.database))
 
 
 def config_from_mapping(raw: object) -> ArenaConfig:

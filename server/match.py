@@ -157,6 +157,9 @@ class Resume:
     turn_count: int
     rng: random.Random
     origin: JsonObject | None = None  # a new game played on from another's turn: which
+    # A new game played on from a recorded game's turn: that game's turns before it, which its
+    # record begins with (``GameStarted.turns_before``).
+    turns: tuple[JsonObject, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +177,9 @@ class MatchOptions:
     creator: str | None = None  # the address that asked for it, for the per-address cap
     by_join: bool = False  # opened by a random join: dropped when its last player leaves
     resume: Resume | None = None
+    # The game with settings of its own (one played on from a record keeps the record's board
+    # and turn limit); None: the arena's.
+    codec: AnyCodec | None = None
     match_id: str | None = None  # a restored game keeps its id
     rated: bool = False  # a ladder game between registered bots: it moves both ratings
 
@@ -426,6 +432,9 @@ class GameStarted:
 
     view: MatchView
     started_at: float  # wall-clock seconds
+    # A game played on from a recorded game's turn: that game's turns before it (as its record
+    # keeps them), which the new game's record begins with.
+    turns_before: tuple[JsonObject, ...] = ()
 
 
 class TurnPlayed:
@@ -1048,7 +1057,8 @@ class Match:
         self.state = resume.state if resume is not None else self.rules.initial_state(players)
         self.phase = Phase.PLAYING
         self.started_at = time.time()
-        self._notify(GameStarted(self.view(), self.started_at))
+        copied = () if resume is None else resume.turns
+        self._notify(GameStarted(self.view(), self.started_at, copied))
         gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
         if gone:
             winner = self._opponent(gone[0]) if len(gone) == 1 else None

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from server.arena import MAX_SEED, Arena, SeatHandle, Standing, resume_at
+from server.arena import MAX_SEED, Arena, SeatHandle, Standing
 from server.challenges import Challenge
 from server.errors import BotError, Rejected
 from server.games import DEFAULT_GAME
@@ -42,6 +42,7 @@ from server.match import (
     TurnResult,
 )
 from server.names import same_name
+from server.played_on import StartingPoint, resume_at
 
 
 class SessionChannel(Protocol):
@@ -491,9 +492,10 @@ class Session:
         if held - (1 if self.seeking else 0) >= most:
             raise Rejected(BotError.TOO_MANY_GAMES, f"a bot may play {most} games at once")
 
-    def create(self, fields: JsonObject, taken_from: str | None = None) -> Match | None:
+    def create(self, fields: JsonObject, played_on: StartingPoint | None = None) -> Match | None:
         """A new, empty simulation, which the client does not sit in; with ``position``, begun
-        there (``taken_from``: the recorded game it is a position of, for its record)."""
+        there; ``played_on``, a recorded game's turn to play on from (the replay page's "Play
+        from here"), with that game's settings, seed and draws."""
         try:
             self.identified(fields)
             game, seed = self.game_of(fields), self._seed(fields)
@@ -503,16 +505,20 @@ class Session:
                 reason = f"at most {limit} per {self.client.noun}"
                 self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
                 return None
-            resume = None
-            if "position" in fields:
+            resume, codec = None, None
+            if played_on is not None:
+                codec, seed, resume = played_on.codec, played_on.seed, played_on.resume
+                if codec.rules.outcome(resume.state) is not None:
+                    raise Rejected(BotError.INVALID_POSITION, "the game is over at that turn")
+            elif "position" in fields:
                 seed = secrets.randbits(32) if seed is None else seed
-                codec = self.arena.codec(game)
-                resume = resume_at(codec, fields["position"], seed, taken_from)
+                resume = resume_at(self.arena.codec(game), fields["position"], seed, None)
             options = MatchOptions(
                 seed=seed,
                 creator=self.client.address,
                 limits=self._limits(fields.get("clock")),
                 resume=resume,
+                codec=codec,
             )
             match = self.arena.open(game, options)
         except Rejected as rejected:

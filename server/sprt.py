@@ -51,18 +51,25 @@ class Tally:
         return (self.wins + self.draws / 2) / self.games
 
     def elo(self) -> tuple[float, float]:
-        """The Elo difference A - B and the half-width of its 95% interval, as cutechess-cli
-        reports them: the score's interval (its per-game variance over the games, normal
-        approximation) turned into Elo at both ends, halved. Infinite while the score or its
-        interval reaches 0 or 1 (all wins or all losses, say)."""
+        """The Elo difference A - B and the half-width of its 95% interval: the score's interval
+        turned into Elo at both ends, halved, as cutechess-cli reports it, but the score's
+        interval is Wilson's rather than the normal approximation's. The normal one, score ±
+        1.96 standard errors, leaves 0..1 over a few lopsided games (1 win and 5 losses: its
+        lower end is below 0, an infinite Elo) although both bots have scored; Wilson's ends are
+        the scores ``s`` whose own spread reaches the one seen, ``(s - score)**2 = z**2 k s (1 -
+        s) / games``, ``k`` the games' variance over a draw-less game's at that score (1 without
+        draws, less with them), and stay strictly inside 0..1 whenever the score does. Over many
+        games the two agree. Infinite while one bot has every point (all wins or all losses),
+        and while every game is drawn (the games show no spread yet)."""
         score = self.score()
-        if self.games == 0:
-            return 0.0, math.inf
-        spread = Z_95 * math.sqrt(_variance(self.outcomes(), score) / self.games)
-        low, high = elo_of(score - spread), elo_of(score + spread)
-        if not math.isfinite(low) or not math.isfinite(high):
-            return elo_of(score), math.inf
-        return elo_of(score), (high - low) / 2
+        variance = 0.0 if self.games == 0 else _variance(self.outcomes(), score)
+        if not 0 < score < 1 or variance == 0:
+            return (0.0 if self.games == 0 else elo_of(score)), math.inf
+        spread = Z_95**2 * variance / (score * (1 - score)) / self.games  # z**2 k / games
+        middle = 2 * score + spread
+        root = math.sqrt(spread**2 + 4 * spread * score * (1 - score))
+        low, high = (middle - root) / (2 + 2 * spread), (middle + root) / (2 + 2 * spread)
+        return elo_of(score), (elo_of(high) - elo_of(low)) / 2
 
     def outcomes(self) -> tuple[tuple[float, float], ...]:
         """(A's score, count) for a loss, a draw and a win."""

@@ -25,12 +25,13 @@ from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.match import Match, MatchOptions, TurnPlayed, TurnResult, Update
-from server.replay import turns_before
+from server.played_on import NoStartingPoint, starting_point
+from server.replay import DamagedRecord, turns_before
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
 from server.tournament.spec import DEFAULT_LIMITS, Limits
-from tavern_cli.play import PlayError, PlayOptions, command_entrant, config_for_play, starting_point
+from tavern_cli.play import PlayError, PlayOptions, command_entrant, config_for_play
 from visor.seats import seat_house_player
 
 POSITION_FIELDS = ("id", "game", "seed", "settings", "players", "turns")
@@ -47,11 +48,33 @@ def positions_of(record: JsonObject, first: int, last: int) -> Iterator[JsonObje
         yield {"game": record["game"], "position": position}
 
 
+WROTE_LINES = 12  # under a failed position: at most this many last lines of each text...
+WROTE_LINE_CHARS = 200  # ...each cut to this many characters
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     line: int
     ok: bool
     said: str
+
+
+def wrote_text(debug: str | None, stderr: str | None) -> str:
+    """What a bot wrote while a position was tried (its debug text, its stderr), for the lines
+    under a FAIL: the last ``WROTE_LINES`` of each, marked as ``tavern play --verbose`` marks
+    them (``  debug| ...``, ``  stderr| ...``)."""
+    lines = []
+    for label, text in (("debug", debug), ("stderr", stderr)):
+        if not text or not text.strip():
+            continue
+        kept = text.rstrip().splitlines()
+        if len(kept) > WROTE_LINES:
+            lines.append(f"  {label}| ... ({len(kept) - WROTE_LINES} earlier lines not shown)")
+            kept = kept[-WROTE_LINES:]
+        for line in kept:
+            cut = line if len(line) <= WROTE_LINE_CHARS else line[:WROTE_LINE_CHARS] + " ..."
+            lines.append(f"  {label}| {cut}".rstrip())
+    return "".join(line + "\n" for line in lines)
 
 
 def check_answer(
@@ -81,38 +104,38 @@ async def run_positions(
     """Play each position's first turn with the bot; a verdict per line."""
     verdicts = []
     for number, line in enumerate(lines, start=1):
-        ok, said = await _one_position(command, line, config, limits)
+        ok, said, wrote = await _one_position(command, line, config, limits)
         verdicts.append(Verdict(number, ok, said))
         say(f"{'ok  ' if ok else 'FAIL'} line {number}: {said}")
+        if not ok and wrote:
+            say(wrote.rstrip("\n"))
     return verdicts
 
 
 async def _one_position(
     command: str, line: JsonObject, config: ArenaConfig, limits: Limits
-) -> tuple[bool, str]:
+) -> tuple[bool, str, str]:
+    """Whether the bot passes the position, what to say of it, and what it wrote meanwhile."""
     try:
         game, position = line["game"], dict(line["position"])
         turn = int(position["turn"])
         record = {**position, "result": None, "finishedAt": None, "startedAt": None}
     except (KeyError, TypeError, ValueError) as error:
-        return False, f"not a position line: {error}"
+        return False, f"not a position line: {error}", ""
     if game not in GAMES:
-        return False, f"no game {game!r}"
+        return False, f"no game {game!r}", ""
     seat_names = GAMES[game].seat_names
-    # The position's game ends where it would have (its turn limit); the board is the config's.
-    turn_limit = (
-        record["settings"].get("turnLimit") if isinstance(record["settings"], dict) else None
-    )
-    play_options = PlayOptions(game, (command, command), turns=turn_limit)
-    arena_config = config_for_play(config, play_options, limits)
+    arena_config = config_for_play(config, PlayOptions(game, (command, command)), limits)
     arena = Arena(arena_config)
-    codec = arena.codec(game)
     try:
         bot = command_entrant("the bot", command, tuple(seat_names), game)
-        start = starting_point(record, codec, turn)
-        seat = codec.rules.to_move(start.resume.state)
+        # The position's game is played with its own settings (its board, its turn limit).
+        start = starting_point(record, turn)
+        seat = start.codec.rules.to_move(start.resume.state)
     except PlayError as error:
-        return False, str(error)
+        return False, str(error), ""
+    except (NoStartingPoint, DamagedRecord) as error:
+        return False, f"not a position of its game: {error}", ""
     answered: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
 
     def heard(update: Update) -> None:
@@ -122,7 +145,8 @@ async def _one_position(
     arena.listeners.append(heard)
     async with arena.running(), TcpServer(arena).serving() as tcp:
         assert tcp.port is not None
-        match = arena.open(game, MatchOptions(seed=start.seed, resume=start.resume))
+        options = MatchOptions(seed=start.seed, resume=start.resume, codec=start.codec)
+        match = arena.open(game, options)
         sandbox = Sandbox.create()
         process = BotProcess(bot, match.id, seat, limits)
         try:
@@ -141,7 +165,15 @@ async def _one_position(
             await sandbox.close()
         occupant = match.seats[seat]
         errors = 0 if occupant is None else occupant.errors
-        return check_answer(played, seat, errors, arena_config.turn_timeout_ms, line.get("expect"))
+        ok, said = check_answer(
+            played, seat, errors, arena_config.turn_timeout_ms, line.get("expect")
+        )
+        # Its answer's own debug text and stderr, else (no answer) all it wrote on stderr.
+        if played is not None and played.seat == seat:
+            wrote = wrote_text(played.debug, played.stderr)
+        else:
+            wrote = wrote_text(None, process.stderr_tail())
+        return ok, said, wrote
 
 
 async def _first_answer(answered: asyncio.Future[TurnResult], match: Match) -> TurnResult | None:

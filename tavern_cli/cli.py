@@ -68,6 +68,14 @@ from server.tournament_queue import (
 )
 from server.validate import validate
 from tavern_cli.bot_test import positions_of, read_positions, run_positions
+from tavern_cli.config_file import (
+    DEFAULT_HELP,
+    RecordsNote,
+    SettingsFile,
+    records_line,
+    settings_file,
+)
+from tavern_cli.house import add_house_command, house_command
 from tavern_cli.ladder import add_bot_commands, bots_command, ladder_command
 from tavern_cli.match import (
     MatchPlan,
@@ -83,7 +91,6 @@ from visor import app as visor
 from visor.health import Health
 from visor.metrics import Metrics
 
-DEFAULT_CONFIG = Path("config.json")
 LOG_FORMAT = "%(asctime)s %(name)s %(message)s"
 INTEGER = re.compile(r"[+-]?[0-9]+")
 MAX_SEED = 2**53 - 1  # a seed a page's JavaScript reads back exactly
@@ -184,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--config",
         type=Path,
-        help="settings file (default: ./config.json if present, else built-in defaults)",
+        help=f"settings file ({DEFAULT_HELP})",
     )
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=setting_flag("port"), help="TCP port for bots (default 9000)")
@@ -211,7 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the tournament file, or a folder with dwarf/ and troll/ client files "
         "(docs/tournaments.md)",
     )
-    tournament.add_argument("--config", type=Path, help="settings file naming the database")
+    tournament.add_argument(
+        "--config", type=Path, help=f"settings file, naming the database ({DEFAULT_HELP})"
+    )
     tournament.add_argument(
         "--database",
         type=records_to_write,
@@ -232,7 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker = commands.add_parser(
         "worker", help="play queued tournament games (needs redis, and the tournament's database)"
     )
-    worker.add_argument("--config", type=Path, help="settings file naming database and redis")
+    worker.add_argument(
+        "--config", type=Path, help=f"settings file, naming database and redis ({DEFAULT_HELP})"
+    )
     worker.add_argument(
         "--database", type=records_to_write, help="records: a file or a postgresql:// URL"
     )
@@ -283,14 +294,18 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--open", action="store_true", help="open the game in the browser; serve until Ctrl-C"
     )
-    play.add_argument("--config", type=Path, help="settings file (time limits, board)")
+    play.add_argument(
+        "--config", type=Path, help=f"settings file: time limits, board ({DEFAULT_HELP})"
+    )
     play.add_argument("--database", type=writable_file, help="keep the game's record in this file")
     play.add_argument(
         "--from",
         dest="from_game",
         metavar="GAME",
         help="play on from a recorded game (its id, in --database or the config's records) or "
-        "a game file, after --turn N of its turns, with its random draws",
+        "a game file, after --turn N of its turns, with its random draws and its settings (the "
+        "board, turn limit, time per move and clock it was played with; --config, --turns and "
+        "--clock change them)",
     )
     play.add_argument(
         "--turn",
@@ -340,7 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument(
         "--seed", type=int_flag(0, MAX_MATCH_SEED), help="every pair's seed derives from it"
     )
-    match.add_argument("--config", type=Path, help="settings file (time limits, database)")
+    match.add_argument(
+        "--config", type=Path, help=f"settings file: time limits, database ({DEFAULT_HELP})"
+    )
     match.add_argument(
         "--clock",
         type=clock_flag,
@@ -370,7 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GAME",
         help="the simulation id of a recorded game, or a game file (tavern play --output)",
     )
-    replay.add_argument("--config", type=Path, help="settings file naming the database")
+    replay.add_argument(
+        "--config", type=Path, help=f"settings file, naming the database ({DEFAULT_HELP})"
+    )
     replay.add_argument(
         "--database", help="records: a file or a postgresql:// URL (overrides the config)"
     )
@@ -400,7 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
         "tested_command", metavar="BOT", help="the bot's command, quoted, as for tavern play"
     )
     bot_test.add_argument("--positions", type=Path, required=True, help="the positions file")
-    bot_test.add_argument("--config", type=Path, help="settings file (time limits, board)")
+    bot_test.add_argument(
+        "--config", type=Path, help=f"settings file: time limits, board ({DEFAULT_HELP})"
+    )
     records = commands.add_parser("records", help="manage the records")
     records_commands = records.add_subparsers(dest="records_command", required=True)
     copy = records_commands.add_parser(
@@ -414,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an SQLite file or a postgresql:// URL",
     )
     add_bot_commands(commands)
+    add_house_command(commands)
     return parser
 
 
@@ -441,13 +463,11 @@ def copy_command(source: str, target: str) -> int:
     return 0
 
 
-def config_for(args: argparse.Namespace) -> ArenaConfig:
-    """The config file's settings with the command line's flags on top (``validate`` has no
-    ``--config``: it plays in a scratch arena of its own)."""
-    path = getattr(args, "config", None)
-    if path is None and DEFAULT_CONFIG.exists():
-        path = DEFAULT_CONFIG
-    config = load_config(path)
+def config_for(args: argparse.Namespace) -> tuple[ArenaConfig, SettingsFile]:
+    """The settings file's settings with the command line's flags on top, and the file
+    (``validate`` has no ``--config``: it plays in a scratch arena of its own)."""
+    settings = settings_file(getattr(args, "config", None))
+    config = load_config(settings.path)
     overrides = {
         name: getattr(args, name, None)
         for name in ("host", "port", "http_port", "database", "redis")
@@ -456,7 +476,7 @@ def config_for(args: argparse.Namespace) -> ArenaConfig:
         overrides["database"] = str(overrides["database"])
     config = config.with_overrides(**overrides)
     check_cluster(config)
-    return config
+    return config, settings
 
 
 def log_to(log_file: Path) -> None:
@@ -502,8 +522,9 @@ def run_tournament(
     path: Path,
     config: ArenaConfig,
     only_schedule: bool,
-    workers: int | None = None,
-    log_file: Path | None = None,
+    workers: int | None,
+    log_file: Path | None,
+    said: RecordsNote,
 ) -> int:
     try:
         spec = load_spec(path)
@@ -517,6 +538,7 @@ def run_tournament(
     # that it never breaks into the progress line.
     log_file = log_file or log_beside_records(config, spec.id)
     log_to(log_file)
+    said()
     print(f"tavern: {spec.name}: the arena's log is {log_file}", file=sys.stderr)
 
     redis_url = config.redis or ""
@@ -563,11 +585,14 @@ def run_tournament(
     return 0
 
 
-def run_worker(config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None) -> int:
+def run_worker(
+    config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None, said: RecordsNote
+) -> int:
     redis_url = config.redis
     if not redis_url:
         print("tavern: a worker needs redis (in the config, or --redis URL)", file=sys.stderr)
         return 2
+    said()
     if log_file is not None:
         log_to(log_file)
 
@@ -615,15 +640,17 @@ def validate_bot(game: str, side: str, command: list[str], games: int, turn_time
     return 0 if valid else 1
 
 
-def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
+def play_game(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
     logging.getLogger().setLevel(logging.WARNING)  # the board is the output
     start = None
     if args.from_game is not None:
         try:
-            start = load_game(config.database, args.from_game)
+            start = load_game(config.database, args.from_game, said)
         except (GameNotFound, DamagedRecord) as error:
             print(f"tavern: --from: {error}", file=sys.stderr)
             return 2
+    if args.database is not None:  # the game's record is kept there (else: a scratch file)
+        said()
     options = PlayOptions(
         game=args.game,
         commands=(args.commands[0], args.commands[1]),
@@ -636,6 +663,7 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
         start=start,
         start_turn=args.turn,
         clock=args.clock,
+        own_settings=args.config is not None,
     )
     try:
         finished = asyncio.run(until_signalled(play(options, config, sys.stdout)))
@@ -648,7 +676,7 @@ def play_game(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0 if finished is not None else 1
 
 
-def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
+def run_ab_match(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
     try:
         sprt = (
             None if args.sprt is None else Sprt(args.sprt[0], args.sprt[1], args.alpha, args.beta)
@@ -683,9 +711,9 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
         return 2
     log_file = args.log or log_beside_records(config, spec.id)
     log_to(log_file)
+    said()
     print(
-        f"tavern: match {spec.id} (seed {seed}), recorded in {config.database}; "
-        f"the arena's log is {log_file}",
+        f"tavern: match {spec.id} (seed {seed}); the arena's log is {log_file}",
         file=sys.stderr,
     )
 
@@ -716,9 +744,10 @@ def run_ab_match(args: argparse.Namespace, config: ArenaConfig) -> int:
     return 0
 
 
-def load_game(database: str, game: str) -> JsonObject:
+def load_game(database: str, game: str, said: RecordsNote) -> JsonObject:
     """The record of a game: a game file's (a path to a file), else the records' game of that
-    id; raises ``GameNotFound`` or ``DamagedRecord`` with what to say."""
+    id (``said`` is called before they are opened); raises ``GameNotFound`` or
+    ``DamagedRecord`` with what to say."""
     path = Path(game)
     if path.is_file():
         try:
@@ -728,6 +757,7 @@ def load_game(database: str, game: str) -> JsonObject:
             raise GameNotFound(f"{path} cannot be read: {error}") from error
     if game.endswith(".jsonl"):
         raise GameNotFound(f"there is no file {game}")
+    said()
     if not is_postgres(database) and not Path(database).exists():
         raise GameNotFound(f"no records file at {database}")
     records = Records(database)
@@ -742,9 +772,9 @@ class GameNotFound(Exception):
     """No game by that id in the records, and no such game file."""
 
 
-def print_positions(database: str, game: str, turns: TurnRange) -> int:
+def print_positions(database: str, game: str, turns: TurnRange, said: RecordsNote) -> int:
     try:
-        record = load_game(database, game)
+        record = load_game(database, game, said)
     except (GameNotFound, DamagedRecord) as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 1
@@ -777,9 +807,11 @@ def test_bot(command: str, positions: Path, config: ArenaConfig) -> int:
     return 0 if failed == 0 and verdicts else 1
 
 
-def print_replay(database: str, game: str, turns: TurnRange | None, output: Path | None) -> int:
+def print_replay(
+    database: str, game: str, turns: TurnRange | None, output: Path | None, said: RecordsNote
+) -> int:
     try:
-        record = load_game(database, game)
+        record = load_game(database, game, said)
         played = turns_before(record) + len(record["turns"])
         if turns is not None and turns.first > played:
             print(
@@ -899,39 +931,46 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     try:
-        config = config_for(args)
+        config, settings = config_for(args)
     except ConfigError as error:
         print(f"tavern: bad configuration: {error}", file=sys.stderr)
         return 2
+    database_flag = getattr(args, "database", None) is not None
+    said = RecordsNote(records_line(config, settings, database_flag))
     try:
-        return run_command(args, config)
+        return run_command(args, config, said)
     except RecordsUnavailable as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 1
 
 
-def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
-    """The command the command line names, with its settings."""
+def run_command(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    """The command the command line names, with its settings; ``said`` is called where it
+    opens the records."""
     if args.command == "records":
         return copy_command(args.source, args.target)
+    if args.command == "house":
+        return house_command(args)
     if args.command == "bots":
+        said()
         return bots_command(args, config.database)
     if args.command == "ladder":
+        said()
         return ladder_command(args, config.database)
     if args.command == "replay":
         if args.positions is not None:
-            return print_positions(config.database, args.game_id, args.positions)
-        return print_replay(config.database, args.game_id, args.turns, args.output)
+            return print_positions(config.database, args.game_id, args.positions, said)
+        return print_replay(config.database, args.game_id, args.turns, args.output, said)
     if args.command == "test":
         return test_bot(args.tested_command, args.positions, config)
     if args.command == "play":
-        return play_game(args, config)
+        return play_game(args, config, said)
     if args.command == "match":
-        return run_ab_match(args, config)
+        return run_ab_match(args, config, said)
     if args.command == "tournament":
-        return run_tournament(args.file, config, args.schedule, args.workers, args.log)
+        return run_tournament(args.file, config, args.schedule, args.workers, args.log, said)
     if args.command == "worker":
-        return run_worker(config, args.claim_timeout_ms, args.log)
+        return run_worker(config, args.claim_timeout_ms, args.log, said)
     if args.command == "validate":
         command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
         return validate_bot(args.game, args.side, command, args.games, args.turn_timeout_ms)
@@ -946,6 +985,7 @@ def run_command(args: argparse.Namespace, config: ArenaConfig) -> int:
         else:
             run = uvloop.run
     status = 0
+    said()
     try:
         run(serve(config))
     except* ListenError as refused:  # raised inside the arena's task group, so in a group

@@ -22,6 +22,7 @@ from server.records import Records
 from server.records.backends import Connection, transaction
 from server.records.identities import add_bot, registered_bots, set_key
 from server.records.ladder import set_banned, start_season
+from tavern_cli.config_file import DEFAULT_HELP
 
 ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
@@ -56,7 +57,9 @@ def add_bot_commands(commands: argparse._SubParsersAction[ParserT]) -> None:
 
 
 def _records_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--config", type=Path, help="settings file naming the database")
+    command.add_argument(
+        "--config", type=Path, help=f"settings file, naming the database ({DEFAULT_HELP})"
+    )
     command.add_argument("--database", help="records: a file or a postgresql:// URL")
 
 

@@ -15,29 +15,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import random
 import shlex
 import tempfile
 import time
 import webbrowser
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import orjson
 
-from server.arena import Arena, resume_at
-from server.commentary import board_text, result_text, turn_text
+from server.arena import Arena
+from server.commentary import board_text, clock_text, result_text, turn_text
 from server.config import ArenaConfig
 from server.debug import DEBUG_KEY, STDERR_KEY
+from server.errors import Rejected
 from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, TimeBank
 from server.league import crashed
-from server.match import GameFinished, GameStarted, MatchOptions, Resume, TurnPlayed, Update
-from server.records import Records, recording
-from server.replay import DamagedRecord, frames, game_of, turns_before
+from server.match import (
+    GameFinished,
+    GameStarted,
+    MatchOptions,
+    TurnPlayed,
+    TurnResult,
+    Update,
+)
+from server.played_on import NoStartingPoint, StartingPoint, starting_point
+from server.records import recording
+from server.replay import CLOCK_KEY, DamagedRecord, turns_before
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, quoted_stderr, seat_bot
@@ -67,6 +75,9 @@ class PlayOptions:
     start: JsonObject | None = None  # a game's record to play on from (``--from``)...
     start_turn: int = 0  # ...after this many of its turns (``--turn``)
     clock: TimeBank | None = None  # a time bank per seat instead of the flat timeout (``--clock``)
+    # With ``start``: the config's game settings and time limits (``--config`` given) rather
+    # than the recorded game's.
+    own_settings: bool = False
 
 
 class PlayError(Exception):
@@ -100,96 +111,80 @@ def command_entrant(name: str, command: str, sides: tuple[str, ...], game: str) 
 
 
 @dataclass(frozen=True, slots=True)
-class StartingPoint:
-    """A recorded game's position after some of its turns, for a new game to play on from
-    (``--from GAME --turn N``): the new game continues with the same random draws, its record
-    and its file hold the recorded game's turns up to there, and its settings say where it came
-    from, so that it replays as one game."""
+class PlayedOn:
+    """A game played on from a recorded one (``--from GAME --turn N``): where it begins, and
+    what it is played with, the recorded game's settings unless the command line says
+    otherwise."""
 
-    resume: Resume
-    seed: int
-    turns: list[JsonObject]  # the recorded turns before it
-    start: Any  # the recorded game's first position
-    lines: list[bytes]  # those turns as the lines of a game file
+    point: StartingPoint
+    codec: AnyCodec  # its game: the recorded game's board and turn limit (or --config's, --turns)
+    clock: TimeBank | None  # the recorded game's time bank, or --clock's
+    lines: list[bytes]  # the recorded turns before it, as the lines of a game file
 
 
-def starting_point(record: JsonObject, codec: AnyCodec, turn: int) -> StartingPoint:
-    """Where ``record`` stands after ``turn`` turns; raises ``PlayError`` saying why a game
-    of ``codec`` cannot start there."""
-    if record["game"] != codec.name:
+def played_on(options: PlayOptions, config: ArenaConfig) -> PlayedOn:
+    """``options.start`` after ``options.start_turn`` turns, as this command plays on from it
+    (``config``: the settings given, for a ``--config`` given); raises ``PlayError`` saying why
+    a game of ``options.game`` cannot start there."""
+    record = options.start
+    assert record is not None
+    if record["game"] != options.game:
         raise PlayError(
-            f"--from: game {record['id']} is a game of {record['game']}, not {codec.name}"
+            f"--from: game {record['id']} is a game of {record['game']}, not {options.game}"
         )
-    if game_of(record).settings() != codec.settings():
-        raise PlayError(
-            f"--from: game {record['id']} was played with other settings (board, turn limit): "
-            "give the --config and --turns it was played with"
-        )
-    before = turns_before(record)
-    played = before + len(record["turns"])
-    if turn > played:
-        raise PlayError(f"--turn: game {record['id']} has {played} turns; there is no turn {turn}")
-    if before:
-        return _from_given_position(record, codec, turn)
-    rng = random.Random(record["seed"])
     try:
-        positions = frames(record, rng)
-        start = next(positions).state
-        state = start
-        for frame in positions if turn else ():
-            state = frame.state
-            if frame.turn == turn:
-                break
-        lines = list(record_lines({**record, "turns": record["turns"][:turn], "result": None}, ""))
+        point = starting_point(record, options.start_turn)
+        lines = [] if turns_before(record) else _lines_before(record, options.start_turn)
+    except NoStartingPoint as error:
+        raise PlayError(f"--turn: {error}") from error
     except DamagedRecord as error:
         raise PlayError(f"--from: {error}") from error
-    origin = {
-        "game": record["id"],
-        "turn": turn,
-        "names": [player["names"] for player in record["players"]],
-    }
-    return StartingPoint(
-        Resume(state, turn, rng, origin), record["seed"], record["turns"][:turn], start, lines[1:]
+    game = GAMES[options.game]
+    settings = point.codec.settings()
+    if options.own_settings:  # --config: its board, which must be the recorded game's
+        given = config.game_settings[options.game]
+        limit = settings["turnLimit"]
+        if game.with_turn_limit(given, limit) != game.with_turn_limit(settings, limit):
+            raise PlayError(
+                f"--from: game {record['id']} was played on another board than --config's: "
+                "give a config with its settings, or none (its own are then used)"
+            )
+        settings = given
+    if options.turns is not None:
+        settings = game.with_turn_limit(settings, options.turns)
+    codec = game.codec_for(settings)
+    if codec.rules.outcome(point.resume.state) is not None:
+        raise PlayError(
+            f"--turn: game {record['id']} is over after its turn {options.start_turn}: "
+            "nothing to play on from there"
+        )
+    clock = options.clock
+    recorded_clock = record["settings"].get(CLOCK_KEY)
+    if clock is None and recorded_clock is not None:
+        try:
+            clock = TimeBank.from_wire(recorded_clock)
+        except Rejected as rejected:
+            raise PlayError(f"--from: game {record['id']}'s clock: {rejected.reason}") from None
+    return PlayedOn(point, codec, clock, lines)
+
+
+def _lines_before(record: JsonObject, turn: int) -> list[bytes]:
+    """The recorded game's first ``turn`` turns as the turn lines of a game file."""
+    lines = record_lines({**record, "turns": record["turns"][:turn], "result": None}, "")
+    return list(lines)[1:]  # its game line is the new game's own
+
+
+def recorded_limits(config: ArenaConfig, record: JsonObject) -> ArenaConfig:
+    """``config`` with the time per move and the timeouts in a row a recorded game was played
+    with (the arena's where its record does not say)."""
+    settings = record["settings"]
+    return dataclasses.replace(
+        config,
+        turn_timeout_ms=settings.get("turnTimeoutMs", config.turn_timeout_ms),
+        max_consecutive_timeouts=settings.get(
+            "maxConsecutiveTimeouts", config.max_consecutive_timeouts
+        ),
     )
-
-
-def _from_given_position(record: JsonObject, codec: AnyCodec, turn: int) -> StartingPoint:
-    """Turn ``turn`` of a game that itself began at a given position: the new game begins at a
-    given position too (its record cannot hold turns from the start); ``turn`` is at least the
-    first one's."""
-    before = turns_before(record)
-    if turn < before:
-        raise PlayError(
-            f"--turn: game {record['id']} began at a position after turn {before}; "
-            f"there is no turn {turn} in it"
-        )
-    try:
-        state = next(frame.state for frame in frames(record) if frame.turn == turn)
-    except DamagedRecord as error:
-        raise PlayError(f"--from: {error}") from error
-    resume = resume_at(codec, codec.position_to_wire(state), record["seed"], record["id"])
-    return StartingPoint(resume, record["seed"], [], state, [])
-
-
-def copied_turns(
-    match_id: str, starting: StartingPoint, codec: AnyCodec, records: Records
-) -> Callable[[Update], None]:
-    """A listener that records the turns before the starting point as the game's first, once
-    its start is recorded (before any turn of its own)."""
-    seat_names = list(codec.seat_names)
-
-    def copy(update: Update) -> None:
-        if isinstance(update, GameStarted) and update.view.match_id == match_id:
-            for turn in starting.turns:
-                records.record_turn(
-                    match_id,
-                    turn["number"],
-                    seat_names.index(turn["seat"]),
-                    orjson.dumps(turn["action"]),
-                    turn["timedOut"],
-                )
-
-    return copy
 
 
 class Commentator:
@@ -205,10 +200,10 @@ class Commentator:
         out: IO[str],
         lines: IO[bytes] | None,
         verbose: bool = False,
-        starting: StartingPoint | None = None,
+        played: PlayedOn | None = None,
     ) -> None:
         self.codec = codec
-        self.starting = starting
+        self.played = played
         self.verbose = verbose
         self.out = out
         self.lines = lines
@@ -216,6 +211,8 @@ class Commentator:
         self.match_id: str | None = None
         self.nicks: list[str] = []
         self.last_seat: int | None = None  # the seat that played the last turn
+        self.bank: TimeBank | None = None  # the game's time bank, if it has one
+        self.time_left_s: list[float] = []  # with a bank: each seat's, after the last turn
         self.finished: GameFinished | None = None
         self._header = ""
         self._last_drawn = 0.0
@@ -242,6 +239,10 @@ class Commentator:
             f"{seat.seat} ({seat.nick})" for seat in view.players if seat is not None
         )
         self._header = f"{view.game} {view.match_id}, seed {view.seed}: {players}"
+        self.bank = view.limits.bank
+        if self.bank is not None:
+            self.time_left_s = [self.bank.initial_ms / 1000] * len(view.players)
+            self._header += "\n" + clock_text(self.bank.initial_ms, self.bank.increment_ms)
         legend = "\n".join(self.codec.legend_text(view.state))
         self._draw(f"{self._header}\n{legend}\n\nstart\n{board_text(self.codec, view.state)}")
         record = {
@@ -252,13 +253,13 @@ class Commentator:
             "settings": recorded_settings(view),
             "startedAt": update.started_at,
         }
-        starting = self.starting
-        if starting is None:
+        played = self.played
+        if played is None:
             self._line(game_line(record, self.codec, view.state))
         else:
-            self._line(game_line(record, self.codec, starting.start))
+            self._line(game_line(record, self.codec, played.point.start))
             if self.lines is not None:
-                self.lines.writelines(starting.lines)
+                self.lines.writelines(played.lines)
 
     def _turn(self, update: TurnPlayed) -> None:
         result = update.result
@@ -273,6 +274,7 @@ class Commentator:
             result.state,
             result.debug if self.verbose else None,
             result.stderr if self.verbose else None,
+            self._time_left(result),
         )
         if self.lines is not None:
             said = b"".join(
@@ -282,6 +284,21 @@ class Commentator:
             )
             self.lines.write(result.spectator_json() + said + b"}\n")
         self._draw(f"{self._header}\n\n{text}" if self.live else f"\n{text}")
+
+    def _time_left(self, result: TurnResult) -> list[float] | None:
+        """With a time bank, each seat's time left after the turn: the next turn's clock says
+        it; after the last turn (no next one), the mover's is worked out as the match spends
+        it, its reply's time taken and the increment given."""
+        bank = self.bank
+        if bank is None:
+            return None
+        clock = result.clock
+        if clock is not None and clock.remaining_s:
+            self.time_left_s = list(clock.remaining_s)
+        else:
+            spent = result.reply_ms / 1000
+            self.time_left_s[result.seat] += bank.increment_ms / 1000 - spent
+        return self.time_left_s
 
     def _finished(self, update: GameFinished) -> None:
         self.finished = update
@@ -332,6 +349,8 @@ class Commentator:
 def config_for_play(config: ArenaConfig, options: PlayOptions, limits: Limits) -> ArenaConfig:
     """The arena's settings for a local game: loopback, free ports, the bots' start-up time
     for their first reply, and no rejoining (a bot process cannot come back)."""
+    if options.start is not None and not options.own_settings:
+        config = recorded_limits(config, options.start)
     turn_timeout = limits.turn_timeout_ms or config.turn_timeout_ms
     if options.turns is not None:
         config = config.with_turn_limit(options.game, options.turns)
@@ -364,15 +383,14 @@ async def play(
 ) -> GameFinished | None:
     """Play the game to its end; the game as it finished (``None`` if it was cut short)."""
     bots_entrants = entrants(options)
+    played = None if options.start is None else played_on(options, config)
     config = config_for_play(config, options, limits)
     arena = Arena(config)
-    codec = arena.codec(options.game)
+    codec = arena.codec(options.game) if played is None else played.codec
+    clock = options.clock if played is None else played.clock
     with contextlib.ExitStack() as files:
         lines = None if options.output is None else files.enter_context(options.output.open("wb"))
-        starting = None
-        if options.start is not None:
-            starting = starting_point(options.start, codec, options.start_turn)
-        commentator = Commentator(codec, out, lines, options.verbose, starting)
+        commentator = Commentator(codec, out, lines, options.verbose, played)
         arena.listeners.append(commentator)
         async with (
             records_file(options.database) as database,
@@ -386,16 +404,15 @@ async def play(
             match = arena.open(
                 options.game,
                 MatchOptions(
-                    seed=options.seed if starting is None else starting.seed,
+                    seed=options.seed if played is None else played.point.seed,
                     hold_seats=True,
                     seat_bots=seat_bots,
-                    resume=None if starting is None else starting.resume,
-                    limits=None if options.clock is None else arena.limits(options.clock),
+                    resume=None if played is None else played.point.resume,
+                    limits=None if clock is None else arena.limits(clock),
+                    codec=None if played is None else played.codec,
                 ),
             )
             commentator.follow(match.id)
-            if starting is not None:
-                arena.listeners.append(copied_turns(match.id, starting, codec, records))
             url = f"http://{config.host}:{http_port}/watch/{match.id}"
             commentator.say(f"tavern: watch at {url}\n")
             if options.open_browser and not webbrowser.open(url):

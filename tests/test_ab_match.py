@@ -118,6 +118,26 @@ def test_a_weaker_bot_is_found_not_stronger(tmp_path: Path) -> None:
     assert run.stdout.endswith("verdict: H0 accepted: A is not stronger by more than 0 Elo\n")
 
 
+def test_once_each_bot_has_won_a_game_the_elo_has_a_finite_error_bar(tmp_path: Path) -> None:
+    """Two random Thud players, each better on one side over 30 plies: a pair of games is a win
+    and a loss for A, whose Elo is then +0 with a finite bar (once ``± inf``: the normal
+    approximation's interval leaves 0..1 over a few games)."""
+    config = tmp_path / "config.json"
+    config.write_text('{"thud": {"turnLimit": 30}}')
+    player = "{python} -m bots.house_bot thud random --simulation {simulation} --side {side} "
+    run = tavern(
+        *("match", "thud", player + "--port {port} --seed 1", player + "--port {port} --seed 2"),
+        *("--games", "2", "--seed", "5", "--config", str(config)),
+        *("--database", str(tmp_path / "m.db")),
+        tmp_path=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "\nA: won 1, drew 0, lost 1; score 0.500\nElo +0.0 ± 392.5\n" in run.stdout
+    assert run.stderr.splitlines()[-1] == (
+        "2/2 games (0 playing), A +1 =0 -1, score 0.500, Elo +0.0 ± 392.5"
+    )
+
+
 def test_every_game_played_without_a_decision_is_inconclusive(tmp_path: Path) -> None:
     run = match(tmp_path, PUSHER, WANDERER, "--games", "3", "--sprt", "0", "400")
     assert run.returncode == 0, run.stderr

@@ -63,7 +63,9 @@ def test_a_bot_is_tested_on_positions_taken_from_a_game(tmp_path: Path) -> None:
     assert report[0].startswith('ok   line 1: {"actions":[{"botId":1,')
     assert report[1].startswith('FAIL line 2: answered {"actions":[{"botId":6,')
     assert report[1].endswith('expected {"actions":[{"botId":6,"type":"PASS"}]}')
-    assert report[2:] == ["1 of 2 positions passed"]
+    # Under the FAIL, what the bot said of its answer (the dummy's debug text: its orders).
+    assert report[2].startswith("  debug| orders: 6 ")
+    assert report[3:] == ["1 of 2 positions passed"]
 
     del lines[1]["expect"]
     positions.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
@@ -72,11 +74,15 @@ def test_a_bot_is_tested_on_positions_taken_from_a_game(tmp_path: Path) -> None:
 
     crashing = tavern("test", CRASHING, "--positions", str(positions))
     assert crashing.returncode == 1
-    assert crashing.stdout.splitlines() == [
-        "FAIL line 1: no answer in time",
-        "FAIL line 2: no answer in time",
-        "0 of 2 positions passed",
-    ]
+    # Each FAIL is followed by the end of what the bot wrote on stderr: its traceback.
+    said = crashing.stdout.split("FAIL line 2: no answer in time\n")
+    assert len(said) == 2, crashing.stdout
+    for part, first in zip(said, ("FAIL line 1: no answer in time\n", ""), strict=True):
+        assert part.startswith(first)
+        stderr_lines = [line for line in part.splitlines() if line.startswith("  stderr| ")]
+        assert stderr_lines[-1] == "  stderr| RuntimeError: this bot crashes on purpose"
+        assert 0 < len(stderr_lines) <= 13  # bounded: 12 lines, and a note of the rest
+    assert said[1].endswith("0 of 2 positions passed\n")
 
 
 def test_a_house_player_takes_the_seat_it_is_asked_for_where_seats_go_by_join_order() -> None:

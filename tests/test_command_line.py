@@ -169,6 +169,7 @@ def test_a_missing_program_is_named_as_the_command_names_it() -> None:
         ["replay"],
         ["records"],
         ["records", "copy"],
+        ["house"],
     ],
 )
 def test_the_help_reads_as_plain_text(command: list[str]) -> None:
@@ -267,3 +268,17 @@ def test_a_redis_that_refuses_a_node_is_said_in_one_line(
     assert "Traceback" not in run.stderr and "secret" not in run.stderr, run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith(f"tavern: Redis at redis://:***@127.0.0.1:{redis.port}/99 refused"), last
+
+
+def test_tavern_house_names_its_players_and_an_arena_that_is_not_there() -> None:
+    """``tavern house`` (the lobby's command to copy) says what went wrong in one line."""
+    unknown = tavern("house", "thud", "pusher", "--simulation", "abc1234")
+    assert (unknown.returncode, unknown.stderr) == (
+        2,
+        "tavern: thud's house players are dwarf, troll, random, not 'pusher'\n",
+    )
+    with socket.socket() as closed:  # a port where nothing listens
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    away = tavern("house", "tavern", "pusher", "--port", str(port))
+    assert (away.returncode, away.stderr) == (1, f"tavern: no arena answers at 127.0.0.1:{port}\n")

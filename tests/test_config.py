@@ -13,6 +13,7 @@ from server.arena import Arena
 from server.config import ArenaConfig, ConfigError, config_from_mapping, load_config
 from server.games import GAMES
 from tavern_cli.cli import build_parser, config_for
+from tavern_cli.config_file import SettingsFile
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,8 @@ def test_shipped_config_has_a_section_for_each_game_with_the_original_values() -
     for key in ("width", "height", "botsPerPlayer", "pointsToWin", "positions"):
         assert raw["tavern"][key] == ORIGINAL_CONFIG[key]
     config = load_config(ROOT / "config.json")
-    assert config == ArenaConfig()
+    # Its records file, data/arena.db, is in its own folder, from wherever it is read.
+    assert config == ArenaConfig(database=str(ROOT / "data" / "arena.db"))
 
 
 def test_the_original_servers_config_still_reads() -> None:
@@ -171,8 +173,9 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text('{"port": 9100, "httpPort": 8100, "host": "127.0.0.1"}')
     args = build_parser().parse_args(["serve", "--config", str(path), "--port", "9200"])
-    config = config_for(args)
+    config, settings = config_for(args)
     assert (config.port, config.http_port, config.host) == (9200, 8100, "127.0.0.1")
+    assert settings == SettingsFile(path, "--config")
 
 
 def test_redis_from_the_file_or_the_command_line(tmp_path: Path) -> None:
@@ -180,10 +183,10 @@ def test_redis_from_the_file_or_the_command_line(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text('{"redis": "redis://10.0.0.5:6379/0", "nodeTtlMs": 5000}')
     args = build_parser().parse_args(["serve", "--config", str(path)])
-    assert config_for(args).redis == "redis://10.0.0.5:6379/0"
-    assert config_for(args).node_ttl_ms == 5000
+    assert config_for(args)[0].redis == "redis://10.0.0.5:6379/0"
+    assert config_for(args)[0].node_ttl_ms == 5000
     flagged = ["serve", "--config", str(path), "--redis", "redis://:pw@10.0.0.6:6379/2"]
-    assert config_for(build_parser().parse_args(flagged)).redis == "redis://:pw@10.0.0.6:6379/2"
+    assert config_for(build_parser().parse_args(flagged))[0].redis == "redis://:pw@10.0.0.6:6379/2"
     with pytest.raises(ConfigError, match="'redis'"):
         config_for(build_parser().parse_args(["serve", "--config", str(path), "--redis", "x"]))
 

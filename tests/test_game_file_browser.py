@@ -139,3 +139,52 @@ async def test_a_game_file_that_does_not_read_says_which_line(served: Served, pa
     await expect(page.locator("#missing-detail")).to_have_text(
         "bad.jsonl: line 2: turn 2 where turn 1 should be."
     )
+
+
+SAID = (
+    "kills the troll beside the stone first, then walks the shieldwall west so that no troll "
+    "reaches the line; hurls only when three dwarfs stand behind"
+)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+async def test_a_bot_s_debug_text_wraps_between_words(
+    served: Served, pages: Pages, width: int
+) -> None:
+    """The replay's box of what a bot said of its move breaks its lines between words (it once
+    broke them anywhere: "kill / s"); only a word longer than the box may be broken."""
+    thud = await house_game(served, "thud", ["dwarf", "troll"], THUD_SEED)
+    first_line, turn_line, *rest = (await game_file(served, thud.id)).splitlines()
+    said = orjson.dumps({**orjson.loads(turn_line), "debug": SAID})
+    page = await pages.open("/replay", width, connected=False)
+    await page.set_input_files(
+        "#file-input",
+        files=FilePayload(
+            name="said.jsonl",
+            mimeType="application/jsonl",
+            buffer=b"\n".join([first_line, said, *rest]),
+        ),
+    )
+    await page.click("#forward")
+    box = page.locator("#events .debug-text")
+    await expect(box).to_have_text(SAID)
+    split: list[str] = await box.evaluate(
+        """(pre) => {
+            const text = pre.firstChild;
+            const split = [];
+            for (const word of text.data.matchAll(/\\S+/g)) {
+                const range = document.createRange();
+                range.setStart(text, word.index);
+                range.setEnd(text, word.index + word[0].length);
+                if (range.getClientRects().length !== 1) split.push(word[0]);
+            }
+            return split;
+        }"""
+    )
+    lines = await box.evaluate(
+        "(pre) => Math.round(pre.getBoundingClientRect().height / parseFloat("
+        "getComputedStyle(pre).lineHeight))"
+    )
+    assert lines >= 2  # it wraps at all: the check below has lines to look at
+    assert split == []
+    assert await box.evaluate("(pre) => pre.scrollWidth <= pre.clientWidth")

@@ -482,6 +482,21 @@ async def test_the_ladder_and_a_bot_s_page_are_read_from_the_records(tmp_path: P
         bot = orjson.loads(page)
         assert (bot["bot"], bot["banned"], bot["online"]) == ("Grimli", False, True)
         assert [game["gameId"] for game in bot["history"]] == ["g2", "g1"]
+        # Each game with its opponent's rating as it began: Ugluk's own row of that game.
+        ugluk = served.arena.roster.rating("thud", "Ugluk")
+        first_loss = bot["history"][1]
+        assert (first_loss["opponentMu"], first_loss["opponentMuAt"]) == (25.0, "start")
+        assert bot["history"][0]["opponentMuAt"] == "start"
+        assert bot["history"][0]["opponentMu"] < 25.0  # Ugluk had lost g1
+        # Were Ugluk's row of a game lost, its rating now is given, and said to be so.
+        db = served.records.backend.connect()
+        try:
+            db.execute("DELETE FROM rating_history WHERE game_id = 'g1' AND bot = 'Ugluk'")
+        finally:
+            db.close()
+        async with http.get("/api/bots/grimli") as response:
+            lost = (await response.json())["history"][1]
+        assert (lost["opponentMu"], lost["opponentMuAt"]) == (ugluk, "now")
         assert bot["headToHead"] == [
             {"opponent": "Ugluk", "game": "thud", "wins": 1, "losses": 0, "draws": 1}
         ]

@@ -425,15 +425,20 @@ def test_ctrl_c_stops_the_game_with_no_result(tmp_path: Path) -> None:
 def test_a_game_played_on_from_a_turn_of_another(tmp_path: Path) -> None:
     source = tmp_path / "source.jsonl"
     thud = (HOUSE_THUD % "dwarf", HOUSE_THUD % "troll")
-    first = tavern("thud", *thud, "--seed", "4", "--turns", "20", "--output", str(source))
+    first = tavern(
+        "thud", *thud, *("--seed", "4", "--turns", "20", "--clock", "60000+250"),
+        *("--output", str(source)),
+    )  # fmt: skip
     assert first.returncode == 0, first.stderr
     game_line, *source_turns, _ = read_lines(source)
     output = tmp_path / "from.jsonl"
     database = tmp_path / "from.db"
+    # Nothing but the file and the turn: the file says how its game was played (its turn limit
+    # of 20, its clock), and the new game is played so (once, --turns 20 had to be given again).
     run = tavern(
         "thud",
         *thud,
-        *("--from", str(source), "--turn", "12", "--turns", "20"),
+        *("--from", str(source), "--turn", "12"),
         *("--output", str(output), "--database", str(database)),
     )
     assert run.returncode == 0, run.stderr
@@ -443,6 +448,8 @@ def test_a_game_played_on_from_a_turn_of_another(tmp_path: Path) -> None:
         "turn": 12,
         "names": [[], []],
     }
+    assert new_game["settings"]["turnLimit"] == 20
+    assert new_game["settings"]["clock"] == {"initialMs": 60_000, "incrementMs": 250}
     assert new_game["state"] == game_line["state"]  # its file starts where the other did
     kept = ("turn", "seat", "action", "state", "events")
     assert [{k: t[k] for k in kept} for t in turns[:12]] == [
@@ -457,17 +464,48 @@ def test_a_game_played_on_from_a_turn_of_another(tmp_path: Path) -> None:
         f"played on from game {game_line['id']} after its turn 12 (turns 1 to 12 are that game's)"
     )
     assert replay_command(str(output)).stdout == by_id.stdout
-    # A position the game never reached, or a game of the other kind, is refused at once.
-    too_far = tavern("thud", *thud, "--from", str(source), "--turn", "21", "--turns", "20")
+    # Told otherwise, it plays otherwise: --turns, or a --config's turn limit.
+    longer = tavern("thud", *thud, "--from", str(source), "--turn", "18", "--turns", "22")
+    assert longer.returncode == 0, longer.stderr
+    assert re.search(r"^turn 22: troll ", longer.stdout, re.MULTILINE)
+    config = tmp_path / "config.json"
+    config.write_text('{"thud": {"turnLimit": 14}}')
+    shorter = tavern("thud", *thud, "--from", str(source), "--turn", "12", "--config", str(config))
+    assert shorter.returncode == 0, shorter.stderr
+    assert re.search(r"^turn 14: troll ", shorter.stdout, re.MULTILINE)
+    assert not re.search(r"^turn 15: ", shorter.stdout, re.MULTILINE)
+    # A position the game never reached, one where it is over, or a game of the other kind,
+    # is refused at once.
+    too_far = tavern("thud", *thud, "--from", str(source), "--turn", "21")
     assert (too_far.returncode, too_far.stderr) == (
         2,
         f"tavern: --turn: game {game_line['id']} has 20 turns; there is no turn 21\n",
     )
-    other_board = tavern("thud", *thud, "--from", str(source), "--turn", "3")
-    assert other_board.returncode == 2
-    assert "was played with other settings" in other_board.stderr
+    over = tavern("thud", *thud, "--from", str(source), "--turn", "20")
+    assert (over.returncode, over.stderr) == (
+        2,
+        f"tavern: --turn: game {game_line['id']} is over after its turn 20: nothing to play on "
+        "from there\n",
+    )
     wrong_game = tavern("tavern", WANDERER, WANDERER, "--from", str(source))
     assert (wrong_game.returncode, wrong_game.stderr) == (
         2,
         f"tavern: --from: game {game_line['id']} is a game of thud, not tavern\n",
+    )
+
+
+def test_a_game_played_on_another_board_than_the_config_s_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "source.jsonl"
+    played = tavern("tavern", WANDERER, WANDERER, "--turns", "4", "--output", str(source))
+    assert played.returncode == 0, played.stderr
+    game_id = read_lines(source)[0]["id"]
+    config = tmp_path / "config.json"
+    config.write_text('{"tavern": {"width": 17}}')
+    other_board = tavern(
+        "tavern", WANDERER, WANDERER, "--from", str(source), "--turn", "2", "--config", str(config)
+    )
+    assert (other_board.returncode, other_board.stderr) == (
+        2,
+        f"tavern: --from: game {game_id} was played on another board than --config's: give a "
+        "config with its settings, or none (its own are then used)\n",
     )

@@ -5,6 +5,8 @@ each record says where its game began and replays from there."""
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 from playwright.async_api import expect
 
 from server.errors import BotError
+from server.replay import frames
 from tests.browser import Pages, chromium_pages
 from tests.conftest import RawClient, Served
 from tests.test_visor_records_browser import THUD_SEED, get_json, house_game, shows_frame
@@ -122,9 +125,13 @@ async def test_play_from_here_opens_the_turn_shown_for_a_bot_and_a_person(
     )
     await expect(page.locator("#turn-status")).to_contain_text("Your move")
     await served.records.flush()
+    # The game tavern play --from plays: its record begins with the old game's turns before.
     played = await get_json(served, f"/api/games/{simulation_id}/replay")
-    assert played["from"] == {"game": source.id, "turn": THUD_TURN, "given": True}
-    assert played["frames"][0]["state"] == shown
+    assert played["from"] == {"game": source.id, "turn": THUD_TURN, "given": False}
+    assert played["seed"] == THUD_SEED
+    assert [frame["state"] for frame in played["frames"][: THUD_TURN + 1]] == [
+        frame["state"] for frame in replay["frames"][: THUD_TURN + 1]
+    ]
     await bot.close()
 
     # The end of a finished game is no position to play from: the page says why.
@@ -133,6 +140,40 @@ async def test_play_from_here_opens_the_turn_shown_for_a_bot_and_a_person(
     pages.http_errors_expected = True  # the page's request is answered 409
     await ended.click("#play-from-button")
     await expect(ended.locator("#play-from-error")).to_contain_text("Invalid position")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+async def test_play_from_here_keeps_the_game_s_seed_and_draws_as_tavern_play_from_does(
+    served: Served, pages: Pages, width: int
+) -> None:
+    """A Tavern game's dice: the simulation "Play from here" opens goes on with the recorded
+    game's seed, its random generator where the recorded game's was after the turn shown (once,
+    a new seed was drawn, so the same moves gave other throws than the CLI's), and says so."""
+    source = await house_game(served, "tavern", ["pusher", "wanderer"], 5)
+    record = await asyncio.to_thread(served.records.game, source.id)
+    assert record is not None
+    expected = random.Random(record["seed"])
+    for frame in frames(record, expected):
+        if frame.turn == TAVERN_TURN:
+            break
+    page = await pages.open(f"/replay/{source.id}?turn={TAVERN_TURN}", width, connected=False)
+    await shows_frame(page, TAVERN_TURN)
+    await page.click("#play-from-button")
+    await expect(page.locator("#play-from-created")).to_be_visible()
+    simulation_id = await page.locator("#play-from-id").text_content()
+    assert simulation_id
+    await expect(page.locator("#play-from-seed")).to_have_text(
+        f"It keeps game {source.id}'s settings and seed (5), its random draws going on from "
+        f"there as that game's did: as tavern play --from {source.id} --turn {TAVERN_TURN} "
+        "plays it."
+    )
+    box = await page.locator("#play-from-seed").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= width
+    simulation = served.arena.matches[simulation_id]
+    assert simulation.seed == 5
+    assert simulation.rng.getstate() == expected.getstate()
+    assert simulation.options.resume is not None
+    assert simulation.options.resume.turns == tuple(record["turns"][:TAVERN_TURN])
 
 
 async def test_play_from_a_turn_a_game_does_not_have_or_on_a_draining_node_is_refused(
@@ -144,7 +185,8 @@ async def test_play_from_a_turn_a_game_does_not_have_or_on_a_draining_node_is_re
         async with session.post(url) as response:
             assert response.status == 404
             assert (await response.json())["error"] == (
-                f"game {source.id} has no turn {source.turn_count + 1}"
+                f"game {source.id} has {source.turn_count} turns; there is no turn "
+                f"{source.turn_count + 1}"
             )
         async with session.post(f"{served.url}/api/games/nosuch1/play-from?turn=1") as response:
             assert response.status == 404

@@ -18,9 +18,9 @@ from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player, PositionRejected
 from server.games.thud.rules import SQUARES
 from server.match import GameFinished, GameStarted, TurnPlayed, Update
+from server.played_on import NoStartingPoint, starting_point
 from server.replay import frames, origin_to_wire, replay_to_wire
 from tavern_cli.bot_test import positions_of
-from tavern_cli.play import PlayError, starting_point
 from tests.test_match import settle, table, tavern_pass
 from tests.test_session import client
 
@@ -258,19 +258,19 @@ async def test_a_simulation_created_at_a_position_plays_on_from_there_and_record
     assert header[1] == f"begun at a given position, after turn {position['turn'] - 1}"
     # tavern play --from it: a new game begun at a given position too, named after it.
     codec = codec_of("tavern")
-    point = starting_point(record, codec, after.turn)
-    assert (point.resume.state, point.resume.turn_count, point.turns) == (
+    point = starting_point(record, after.turn)
+    assert (point.resume.state, point.resume.turn_count, point.resume.turns) == (
         after.state,
         after.turn,
-        [],
+        (),
     )
     assert point.resume.origin == {
         "position": codec.position_to_wire(after.state),
         "turn": after.turn,
         "game": record["id"],
     }
-    with pytest.raises(PlayError, match=f"began at a position after turn {start.turn}"):
-        starting_point(record, codec, start.turn - 1)
+    with pytest.raises(NoStartingPoint, match=f"began at a position after turn {start.turn}"):
+        starting_point(record, start.turn - 1)
     # Its positions for tavern test are numbered as its turns.
     (line,) = positions_of(record, 0, 99)
     assert (line["position"]["turn"], line["position"]["turns"]) == (start.turn, [])

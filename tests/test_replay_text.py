@@ -201,6 +201,7 @@ def test_turns_after_the_game_s_end_are_refused_with_its_length(database: Path) 
     after = tavern("replay", game_id, "--database", str(database), "--turns", f"{played + 1}-600")
     assert (after.returncode, after.stdout) == (2, "")
     assert after.stderr == (
+        f"tavern: records {database} (--database)\n"
         f"tavern: --turns: game {game_id} has {played} turns; there is no turn {played + 1}\n"
     )
 

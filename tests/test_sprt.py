@@ -63,20 +63,72 @@ def test_the_bounds_are_wald_s() -> None:
     assert upper == pytest.approx(math.log(0.9 / 0.01))
 
 
+def wilson_ends(tally: Tally) -> tuple[float, float]:
+    """The scores ``s`` at which the games' spread, scaled to ``s`` as a win-or-loss game's is
+    (``k s (1 - s)``), puts the seen score at 1.96 standard errors: found by bisection on each
+    side of the score, not by the quadratic's formula."""
+    n, score = tally.games, tally.score()
+    variance = (
+        tally.wins * (1 - score) ** 2 + tally.draws * (0.5 - score) ** 2 + tally.losses * score**2
+    ) / n
+    k = variance / (score * (1 - score))
+
+    def gap(s: float) -> float:  # < 0 inside the interval, > 0 outside
+        return (s - score) ** 2 - 1.959964**2 * k * s * (1 - s) / n
+
+    ends = []
+    for bound in (0.0, 1.0):
+        outside, inside = bound, score
+        for _ in range(200):
+            middle = (outside + inside) / 2
+            outside, inside = (middle, inside) if gap(middle) > 0 else (outside, middle)
+        ends.append(inside)
+    return ends[0], ends[1]
+
+
+def elo_at(score: float) -> float:
+    return -400 * math.log10(1 / score - 1)
+
+
 def test_score_and_elo_with_its_error_bar() -> None:
     tally = Tally(wins=60, draws=20, losses=20)
     assert tally.games == 100
     assert tally.score() == pytest.approx(0.7)
-    # Per game: 60 scores of 1, 20 of 0.5, 20 of 0 around 0.7: variance 0.16, so the mean's
-    # standard error is 0.04 and its 95% interval 0.7 +- 1.96 * 0.04.
-    spread = 1.959964 * 0.04
-    low, high = (-400 * math.log10(1 / s - 1) for s in (0.7 - spread, 0.7 + spread))
+    low, high = wilson_ends(tally)
     elo, error = tally.elo()
     assert elo == pytest.approx(400 * math.log10(0.7 / 0.3))  # +147.2
-    assert error == pytest.approx((high - low) / 2, rel=1e-5)
+    assert error == pytest.approx((elo_at(high) - elo_at(low)) / 2, rel=1e-6)
+    # Over many games it is the normal approximation's (cutechess-cli's): per game 60 scores of
+    # 1, 20 of 0.5, 20 of 0 around 0.7, variance 0.16, so the mean's standard error is 0.04.
+    spread = 1.959964 * 0.04
+    normal = (elo_at(0.7 + spread) - elo_at(0.7 - spread)) / 2
+    assert error == pytest.approx(normal, rel=0.03)  # 64.5 against 66.0
     assert Tally(5, 5, 5).elo()[0] == 0
     assert Tally(3, 0, 0).elo() == (math.inf, math.inf)  # all wins: no finite estimate
     assert Tally(0, 0, 3).elo()[0] == -math.inf
+    assert Tally(0, 4, 0).elo() == (0, math.inf)  # every game drawn: no spread seen yet
+    assert Tally().elo() == (0, math.inf)
+
+
+@pytest.mark.parametrize(
+    ("wins", "draws", "losses", "elo", "error"),
+    [
+        (1, 0, 5, -279.6, 324.0),  # the normal approximation's lower end is below 0 here
+        (2, 0, 10, -279.6, 243.3),
+        (1, 0, 1, 0.0, 392.5),
+        (1, 1, 0, 190.8, 287.2),
+        (5, 3, 4, 29.0, 164.4),
+    ],
+)
+def test_once_both_bots_have_scored_the_error_bar_is_finite(
+    wins: int, draws: int, losses: int, elo: float, error: float
+) -> None:
+    tally = Tally(wins, draws, losses)
+    found, bar = tally.elo()
+    assert (round(found, 1), round(bar, 1)) == (elo, error)
+    low, high = wilson_ends(tally)
+    assert 0 < low < tally.score() < high < 1
+    assert bar == pytest.approx((elo_at(high) - elo_at(low)) / 2, rel=1e-6)
 
 
 @pytest.mark.parametrize(

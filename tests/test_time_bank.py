@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -250,6 +251,23 @@ def test_tavern_play_with_a_clock_writes_both_clocks_in_its_game_file(tmp_path: 
     # Each side's bank is 60 s, less its moves' time, plus 0.5 s a move.
     assert 60_000 < clocks[0]["remainingMs"]["dwarf"] <= 60_500
     assert clocks[0]["remainingMs"]["troll"] == 60_000
+    # The terminal says the clock, and each side's time left under every turn: what the next
+    # turn's clock says, and after the last one, the mover's as the match spent it.
+    assert "\nclock: 60 s each, +0.5 s a move\n" in run.stdout
+    shown = re.findall(
+        r"^turn (\d): \w+ .*\n  time left: dwarf ([\d.]+) s, troll ([\d.]+) s$",
+        run.stdout,
+        re.MULTILINE,
+    )
+    assert [int(turn) for turn, _, _ in shown] == [1, 2, 3, 4]
+    for (_, dwarf, troll), clock in zip(shown, clocks, strict=False):
+        assert (float(dwarf), float(troll)) == (
+            round(clock["remainingMs"]["dwarf"] / 1000, 1),
+            round(clock["remainingMs"]["troll"] / 1000, 1),
+        )
+    last_dwarf, last_troll = (float(left) for left in shown[3][1:])
+    assert last_dwarf == round(clocks[2]["remainingMs"]["dwarf"] / 1000, 1)
+    assert 60.0 < last_troll <= 61.0  # two moves of its own, 0.5 s back for each
     replay = subprocess.run(
         [sys.executable, "-m", "tavern_cli", "replay", str(output)],
         capture_output=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 from playwright.async_api import Page, expect
 
 from server.records.identities import roster_kept
@@ -92,5 +93,41 @@ async def test_tv_shows_the_strongest_pair_then_the_next_then_nothing(tmp_path: 
             await expect(page.locator("#banner")).to_contain_text("Ugluk (Trolls) won")
             await expect(page.locator("#tv")).to_have_attribute("data-state", "idle")
         assert await fits_the_width(phone)
+        for client in clients:
+            await client.close()
+
+
+async def test_a_game_between_registered_bots_not_rated_yet_is_said_so(tmp_path: Path) -> None:
+    """Two registered bots before their first rated game of the season: /api/tv says they are
+    not both rated (``bothRated``, once ``rated``, read as "not a rated game"), and the page
+    says what it chose and why, on a desktop and a phone."""
+    database = str(tmp_path / "arena.db")
+    keys = {name: added(database, name) for name in ("Azog", "Nobody")}
+    rated(database, [("g1", ("Azog", "Bolg"), 0)])  # Azog is rated this season; Nobody is not
+    clients: list[RawClient] = []
+    async with (
+        serving_visor(test_config(first_turn_timeout_ms=60_000), database) as served,
+        roster_kept(served.records.roster_changes, served.records, served.arena.roster),
+        chromium_pages(served.url) as pages,
+    ):
+        simulation_id, _ = await pair(served.tcp_port, keys, clients, "Azog", "Nobody")
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{served.url}/api/tv") as response,
+        ):
+            chosen = (await response.json())["simulation"]
+        assert (chosen["simulationId"], chosen["bothRated"]) == (simulation_id, False)
+        assert "rated" not in chosen
+        assert [player["bot"] for player in chosen["players"]] == ["Azog", "Nobody"]
+        for width, height in ((1280, 860), (390, 844)):
+            page = await pages.open("/tv", width, height)
+            await shows(page, simulation_id, "Azog", "Nobody")
+            await expect(page.locator("#seat-1 .tv-rating")).to_have_text("Trolls · not rated yet")
+            await expect(page.locator("#why")).to_have_text(
+                "The most watched game now: no game between two bots rated this season is being "
+                "played"
+            )
+            assert await fits_the_width(page)
+            await page.close()
         for client in clients:
             await client.close()

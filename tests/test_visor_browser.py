@@ -176,8 +176,10 @@ EXPIRY_MS = 6000  # long enough to start a bot process, short enough to wait for
 
 
 async def test_lobby_ages_filter_copy_a_join_command_and_expiry(tmp_path: Path) -> None:
-    """The command the lobby offers to copy runs a bot into the simulation; rows show their
-    age and filter by game; a simulation nobody joins leaves the page when it expires."""
+    """The command the lobby offers to copy runs a house player into the simulation, from any
+    folder, with nothing but the arena's installed ``tavern`` command (it was ``python -m
+    bots...``, which fails outside the arena's environment); rows show their age and filter by
+    game; a simulation nobody joins leaves the page when it expires."""
     async with (
         serving_visor(
             test_config(waiting_simulation_expiry_ms=EXPIRY_MS), tmp_path / "a.db"
@@ -189,27 +191,37 @@ async def test_lobby_ages_filter_copy_a_join_command_and_expiry(tmp_path: Path) 
         await page.click("#create-tavern")
         await expect(page.locator("#created-id")).to_have_text(SIMULATION_ID)
         tavern_id = await page.locator("#created-id").text_content()
-        command = f"python -m bots.tavern_dummy --simulation {tavern_id} --port {served.tcp_port}"
+        command = f"tavern house tavern pusher --simulation {tavern_id} --port {served.tcp_port}"
         await expect(page.locator("#created-command")).to_have_text(command)
+        await expect(page.locator("#created-command-hint")).to_contain_text(
+            "from any folder with the arena's tavern command (make run puts it in the "
+            "checkout's .venv/bin; pip install puts it on the PATH)"
+        )
         await page.click("#copy-command")
         await expect(page.locator("#copy-command")).to_have_text("Copied")
         assert await page.evaluate("navigator.clipboard.readText()") == command
-        # The command, as copied, runs the example bot into the simulation.
+        # The command, as copied, runs a house player into the simulation: the installed
+        # tavern, in a folder that is not the checkout, with no PYTHONPATH.
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        words = shlex.split(command)
         bot = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *shlex.split(command)[1:],
-            cwd=REPO,
+            str(Path(sys.executable).parent / words[0]),
+            *words[1:],
+            cwd=elsewhere,
+            env=environ,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
         try:
             tavern_row = page.locator(f'tr[data-simulation-id="{tavern_id}"]')
-            await expect(tavern_row.locator(".seat-team1 .nick")).to_have_text("Tavern dummy")
+            await expect(tavern_row.locator(".seat-team1 .nick")).to_have_text("house pusher")
             await page.click("#create-thud")
             await expect(page.locator("#created-id")).not_to_have_text(tavern_id or "")
             thud_id = await page.locator("#created-id").text_content()
             await expect(page.locator("#created-command")).to_contain_text(
-                f"python -m bots.house_bot thud troll --side troll --simulation {thud_id}"
+                f"tavern house thud troll --side troll --simulation {thud_id}"
             )
             thud_row = page.locator(f'tr[data-simulation-id="{thud_id}"]')
             # Each row's age, counting on between lobby updates.
@@ -235,6 +247,17 @@ async def test_lobby_ages_filter_copy_a_join_command_and_expiry(tmp_path: Path) 
             await expect(thud_row).to_have_count(0, timeout=EXPIRY_MS + 5000)
             await expect(tavern_row).to_be_visible()
             assert thud_id not in served.arena.matches
+            # On a phone the command wraps within its box, whole.
+            phone = await pages.open("/", 390, 844)
+            await phone.click("#create-thud")
+            phone_id = await phone.locator("#created-id").text_content()
+            await expect(phone.locator("#created-command")).to_contain_text(
+                f"tavern house thud dwarf --side dwarf --simulation {phone_id}"
+            )
+            shown = phone.locator("#created-command")
+            assert await shown.evaluate("(pre) => pre.scrollWidth <= pre.clientWidth")
+            assert await fits_the_width(phone)
+            await phone.close()
         finally:
             bot.kill()
             await bot.wait()

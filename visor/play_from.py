@@ -1,11 +1,14 @@
 """The replay page's "Play from here": ``POST /api/games/{id}/play-from?turn=N`` opens a
 simulation at turn ``N`` of a recorded game, for bots (or, in Thud, a person) to join by id.
 
-The position is the record's own, replayed by the rules, so a page cannot claim a position a
-game never had; the simulation is created as a bot's ``create-simulation`` with that
-``position`` is, through ``Session`` (the same checks: a draining node, the per-address cap of
-waiting simulations, an impossible or finished position), and its record names the game and turn
-it was taken from.
+It is the game ``tavern play --from ID --turn N`` plays (``server.played_on``): the recorded
+game's position after turn ``N``, replayed by the rules from its record (a page cannot claim a
+position a game never had), with its settings, its seed and its random draws going on from
+there, so that the new game replays as the recorded one would have gone on; its record begins
+with the recorded game's first ``N`` turns and names it. The simulation is created as a bot's
+``create-simulation`` is, through ``Session`` (the same checks: a draining node, the per-address
+cap of waiting simulations), with the recorded game's clock if it had one; a turn after which
+the game is over is refused (``Invalid position``).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from aiohttp import web
 from server.arena import Arena
 from server.games.base import JsonObject
 from server.match import SeatMessage
+from server.played_on import NoStartingPoint, starting_point
 from server.records import Records
-from server.replay import DamagedRecord, frames, game_of
+from server.replay import CLOCK_KEY, DamagedRecord
 from server.session import Client, Session
 from visor.responses import json_error, json_response
 
@@ -52,20 +56,6 @@ class Creation:
         """Nothing to close: the request's answer says everything."""
 
 
-def position_at(records: Records, game_id: str, turn: int) -> tuple[str, JsonObject] | None:
-    """The game of a record and its position after ``turn`` turns, in wire form (``None``: no
-    such game); raises ``LookupError`` if the record has no such turn, ``DamagedRecord`` if it
-    does not replay."""
-    record = records.game(game_id)
-    if record is None:
-        return None
-    codec = game_of(record)
-    for frame in frames(record):
-        if frame.turn == turn:
-            return record["game"], codec.position_to_wire(frame.state)
-    raise LookupError(f"game {game_id} has no turn {turn}")
-
-
 async def play_from(request: web.Request) -> web.Response:
     game_id = request.match_info["game_id"]
     try:
@@ -73,19 +63,24 @@ async def play_from(request: web.Request) -> web.Response:
     except (KeyError, ValueError):
         return json_error(400, "turn must be given, an integer")
     try:
-        found = await asyncio.to_thread(position_at, request.app[RECORDS], game_id, turn)
-    except LookupError as error:
+        record = await asyncio.to_thread(request.app[RECORDS].game, game_id)
+        if record is None:
+            return json_error(404, "no recorded game with this id")
+        point = await asyncio.to_thread(starting_point, record, turn)
+    except NoStartingPoint as error:
         return json_error(404, str(error))
     except DamagedRecord as error:
         return json_error(409, f"this record cannot be read back: {error}")
-    if found is None:
-        return json_error(404, "no recorded game with this id")
-    game, position = found
+    game = record["game"]
     arena = request.app[ARENA]
     creation = Creation()
     client = Client(request.remote or "", kind="person", noun="page")
     session = Session(arena, client, creation)
-    match = session.create({"game": game, "position": position}, taken_from=game_id)
+    fields: JsonObject = {"game": game}
+    clock = record["settings"].get(CLOCK_KEY)
+    if clock is not None:
+        fields["clock"] = clock
+    match = session.create(fields, played_on=point)
     if match is None:
         assert creation.refusal is not None, "a create that opens nothing says why"
         message, reason = creation.refusal
@@ -97,6 +92,7 @@ async def play_from(request: web.Request) -> web.Response:
             "simulationId": match.id,
             "game": game,
             "turn": turn,
+            "seed": match.seed,
             "botPort": arena.bot_port,
             "join": join,
             "seats": list(match.codec.seat_names),

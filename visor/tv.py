@@ -8,8 +8,9 @@ The strongest pair is the one whose weaker bot is the strongest: a game between 
 this season's rating 30 is a better game to watch than 40 against 10, which the sum would rank
 alike. The sum breaks ties. Ratings are this node's copy of the current season's
 (``server.identity.Roster.rating``), each bot's μ in the game played. A game with a guest, or a
-bot not yet rated this season, is not rated here; with no rated pair playing, the page shows
-the most watched game, then the one with the fewest turns played (the latest started).
+bot not yet rated this season, has no such pair (``bothRated`` false, whether or not the game
+itself is a rated one); with no pair of rated bots playing, the page shows the most watched
+game, then the one with the fewest turns played (the latest started).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def tv_choice(rows: Iterable[JsonObject], rating: Rating) -> JsonObject | None:
             key = (0, 0.0, 0.0, row["spectators"], -row["turn"], row["simulationId"])
         if best is None or key > best[0]:
             shown = {"simulationId": row["simulationId"], "game": row["game"]}
-            best = (key, {**shown, "rated": key[0] == 1, "players": seats})
+            best = (key, {**shown, "bothRated": key[0] == 1, "players": seats})
     return None if best is None else best[1]
 
 

@@ -177,19 +177,31 @@ def bot_record(db: Connection, name: str, history_kept: int = 200) -> JsonObject
             "SELECT * FROM ratings WHERE bot = ? ORDER BY last_played_at DESC", (bot,)
         )
     ]
+    # Each rated game's two rows are written together (``rate``): the opponent's row gives its
+    # rating as the game began. Should it be missing, its rating now in that season is given,
+    # and said to be so (``opponentMuAt``).
     history = [
         {
             "gameId": game["game_id"],
             "game": game["game"],
             "season": game["season"],
             "opponent": game["opponent"],
+            "opponentMu": game["opponent_mu"] if game["then_mu"] is None else game["then_mu"],
+            "opponentMuAt": "start"
+            if game["then_mu"] is not None
+            else ("now" if game["opponent_mu"] is not None else None),
             "result": game["result"],
             "mu": game["mu"],
             "sigma": game["sigma"],
             "ratedAt": game["rated_at"],
         }
         for game in db.execute(
-            "SELECT * FROM rating_history WHERE bot = ? ORDER BY rated_at DESC, game_id LIMIT ?",
+            "SELECT h.game_id, h.game, h.season, h.opponent, h.result, h.mu, h.sigma, "
+            "h.rated_at, o.mu_before AS then_mu, r.mu AS opponent_mu "
+            "FROM rating_history h "
+            "LEFT JOIN rating_history o ON o.game_id = h.game_id AND o.seat <> h.seat "
+            "LEFT JOIN ratings r ON r.game = h.game AND r.season = h.season AND r.bot = h.opponent "
+            "WHERE h.bot = ? ORDER BY h.rated_at DESC, h.game_id LIMIT ?",
             (bot, history_kept),
         )
     ]

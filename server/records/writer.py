@@ -605,5 +605,14 @@ class Recorder:
             )
         elif isinstance(update, GameStarted):
             self.records.submit(started(update, self.records.owner))
+            seat_names = update.view.codec.seat_names
+            for turn in update.turns_before:  # a game played on from a recorded one's turn
+                self.records.record_turn(
+                    update.view.match_id,
+                    turn["number"],
+                    seat_names.index(turn["seat"]),
+                    orjson.dumps(turn["action"]),
+                    turn["timedOut"],
+                )
         elif isinstance(update, GameFinished):
             self.records.submit(finished(update), urgent=True, turns_of=update.view.match_id)

@@ -1,5 +1,5 @@
-// A bot written the way the original Dwarven Tavern's bundled dummy bot was (2013), rebuilt from
-// its description in ../shared/reference/dwarven-tavern/SPEC.md section 11 for compatibility
+// A bot written the way the original Dwarven Tavern's bundled dummy bot was (2013; the dummy of
+// https://github.com/PIWEEK/dwarven-tavern), rebuilt from a description of it for compatibility
 // tests. Like the original it writes bare JSON with no newline and parses EACH TCP READ as exactly
 // one JSON message (so two messages in one read crash it, as they crashed the original). The only
 // change: the port comes from argv[3] (the original hard-coded 9000).

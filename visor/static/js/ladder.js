@@ -12,6 +12,7 @@ const ui = {
   summary: byId("summary"),
   error: byId("error"),
   empty: byId("empty"),
+  tableCard: byId("table-card"),
   body: byId("ladder-body"),
 };
 const params = new URLSearchParams(location.search);
@@ -45,20 +46,26 @@ async function load() {
   const bots = ladder.bots;
   setText(ui.summary, `Season ${ladder.season}: ${bots.length} ${bots.length === 1 ? "bot" : "bots"} rated.`);
   show(ui.empty, bots.length === 0);
+  show(ui.tableCard, bots.length > 0); // no table under "No rated games"
   ui.body.replaceChildren(
     ...bots.map((bot, index) =>
       el(
         "tr",
         { dataset: { bot: bot.bot } },
         el("td", { className: "num", text: index + 1 }),
-        el("td", {}, el("a", { text: bot.bot, attrs: { href: `/bots/${encodeURIComponent(bot.bot)}` } })),
-        el("td", { className: "num", text: `${bot.mu.toFixed(1)} ± ${bot.sigma.toFixed(1)}` }),
-        el("td", { className: "num", text: bot.games }),
-        el("td", { className: "num", text: `${bot.wins}–${bot.draws}–${bot.losses}` }),
-        el("td", { text: bot.online ? "online" : "" }),
         el(
           "td",
-          {},
+          { className: "bot-cell" },
+          el("a", { className: "bot-name", text: bot.bot, attrs: { href: `/bots/${encodeURIComponent(bot.bot)}`, title: bot.bot } }),
+          bot.online ? el("span", { className: "online-dot", attrs: { role: "img", "aria-label": "online", title: "online" } }) : null,
+        ),
+        el("td", { className: "num", text: `${bot.mu.toFixed(1)} ± ${bot.sigma.toFixed(1)}` }),
+        el("td", { className: "num col-games", text: bot.games }),
+        el("td", { className: "num wdl", text: `${bot.wins}–${bot.draws}–${bot.losses}` }),
+        el("td", { className: "col-online", text: bot.online ? "online" : "" }),
+        el(
+          "td",
+          { className: "col-last" },
           el("a", { text: formatTime(bot.lastPlayedAt), attrs: { href: `/replay/${encodeURIComponent(bot.lastGame)}` } }),
         ),
       ),

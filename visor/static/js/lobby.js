@@ -112,8 +112,11 @@ function onCreated(message) {
   setText(ui.createdCommand, command);
   show(ui.createdCommand, Boolean(command));
   show(ui.copyCommand, Boolean(command));
-  const hint = message.game === "tavern" ? "run it twice for a whole game" : "one bot for each side";
-  setText(byId("created-command-hint"), `Or run the repository's example bots, from its folder (${hint}):`);
+  const hint = message.game === "tavern" ? "run it twice for a whole game, or once against your bot" : "one for each side; keep one against your bot";
+  setText(
+    byId("created-command-hint"),
+    `Or let the arena's house players take the seats (${hint}), from any folder with the arena's tavern command (make run puts it in the checkout's .venv/bin; pip install puts it on the PATH):`,
+  );
   show(byId("created-command-hint"), Boolean(command));
   ui.createdWatch.href = `/watch/${encodeURIComponent(message.simulationId)}`;
   setText(ui.copyId, "Copy the id");
@@ -122,15 +125,17 @@ function onCreated(message) {
 }
 
 /**
- * The shell command that runs the repository's example bot into this simulation: the Tavern
- * dummy, or a Thud house player for each side. The host is the one this page came from.
+ * The shell command that plays one of the arena's house players into this simulation, with the
+ * tavern command the arena installs (python -m ... works only in the arena's own environment):
+ * the Tavern pusher, or a Thud house player for each side. The host is the one this page came
+ * from.
  */
 function joinCommand(game, simulationId, port) {
   if (!port) return "";
   const host = ["localhost", "127.0.0.1"].includes(location.hostname) ? "" : ` --host ${location.hostname}`;
   const where = `--simulation ${simulationId} --port ${port}${host}`;
-  if (game === "tavern") return `python -m bots.tavern_dummy ${where}`;
-  return [`python -m bots.house_bot thud dwarf --side dwarf ${where}`, `python -m bots.house_bot thud troll --side troll ${where}`].join("\n");
+  if (game === "tavern") return `tavern house tavern pusher ${where}`;
+  return [`tavern house thud dwarf --side dwarf ${where}`, `tavern house thud troll --side troll ${where}`].join("\n");
 }
 
 async function copy(button, source, label) {

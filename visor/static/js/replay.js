@@ -96,6 +96,7 @@ const ui = {
   playFromCreated: byId("play-from-created"),
   playFromId: byId("play-from-id"),
   playFromTurn: byId("play-from-turn"),
+  playFromSeed: byId("play-from-seed"),
   playFromJoin: byId("play-from-join"),
   playFromHint: byId("play-from-hint"),
   playFromCopy: byId("play-from-copy"),
@@ -735,6 +736,10 @@ async function playFromHere() {
   const unit = replay.game === "thud" ? "ply" : "turn";
   setText(ui.playFromId, body.simulationId);
   setText(ui.playFromTurn, `${unit} ${body.turn + 1}, the position shown (game ${gameId}, after ${unit} ${body.turn})`);
+  setText(
+    ui.playFromSeed,
+    `It keeps game ${gameId}'s settings and seed (${body.seed}), its random draws going on from there as that game's did: as tavern play --from ${gameId} --turn ${body.turn} plays it.`,
+  );
   setText(ui.playFromJoin, JSON.stringify(body.join));
   const port = body.botPort ? ` on TCP port ${body.botPort}` : "";
   setText(ui.playFromHint, `Any bot joins it${port} by sending:`);

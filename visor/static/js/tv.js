@@ -24,7 +24,7 @@ const ui = {
 };
 
 const tv = {
-  chosen: null, // /api/tv's choice being shown: {simulationId, game, rated, players}
+  chosen: null, // /api/tv's choice being shown: {simulationId, game, bothRated, players}
   board: null,
   view: null,
   asking: false,
@@ -114,7 +114,10 @@ function showChosen(chosen) {
     const rating = player.rating === null ? (player.bot ? "not rated yet" : "guest") : `rating ${player.rating.toFixed(1)}`;
     setText(node.querySelector(".tv-rating"), `${seatLabel(chosen.game, player.seat)} · ${rating}`);
   });
-  setText(ui.why, chosen.rated ? "The strongest pair on the ladder playing now" : "The most watched game now: no rated pair is playing");
+  setText(
+    ui.why,
+    chosen.bothRated ? "The strongest pair on the ladder playing now" : "The most watched game now: no game between two bots rated this season is being played",
+  );
 }
 
 /** With nothing on screen, a game being played in the lobby is the cue to choose again. */
