@@ -10,6 +10,8 @@ address of their choice.
 
 A ``LOCAL`` header (a balancer's own health check), an ``UNSPEC`` or ``UNKNOWN`` family, and
 a Unix socket's address name no client: the connection then counts as the balancer's own.
+``AwaitedHeader`` is the wait for it, on an injected clock, that the bots' port and the HTTP
+ports share.
 Specification: https://www.haproxy.org/download/2.6/doc/proxy-protocol.txt
 """
 
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import ipaddress
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from server.clock import Clock
 
 V1_PREFIX = b"PROXY "
 V1_MAX_BYTES = 107  # the specification's longest line, CRLF included
@@ -167,3 +171,50 @@ class HeaderReader:
         if header is None:
             return None
         return header.client or self.balancer, self._data[header.length :]
+
+
+class AwaitedHeader:
+    """A listed balancer's connection until its header names the client, as both the bots' port
+    and the HTTP ports wait for it: ``named`` is called with the client's peer name once the
+    header is whole, ``failed`` with why if it is bad or does not come within
+    ``HEADER_TIMEOUT_S`` (the connection is then to be closed: a balancer that sends none is
+    set up wrong, and its clients' addresses are unknown)."""
+
+    def __init__(
+        self,
+        balancer: tuple[Any, ...],
+        clock: Clock,
+        named: Callable[[tuple[Any, ...]], None],
+        failed: Callable[[str], None],
+    ) -> None:
+        self.reader = HeaderReader(balancer)
+        self.waiting = True  # until the header is whole, bad or late
+        self._named = named
+        self._failed = failed
+        self._deadline = clock.call_later(
+            HEADER_TIMEOUT_S, lambda: self._fail(f"no header within {HEADER_TIMEOUT_S:g} s")
+        )
+
+    def feed(self, data: bytes) -> bytes:
+        """What the client sent after the header: nothing until the header is whole."""
+        try:
+            whole = self.reader.feed(data)
+        except BadHeader as error:
+            self._fail(str(error))
+            return b""
+        if whole is None:
+            return b""
+        self.stop()
+        client, rest = whole
+        self._named(client)
+        return rest
+
+    def stop(self) -> None:
+        """No more waiting (the header came, or the connection is gone)."""
+        self.waiting = False
+        self._deadline.cancel()
+
+    def _fail(self, why: str) -> None:
+        if self.waiting:
+            self.stop()
+            self._failed(why)

@@ -41,7 +41,7 @@ from server.protocol import (
     encode,
     error_message,
 )
-from server.proxy_header import HEADER_TIMEOUT_S, BadHeader, Balancers, HeaderReader
+from server.proxy_header import AwaitedHeader, Balancers
 from server.session import Client, Session
 
 log = logging.getLogger(__name__)
@@ -307,8 +307,7 @@ class Connection(asyncio.Protocol):
         self._close_deadline: asyncio.TimerHandle | None = None
         self._metered: asyncio.TimerHandle | None = None  # reading paused for the meter
         # A balancer's connection: its PROXY header, until it names the client.
-        self._header: HeaderReader | None = None
-        self._header_deadline: asyncio.TimerHandle | None = None
+        self._header: AwaitedHeader | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -319,10 +318,7 @@ class Connection(asyncio.Protocol):
         if self.server.balancers.listed(peer):
             # The client is the one its header names: nothing is counted before it has.
             self._name_peer(peer)
-            self._header = HeaderReader(peer)
-            self._header_deadline = asyncio.get_running_loop().call_later(
-                HEADER_TIMEOUT_S, self._not_proxied, f"no header within {HEADER_TIMEOUT_S:g} s"
-            )
+            self._header = AwaitedHeader(peer, self.arena.clock, self._begin, self._not_proxied)
             return
         self._begin(peer)
 
@@ -341,36 +337,17 @@ class Connection(asyncio.Protocol):
         self.server.accepted(self)
 
     def data_received(self, data: bytes) -> None:
-        if self._header is not None:
-            data = self._after_header(data)
+        if self._header is not None and self._header.waiting:
+            data = self._header.feed(data)
         if self._closing or not data:
             return
         self._pending += data
         self._read_more()
 
-    def _after_header(self, data: bytes) -> bytes:
-        """What the client sent after the balancer's header, once the header is whole (until
-        then, nothing); the client it names is then counted as this connection's."""
-        assert self._header is not None
-        try:
-            whole = self._header.feed(data)
-        except BadHeader as error:
-            self._not_proxied(str(error))
-            return b""
-        if whole is None:
-            return b""
-        client, rest = whole
-        self._header = None
-        if self._header_deadline is not None:
-            self._header_deadline.cancel()
-        self._begin(client)
-        return rest
-
     def _not_proxied(self, why: str) -> None:
         """A balancer's connection without its PROXY header: closed (a balancer that sends
         none is set up wrong, and its clients' addresses are unknown)."""
         log.warning("connection %s from a balancer: no PROXY header (%s): closed", self.peer, why)
-        self._header = None
         self.abort()
 
     def eof_received(self) -> bool:
@@ -380,10 +357,11 @@ class Connection(asyncio.Protocol):
         if exc is not None:
             log.info("connection %s: %s", self.peer, exc)
         self._closing = True
-        timers = (self._idle_deadline, self._paced_write, self._close_deadline, self._metered)
-        for timer in (*timers, self._header_deadline):
+        for timer in (self._idle_deadline, self._paced_write, self._close_deadline, self._metered):
             if timer is not None:
                 timer.cancel()
+        if self._header is not None:
+            self._header.stop()
         self._outbox.clear()
         self._unsent.clear()
         self._held.clear()

@@ -96,7 +96,7 @@ async def test_a_balancers_connection_without_a_header_is_closed_and_never_count
     """From a listed balancer: a connection that begins with a message, or with half a header
     that never ends, is closed unanswered and said in the log; while it waits it is not
     counted (the header comes first)."""
-    monkeypatch.setattr("server.tcp.HEADER_TIMEOUT_S", 0.2)
+    monkeypatch.setattr("server.proxy_header.HEADER_TIMEOUT_S", 0.2)
     caplog.set_level(logging.WARNING, logger="server.tcp")
     async with proxied(tmp_path) as served:
         reader, writer = await line_client(BALANCER, served.tcp_port)

@@ -4,17 +4,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from server.proxy_header import (
+    HEADER_TIMEOUT_S,
     MAX_HEADER_BYTES,
     V1_MAX_BYTES,
+    AwaitedHeader,
     BadHeader,
     Balancers,
     HeaderReader,
     ProxyHeader,
     parse,
 )
+from tests.clock import FakeClock
 
 SIGNATURE = bytes.fromhex("0d0a0d0a000d0a515549540a")
 # HAProxy 2.6: a client 127.0.5.6 port 33613 to 127.0.0.1 port 19100, then the client's bytes.
@@ -134,3 +139,42 @@ def test_balancers_are_addresses_or_networks_and_nobody_else() -> None:
     assert not balancers.listed(None)
     none = Balancers([])
     assert not none and not none.listed(("127.0.0.2", 41000))
+
+
+def awaited(clock: FakeClock) -> tuple[AwaitedHeader, list[object]]:
+    """A balancer's connection waiting for its header, and what it was told (the client it
+    names, or why it failed)."""
+    heard: list[object] = []
+
+    def named(client: tuple[Any, ...]) -> None:
+        heard.append(client)
+
+    def failed(why: str) -> None:
+        heard.append(why)
+
+    return AwaitedHeader(("127.0.0.2", 5000), clock, named, failed), heard
+
+
+def test_a_header_sent_in_pieces_names_the_client_and_keeps_what_follows() -> None:
+    clock = FakeClock()
+    header, heard = awaited(clock)
+    assert header.feed(HAPROXY_V2[:10]) == b"" and heard == [] and header.waiting
+    assert header.feed(HAPROXY_V2[10:] + BOT) == BOT
+    assert heard == [("127.0.5.6", 33613)] and not header.waiting
+    clock.advance(HEADER_TIMEOUT_S * 2)  # the deadline was cancelled
+    assert heard == [("127.0.5.6", 33613)]
+
+
+def test_a_header_late_or_bad_fails_once() -> None:
+    clock = FakeClock()
+    late, heard_late = awaited(clock)
+    late.feed(HAPROXY_V2[:5])
+    clock.advance(HEADER_TIMEOUT_S - 0.01)
+    assert heard_late == []
+    clock.advance(0.02)
+    assert heard_late == [f"no header within {HEADER_TIMEOUT_S:g} s"] and not late.waiting
+    bad, heard_bad = awaited(clock)
+    assert bad.feed(BOT) == b""
+    assert len(heard_bad) == 1 and isinstance(heard_bad[0], str)
+    clock.advance(HEADER_TIMEOUT_S * 2)
+    assert len(heard_bad) == 1  # told once

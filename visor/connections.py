@@ -39,9 +39,10 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from aiohttp.web_protocol import RequestHandler
 
+from server.clock import LoopClock
 from server.config import ArenaConfig, ListenError
 from server.errors import BotError
-from server.proxy_header import HEADER_TIMEOUT_S, BadHeader, Balancers, HeaderReader
+from server.proxy_header import AwaitedHeader, Balancers
 
 log = logging.getLogger(__name__)
 
@@ -181,18 +182,14 @@ class CountedConnection(asyncio.Protocol):
         self._websocket = False  # an open websocket: its frames are not counted
         # A balancer's connection: its PROXY header, until it names the client.
         self.proxied = False
-        self._header: HeaderReader | None = None
-        self._header_deadline: asyncio.TimerHandle | None = None
+        self._header: AwaitedHeader | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if self._connections.balancers.listed(peer):
             # The client is the one its header names: nothing is counted before it has.
-            self._header = HeaderReader(peer)
-            self._header_deadline = asyncio.get_running_loop().call_later(
-                HEADER_TIMEOUT_S, self._not_proxied, f"no header within {HEADER_TIMEOUT_S:g} s"
-            )
+            self._header = AwaitedHeader(peer, LoopClock(), self._begin, self._not_proxied)
             self.proxied = True
             return
         self._begin(peer)
@@ -207,33 +204,14 @@ class CountedConnection(asyncio.Protocol):
         self._handler = self._server()
         self._handler.connection_made(self.transport)
 
-    def _after_header(self, data: bytes) -> bytes:
-        """What the client sent after the balancer's header, once the header is whole (until
-        then, nothing); the client it names is then counted as this connection's."""
-        assert self._header is not None
-        try:
-            whole = self._header.feed(data)
-        except BadHeader as error:
-            self._not_proxied(str(error))
-            return b""
-        if whole is None:
-            return b""
-        client, rest = whole
-        self._header = None
-        if self._header_deadline is not None:
-            self._header_deadline.cancel()
-        self._begin(client)
-        return rest
-
     def _not_proxied(self, why: str) -> None:
         """A balancer's connection without its PROXY header: closed."""
         assert self._header is not None
         log.warning(
             "HTTP connection from the balancer %s: no PROXY header (%s): closed",
-            self._header.balancer[0],
+            self._header.reader.balancer[0],
             why,
         )
-        self._header = None
         self.transport.abort()
 
     def refuse(self, status: int, reason: str) -> None:
@@ -249,8 +227,8 @@ class CountedConnection(asyncio.Protocol):
         self._received = 0
 
     def data_received(self, data: bytes) -> None:
-        if self._header is not None:
-            data = self._after_header(data)
+        if self._header is not None and self._header.waiting:
+            data = self._header.feed(data)
         if self._handler is None or not data:
             return
         if not self._websocket:
@@ -280,8 +258,8 @@ class CountedConnection(asyncio.Protocol):
             self._handler.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._header_deadline is not None:
-            self._header_deadline.cancel()
+        if self._header is not None:
+            self._header.stop()
         if self._handler is not None:
             self._connections.leave(self)
             self._handler.connection_lost(exc)
