@@ -142,6 +142,7 @@ class Wire(Link):
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
+        self._up = asyncio.Event()
         self.up = True
         self._tasks = asyncio.TaskGroup()  # never entered: the seats only ask if there is one
         self.sent: list[Sent] = []
@@ -165,7 +166,9 @@ class Ends:
         complaints = values.Complaints(HOLDER)
         repairs = Repairs(self.to_owner, complaints)
         following = Following(self.to_owner, repairs)
-        self.asked = SeatsAsked(self.to_owner, arena, following, Claims(self.to_owner, repairs))
+        self.asked = SeatsAsked(
+            self.to_owner, arena, following, Claims(self.to_owner, repairs), grace_s=10.0
+        )
         self.given = SeatsGiven(self.to_holder, arena, keep_s=10.0)
         self.holder = Inbox(table_of(self.asked), complaints)
         self.owner = Inbox(table_of(self.given), values.Complaints(OWNER))

@@ -305,6 +305,41 @@ async def test_redis_restarts_forfeit_no_game_that_crosses_nodes(
         assert "held for 10 s" in (tmp_path / f"node-{index}.log").read_text()
 
 
+async def test_a_join_of_another_node_s_game_while_redis_is_away_is_seated_once_it_is_back(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """A bot joins, through node B, a game node A plays while their Redis is away: the join
+    waits for the link (within ``reconnectGraceMs``) and is seated once Redis is back, and the
+    game is played to its end (before: refused at once, ``Arena link lost``, though the node
+    could serve it a moment later); a join still waiting when the grace is over is refused."""
+    async with nodes(redis, tmp_path, count=2, reconnectGraceMs=8000, **SHORT_GAME) as (a, b):
+        simulation_id = await create(a)
+        here, _ = await join(a, simulation_id)
+        await asyncio.to_thread(redis.stop)
+        there = await bot(b)
+        await there.send({"type": "join-simulation", "simulationId": simulation_id, "nick": "b"})
+        await asyncio.sleep(OUTAGE_S)  # the outage itself: the join waits meanwhile
+        await asyncio.to_thread(redis.start)
+        info = await there.expect("game-info")
+        assert info["simulationId"] == simulation_id
+        free = asyncio.Event()
+        free.set()
+        ends = await asyncio.gather(play_out(here, "team1", free), play_out(there, "team2", free))
+        assert all(re.match(rb'\{"type":"(win|loss|draw)-game"', end) for end in ends), ends
+        for client in (here, there):
+            await client.close()
+    (tmp_path / "short").mkdir()
+    async with nodes(redis, tmp_path / "short", count=2, reconnectGraceMs=300) as (a, b):
+        simulation_id = await create(a)
+        await asyncio.to_thread(redis.stop)
+        late = await bot(b)
+        await late.send({"type": "join-simulation", "simulationId": simulation_id, "nick": "b"})
+        refused = await late.expect_error("Arena link lost")
+        assert "lost its link" in refused["reason"]
+        await late.close()
+        await asyncio.to_thread(redis.start)
+
+
 async def test_a_seat_across_nodes_is_given_up_once_the_link_stays_lost_past_the_grace(
     redis: RedisServer, tmp_path: Path
 ) -> None:

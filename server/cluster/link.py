@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from typing import Any, Protocol, cast
 
 import hiredis
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 
 MAX_OUTGOING_BYTES = 64 * 1024 * 1024  # queued toward Redis before the link counts as lost
 FIRST_CONNECT_WAIT_S = 5.0
-MAX_BACKOFF_S = 5.0
 LOOK_UPS_AT_ONCE = 64  # connections to Redis for look-ups; more wait for one of them
 LEAVE_WAIT_S = 2.0
 
@@ -170,7 +169,7 @@ class Link:
         self.heartbeat_s = heartbeat_s
         self.ttl_ms = ttl_ms
         self.redis: Redis | None = None  # redis-py's client, while linked
-        self.up = False  # linked, and the node registered and following the others
+        self._up = asyncio.Event()  # linked, and the node registered and following the others
         self.connected = asyncio.Event()
         self._tasks: asyncio.TaskGroup | None = None  # the link's own, and look-ups through it
         self._sender: asyncio.Transport | None = None  # toward Redis, while linked
@@ -181,9 +180,37 @@ class Link:
         self.held: set[str] = set()
 
     @property
+    def up(self) -> bool:
+        """Linked, and the node registered and following the others."""
+        return self._up.is_set()
+
+    @up.setter
+    def up(self, up: bool) -> None:
+        if up:
+            self._up.set()
+        else:
+            self._up.clear()
+
+    @property
     def tasks(self) -> asyncio.TaskGroup | None:
         """Where a look-up through the link runs; None while the link is down."""
         return self._tasks if self.up else None
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> bool:
+        """Run ``work`` as a task of the link's, which outlives the link's outages (it may wait
+        for the link: ``back_within``); False if the node is not running (``work`` is closed)."""
+        if self._tasks is None:
+            work.close()
+            return False
+        self._tasks.create_task(work, name=name)
+        return True
+
+    async def back_within(self, seconds: float) -> bool:
+        """Whether the link is up now, or is up again within ``seconds``."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._up.wait()
+        return self.up
 
     # --- sending ------------------------------------------------------------------------------
     def send(self, node: str, kind: bytes, connection: int, payload: bytes) -> None:
@@ -380,4 +407,6 @@ class Link:
             self.user.unlinked(was_up)  # which may hold some nodes' frames
             self._outbox.keep_only(self.held)
             await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF_S)
+            # Tried again at least once a heartbeat: what waits for Redis (the games that cross
+            # nodes, the seats asked meanwhile) waits no longer than it is away, and a beat.
+            backoff = min(backoff * 2, self.heartbeat_s)

@@ -84,9 +84,10 @@ class ClusterNode:
         self.listing = Listing(self.link)
         self.claims = Claims(self.link, self.repairs)
         self.following = Following(self.link, self.repairs)
-        self.asked = SeatsAsked(self.link, arena, self.following, self.claims)
-        # How long the seats that cross nodes are held while the link is made again.
+        # How long the seats that cross nodes are held while the link is made again (and a
+        # seat asked for meanwhile waits for it).
         self.grace_s = config.reconnect_grace_ms / 1000
+        self.asked = SeatsAsked(self.link, arena, self.following, self.claims, self.grace_s)
         # A seat's link that ended is kept while its node may still ask for its last frames.
         self.given = SeatsGiven(self.link, arena, keep_s=2 * self.grace_s)
         self.watching = Watching(self.link, self.following.directory)

@@ -133,6 +133,7 @@ class PeerSeat:
         self.peer = peer
         self.owner: str | None = None  # the node playing the match, once known
         self.frames: SeatLink | None = None  # toward it, once known
+        self.by_id = False  # its owner is looked up by the simulation's id (and waits for Redis)
 
     @property
     def playing(self) -> bool:
@@ -153,11 +154,14 @@ class SeatsAsked:
     """The seats this node's clients asked of other nodes, by connection number (a number of
     this node's, in the frames both ways)."""
 
-    def __init__(self, link: Link, arena: Arena, following: Following, claims: Claims) -> None:
+    def __init__(
+        self, link: Link, arena: Arena, following: Following, claims: Claims, grace_s: float
+    ) -> None:
         self.link = link
         self.arena = arena
         self.following = following
         self.claims = claims
+        self.grace_s = grace_s  # a seat asked for while Redis is away waits this long for it
         self.handles: dict[int, PeerSeat] = {}
         self.strays = 0  # frames about a seat here from a node that does not play it: dropped
         self._numbers = itertools.count(1)
@@ -173,21 +177,32 @@ class SeatsAsked:
             "rejoin": rejoin,
             "kind": kind,
         }
-        tasks = self.link.tasks
-        if tasks is None:
-            asyncio.get_running_loop().call_soon(
-                self._refuse, handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON
-            )
-        elif (entry := self.following.directory.get(simulation_id)) is not None:
+        if (entry := self.following.directory.get(simulation_id)) is not None:
             self._ask(handle, str(entry["node"]), request)
-        else:  # not followed yet (just created elsewhere?): the directory itself says
-            tasks.create_task(self._seat_found(handle, simulation_id, request))
+        else:  # not followed yet (just created elsewhere?), or Redis is away: see _seat_found
+            handle.by_id = True
+            if not self.link.spawn(self._seat_found(handle, simulation_id, request), "seat"):
+                asyncio.get_running_loop().call_soon(
+                    self._refuse, handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON
+                )
         return handle
 
     async def _seat_found(self, handle: PeerSeat, simulation_id: str, request: JsonObject) -> None:
-        entry = await self._look_up(handle, simulation_id)
-        if handle.connection not in self.handles:
-            return  # the connection is gone already
+        """Ask the node the directory names for the seat. One created a moment ago is listed a
+        moment later (``Following.look_up``); while Redis is away, the request waits for it
+        (for ``grace_s`` at most: a join is not refused for an outage shorter than a seat
+        that crosses nodes is held for), then is refused."""
+        deadline = time.monotonic() + self.grace_s
+        entry = None
+        while True:
+            if not await self.link.back_within(deadline - time.monotonic()):
+                self._refuse(handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
+                return
+            entry = await self._look_up(handle, simulation_id)
+            if handle.connection not in self.handles:
+                return  # the connection is gone already
+            if entry is not None or self.link.up:
+                break
         if entry is None or entry["node"] == self.link.node_id:
             self._refuse(handle, BotError.WRONG_SIMULATION_ID, None)
         else:
@@ -336,9 +351,11 @@ class SeatsAsked:
                 handle.peer.close()
 
     def unlinked(self) -> None:
-        """Redis is out of reach: the seats still waiting for an owner are refused."""
+        """Redis is out of reach: the random joins still waiting for an owner are refused (and
+        open their game here); a seat asked for by id waits for the link (``_seat_found``)."""
         for handle in list(self.handles.values()):
-            if handle.owner is None:  # those with an owner are held, or lost with their node
+            # Those with an owner are held, or lost with their node.
+            if handle.owner is None and not handle.by_id:
                 self._refuse(handle, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
 
 
