@@ -34,6 +34,7 @@ from bench.rolling import (
     recorded,
     rolling_restart,
 )
+from server.config import ArenaConfig
 from tests.services import postgres_server
 from tests.test_cluster import crossing_games, ended_normally
 from tests.test_visor_limits import session_from
@@ -248,13 +249,17 @@ def haproxy_setting(text: str, section: str, keyword: str) -> str:
 
 def test_the_shipped_haproxy_cfg_gives_each_frontend_its_share_and_bounds_requests() -> None:
     """Pages can never take the bots' connections: each frontend has a maxconn, together less
-    than the global one; a request's head must come within `timeout http-request`; every node
-    is reached with a PROXY header, from an address of HAProxy's own."""
+    than the global one; the pages' is above what the nodes take of pages (so that the nodes,
+    which see each client, choose whom to refuse); a request's head must come within `timeout
+    http-request`; every node is reached with a PROXY header, from an address of HAProxy's
+    own."""
     text = (ROOT / HAPROXY_CONFIG).read_text()
     total = int(haproxy_setting(text, "global", "maxconn"))
     bots = int(haproxy_setting(text, "frontend bots", "maxconn"))
     pages = int(haproxy_setting(text, "frontend pages", "maxconn"))
     assert bots + pages < total
+    page_nodes = re.findall(r"^\s+server .*HTTP_PORT.*check check-send-proxy$", text, re.M)
+    assert pages > len(page_nodes) * ArenaConfig().max_pages
     assert haproxy_setting(text, "frontend pages", "timeout http-request") == "5s"
     assert haproxy_setting(text, "defaults", "source") == "127.0.0.2"
     servers = re.findall(r"^\s+server .*$", text, re.MULTILINE)
