@@ -42,7 +42,9 @@ from tests.services import RedisServer, redis_server
 SETTINGS = {
     "maxConnectionsPerAddress": 100_000,
     "maxConnections": 100_000,
-    "maxSeeksPerAddress": 100_000,  # bench/ladder.py's bots all seek from 127.0.0.1
+    # bench/ladder.py's bots all seek from 127.0.0.1
+    "maxSeeksPerAddress": 100_000,
+    "seeksPerAddressPerMinute": 1_000_000,
     "reconnectGraceMs": 0,
     **UNCAPPED,
 }

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 import random
 import secrets
 import time
@@ -27,7 +28,7 @@ from server.config import ArenaConfig
 from server.errors import ALREADY_LIVE, BotError, Rejected
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject, TimeBank
-from server.identity import Roster
+from server.identity import AddressPacer, Roster
 from server.ladder import Seeker, SeekPool
 from server.match import (
     GameFinished,
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
 MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
+SEEK_BURST = 20  # seeks one address may make at once, before seeksPerAddressPerMinute applies
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +275,9 @@ class Arena:
         self._bot_seeks: Counter[str] = Counter()
         self._seek_addresses: dict[str, str] = {}  # seek id -> the address it came from
         self._seeks_by_address: Counter[str] = Counter()
+        self._seek_pacer = AddressPacer(
+            self.clock, burst=SEEK_BURST, refill_s=60 / config.seeks_per_address_per_minute
+        )
         self._codecs: dict[str, AnyCodec] = {
             name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
@@ -415,11 +420,19 @@ class Arena:
     def seek(self, seeker: Seeker, taker: SeekTaker, address: str) -> None:
         """Wait for an opponent: in the nodes' shared pool, else in this arena's own. A
         registered bot's seek counts as a game it holds until it is paired or withdrawn; one
-        ``address`` may have ``maxSeeksPerAddress`` seeks waiting here (raises ``Rejected``)."""
+        ``address`` may have ``maxSeeksPerAddress`` seeks waiting here, and make
+        ``seeksPerAddressPerMinute`` (after a burst of ``SEEK_BURST``): each pairing opens a
+        game, so that a flood of seeks paired as fast as they come (guests from a few addresses
+        seeking again at once) costs the node no more than that (raises ``Rejected``)."""
         most = self.config.max_seeks_per_address
         if self._seeks_by_address[address] >= most:
             reason = f"at most {most} seeks waiting from one address"
             raise Rejected(BotError.TOO_MANY_SEEKS, reason)
+        if (wait_s := self._seek_pacer.wait_now(address)) > 0:
+            per_minute = self.config.seeks_per_address_per_minute
+            reason = f"at most {per_minute} seeks a minute from one address"
+            raise Rejected(BotError.TOO_MANY_SEEKS, f"{reason}: try again in {math.ceil(wait_s)} s")
+        self._seek_pacer.spend_now(address)
         self._seek_addresses[seeker.id] = address
         self._seeks_by_address[address] += 1
         if self.roster.get(seeker.bot) is not None:

@@ -107,6 +107,7 @@ class ArenaConfig:
     registrations_per_hour: int = 100  # the whole arena's, with "open": a bucket of that many
     max_games_per_bot: int = 10  # games a registered bot may hold at once (seeks, challenges)
     max_seeks_per_address: int = 100  # seeks waiting at once from one address, on one node
+    seeks_per_address_per_minute: int = 120  # seeks one address may make on one node (a burst)
     challenge_timeout_ms: int = 30_000  # a challenge unanswered this long is declined
     # Challenges waiting for an answer: those one bot sent (through one node), and those offered
     # to one bot; past either, a challenge is refused to its sender and never reaches the target.
@@ -169,6 +170,7 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxGamesPerBot": ("max_games_per_bot", 1, 100_000),
     "registrationsPerHour": ("registrations_per_hour", 1, 1_000_000),
     "maxSeeksPerAddress": ("max_seeks_per_address", 1, 1_000_000),
+    "seeksPerAddressPerMinute": ("seeks_per_address_per_minute", 1, 1_000_000),
     "challengeTimeoutMs": ("challenge_timeout_ms", 100, 3_600_000),
     "maxOpenChallengesPerBot": ("max_open_challenges_per_bot", 1, 10_000),
     "maxOpenChallengesToBot": ("max_open_challenges_to_bot", 1, 10_000),

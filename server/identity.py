@@ -9,7 +9,7 @@ salt per key, its parameters stored with it), compared in constant time; a key i
 when it is made, and never logged, recorded or echoed.
 
 Guessing is paced by delaying checks, never by refusing a right key: wrong keys cost their
-address a token of a bucket that fills slowly (``KeyPacer``), and a key not verified yet waits,
+address a token of a bucket that fills slowly (``AddressPacer``), and a key not verified yet waits,
 before it is checked, until its address's bucket holds a token. Such keys are checked one at a
 time per address on a node (the others from that address wait their turn, at most
 ``MAX_WAITING_CHECKS`` of them; past that a check is refused with ``Too many key checks`` and
@@ -134,7 +134,7 @@ def look_alike_of(name: str, registered: Iterable[RegisteredBot]) -> RegisteredB
 
 
 class Pacer(Protocol):
-    """Where wrong keys are counted: this node's memory (``KeyPacer``), or the arena's Redis."""
+    """Where wrong keys are counted: this node's memory (``AddressPacer``), or the arena's Redis."""
 
     async def wait_s(self, address: str) -> float:
         """0 if the address's bucket holds a token, else how long until it does."""
@@ -150,9 +150,9 @@ class Budget(Protocol):
         """0, and one registration counted; or, with none left, how long until there is."""
 
 
-class KeyPacer:
-    """A token bucket per address, in this node's memory, spent by wrong keys (and
-    registrations)."""
+class AddressPacer:
+    """A token bucket per address, in this node's memory: spent by wrong keys and
+    registrations here, and by seeks (``server.arena``)."""
 
     def __init__(
         self, clock: Clock, burst: int = KEY_BURST, refill_s: float = KEY_REFILL_S
@@ -228,7 +228,7 @@ class Roster:
         # Told (name, error, reason) when a bot is banned or its key revoked or replaced: the
         # arena's clients that proved they are that bot lose what the proof gave them.
         self.on_barred: Callable[[str, str, str], object] | None = None
-        self.pacer: Pacer = KeyPacer(clock)  # an arena of nodes puts the shared one here
+        self.pacer: Pacer = AddressPacer(clock)  # an arena of nodes puts the shared one here
         self.budget: Budget = RegistrationBudget(clock, registrations_per_hour)  # or Redis's
         self._bots: dict[str, RegisteredBot] = {}  # by casefolded name
         self._forms: dict[str, RegisteredBot] = {}  # by each of ``server.names.name_forms``

@@ -26,7 +26,7 @@ from server.identity import (
     KEY_BURST,
     KEY_REFILL_S,
     MAX_WAITING_CHECKS,
-    KeyPacer,
+    AddressPacer,
     RegisteredBot,
     Roster,
     hash_key,
@@ -297,7 +297,7 @@ async def until(check: Callable[[], object]) -> None:
 
 def test_the_pacer_forgets_only_full_buckets_when_it_holds_too_many() -> None:
     clock = FakeClock()
-    pacer = KeyPacer(clock, burst=2, refill_s=1.0)
+    pacer = AddressPacer(clock, burst=2, refill_s=1.0)
     pacer.spend_now("a")
     clock.advance(5)
     pacer.spend_now("b")

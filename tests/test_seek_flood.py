@@ -167,7 +167,7 @@ async def flood_from(addresses: list[str], ports: list[int], count: int) -> list
 async def test_two_nodes_under_a_seek_flood_keep_each_other_and_an_honest_game(
     redis: RedisServer, tmp_path: Path
 ) -> None:
-    """2,000 guest seeks (100 from each of 20 addresses, whom none may meet) through two nodes
+    """2,000 guest seeks (20 from each of 100 addresses, whom none may meet) through two nodes
     while an honest game is played across them: every seek waits in the pool, the game plays
     through to its end, and neither node takes the other for lost."""
     async with (
@@ -180,7 +180,7 @@ async def test_two_nodes_under_a_seek_flood_keep_each_other_and_an_honest_game(
         for node in (a, b):
             client, info = await join(node, simulation_id)
             games.append(asyncio.create_task(play_out(client, info["team"], held)))
-        addresses = [f"127.0.1.{n}" for n in range(1, 21)]
+        addresses = [f"127.0.1.{n}" for n in range(1, 101)]  # within each one's burst
         flood = await flood_from(addresses, [a.tcp_port, b.tcp_port], 2000)
         pool = keys.seeks_key("thud")
         await eventually(lambda: _equals(store.zcard(pool), 2000))

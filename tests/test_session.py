@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import orjson
 
+from server.arena import SEEK_BURST
 from server.errors import BotError
 from server.games.base import JsonObject
 from server.ladder import TICK_S
@@ -240,3 +241,26 @@ async def test_a_seek_takes_the_seat_fields_a_join_takes() -> None:
         assert first_heard.last("turn") == {**golden, "timeoutMs": FIRST_TURN_S * 1000}
         first.closed()
         assert second_heard.last("opponent-gone") == {"type": "opponent-gone", "seconds": GRACE_S}
+
+
+async def test_an_address_seeks_at_most_its_rate_after_a_burst() -> None:
+    """A seek flood from one address (each seek paired as fast as it comes, opening a game
+    each) is paced: after a burst of ``SEEK_BURST``, ``seeksPerAddressPerMinute`` (here 60, one
+    a second); another address is not slowed, and neither is a seek once its time has come."""
+    async with table(seeks_per_address_per_minute=60) as tables:
+        seekers = [client(tables, "127.7.7.7") for _ in range(SEEK_BURST + 1)]
+        for seeker, _ in seekers:
+            seeker.handle({"type": "seek", "game": "thud", "nick": "flood"})
+        assert [heard.errors() for _, heard in seekers[:SEEK_BURST]] == [[]] * SEEK_BURST
+        refused = seekers[-1][1]
+        assert refused.errors() == [BotError.TOO_MANY_SEEKS]
+        assert refused.messages[-1]["reason"] == (
+            "at most 60 seeks a minute from one address: try again in 1 s"
+        )
+        other, other_heard = client(tables, "127.8.8.8")
+        other.handle({"type": "seek", "game": "thud", "nick": "other"})
+        assert other_heard.errors() == []
+        tables.clock.advance(1.0)
+        again, again_heard = client(tables, "127.7.7.7")
+        again.handle({"type": "seek", "game": "thud", "nick": "flood"})
+        assert again_heard.errors() == []

@@ -26,7 +26,7 @@ from server.cluster.following import Following
 from server.cluster.keys import REGISTRATIONS, bot_key, held_key, last_key, paced_key
 from server.cluster.link import Command, Link
 from server.cluster.repairs import Repairs
-from server.identity import KEY_BURST, KEY_REFILL_S, KeyPacer, RegistrationBudget
+from server.identity import KEY_BURST, KEY_REFILL_S, AddressPacer, RegistrationBudget
 
 LAST_GAME_KEPT_MS = 24 * 3600 * 1000
 # GCRA: the key holds the time the address's bucket is full again (a node's wall clock, passed
@@ -60,7 +60,7 @@ class SharedBots:
         self.following = following
         self.repairs = repairs
         self.complaints = repairs.complaints
-        self.local = KeyPacer(arena.clock)  # while Redis is away
+        self.local = AddressPacer(arena.clock)  # while Redis is away
         self.local_budget = RegistrationBudget(arena.clock, arena.config.registrations_per_hour)
         self.burst, self.refill_s = KEY_BURST, KEY_REFILL_S
         self._held: dict[str, int] = {}  # casefolded name -> what it holds here (not 0)
