@@ -9,8 +9,10 @@
         return turn.reply(move)
 
 Every question is answered from the state the arena sends (it includes every legal move), so a
-bot needs no rules of its own. Bots that search can turn a turn into the arena's own pure rules
-state with ``rules_state`` and look ahead with ``server.games.thud.rules``.
+bot needs no rules of its own, and this file needs nothing but ``bots.sdk``: copied beside a bot,
+it works without the arena's code. A bot that searches, run where the arena's code is, can turn
+a turn into the arena's own pure rules state with ``server.games.thud.rules.state_from_position``
+(the turn's pieces, ply and declarations) and look ahead with those rules.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bots.sdk import ArenaClient, JsonObject
-from server.games.thud import rules
 
 Square = tuple[int, int]
+DWARF = "dwarf"
+TROLL = "troll"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +57,11 @@ class ThudTurn:
 
     @property
     def opponent(self) -> str:
-        return rules.TROLL if self.side == rules.DWARF else rules.DWARF
+        return TROLL if self.side == DWARF else DWARF
 
     def pieces(self) -> list[Square]:
         """The side on move's pieces, in the engine's order."""
-        return self.dwarfs if self.side == rules.DWARF else self.trolls
+        return self.dwarfs if self.side == DWARF else self.trolls
 
     def scores(self) -> dict[str, int]:
         return dict(self.score)
@@ -92,15 +95,6 @@ class ThudTurn:
         if declare is not None:
             message["declare"] = declare
         return message
-
-    def rules_state(self) -> rules.State:
-        """The position as the arena's pure rules state, for bots that look ahead."""
-        return rules.state_from_position(
-            self.dwarfs,
-            self.trolls,
-            ply=self.ply,
-            declared=(self.declared[rules.DWARF], self.declared[rules.TROLL]),
-        )
 
 
 async def play_thud(

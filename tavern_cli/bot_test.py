@@ -24,6 +24,7 @@ from server.config import ArenaConfig
 from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
+from server.house_seats import seat_house
 from server.match import Match, MatchOptions, TurnPlayed, TurnResult, Update
 from server.played_on import NoStartingPoint, starting_point
 from server.replay import DamagedRecord, turns_before
@@ -32,7 +33,6 @@ from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
 from server.tournament.spec import DEFAULT_LIMITS, Limits
 from tavern_cli.play import PlayError, PlayOptions, command_entrant, config_for_play
-from visor.seats import seat_house_player
 
 POSITION_FIELDS = ("id", "game", "seed", "settings", "players", "turns")
 
@@ -151,11 +151,11 @@ async def _one_position(
         process = BotProcess(bot, match.id, seat, limits)
         try:
             house = next(
-                name
-                for name, player in GAMES[game].house_players.items()
+                player
+                for player in GAMES[game].house_players.values()
                 if seat_names[1 - seat] in player.sides
             )
-            seat_house_player(match, house, seat_names[1 - seat], 0.0)
+            seat_house(match, house, seat_names[1 - seat], 0.0)
             await seat_bot(match, tcp.port, process, sandbox)
             played = await _first_answer(answered, match)
         finally:

@@ -25,7 +25,7 @@ from tests.services import free_port
 from tests.test_abuse import hub_of, receive, serve, websocket_frame
 from tests.test_proxy_header import HAPROXY_CHECK, SIGNATURE
 from tests.test_visor_limits import raw_page, session_from, start
-from visor.hub import Page
+from visor.pages import Page
 
 BALANCER = "127.0.0.9"
 CREATE = b'{"type":"create-simulation"}\n'

@@ -12,10 +12,11 @@ import orjson
 
 from server.arena import Arena
 from server.config import ArenaConfig
+from server.games import GAMES
+from server.house_seats import seat_house
 from server.match import MatchOptions
 from tests.conftest import ROOT
 from tests.test_play import BROKEN, TAVERN_DUMMY, WANDERER, read_lines
-from visor.seats import seat_house_player
 
 CRASHING = f"{{python}} {BROKEN} crash tavern --simulation {{simulation}} --port {{port}} --side x"
 
@@ -90,6 +91,6 @@ def test_a_house_player_takes_the_seat_it_is_asked_for_where_seats_go_by_join_or
     order, it took team1 even when the bot was to play team1, and the bot's verdict was the
     house player's answer (a crashing bot passed whenever the house answered first)."""
     match = Arena(ArenaConfig()).open("tavern", MatchOptions(seed=3))
-    seat_house_player(match, "pusher", "team2", 0.0)
+    seat_house(match, GAMES["tavern"].house_players["pusher"], "team2", 0.0)
     assert match.seats[0] is None
     assert match.seats[1] is not None and match.seats[1].kind == "house"

@@ -13,7 +13,7 @@ import pytest
 
 from server.match import MatchOptions
 from tests.conftest import RawClient, Running, TurnLog, serving, test_config
-from visor.seats import seat_house_player
+from visor.house_games import seat_house_player
 
 TURN_TIMEOUT_MS = 500
 NAMES = ["Ann", "Bo", "Cy", "Di", "Ed"]

@@ -22,7 +22,7 @@ from playwright.async_api import Page, expect
 from server.match import MatchOptions
 from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import Served
-from visor.seats import run_house_game, seat_house_player
+from visor.house_games import run_house_game, seat_house_player
 
 TITLES = {"tavern": "Dwarven Tavern", "thud": "Thud"}
 # Each page's sections, in order: the id its table of contents links to, and its heading.

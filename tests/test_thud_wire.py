@@ -156,7 +156,13 @@ def test_the_sdk_view_answers_from_the_message() -> None:
     assert turn.kills((5, 5), (6, 6)) == 1
     assert turn.kills((5, 5), (6, 8)) is None
     assert [m.end for m in turn.moves_from((9, 9))][-1] == (8, 8)
-    assert turn.rules_state().dwarfs == opening().dwarfs
+    looked_ahead = rules.state_from_position(  # how a bot that searches gets the rules' state
+        turn.dwarfs,
+        turn.trolls,
+        ply=turn.ply,
+        declared=(turn.declared["dwarf"], turn.declared["troll"]),
+    )
+    assert looked_ahead.dwarfs == opening().dwarfs
     assert turn.reply(killing[0], declare=False) == {
         "type": "player-turn",
         "move": {"from": [5, 5], "to": [6, 6]},

@@ -14,11 +14,16 @@ import pytest
 from aiohttp import WSMsgType, web
 
 import visor.hub
+import visor.live_views
+import visor.lobby
+import visor.relays
+import visor.watching
 from server.arena import Arena
 from server.match import Match, SeatMessage, SeatRequest
 from tests.clock import FakeClock
 from tests.conftest import test_config
-from visor.hub import Page, SpectatorHub
+from visor.hub import SpectatorHub
+from visor.pages import Page
 
 
 class Inbox:
@@ -117,8 +122,10 @@ async def test_an_unwatched_game_costs_the_hub_nothing(monkeypatch: pytest.Monke
     then on each turn."""
     built: list[object] = []
     encoded: list[object] = []
-    monkeypatch.setattr(visor.hub, "replace", counted(replace, built))
-    monkeypatch.setattr(visor.hub, "orjson", SimpleNamespace(dumps=counted(orjson.dumps, encoded)))
+    monkeypatch.setattr(visor.live_views, "replace", counted(replace, built))
+    dumps = SimpleNamespace(dumps=counted(orjson.dumps, encoded))
+    for module in (visor.hub, visor.lobby, visor.watching, visor.relays):
+        monkeypatch.setattr(module, "orjson", dumps)
     clock = FakeClock()
     arena = Arena(test_config(), clock=clock)
     hub = SpectatorHub(arena)

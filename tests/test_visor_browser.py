@@ -32,7 +32,7 @@ from server.games.thud import rules as thud_rules
 from server.match import Match, TurnPlayed, Update
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import RawClient, Served, TurnLog, serving_visor, test_config
-from visor.seats import run_house_game
+from visor.house_games import run_house_game
 
 XSS = "<img src=x onerror=alert(1)>"
 DWARF_NAMES = ["<b>Gimli</b>", "Durin", "Thorin", "Balin", "Dwalin"]

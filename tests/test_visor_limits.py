@@ -33,14 +33,14 @@ from bench.load import random_thud_move
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.errors import BotError
 from server.games.base import Outcome
+from server.house_seats import HOUSE_CPU_SHARE
 from server.match import GameFinished
 from server.records import Records
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served
 from tests.test_abuse import receive, serve, websocket_frame
 from tests.test_records import one_game
-from visor.hub import LOBBY_ROWS
-from visor.seats import HOUSE_CPU_SHARE
+from visor.lobby import LOBBY_ROWS
 
 TIMEOUT = aiohttp.ClientTimeout(total=20)
 HANDSHAKE = (

@@ -38,8 +38,8 @@ from server.tournament.spec import spec_from_mapping
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import Served
 from tests.test_tournament import broken, house
+from visor.house_games import seat_house_player
 from visor.replay_image import MAX_FRAMES
-from visor.seats import seat_house_player
 
 GAME_TIMEOUT_S = 30
 TAVERN_SEED = 5

@@ -12,10 +12,10 @@ server -> page: ``lobby`` {game, simulations, counts, house}, ``snapshot``, ``tu
 ``end``, ``created``, ``seated``, ``seeking`` {game} (the seek waits in the pool),
 ``seek-cancelled``, ``seat`` {message: what a bot in that seat would receive}, ``error`` {message}.
 
-A ``lobby`` lists the first ``visor.hub.LOBBY_ROWS`` simulations, of one game if the page asked for
-it, in the lobby's order; ``counts`` gives, for each game, how many are playing, waiting and
+A ``lobby`` lists the first ``visor.lobby.LOBBY_ROWS`` simulations, of one game if the page asked
+for it, in the lobby's order; ``counts`` gives, for each game, how many are playing, waiting and
 finished, listed or not. A page past its address's or the arena's cap (``maxPagesPerAddress``,
-``maxPages``, unless the busiest address gives way: ``visor.hub.PageQuota``) gets ``error``
+``maxPages``, unless the busiest address gives way: ``visor.pages.PageQuota``) gets ``error``
 ``Too many pages``, then its socket is closed (1013).
 
 For spectators, ``snapshot`` and ``turn`` carry ``clock`` ({seat, timeoutMs}, plus elapsedMs in a
@@ -49,19 +49,13 @@ from visor import ladder, play_from, replay_image, tv
 from visor.connections import HttpConnections, serving_http
 from visor.errors import RECORDS_UNAVAILABLE, PageError
 from visor.health import Health
-from visor.hub import (
-    Page,
-    PageQuota,
-    SpectatorHub,
-    page_socket,
-    refuse_page,
-    running,
-)
+from visor.house_games import HouseGames
+from visor.hub import SpectatorHub, running
 from visor.metrics import Metrics
 from visor.nodes import FORWARDED, NodeClient, NodeUnreachable
 from visor.page_connection import PageConnection
+from visor.pages import Page, PageQuota, page_socket, refuse_page
 from visor.responses import json_error, json_response
-from visor.seats import HouseGames
 from visor.thud_api import routes as thud_api
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,9 @@ from server.games.base import JsonObject
 from server.match import Match, SeatMessage, Status
 from server.session import Client, LocalSeat, Session
 from visor.errors import PageError
-from visor.hub import Page, SpectatorHub
-from visor.seats import HouseGames, seat_house_player
+from visor.house_games import HouseGames, seat_house_player
+from visor.hub import SpectatorHub
+from visor.pages import Page
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ NODES = PREFIX + "nodes"
 LOBBY = PREFIX + "lobby"
 FINISHED = PREFIX + "finished"
 REGISTRATIONS = PREFIX + "registrations"
-FINISHED_KEPT = 100  # as many as a lobby lists (visor.hub.FINISHED_KEPT)
+FINISHED_KEPT = 100  # as many as a lobby lists (visor.lobby.FINISHED_KEPT)
 
 # The type of each kind of key (the name after ``tavern:``, up to the next colon), as Redis's
 # TYPE names it.

@@ -15,7 +15,7 @@ from aiohttp import WSMsgType, web
 
 from server.games.base import JsonObject, Outcome
 from visor.errors import PageError
-from visor.hub import Page, PageQuota, page_socket, refuse_page
+from visor.pages import Page, PageQuota, page_socket, refuse_page
 from visor.thud_api.codec import (
     MAX_NAME,
     PLAYER_KEYS,

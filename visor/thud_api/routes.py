@@ -25,7 +25,7 @@ from server.cluster import OtherNodes
 from server.games.base import JsonObject
 from server.records import Records
 from visor.connections import HttpConnections, serving_http
-from visor.hub import PageQuota
+from visor.pages import PageQuota
 from visor.thud_api.codec import (
     CORS,
     Answer,

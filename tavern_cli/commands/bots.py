@@ -1,33 +1,27 @@
-"""``tavern bots`` and ``tavern ladder``: the organiser's registry of bot identities and the
-ladder's seasons and bans, on the records of config.json (or of ``--config FILE`` /
-``--database URL``), as the other commands.
+"""``tavern bots``: the organiser's registry of bot identities, on the records (as the other
+commands, ``tavern_cli.organiser``).
 
 ``add`` and ``rotate`` print the new key once, on stdout and nowhere else: the records keep
 only its salted hash (``server.identity``). ``add`` refuses a name that looks like a registered
-one (``server.names``). Running nodes see a change within a second.
+one (``server.names``).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import TypeVar
 
+from server.config import ArenaConfig
 from server.errors import Rejected
 from server.identity import RegisteredBot, check_name, hash_key, look_alike_of, new_key
-from server.records import Records
-from server.records.backends import Connection, transaction
+from server.records.backends import transaction
 from server.records.identities import add_bot, registered_bots, set_key
-from server.records.ladder import set_banned, start_season
-from tavern_cli.config_file import DEFAULT_HELP
+from tavern_cli.config_file import RecordsNote
+from tavern_cli.flags import Parser, Subcommands
+from tavern_cli.organiser import connection, no_bot, records_flags
 
-ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
-
-def add_bot_commands(commands: argparse._SubParsersAction[ParserT]) -> None:
+def add(commands: Subcommands) -> Parser:
     bots = commands.add_parser("bots", help="register bots: names and their secret keys")
     bots_commands = bots.add_subparsers(dest="bots_command", required=True)
     for name, text in (
@@ -39,44 +33,18 @@ def add_bot_commands(commands: argparse._SubParsersAction[ParserT]) -> None:
         command = bots_commands.add_parser(name, help=text)
         if name != "list":
             command.add_argument("name", help="the bot's name")
-        _records_flags(command)
-    ladder = commands.add_parser("ladder", help="the ladder: seasons, banned bots")
-    ladder_commands = ladder.add_subparsers(dest="ladder_command", required=True)
-    season = ladder_commands.add_parser(
-        "season", help="start a new season: every bot afresh, the old table kept"
-    )
-    season.add_argument("name", help="the new season's name")
-    _records_flags(season)
-    for name, text in (
-        ("ban", "refuse a bot's seeks and challenges"),
-        ("unban", "let a banned bot seek and challenge again"),
-    ):
-        command = ladder_commands.add_parser(name, help=text)
-        command.add_argument("name", help="the bot's name")
-        _records_flags(command)
+        records_flags(command)
+    return bots
 
 
-def _records_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--config", type=Path, help=f"settings file, naming the database ({DEFAULT_HELP})"
-    )
-    command.add_argument("--database", help="records: a file or a postgresql:// URL")
-
-
-@contextlib.contextmanager
-def _connection(database: str) -> Iterator[Connection]:
-    records = Records(database)
-    records.open_to_read()  # creates or upgrades the schema
-    connection = records.backend.connect()
-    try:
-        yield connection
-    finally:
-        connection.close()
+def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    said()
+    return bots_command(args, config.database)
 
 
 def bots_command(args: argparse.Namespace, database: str) -> int:
     command = args.bots_command
-    with _connection(database) as db:
+    with connection(database) as db:
         if command == "list":
             for row in db.execute("SELECT name, key_hash, banned FROM bots ORDER BY name"):
                 states = [
@@ -98,7 +66,7 @@ def bots_command(args: argparse.Namespace, database: str) -> int:
             with transaction(db):
                 found = set_key(db, name, "")
             if found is None:
-                return _no_bot(name)
+                return no_bot(name)
             print(f"tavern: the key of {found} is revoked")
             return 0
         key = new_key()
@@ -118,30 +86,8 @@ def bots_command(args: argparse.Namespace, database: str) -> int:
             with transaction(db):
                 rotated = set_key(db, name, hash_key(key))
             if rotated is None:
-                return _no_bot(name)
+                return no_bot(name)
             found = rotated
     print(f"bot {found}: its key, shown only now (set TAVERN_BOT_KEY to it):")
     print(key)
     return 0
-
-
-def ladder_command(args: argparse.Namespace, database: str) -> int:
-    with _connection(database) as db:
-        if args.ladder_command == "season":
-            if not start_season(db, args.name):
-                print(f"tavern: season {args.name} was played already", file=sys.stderr)
-                return 1
-            print(f"tavern: season {args.name} starts now")
-            return 0
-        banned = args.ladder_command == "ban"
-        with transaction(db):
-            found = set_banned(db, args.name, banned)
-    if found is None:
-        return _no_bot(args.name)
-    print(f"tavern: {found} is {'banned' if banned else 'no longer banned'}")
-    return 0
-
-
-def _no_bot(name: str) -> int:
-    print(f"tavern: no bot named {name} is registered", file=sys.stderr)
-    return 1

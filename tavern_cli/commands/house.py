@@ -11,17 +11,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import TypeVar
 
 from bots.house_bot import play
 from bots.sdk import ArenaError
+from server.config import ArenaConfig
 from server.games import GAMES
+from tavern_cli.config_file import RecordsNote
+from tavern_cli.flags import Parser, Subcommands
 from tavern_cli.signals import Stopped, until_signalled
 
-ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
 
-
-def add_house_command(commands: argparse._SubParsersAction[ParserT]) -> None:
+def add(commands: Subcommands) -> Parser:
     players = "; ".join(
         f"{name}: {', '.join(game.house_players)}" for name, game in sorted(GAMES.items())
     )
@@ -38,9 +38,11 @@ def add_house_command(commands: argparse._SubParsersAction[ParserT]) -> None:
     house.add_argument("--host", default="127.0.0.1", help="the arena's address")
     house.add_argument("--port", type=int, default=9000, help="the arena's TCP port for bots")
     house.add_argument("--seed", type=int, default=0, help="the house player's random choices")
+    return house
 
 
-def house_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    """Plays on another arena, by its address: neither the settings nor the records matter."""
     known = GAMES[args.game].house_players
     if args.player not in known:
         print(

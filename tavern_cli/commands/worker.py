@@ -1,0 +1,80 @@
+"""``tavern worker``: plays the tournament games queued on Redis, recording them in the
+tournament's database."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from server.config import ArenaConfig
+from server.records import records_for
+from server.tournament.spec import TournamentError
+from server.tournament_queue import CLAIM_TIMEOUT_MS, MIN_CLAIM_TIMEOUT_MS, QueueLink, Worker
+from tavern_cli.config_file import DEFAULT_HELP, RecordsNote
+from tavern_cli.flags import Parser, Subcommands, int_flag, records_to_write, writable_file
+from tavern_cli.log_file import log_to
+from tavern_cli.signals import Stopped, until_signalled
+
+MAX_CLAIM_TIMEOUT_MS = 24 * 3_600_000
+
+
+def add(commands: Subcommands) -> Parser:
+    worker = commands.add_parser(
+        "worker", help="play queued tournament games (needs redis, and the tournament's database)"
+    )
+    worker.add_argument(
+        "--config", type=Path, help=f"settings file, naming database and redis ({DEFAULT_HELP})"
+    )
+    worker.add_argument(
+        "--database", type=records_to_write, help="records: a file or a postgresql:// URL"
+    )
+    worker.add_argument("--redis", help="the Redis the tournaments queue their games on")
+    worker.add_argument(
+        "--claim-timeout-ms",
+        type=int_flag(MIN_CLAIM_TIMEOUT_MS, MAX_CLAIM_TIMEOUT_MS),
+        default=CLAIM_TIMEOUT_MS,
+        help="take over a game another worker has not kept claimed for this long (a worker "
+        "claims its game again every third of it)",
+    )
+    worker.add_argument("--log", type=writable_file, help="write the log here instead of on stderr")
+    return worker
+
+
+def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    return run_worker(config, args.claim_timeout_ms, args.log, said)
+
+
+def run_worker(
+    config: ArenaConfig, claim_timeout_ms: int, log_file: Path | None, said: RecordsNote
+) -> int:
+    redis_url = config.redis
+    if not redis_url:
+        print("tavern: a worker needs redis (in the config, or --redis URL)", file=sys.stderr)
+        return 2
+    said()
+    if log_file is not None:
+        log_to(log_file)
+
+    async def work() -> None:
+        records = records_for(config)
+        await asyncio.to_thread(records.open)
+        link = QueueLink(redis_url)
+        try:
+            worker = Worker(config, records, link, claim_timeout_ms)
+            print(f"tavern: worker {worker.name} takes games from {link.where}", flush=True)
+            await worker.run()
+        finally:
+            await link.close()
+            await asyncio.to_thread(records.close)
+
+    try:
+        asyncio.run(until_signalled(work()))
+    except TournamentError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 2
+    except Stopped as stopped:
+        print("tavern: worker stopped; its game in progress is kept unfinished", file=sys.stderr)
+        return stopped.code
+    return 0

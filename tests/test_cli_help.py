@@ -1,0 +1,75 @@
+"""``tavern --help`` and every command's help, byte for byte as the golden files under
+tests/golden/help/ keep them: the command line is assembled from one module per command, and
+none of its options, texts or order may change on the way."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from tavern_cli.cli import build_parser
+
+GOLDEN = Path(__file__).parent / "golden" / "help"
+COMMANDS = [
+    [],
+    ["serve"],
+    ["tournament"],
+    ["worker"],
+    ["validate"],
+    ["play"],
+    ["match"],
+    ["replay"],
+    ["test"],
+    ["records"],
+    ["records", "copy"],
+    ["bots"],
+    ["bots", "add"],
+    ["bots", "rotate"],
+    ["bots", "revoke"],
+    ["bots", "list"],
+    ["ladder"],
+    ["ladder", "season"],
+    ["ladder", "ban"],
+    ["ladder", "unban"],
+    ["house"],
+]
+
+
+def help_of(words: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit:
+        build_parser().parse_args([*words, "--help"])
+    assert exit.value.code == 0
+    return out.getvalue()
+
+
+def golden_file(words: list[str]) -> Path:
+    return GOLDEN / f"{'-'.join(['tavern', *words])}.txt"
+
+
+@pytest.fixture(autouse=True)
+def columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argparse wraps to the terminal's width: one width, whatever runs the tests."""
+    monkeypatch.setenv("COLUMNS", "100")
+
+
+@pytest.mark.parametrize("words", COMMANDS, ids=lambda words: " ".join(["tavern", *words]))
+def test_a_commands_help_is_the_golden_one(words: list[str]) -> None:
+    assert help_of(words) == golden_file(words).read_text(encoding="utf-8")
+
+
+def test_every_command_and_subcommand_has_its_golden_help() -> None:
+    def paths(parser: argparse.ArgumentParser, words: list[str]) -> list[list[str]]:
+        found = [words]
+        for action in parser._actions:  # argparse names its subcommands nowhere else
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += paths(sub, [*words, name])
+        return found
+
+    assert sorted(paths(build_parser(), [])) == sorted(COMMANDS)
+    assert sorted(GOLDEN.iterdir()) == sorted(golden_file(words) for words in COMMANDS)
