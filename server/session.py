@@ -25,10 +25,26 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from server.arena import MAX_SEED, Arena, SeatHandle, Standing
+from server.arena import Arena, SeatHandle, Standing
 from server.challenges import Challenge
+from server.commands import (
+    NO_CHALLENGE,
+    Accept,
+    Cancel,
+    Command,
+    Create,
+    Decline,
+    Identified,
+    Join,
+    Leave,
+    Move,
+    RandomJoin,
+    Register,
+    Rejoin,
+    Seek,
+)
+from server.commands import Challenge as ChallengeCommand
 from server.errors import BotError, Rejected
-from server.games import DEFAULT_GAME
 from server.games.base import JoinRejected, JsonObject, TimeBank
 from server.ladder import Seeker
 from server.league import NEW_RATING
@@ -42,7 +58,7 @@ from server.match import (
     TurnResult,
 )
 from server.names import same_name
-from server.played_on import StartingPoint, resume_at
+from server.played_on import resume_at
 
 
 class SessionChannel(Protocol):
@@ -107,17 +123,19 @@ class LocalSeat:
 
 _SEEK_NUMBERS = itertools.count(1)
 log = logging.getLogger(__name__)
-# The commands whose ``bot`` and ``key`` are checked before they are carried out.
-IDENTIFIED = ("join-simulation", "create-simulation", "seek", "challenge")
+# What is carried out at once (a registration is only carried out by the identity check).
+Carried = (
+    Create | Join | RandomJoin | Rejoin | Move | Leave | Seek | Cancel | ChallengeCommand | Accept
+) | Decline
 MAX_HELD = 64  # a client's messages held while its key is checked; more are refused
 
 
 @dataclass(frozen=True, slots=True)
 class Proof:
-    """A message whose ``bot`` and ``key`` were checked: the bot they prove (None: a guest),
+    """A command whose ``bot`` and ``key`` were checked: the bot they prove (None: a guest),
     and its standing, for a seek or a challenge."""
 
-    fields: JsonObject
+    command: Command
     bot: str | None
     standing: Standing | None
 
@@ -131,14 +149,17 @@ class Session:
         self.channel = channel
         self.seat: SeatHandle | None = None  # asked for, or taken
         self.created: list[str] = []  # the simulations it created (maxSimulationsPerConnection)
-        self._random_join: JsonObject | None = None  # the random join another node answers
+        # The random join another node answers: its command, and its fields (identified).
+        self._random_join: tuple[RandomJoin, JsonObject] | None = None
         self._claimed = False  # the random join went through the nodes' claim
         self._gone = False
         self.bot: str | None = None  # the registered bot its last command proved it is
-        self._seek: tuple[str, JsonObject] | None = None  # the seek waiting: its id, its fields
-        self._paired_seek: JsonObject | None = None  # paired into another node's match, asked
+        # The seek waiting: its id, the command, its seat's fields (identified).
+        self._seek: tuple[str, Seek, JsonObject] | None = None
+        self._paired_seek: tuple[Seek, JsonObject] | None = None  # paired into another node's
+        # match, asked
         self._checking = False  # a message's identity is being checked
-        self._held: deque[JsonObject] = deque()  # the messages that came meanwhile
+        self._held: deque[Command | Rejected] = deque()  # the messages that came meanwhile
         self._proof: Proof | None = None  # of the message being carried out
         self._standing: Standing | None = None  # the bot's, as its last seek was checked
         self._present: str | None = None  # the registered name it is present as (challenges)
@@ -171,36 +192,38 @@ class Session:
         return not (self.in_game or self.seeking or self._present is not None)
 
     # --- the bot protocol ---------------------------------------------------------------------
-    def handle(self, message: JsonObject) -> None:
-        """One message of the bot protocol (docs/protocol.md): carried out now, or once the
-        identity check in progress is done."""
+    def handle(self, command: Command | Rejected) -> None:
+        """One command (``server.commands``), or a message the parser refused: carried out (or
+        answered) now, or once the identity check in progress is done, in the order they came."""
         if self._checking:
             if len(self._held) >= MAX_HELD:
                 self.channel.refuse(
                     BotError.TOO_MANY_MESSAGES, f"at most {MAX_HELD} while a key is checked"
                 )
             else:
-                self._held.append(message)
+                self._held.append(command)
             return
-        kind = message["type"]
-        if kind == "register" or (
-            kind in IDENTIFIED and "bot" in message and not self.client.checked
+        if isinstance(command, Rejected):
+            self._refused(command)
+            return
+        if isinstance(command, Register) or (
+            isinstance(command, Identified) and command.names_bot and not self.client.checked
         ):
             self._checking = True
-            self.arena.spawn(self._check(message), name="identity")
+            self.arena.spawn(self._check(command), name="identity")
             return
-        self._carry_out(message)
+        self._carry_out(command)
 
-    async def _check(self, message: JsonObject) -> None:
-        """Check a message's identity (or register), then carry it out, then the messages
+    async def _check(self, command: Register | Identified) -> None:
+        """Check a command's identity (or register), then carry it out, then the commands
         held meanwhile."""
         try:
-            if message["type"] == "register":
-                await self._register(message)
+            if isinstance(command, Register):
+                await self._register(command)
             else:
-                await self._identify(message)
+                await self._identify(command)
         except Exception:  # a bug must cost this request, not the arena
-            log.exception("checking %r failed", message["type"])
+            log.exception("checking %r failed", type(command).__name__)
             self.channel.error(BotError.SERVER_ERROR, "the request failed; it was logged")
         finally:
             self._checking = False
@@ -209,16 +232,16 @@ class Session:
             try:
                 self.handle(held)
             except Exception:
-                log.exception("handling %r failed", held["type"])
+                log.exception("handling %r failed", held)
                 self.channel.error(BotError.SERVER_ERROR, "the request failed; it was logged")
         if self._gone:
             self._held.clear()
 
-    async def _identify(self, message: JsonObject) -> None:
+    async def _identify(self, command: Identified) -> None:
         try:
-            bot = await self.arena.roster.identify(message, self.client.address)
+            bot = await self.arena.roster.identify(command.fields, self.client.address)
             standing = None
-            if bot is not None and message["type"] in ("seek", "challenge"):
+            if bot is not None and isinstance(command, Seek | ChallengeCommand):
                 standing = await self.arena.standing(bot)
         except Rejected as rejected:
             if not self._gone:
@@ -226,65 +249,67 @@ class Session:
             return
         if self._gone:
             return
-        self._proof = Proof(message, bot, standing)
+        self._proof = Proof(command, bot, standing)
         try:
-            self._carry_out(message)
+            self._carry_out(command)
         finally:
             self._proof = None
 
-    def _carry_out(self, message: JsonObject) -> None:
-        kind = message["type"]
-        if kind == "player-turn":
-            self.move(message)
-        elif kind == "join-simulation":
-            self.join(message)
-        elif kind == "create-simulation":
-            match = self.create(message)
-            if match is not None:
-                self.channel.send(SeatMessage(match.codec.ready_message(match.id, match.seed)))
-        elif kind == "rejoin":
-            self.rejoin(message)
-        elif kind == "seek":
-            self.seek(message)
-        elif kind == "challenge":
-            self.challenge(message)
-        elif kind == "accept":
-            self.accept(message)
-        elif kind == "decline":
-            self.decline(message)
-        else:
-            self.channel.error(BotError.UNKNOWN_MESSAGE_TYPE, f"unknown type {kind!r}")
+    def _carry_out(self, command: Carried) -> None:
+        match command:
+            case Move():
+                self.move(command)
+            case Join():
+                self.join(command)
+            case RandomJoin():
+                self.random_join(command)
+            case Create():
+                created = self.create(command)
+                if created is not None:
+                    ready = created.codec.ready_message(created.id, created.seed)
+                    self.channel.send(SeatMessage(ready))
+            case Rejoin():
+                self.rejoin(command)
+            case Seek():
+                self.seek(command)
+            case ChallengeCommand():
+                self.challenge(command)
+            case Accept():
+                self.accept(command)
+            case Decline():
+                self.decline(command)
+            case Cancel():
+                self.stop_seeking()
+            case Leave():
+                self.closed()
 
     # --- commands -----------------------------------------------------------------------------
-    async def _register(self, fields: JsonObject) -> None:
+    async def _register(self, command: Register) -> None:
         """A bot registers its name, where registration is open: its key is answered once."""
         try:
-            name, key = await self.arena.roster.register(fields.get("bot"), self.client.address)
+            name, key = await self.arena.roster.register(command.bot, self.client.address)
         except Rejected as rejected:
             self._refused(rejected)
             return
         if not self._gone:
             self.channel.send(SeatMessage({"type": "registered", "bot": name, "key": key}))
 
-    def seek(self, fields: JsonObject) -> None:
+    def seek(self, command: Seek) -> None:
         """Wait in the pool for an opponent of about the same rating (``server.ladder``); the
         pairing seats the client as a join would (``paired``)."""
         try:
-            fields = self.identified(fields)
+            fields = self.identified(command)
         except Rejected as rejected:
             self._refused(rejected)
             return
-        self._enqueue(fields)
+        self._enqueue(command, fields)
 
-    def _enqueue(self, fields: JsonObject) -> None:
+    def _enqueue(self, command: Seek, fields: JsonObject) -> None:
         """A seek's checks, with fields already ``identified``, then its place in the pool."""
+        game, rated = command.game, command.rated
         try:
             self.check_free()
             self.arena.check_open()  # a draining node takes no seeks: its bots go to the others
-            game = self.game_of(fields)
-            rated = fields.get("rated", False)
-            if not isinstance(rated, bool):
-                raise Rejected(BotError.INVALID_SEEK, '"rated" must be true or false')
             if rated and self.bot is None:
                 raise Rejected(BotError.INVALID_SEEK, "rated games are for registered bots")
             self.arena.codec(game).player_from_join(fields)
@@ -311,7 +336,7 @@ class Session:
             had_first_seat=had_first_seat,
         )
         seat_fields = {key: value for key, value in fields.items() if key not in ("side", "type")}
-        self._seek = (seeker.id, seat_fields)
+        self._seek = (seeker.id, command, seat_fields)
         self._stays = True
         try:
             self.arena.seek(seeker, self, self.client.address)
@@ -325,7 +350,7 @@ class Session:
         if seek is None or self._gone:
             return
         try:
-            self._sit(match, seek[1], seat)
+            self._sit(match, seek[2], seat)
         except Rejected as rejected:
             self._refused(rejected)
 
@@ -334,29 +359,19 @@ class Session:
     def free(self) -> bool:
         return not self._gone and not self.in_game
 
-    def challenge(self, fields: JsonObject) -> None:
+    def challenge(self, command: ChallengeCommand) -> None:
         """Challenge a registered bot by name, wherever it is present."""
+        game, opponent, rated, side = command.game, command.opponent, command.rated, command.side
         try:
-            fields = self.identified(fields)
+            fields = self.identified(command)
             self.check_free()
             self.arena.check_open()
             if self.bot is None:
                 raise Rejected(BotError.INVALID_CHALLENGE, "challenges are for registered bots")
             self._check_bot(self.bot)
-            game = self.game_of(fields)
-            opponent, rated, side = (
-                fields.get("opponent"),
-                fields.get("rated", False),
-                fields.get("side"),
-            )
             codec = self.arena.codec(game)
-            if not isinstance(opponent, str) or same_name(opponent, self.bot):
+            if same_name(opponent, self.bot):
                 raise Rejected(BotError.INVALID_CHALLENGE, '"opponent" must name another bot')
-            if not isinstance(rated, bool):
-                raise Rejected(BotError.INVALID_CHALLENGE, '"rated" must be true or false')
-            if side is not None and side not in codec.seat_names:
-                sides = ", ".join(codec.seat_names)
-                raise Rejected(BotError.INVALID_CHALLENGE, f'"side" must be one of: {sides}')
             if self.arena.roster.get(opponent) is None:  # every node knows every registered bot
                 raise Rejected(BotError.UNKNOWN_BOT, f"no bot named {opponent} is registered")
             board = self.arena.challenges
@@ -403,13 +418,14 @@ class Session:
         codec = self.arena.codec(challenge.game)
         self.channel.send(SeatMessage(challenge.to_wire(codec.seat_names, codec.seat_field)))
 
-    def accept(self, fields: JsonObject) -> None:
+    def accept(self, command: Accept) -> None:
         """Accept a challenge sent to this client: the match opens here, and the challenger
         is seated in it wherever it is connected."""
-        challenge = self.arena.challenges.take(fields.get("challenge"), self)
+        fields = command.fields
+        challenge = self.arena.challenges.take(command.challenge, self)
         try:
             if challenge is None:
-                raise Rejected(BotError.UNKNOWN_CHALLENGE, "no open challenge of that id for you")
+                raise Rejected(BotError.UNKNOWN_CHALLENGE, NO_CHALLENGE)
             self.check_free()
             self.arena.check_open()
             match = self.arena.open(
@@ -424,13 +440,12 @@ class Session:
             return
         challenge.answer(match.id, None)
 
-    def decline(self, fields: JsonObject) -> None:
-        challenge = self.arena.challenges.take(fields.get("challenge"), self)
+    def decline(self, command: Decline) -> None:
+        challenge = self.arena.challenges.take(command.challenge, self)
         if challenge is None:
-            self.channel.error(BotError.UNKNOWN_CHALLENGE, "no open challenge of that id for you")
+            self.channel.error(BotError.UNKNOWN_CHALLENGE, NO_CHALLENGE)
             return
-        reason = fields.get("reason")
-        challenge.answer(None, reason[:200] if isinstance(reason, str) and reason else "declined")
+        challenge.answer(None, command.reason)
 
     def _answered(
         self, challenge: Challenge, simulation_id: str | None, reason: str | None
@@ -465,8 +480,8 @@ class Session:
         """The pool paired this client's seek into a match another node plays."""
         seek, self._seek = self._seek, None
         if seek is not None and not self._gone:
-            self._paired_seek = seek[1]
-            self._reach(simulation_id, seek[1], False)
+            self._paired_seek = (seek[1], seek[2])
+            self._reach(simulation_id, seek[2], False)
 
     @property
     def seeking(self) -> bool:
@@ -492,13 +507,13 @@ class Session:
         if held - (1 if self.seeking else 0) >= most:
             raise Rejected(BotError.TOO_MANY_GAMES, f"a bot may play {most} games at once")
 
-    def create(self, fields: JsonObject, played_on: StartingPoint | None = None) -> Match | None:
+    def create(self, command: Create) -> Match | None:
         """A new, empty simulation, which the client does not sit in; with ``position``, begun
         there; ``played_on``, a recorded game's turn to play on from (the replay page's "Play
         from here"), with that game's settings, seed and draws."""
+        game, seed, played_on = command.game, command.seed, command.played_on
         try:
-            self.identified(fields)
-            game, seed = self.game_of(fields), self._seed(fields)
+            self.identified(command)
             self.arena.check_open()
             limit = self.arena.config.max_simulations_per_connection
             if len(self.created) >= limit:
@@ -510,13 +525,13 @@ class Session:
                 codec, seed, resume = played_on.codec, played_on.seed, played_on.resume
                 if codec.rules.outcome(resume.state) is not None:
                     raise Rejected(BotError.INVALID_POSITION, "the game is over at that turn")
-            elif "position" in fields:
+            elif command.position is not None:
                 seed = secrets.randbits(32) if seed is None else seed
-                resume = resume_at(self.arena.codec(game), fields["position"], seed, None)
+                resume = resume_at(self.arena.codec(game), command.position, seed, None)
             options = MatchOptions(
                 seed=seed,
                 creator=self.client.address,
-                limits=self._limits(fields.get("clock")),
+                limits=self._limits(command.clock),
                 resume=resume,
                 codec=codec,
             )
@@ -527,23 +542,18 @@ class Session:
         self.created.append(match.id)
         return match
 
-    def join(self, fields: JsonObject) -> None:
-        """Sit in the simulation ``simulationId`` names, or at random in a waiting one."""
+    def join(self, command: Join) -> None:
+        """Sit in the simulation ``simulationId`` names."""
+        simulation_id = command.simulation_id
         try:
-            fields = self.identified(fields)
+            fields = self.identified(command)
             self.check_free()
-            simulation_id = fields.get("simulationId")
-            if not simulation_id:
-                self._random(fields)
-                return
             match = self.arena.get(simulation_id)
             if match is None:
-                if not (
-                    isinstance(simulation_id, str) and self._reach(simulation_id, fields, False)
-                ):
+                if not self._reach(simulation_id, fields, False):
                     raise Rejected(BotError.WRONG_SIMULATION_ID)
                 return
-            named_game = fields.get("game")
+            named_game = command.game
             if named_game is not None and named_game != match.codec.name:
                 raise Rejected(
                     BotError.WRONG_GAME, f"simulation {match.id} is a {match.codec.name} game"
@@ -552,12 +562,22 @@ class Session:
         except Rejected as rejected:
             self._refused(rejected)
 
-    def open_and_join(self, game: str, fields: JsonObject, clock: object = None) -> Match | None:
-        """A new simulation with the client in it (a person on /play/thud), with a time bank if
-        ``clock`` asks for one; it is dropped if the client leaves it before anyone else sits
-        down."""
+    def random_join(self, command: RandomJoin) -> None:
+        """Sit at random in a waiting simulation."""
         try:
-            fields = self.identified(fields)
+            fields = self.identified(command)
+            self.check_free()
+            self._random(command, fields)
+        except Rejected as rejected:
+            self._refused(rejected)
+
+    def open_and_join(self, command: Create) -> Match | None:
+        """A new simulation with the client in it (a person on /play/thud), with a time bank if
+        the command's ``clock`` asks for one; it is dropped if the client leaves it before
+        anyone else sits down."""
+        game, clock = command.game, command.clock
+        try:
+            fields = self.identified(command)
             self.check_free()
             self.arena.check_open()
             options = MatchOptions(
@@ -570,30 +590,27 @@ class Session:
             return None
         return match
 
-    def rejoin(self, fields: JsonObject) -> None:
+    def rejoin(self, command: Rejoin) -> None:
         """Take a seat back with its token, after a lost connection."""
         try:
             self.check_free()
-            simulation_id = fields.get("simulationId")
-            match = self.arena.get(simulation_id)
+            match = self.arena.get(command.simulation_id)
             if match is None:
-                if not (
-                    isinstance(simulation_id, str) and self._reach(simulation_id, fields, True)
-                ):
+                if not self._reach(command.simulation_id, command.fields, True):
                     raise Rejected(BotError.WRONG_SIMULATION_ID)
                 return
-            seat = match.rejoin(self.channel, fields.get("token"))
+            seat = match.rejoin(self.channel, command.token)
         except Rejected as rejected:
             self._refused(rejected)
             return
         self._took(LocalSeat(self.arena, match, seat, self.channel))
 
-    def move(self, fields: JsonObject) -> TurnResult | None:
+    def move(self, command: Move) -> TurnResult | None:
         """The client's turn: the turn played, or None (refused, or played on another node)."""
         if self.seat is None:
             self.channel.error(BotError.NOT_IN_A_GAME, "join a simulation first")
             return None
-        return self.seat.submit(fields)
+        return self.seat.submit(command.fields)
 
     def closed(self) -> None:
         """The client is gone: its seat is freed or forfeited, its seek withdrawn; the
@@ -622,13 +639,14 @@ class Session:
         paired_seek, self._paired_seek = self._paired_seek, None
         if paired_seek is not None and not self._gone:
             # The opponent left before this client came: the seek goes back to the pool.
-            self._enqueue(paired_seek)
+            self._enqueue(*paired_seek)
         elif random_join is None or self._gone:
             self.channel.error(message, reason)
         elif not self._claimed and elsewhere is not None:
             # Taken meanwhile: the nodes agree on where the next one opens.
             self._claimed = True
-            self.seat = elsewhere.random_join(self, self.game_of(random_join), random_join)
+            command, fields = random_join
+            self.seat = elsewhere.random_join(self, command.game, fields)
         else:  # refused even so: it waits for a partner here
             self.open_here(None)
 
@@ -637,7 +655,7 @@ class Session:
         random_join, self._random_join = self._random_join, None
         if random_join is not None and not self._gone:
             try:
-                self._random_here(random_join, simulation_id)
+                self._random_here(*random_join, simulation_id)
             except Rejected as rejected:
                 self._refused(rejected)
 
@@ -647,16 +665,17 @@ class Session:
         self.channel.close()
 
     # --- the checks ---------------------------------------------------------------------------
-    def identified(self, fields: JsonObject) -> JsonObject:
+    def identified(self, command: Identified) -> JsonObject:
         """The command's fields once its ``bot`` and ``key`` are checked (``server.identity``):
         without the key, and with the registered name as its nick; a guest's as they are
         (a nick that is a registered name is refused). Raises ``Rejected``."""
+        fields = command.fields
         if self.client.checked:
             bot = fields.get("bot")
             self.bot = bot if isinstance(bot, str) else None
             return fields
         proof = self._proof
-        if proof is None or proof.fields is not fields:  # no bot named: a guest's command
+        if proof is None or proof.command is not command:  # no bot named: a guest's command
             self.arena.roster.guest(fields)
             self.bot = None
             return {name: value for name, value in fields.items() if name not in ("bot", "key")}
@@ -683,28 +702,10 @@ class Session:
         if self.in_game:
             raise Rejected(BotError.ALREADY_IN_A_GAME, f"one game per {self.client.noun}")
 
-    def game_of(self, fields: JsonObject) -> str:
-        name = fields.get("game", DEFAULT_GAME)
-        if name is None:
-            name = DEFAULT_GAME
-        if not isinstance(name, str) or name not in self.arena.games:
-            games = ", ".join(self.arena.games)
-            raise Rejected(BotError.UNKNOWN_GAME, f"game must be one of: {games}")
-        return name
-
-    def _limits(self, clock: object) -> MatchLimits | None:
+    def _limits(self, clock: TimeBank | None) -> MatchLimits | None:
         """A create's ``clock``: the arena's limits with that time bank per seat instead of the
-        flat turn timeout (raises ``Rejected``), or ``None`` (the arena's own) without one."""
-        return None if clock is None else self.arena.limits(TimeBank.from_wire(clock))
-
-    @staticmethod
-    def _seed(fields: JsonObject) -> int | None:
-        seed = fields.get("seed")
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED
-        ):
-            raise Rejected(BotError.INVALID_SEED, f"seed must be an integer from 0 to {MAX_SEED}")
-        return seed
+        flat turn timeout, or ``None`` (the arena's own) without one."""
+        return None if clock is None else self.arena.limits(clock)
 
     # --- where a join goes --------------------------------------------------------------------
     def _reach(self, simulation_id: str, fields: JsonObject, rejoin: bool) -> bool:
@@ -715,32 +716,35 @@ class Session:
         self.seat = elsewhere.seat(self, simulation_id, fields, rejoin, self.client.kind)
         return True
 
-    def _random(self, fields: JsonObject) -> None:
+    def _random(self, command: RandomJoin, fields: JsonObject) -> None:
         """A random join: a waiting match here, else one on another node, else the one the
         nodes agree is opened for the random joins arriving at this moment."""
-        game = self.game_of(fields)
-        self._seed(fields)
+        game = command.game
         here = self.arena.waiting(game, fields)  # checks the request before any look-up
         elsewhere = self.arena.elsewhere
         if here is None and elsewhere is not None and self.client.routes:
             found = elsewhere.waiting(game, fields)
             if found is None:
                 self.arena.check_open()  # a draining node claims no new simulation for the nodes
-            self._random_join = fields
+            self._random_join = (command, fields)
             self._claimed = found is None
             if found is not None:
                 self.seat = elsewhere.seat(self, found, fields, False, self.client.kind)
             else:
                 self.seat = elsewhere.random_join(self, game, fields)
             return
-        self._random_here(fields, None, here)
+        self._random_here(command, fields, None, here)
 
     def _random_here(
-        self, fields: JsonObject, new_id: str | None, waiting: Match | None = None
+        self,
+        command: RandomJoin,
+        fields: JsonObject,
+        new_id: str | None,
+        waiting: Match | None = None,
     ) -> None:
         """Sit in a waiting match here, or in a new one (with ``new_id``, if the nodes agreed
         on it)."""
-        game, seed = self.game_of(fields), self._seed(fields)
+        game, seed = command.game, command.seed
         options = MatchOptions(
             seed=seed, creator=self.client.address, by_join=True, match_id=new_id
         )
@@ -750,10 +754,10 @@ class Session:
             match = self.arena.open(game, options)
         self._sit(match, fields)
 
-    def sit(self, match: Match, fields: JsonObject) -> None:
+    def sit(self, match: Match, command: Join) -> None:
         """Take a seat of ``match``, which the front end chose (the Thud API's games); raises
         ``Rejected`` if it cannot be taken."""
-        self._sit(match, self.identified(fields))
+        self._sit(match, self.identified(command))
 
     def _sit(self, match: Match, fields: JsonObject, seat_given: int | None = None) -> None:
         """Take a seat with fields already ``identified`` (``seat_given``: matchmaking's)."""

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import cast
 
 from server.arena import Arena
+from server.commands import Leave, Move, read
 from server.config import ListenError
 from server.errors import BotError
 from server.games.base import JsonObject
@@ -460,15 +461,16 @@ class Connection(asyncio.Protocol):
             self._handling = False
 
     def _message(self, message: JsonObject) -> None:
-        if message["type"] != "player-turn":
-            self.session.handle(message)
+        command = read(message)
+        if not isinstance(command, Move):
+            self.session.handle(command)
             self.watch_idle()
             return
         # What a move causes (a point, the other side's turn, the end) is the game's news, not
         # an answer: it is paced like any message the bot did not ask for.
         self._handling = False
         try:
-            self.session.handle(message)
+            self.session.handle(command)
         finally:
             self._handling = True
 
@@ -622,7 +624,7 @@ class Connection(asyncio.Protocol):
 
     def left(self) -> None:
         """The connection ended: its seat is freed or forfeited."""
-        self.session.closed()
+        self.session.handle(Leave())
 
 
 def keep_alive(sock: socket.socket | None) -> None:

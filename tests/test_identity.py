@@ -20,6 +20,7 @@ import pytest
 
 from server import identity
 from server.arena import Arena
+from server.commands import read
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
 from server.identity import (
@@ -264,8 +265,10 @@ async def test_a_session_carries_out_what_came_during_a_key_check_in_order() -> 
         key = new_key()
         tables.arena.roster.update([RegisteredBot("Grimli", hash_key(key))])
         session, channel = client(tables)
-        session.handle({"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key})
-        session.handle({"type": "join-simulation", "game": "thud", "nick": "guest"})
+        session.handle(
+            read({"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key})
+        )
+        session.handle(read({"type": "join-simulation", "game": "thud", "nick": "guest"}))
         assert channel.messages == [] and channel.seats == 0  # the check is on its thread
         await until(lambda: channel.seats == 1 and channel.messages)
         assert channel.errors() == [BotError.ALREADY_IN_A_GAME]
@@ -273,12 +276,12 @@ async def test_a_session_carries_out_what_came_during_a_key_check_in_order() -> 
         assert [seat.bot for seat in match.view().players if seat is not None] == ["Grimli"]
         assert tables.arena.bot_games("Grimli") == 1
         gone, heard = client(tables)
-        gone.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        gone.handle(read({"type": "seek", "game": "thud", "bot": "Grimli", "key": key}))
         gone.closed()
         flooding, flooded = client(tables)
-        flooding.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        flooding.handle(read({"type": "seek", "game": "thud", "bot": "Grimli", "key": key}))
         for _ in range(65):
-            flooding.handle({"type": "player-turn"})
+            flooding.handle(read({"type": "player-turn"}))
         assert flooded.refused == [BotError.TOO_MANY_MESSAGES]
         flooding.closed()  # as the front end does on a refusal
         await until(lambda: not (gone._checking or flooding._checking))
