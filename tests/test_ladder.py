@@ -564,8 +564,8 @@ async def test_a_seek_paired_elsewhere_whose_opponent_left_goes_back_to_the_pool
         session, channel = client(tables)
         session.handle(read({"type": "seek", "game": "thud", "nick": "guest"}))
         (first,) = nodes.seeks
-        session.paired_elsewhere("abc1234")
+        session.ladder.paired_elsewhere("abc1234")
         assert nodes.asked == ["abc1234"] and nodes.seeks == [first]
-        session.remote_refused("Wrong simulation ID", None)  # its opponent left meanwhile
+        session.routing.remote_refused("Wrong simulation ID", None)  # its opponent left meanwhile
         assert channel.errors() == []
         assert [seeker.bot for seeker in nodes.seeks] == ["guest", "guest"]

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 import orjson
 
 from server.arena import Arena
-from server.commands import Create, Leave, Move, Seek, game_of, parse
+from server.commands import Cancel, Command, Create, Leave, Move, Seek, game_of, parse
 from server.errors import BotError, Rejected
 from server.games import GAMES
-from server.games.base import JsonObject, TimeBank
+from server.games.base import JsonObject
 from server.match import Match, SeatMessage, Status
-from server.session import Client, LocalSeat, Session
+from server.session import Client, LocalSeat, Session, carry_out
 from visor.errors import PageError
 from visor.hub import Page, SpectatorHub
 from visor.seats import HouseGames, seat_house_player
@@ -142,14 +143,14 @@ class PageConnection:
         self._player(message)
         fields: JsonObject = {"nick": self._nick(message), "side": side, "game": game}
         if simulation_id is None:
-            clock = message.get("clock")
-            create = Create(
-                fields, game, None, None if clock is None else TimeBank.from_wire(clock), None
+            create = parse(
+                {"type": "create-simulation", "game": game, "clock": message.get("clock")}
             )
+            assert isinstance(create, Create), "a create-simulation is parsed as a Create"
             if opponent is not None:
                 self.house.check_against(self.address)
             self._asking = ("", game, side)
-            match = self.session.open_and_join(create)
+            match = self.session.open_and_join(replace(create, fields=fields))
             if match is not None and opponent is not None:
                 other = next(name for name in seat_names if name != side)
                 seat_house_player(match, opponent, other, 0.0)
@@ -157,7 +158,7 @@ class PageConnection:
         else:  # a free seat of a waiting simulation, as a bot's
             command = parse({**fields, "type": "join-simulation", "simulationId": simulation_id})
             self._asking = (str(simulation_id), game, side)
-            self.session.handle(command)
+            self._hand(command)
 
     def seek(self, message: JsonObject) -> None:
         """A person seeks an unrated game as a guest, as a bot does (``Session.seek``): the
@@ -168,14 +169,19 @@ class PageConnection:
         assert isinstance(command, Seek), "a seek is parsed as a Seek"
         self._player(message)
         self._asking, self._given = ("", command.game, None), None
-        self.session.handle(command)
+        self._hand(command)
         if self.session.seeking:  # not refused, nor paired at once
             self.page.send({"type": "seeking", "game": command.game})
 
     def cancel_seek(self, message: JsonObject) -> None:
         """Withdraw the page's seek; unless it was paired first (then ``seated`` came)."""
-        if self.session.stop_seeking():
+        if self.session.seeking:
+            self._hand(Cancel())
             self.page.send({"type": "seek-cancelled"})
+
+    def _hand(self, command: Command | Rejected) -> None:
+        """A command for the page's session, and the effects it asks for carried out."""
+        carry_out(self.arena, self.session, self.session.handle(command))
 
     @staticmethod
     def _nick(message: JsonObject) -> object:
@@ -187,7 +193,7 @@ class PageConnection:
         self.session.client = self._client("client" if message.get("client") is True else "person")
 
     def move(self, message: JsonObject) -> None:
-        self.session.handle(Move({**message, "type": "player-turn"}))
+        self._hand(Move({**message, "type": "player-turn"}))
 
     def error(self, message: str, reason: str | None) -> None:
         error: JsonObject = {"type": "error", "message": message}

@@ -28,7 +28,7 @@ from server.errors import BotError
 from server.games.base import JsonObject
 from server.match import SeatMessage
 from server.protocol import encode, error_message
-from server.session import Client, Session
+from server.session import Client, Session, carry_out
 
 log = logging.getLogger(__name__)
 
@@ -460,7 +460,7 @@ class SeatsGiven:
         self.channels[key] = channel
         kind = "rejoin" if request.rejoin else "join-simulation"
         message = {**request.message, "type": kind, "simulationId": request.simulation_id}
-        session.handle(read(message))
+        carry_out(self.arena, session, session.handle(read(message)))
 
     def move(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.MOVE``: a message from the seat's client (one that crossed the seat's end
@@ -477,7 +477,7 @@ class SeatsGiven:
             error = error_message(BotError.NOT_IN_A_GAME, "join a simulation first")
             channel.send_data(encode(error))
             return
-        channel.session.handle(Move(values.move(body)))
+        carry_out(self.arena, channel.session, channel.session.handle(Move(values.move(body))))
 
     def leave(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.LEAVE``: the client is gone."""
