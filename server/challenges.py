@@ -29,7 +29,7 @@ from server.games.base import JsonObject
 
 
 class Challenged(Protocol):
-    """A client that may be sent a challenge and answer it (``server.session.Session``)."""
+    """A client that may be sent a challenge and answer it (``server.session.ladder.Ladder``)."""
 
     @property
     def free(self) -> bool:

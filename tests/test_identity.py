@@ -20,6 +20,7 @@ import pytest
 
 from server import identity
 from server.arena import Arena
+from server.commands import Command, read
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
 from server.identity import (
@@ -36,11 +37,12 @@ from server.identity import (
 from server.ladder import Seeker, pair_seekers
 from server.records import recording
 from server.records.identities import roster_kept
+from server.session import Session, carry_out
 from server.tcp import TcpServer
 from tests.clock import FakeClock
 from tests.conftest import RawClient, test_config
 from tests.test_command_line import tavern
-from tests.test_match import table
+from tests.test_match import Table, table
 from tests.test_session import client
 
 ADDRESS = "127.0.0.1"
@@ -264,8 +266,12 @@ async def test_a_session_carries_out_what_came_during_a_key_check_in_order() -> 
         key = new_key()
         tables.arena.roster.update([RegisteredBot("Grimli", hash_key(key))])
         session, channel = client(tables)
-        session.handle({"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key})
-        session.handle({"type": "join-simulation", "game": "thud", "nick": "guest"})
+        hand(
+            tables,
+            session,
+            read({"type": "join-simulation", "game": "thud", "bot": "Grimli", "key": key}),
+        )
+        hand(tables, session, read({"type": "join-simulation", "game": "thud", "nick": "guest"}))
         assert channel.messages == [] and channel.seats == 0  # the check is on its thread
         await until(lambda: channel.seats == 1 and channel.messages)
         assert channel.errors() == [BotError.ALREADY_IN_A_GAME]
@@ -273,15 +279,15 @@ async def test_a_session_carries_out_what_came_during_a_key_check_in_order() -> 
         assert [seat.bot for seat in match.view().players if seat is not None] == ["Grimli"]
         assert tables.arena.bot_games("Grimli") == 1
         gone, heard = client(tables)
-        gone.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        hand(tables, gone, read({"type": "seek", "game": "thud", "bot": "Grimli", "key": key}))
         gone.closed()
         flooding, flooded = client(tables)
-        flooding.handle({"type": "seek", "game": "thud", "bot": "Grimli", "key": key})
+        hand(tables, flooding, read({"type": "seek", "game": "thud", "bot": "Grimli", "key": key}))
         for _ in range(65):
-            flooding.handle({"type": "player-turn"})
+            hand(tables, flooding, read({"type": "player-turn"}))
         assert flooded.refused == [BotError.TOO_MANY_MESSAGES]
         flooding.closed()  # as the front end does on a refusal
-        await until(lambda: not (gone._checking or flooding._checking))
+        await until(lambda: not (gone.keys.checking or flooding.keys.checking))
         assert heard.messages == flooded.messages == []
         assert tables.arena.bot_games("Grimli") == 1  # neither seek was carried out
         session.closed()  # its seat is given up before the start: it holds nothing
@@ -444,3 +450,8 @@ async def test_a_right_key_after_wrong_ones_from_its_address_is_let_in_over_tcp(
         started = time.monotonic()
         assert (await asked(port, {**join, "key": key}))["type"] == "game-info"
         assert time.monotonic() - started > KEY_REFILL_S / 2  # it waited for a token
+
+
+def hand(tables: Table, session: Session, command: Command | Rejected) -> None:
+    """What a front end does: the command handed over, and the check it asks for spawned."""
+    carry_out(tables.arena, session, session.handle(command))

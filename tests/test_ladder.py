@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from bots.sdk import BOT_KEY_VARIABLE, ArenaClient, bot_fields
+from server.commands import read
 from server.identity import new_key
 from server.ladder import (
     MOST_LOOKS,
@@ -561,10 +562,10 @@ async def test_a_seek_paired_elsewhere_whose_opponent_left_goes_back_to_the_pool
         nodes = OtherNodes()
         tables.arena.elsewhere = nodes  # type: ignore[assignment]
         session, channel = client(tables)
-        session.seek({"type": "seek", "game": "thud", "nick": "guest"})
+        session.handle(read({"type": "seek", "game": "thud", "nick": "guest"}))
         (first,) = nodes.seeks
-        session.paired_elsewhere("abc1234")
+        session.ladder.paired_elsewhere("abc1234")
         assert nodes.asked == ["abc1234"] and nodes.seeks == [first]
-        session.remote_refused("Wrong simulation ID", None)  # its opponent left meanwhile
+        session.routing.remote_refused("Wrong simulation ID", None)  # its opponent left meanwhile
         assert channel.errors() == []
         assert [seeker.bot for seeker in nodes.seeks] == ["guest", "guest"]

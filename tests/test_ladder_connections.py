@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from server.tcp import KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_PROBES
+from server.tcp_rounds import KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_PROBES
 from tests.conftest import RECEIVE_TIMEOUT_S, RawClient, serving, test_config
 from tests.test_identity import added, arena_on
 

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from server.commands import read as command_of
 from server.commentary import replay_text
 from server.errors import BotError
 from server.game_file import read_game_file, record_lines
@@ -185,17 +186,19 @@ async def test_a_simulation_created_at_a_position_plays_on_from_there_and_record
         tables.arena.listeners.append(heard.append)
         maker, made = client(tables)
         bad = changed(position, "score.team1", 7)
-        maker.handle({"type": "create-simulation", "position": bad})
+        maker.handle(command_of({"type": "create-simulation", "position": bad}))
         error = made.last("error")
         assert error["message"] == BotError.INVALID_POSITION
         assert "team1's score must be from 0 to 2" in error["reason"]
-        maker.handle({"type": "create-simulation", "seed": 5, "position": position})
+        maker.handle(command_of({"type": "create-simulation", "seed": 5, "position": position}))
         ready = made.last("ready")
         first, first_heard = client(tables)
         second, second_heard = client(tables)
         for session, nick in ((first, "a"), (second, "b")):
             session.handle(
-                {"type": "join-simulation", "nick": nick, "simulationId": ready["simulationId"]}
+                command_of(
+                    {"type": "join-simulation", "nick": nick, "simulationId": ready["simulationId"]}
+                )
             )
         await settle()
         on_move, mover = (
@@ -207,7 +210,7 @@ async def test_a_simulation_created_at_a_position_plays_on_from_there_and_record
             position["turn"],
             position["score"],
         )
-        on_move.handle(tavern_pass(turn, position["team"]))
+        on_move.handle(command_of(tavern_pass(turn, position["team"])))
         started = next(u for u in heard if isinstance(u, GameStarted))
         assert started.view.origin == {"position": position, "turn": position["turn"] - 1}
         (played,) = [u for u in heard if isinstance(u, TurnPlayed)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import orjson
 
 from server.arena import SEEK_BURST
+from server.commands import read
 from server.errors import BotError
 from server.games.base import JsonObject
 from server.ladder import TICK_S
@@ -63,36 +64,36 @@ def client(tables: Table, address: str = "127.0.0.1") -> tuple[Session, Channel]
 async def test_create_then_two_joins_by_id_start_a_game() -> None:
     async with table() as tables:
         maker, made = client(tables)
-        maker.handle({"type": "create-simulation"})
+        maker.handle(read({"type": "create-simulation"}))
         (ready,) = made.messages
         assert ready["type"] == "ready" and made.seats == 0  # the creator does not sit
         first, first_heard = client(tables)
         second, second_heard = client(tables)
         simulation_id = ready["simulationId"]
-        first.handle({"type": "join-simulation", "nick": "a", "simulationId": simulation_id})
-        second.handle({"type": "join-simulation", "nick": "b", "simulationId": simulation_id})
+        first.handle(read({"type": "join-simulation", "nick": "a", "simulationId": simulation_id}))
+        second.handle(read({"type": "join-simulation", "nick": "b", "simulationId": simulation_id}))
         await settle()
         assert first_heard.seats == second_heard.seats == 1
         assert first_heard.kinds() == ["game-info", "turn"]
         assert second_heard.kinds() == ["game-info"]
         assert first.in_game and second.in_game
         # A move goes to the seat the session holds.
-        first.handle(tavern_pass(first_heard.last("turn"), "team1"))
+        first.handle(read(tavern_pass(first_heard.last("turn"), "team1")))
         assert second_heard.kinds()[-1] == "turn"
 
 
 async def test_every_refused_command_is_one_error_and_changes_nothing() -> None:
     async with table() as tables:
         session, heard = client(tables)
-        session.handle({"type": "player-turn", "actions": []})
-        session.handle({"type": "join-simulation", "simulationId": "nosuch1"})
-        session.handle({"type": "join-simulation", "game": "chess"})
-        session.handle({"type": "create-simulation", "seed": -1})
-        session.handle({"type": "create-simulation", "seed": True})
-        session.handle({"type": "rejoin", "simulationId": "nosuch1", "token": "x"})
-        session.handle({"type": "dance"})
+        session.handle(read({"type": "player-turn", "actions": []}))
+        session.handle(read({"type": "join-simulation", "simulationId": "nosuch1"}))
+        session.handle(read({"type": "join-simulation", "game": "chess"}))
+        session.handle(read({"type": "create-simulation", "seed": -1}))
+        session.handle(read({"type": "create-simulation", "seed": True}))
+        session.handle(read({"type": "rejoin", "simulationId": "nosuch1", "token": "x"}))
+        session.handle(read({"type": "dance"}))
         thud = tables.arena.open("thud")
-        session.handle({"type": "join-simulation", "simulationId": thud.id, "game": "tavern"})
+        session.handle(read({"type": "join-simulation", "simulationId": thud.id, "game": "tavern"}))
         assert heard.errors() == [
             BotError.NOT_IN_A_GAME,
             BotError.WRONG_SIMULATION_ID,
@@ -110,12 +111,12 @@ async def test_every_refused_command_is_one_error_and_changes_nothing() -> None:
 async def test_one_game_per_client_and_a_bounded_number_of_creates() -> None:
     async with table(max_simulations_per_connection=2) as tables:
         session, heard = client(tables)
-        session.handle({"type": "join-simulation", "nick": "a"})  # random: waits in a new one
-        session.handle({"type": "join-simulation", "nick": "a"})
+        session.handle(read({"type": "join-simulation", "nick": "a"}))  # random: waits in a new one
+        session.handle(read({"type": "join-simulation", "nick": "a"}))
         assert heard.errors() == [BotError.ALREADY_IN_A_GAME]
         maker, made = client(tables)
         for _ in range(3):
-            maker.handle({"type": "create-simulation"})
+            maker.handle(read({"type": "create-simulation"}))
         assert made.kinds() == ["ready", "ready"]
         assert made.refused == [BotError.TOO_MANY_SIMULATIONS]
 
@@ -123,15 +124,15 @@ async def test_one_game_per_client_and_a_bounded_number_of_creates() -> None:
 async def test_random_joins_meet_and_an_abandoned_one_is_dropped() -> None:
     async with table() as tables:
         lonely, _ = client(tables)
-        lonely.handle({"type": "join-simulation", "nick": "a", "game": "thud"})
+        lonely.handle(read({"type": "join-simulation", "nick": "a", "game": "thud"}))
         assert lonely.seat is not None
         (waiting,) = [m for m in tables.arena.matches.values() if m.codec.name == "thud"]
         lonely.closed()  # nobody else came: the simulation it opened goes with it
         assert tables.arena.get(waiting.id) is None
         first, first_heard = client(tables)
         second, second_heard = client(tables)
-        first.handle({"type": "join-simulation", "nick": "a", "game": "thud"})
-        second.handle({"type": "join-simulation", "nick": "b", "game": "thud"})
+        first.handle(read({"type": "join-simulation", "nick": "a", "game": "thud"}))
+        second.handle(read({"type": "join-simulation", "nick": "b", "game": "thud"}))
         await settle()
         assert (
             first_heard.last("game-info")["simulationId"]
@@ -144,8 +145,8 @@ async def test_a_dropped_client_rejoins_within_the_grace_or_forfeits_after_it() 
     async with table(reconnect_grace_ms=round(GRACE_S * 1000)) as tables:
         first, first_heard = client(tables)
         second, second_heard = client(tables)
-        first.handle({"type": "join-simulation", "nick": "a", "opponentNotices": True})
-        second.handle({"type": "join-simulation", "nick": "b"})
+        first.handle(read({"type": "join-simulation", "nick": "a", "opponentNotices": True}))
+        second.handle(read({"type": "join-simulation", "nick": "b"}))
         await settle()
         token = second_heard.last("game-info")["token"]
         simulation_id = second_heard.last("game-info")["simulationId"]
@@ -153,9 +154,9 @@ async def test_a_dropped_client_rejoins_within_the_grace_or_forfeits_after_it() 
         assert first_heard.last("opponent-gone")["seconds"] == GRACE_S
         tables.clock.advance(GRACE_S - 0.001)
         back, back_heard = client(tables)
-        back.handle({"type": "rejoin", "simulationId": simulation_id, "token": "wrong"})
+        back.handle(read({"type": "rejoin", "simulationId": simulation_id, "token": "wrong"}))
         assert back_heard.errors() == [BotError.INVALID_TOKEN]
-        back.handle({"type": "rejoin", "simulationId": simulation_id, "token": token})
+        back.handle(read({"type": "rejoin", "simulationId": simulation_id, "token": token}))
         assert back_heard.seats == 1 and back_heard.kinds()[-1] == "game-info"
         assert first_heard.kinds()[-1] == "opponent-back"
         # Gone again, for good this time: the grace runs out to the millisecond.
@@ -174,17 +175,17 @@ async def test_a_late_reply_through_the_session_is_stale_not_played() -> None:
     async with table() as tables:
         first, first_heard = client(tables)
         second, second_heard = client(tables)
-        first.handle({"type": "join-simulation", "nick": "a"})
-        second.handle({"type": "join-simulation", "nick": "b"})
+        first.handle(read({"type": "join-simulation", "nick": "a"}))
+        second.handle(read({"type": "join-simulation", "nick": "b"}))
         await settle()
         turn = first_heard.last("turn")
         tables.clock.advance(tables.arena.config.first_turn_timeout_ms / 1000)
         assert first_heard.errors() == [BotError.TURN_TIMEOUT]
         # Team1 passed at its timeout and team2 is on move: team1's late reply is not played.
-        first.handle(tavern_pass(turn, "team1"))
+        first.handle(read(tavern_pass(turn, "team1")))
         assert first_heard.errors()[-1] == BotError.STALE_TURN
         assert second_heard.last("turn")["turn"] == 2
-        second.handle(tavern_pass(second_heard.last("turn"), "team2"))
+        second.handle(read(tavern_pass(second_heard.last("turn"), "team2")))
         assert first_heard.last("turn")["turn"] == 3
 
 
@@ -196,22 +197,22 @@ async def test_simulations_whose_creator_left_do_not_count_against_its_address()
     async with table(max_waiting_simulations_per_address=2) as tables:
         maker, made = client(tables, "127.7.7.7")
         for _ in range(3):
-            maker.handle({"type": "create-simulation"})
+            maker.handle(read({"type": "create-simulation"}))
         assert made.kinds() == ["ready", "ready", "error"]
         assert made.errors() == [BotError.TOO_MANY_SIMULATIONS]
         first, second = (str(m["simulationId"]) for m in made.messages[:2])
         neighbour, heard = client(tables, "127.7.7.7")
-        neighbour.handle({"type": "create-simulation"})
+        neighbour.handle(read({"type": "create-simulation"}))
         assert heard.errors() == [BotError.TOO_MANY_SIMULATIONS]  # the creator is still here
         maker.closed()
-        neighbour.handle({"type": "create-simulation"})
-        neighbour.handle({"type": "create-simulation"})
+        neighbour.handle(read({"type": "create-simulation"}))
+        neighbour.handle(read({"type": "create-simulation"}))
         assert heard.kinds()[-2:] == ["ready", "ready"]
         third, fourth = (str(m["simulationId"]) for m in heard.messages[-2:])
-        neighbour.handle({"type": "create-simulation"})  # the neighbour's own two count
+        neighbour.handle(read({"type": "create-simulation"}))  # the neighbour's own two count
         assert heard.errors()[-1] == BotError.TOO_MANY_SIMULATIONS
         friend, friend_heard = client(tables, "127.8.8.8")
-        friend.handle({"type": "join-simulation", "nick": "f", "simulationId": first})
+        friend.handle(read({"type": "join-simulation", "nick": "f", "simulationId": first}))
         assert friend_heard.kinds() == ["game-info"]  # what a creator left can still be joined
         neighbour.closed()
         arena = tables.arena
@@ -219,7 +220,7 @@ async def test_simulations_whose_creator_left_do_not_count_against_its_address()
         assert arena.get(first) is not None and arena.get(fourth) is not None
         again, again_heard = client(tables, "127.7.7.7")
         for _ in range(2):
-            again.handle({"type": "create-simulation"})
+            again.handle(read({"type": "create-simulation"}))
         assert again_heard.kinds() == ["ready", "ready"]
 
 
@@ -230,10 +231,10 @@ async def test_a_seek_takes_the_seat_fields_a_join_takes() -> None:
         first, first_heard = client(tables)
         second, second_heard = client(tables)
         names = ["Carawebo", "Pantuflo", "Chistaburras", "Pontato", "Jhonny Tablas"]
-        first.handle({"type": "seek", "game": "tavern", "nick": "Dummy", "names": names})
+        first.handle(read({"type": "seek", "game": "tavern", "nick": "Dummy", "names": names}))
         tables.clock.advance(0.01)  # the first seeker waited longest: it takes the first seat
         rival = {"nick": "Rival", "names": ["Rhun", "Balgairen", "Tavio"], "opponentNotices": True}
-        second.handle({"type": "seek", "game": "tavern", **rival})
+        second.handle(read({"type": "seek", "game": "tavern", **rival}))
         tables.clock.advance(TICK_S)  # the pool's next pass
         await settle()
         assert first_heard.kinds() == ["game-info", "turn"]
@@ -250,7 +251,7 @@ async def test_an_address_seeks_at_most_its_rate_after_a_burst() -> None:
     async with table(seeks_per_address_per_minute=60) as tables:
         seekers = [client(tables, "127.7.7.7") for _ in range(SEEK_BURST + 1)]
         for seeker, _ in seekers:
-            seeker.handle({"type": "seek", "game": "thud", "nick": "flood"})
+            seeker.handle(read({"type": "seek", "game": "thud", "nick": "flood"}))
         assert [heard.errors() for _, heard in seekers[:SEEK_BURST]] == [[]] * SEEK_BURST
         refused = seekers[-1][1]
         assert refused.errors() == [BotError.TOO_MANY_SEEKS]
@@ -258,9 +259,9 @@ async def test_an_address_seeks_at_most_its_rate_after_a_burst() -> None:
             "at most 60 seeks a minute from one address: try again in 1 s"
         )
         other, other_heard = client(tables, "127.8.8.8")
-        other.handle({"type": "seek", "game": "thud", "nick": "other"})
+        other.handle(read({"type": "seek", "game": "thud", "nick": "other"}))
         assert other_heard.errors() == []
         tables.clock.advance(1.0)
         again, again_heard = client(tables, "127.7.7.7")
-        again.handle({"type": "seek", "game": "thud", "nick": "flood"})
+        again.handle(read({"type": "seek", "game": "thud", "nick": "flood"}))
         assert again_heard.errors() == []

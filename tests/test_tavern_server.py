@@ -12,7 +12,7 @@ import pytest
 
 from bots import tavern_dummy
 from bots.sdk import ArenaClient
-from server.tcp import WRITE_BATCH_S
+from server.tcp_rounds import WRITE_BATCH_S
 from tests.conftest import RawClient, Running, serving, test_config
 
 NAMES = ["Ann", "Bo", "Cy", "Di", "Ed"]

@@ -21,6 +21,7 @@ import aiohttp
 import orjson
 import pytest
 
+from server.commands import read
 from server.config import ArenaConfig
 from server.errors import BotError
 from server.game_file import recorded_settings
@@ -56,7 +57,7 @@ async def created(tables: Table, game: str, clock: Any = None) -> tuple[Match, I
     fields: JsonObject = {"type": "create-simulation", "game": game}
     if clock is not None:
         fields["clock"] = clock
-    maker.handle(fields)
+    maker.handle(read(fields))
     match = tables.arena.get(made.last("ready")["simulationId"])
     assert match is not None
     first, second = Inbox(), Inbox()
@@ -179,7 +180,7 @@ async def test_without_a_clock_nothing_changes() -> None:
 async def test_a_create_with_a_malformed_clock_is_refused(clock: Any) -> None:
     async with table() as tables:
         maker, made = client(tables)
-        maker.handle({"type": "create-simulation", "game": "thud", "clock": clock})
+        maker.handle(read({"type": "create-simulation", "game": "thud", "clock": clock}))
         assert made.messages == [
             {
                 "type": "error",
@@ -189,7 +190,7 @@ async def test_a_create_with_a_malformed_clock_is_refused(clock: Any) -> None:
         ]
         assert tables.arena.matches == {}
         # A clock of null is no clock, as a seed of null is no seed.
-        maker.handle({"type": "create-simulation", "game": "thud", "clock": None})
+        maker.handle(read({"type": "create-simulation", "game": "thud", "clock": None}))
         assert made.kinds()[-1] == "ready"
 
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 import orjson
 
 from server.arena import Arena
+from server.commands import Cancel, Command, Create, Leave, Move, Seek, game_of, parse
 from server.errors import BotError, Rejected
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.match import Match, SeatMessage, Status
-from server.session import Client, LocalSeat, Session
+from server.session import Client, LocalSeat, Session, carry_out
 from visor.errors import PageError
 from visor.house_games import HouseGames, seat_house_player
 from visor.hub import SpectatorHub
@@ -22,7 +24,6 @@ from visor.pages import Page
 log = logging.getLogger(__name__)
 
 MAX_DELAY_MS = 10_000
-MAX_NICK = 64
 
 
 class PageConnection:
@@ -95,7 +96,10 @@ class PageConnection:
         self.hub.watch(self.page, simulation_id)
 
     def create(self, message: JsonObject) -> None:
-        match = self.session.create({"game": message.get("game"), "clock": message.get("clock")})
+        wire = {"type": "create-simulation", "game": message.get("game")}
+        command = parse({**wire, "clock": message.get("clock")})
+        assert isinstance(command, Create), "a create-simulation is parsed as a Create"
+        match = self.session.create(command)
         if match is not None:
             created: JsonObject = {"type": "created", "simulationId": match.id}
             created["game"] = match.codec.name
@@ -103,7 +107,7 @@ class PageConnection:
             self.page.send(created)
 
     def run_game(self, message: JsonObject) -> None:
-        game = self.session.game_of(message)
+        game = game_of(message)
         players = message.get("players")
         delay = message.get("delayMs", 0)
         if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
@@ -123,10 +127,11 @@ class PageConnection:
     def play(self, message: JsonObject) -> None:
         """A person takes a seat, against a house player or whoever joins by id."""
         self.session.check_free()
-        game = self.session.game_of(message)
+        game = game_of(message)
         side, opponent = message.get("side"), message.get("opponent")
-        nick = self._nick(message)
-        seat_names = self.arena.codec(game).seat_names
+        seat_names = GAMES[game].seat_names
+        # The page plays a side it names (a house opponent takes the other): the one check
+        # of a seat's fields that is the page's own; the rest are the game's, as a bot's are.
         if not isinstance(side, str) or side not in seat_names:
             raise Rejected(BotError.INVALID_JOIN, f"side must be one of: {', '.join(seat_names)}")
         if opponent is not None and (
@@ -137,52 +142,59 @@ class PageConnection:
         if simulation_id is not None and opponent is not None:
             raise Rejected(BotError.INVALID_JOIN, "an existing simulation brings its own opponent")
         self._player(message)
-        fields: JsonObject = {"nick": nick, "side": side, "game": game}
+        fields: JsonObject = {"nick": self._nick(message), "side": side, "game": game}
         if simulation_id is None:
+            create = parse(
+                {"type": "create-simulation", "game": game, "clock": message.get("clock")}
+            )
+            assert isinstance(create, Create), "a create-simulation is parsed as a Create"
             if opponent is not None:
                 self.house.check_against(self.address)
             self._asking = ("", game, side)
-            match = self.session.open_and_join(game, fields, message.get("clock"))
+            match = self.session.open_and_join(replace(create, fields=fields))
             if match is not None and opponent is not None:
                 other = next(name for name in seat_names if name != side)
                 seat_house_player(match, opponent, other, 0.0)
                 self.house.started_against(match, self.address)
-        elif isinstance(simulation_id, str):  # a free seat of a waiting simulation, as a bot's
-            self._asking = (simulation_id, game, side)
-            self.session.join({**fields, "simulationId": simulation_id})
-        else:
-            raise Rejected(BotError.WRONG_SIMULATION_ID, "simulationId must be a string")
+        else:  # a free seat of a waiting simulation, as a bot's
+            command = parse({**fields, "type": "join-simulation", "simulationId": simulation_id})
+            self._asking = (str(simulation_id), game, side)
+            self._hand(command)
 
     def seek(self, message: JsonObject) -> None:
         """A person seeks an unrated game as a guest, as a bot does (``Session.seek``): the
         pairing seats them (``seated``) against whichever seeker of the game it picks."""
         self.session.check_free()
-        game = self.session.game_of(message)
-        nick = self._nick(message)
+        wire = {"type": "seek", "game": message.get("game"), "nick": self._nick(message)}
+        command = parse({**wire, "rated": False})
+        assert isinstance(command, Seek), "a seek is parsed as a Seek"
         self._player(message)
-        self._asking, self._given = ("", game, None), None
-        self.session.seek({"type": "seek", "game": game, "nick": nick, "rated": False})
+        self._asking, self._given = ("", command.game, None), None
+        self._hand(command)
         if self.session.seeking:  # not refused, nor paired at once
-            self.page.send({"type": "seeking", "game": game})
+            self.page.send({"type": "seeking", "game": command.game})
 
     def cancel_seek(self, message: JsonObject) -> None:
         """Withdraw the page's seek; unless it was paired first (then ``seated`` came)."""
-        if self.session.stop_seeking():
+        if self.session.seeking:
+            self._hand(Cancel())
             self.page.send({"type": "seek-cancelled"})
 
+    def _hand(self, command: Command | Rejected) -> None:
+        """A command for the page's session, and the effects it asks for carried out."""
+        carry_out(self.arena, self.session, self.session.handle(command))
+
     @staticmethod
-    def _nick(message: JsonObject) -> str:
-        nick = message.get("nick") or "player"
-        if not isinstance(nick, str) or len(nick) > MAX_NICK:
-            raise Rejected(BotError.INVALID_JOIN, f"nick must be a string of at most {MAX_NICK}")
-        return nick
+    def _nick(message: JsonObject) -> object:
+        """The page's nick, checked with the seat's other fields by the game (a bot's are)."""
+        return message.get("nick") or "player"
 
     def _player(self, message: JsonObject) -> None:
         """Who plays the seat: a /clients page says so (the client code it runs), else a person."""
         self.session.client = self._client("client" if message.get("client") is True else "person")
 
     def move(self, message: JsonObject) -> None:
-        self.session.move({**message, "type": "player-turn"})
+        self._hand(Move({**message, "type": "player-turn"}))
 
     def error(self, message: str, reason: str | None) -> None:
         error: JsonObject = {"type": "error", "message": message}
@@ -193,7 +205,7 @@ class PageConnection:
     def closed(self) -> None:
         self.hub.forget(self.page)
         self.page.close()
-        self.session.closed()
+        self.session.handle(Leave())
 
     # --- SessionChannel: what the page's session says --------------------------------------
     def send(self, message: SeatMessage) -> None:

@@ -18,7 +18,9 @@ import asyncio
 from aiohttp import web
 
 from server.arena import Arena
-from server.games.base import JsonObject
+from server.commands import Create
+from server.errors import Rejected
+from server.games.base import TimeBank
 from server.match import SeatMessage
 from server.played_on import NoStartingPoint, starting_point
 from server.records import Records
@@ -76,11 +78,14 @@ async def play_from(request: web.Request) -> web.Response:
     creation = Creation()
     client = Client(request.remote or "", kind="person", noun="page")
     session = Session(arena, client, creation)
-    fields: JsonObject = {"game": game}
     clock = record["settings"].get(CLOCK_KEY)
-    if clock is not None:
-        fields["clock"] = clock
-    match = session.create(fields, played_on=point)
+    match = None
+    try:
+        bank = None if clock is None else TimeBank.from_wire(clock)
+    except Rejected as rejected:  # a record's clock was checked as its game was created
+        creation.error(rejected.message, rejected.reason)
+    else:
+        match = session.create(Create({"game": game}, game, None, bank, None, point))
     if match is None:
         assert creation.refusal is not None, "a create that opens nothing says why"
         message, reason = creation.refusal

@@ -23,11 +23,12 @@ from server.cluster import values, wire
 from server.cluster.claims import Claims
 from server.cluster.following import Following
 from server.cluster.link import Link
+from server.commands import Leave, Move, read
 from server.errors import BotError
 from server.games.base import JsonObject
 from server.match import SeatMessage
 from server.protocol import encode, error_message
-from server.session import Client, Session
+from server.session import Client, Session, carry_out
 
 log = logging.getLogger(__name__)
 
@@ -408,7 +409,7 @@ class RemoteSeatChannel:
         """The client (or its node) is gone: the session leaves, with nothing more sent."""
         self.open = False
         if self.session is not None:
-            self.session.closed()
+            self.session.handle(Leave())
 
 
 class SeatsGiven:
@@ -457,11 +458,9 @@ class SeatsGiven:
         )
         session = channel.session = Session(self.arena, client, channel)
         self.channels[key] = channel
-        fields = {**request.message, "simulationId": request.simulation_id}
-        if request.rejoin:
-            session.rejoin(fields)
-        else:
-            session.join(fields)
+        kind = "rejoin" if request.rejoin else "join-simulation"
+        message = {**request.message, "type": kind, "simulationId": request.simulation_id}
+        carry_out(self.arena, session, session.handle(read(message)))
 
     def move(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.MOVE``: a message from the seat's client (one that crossed the seat's end
@@ -478,7 +477,7 @@ class SeatsGiven:
             error = error_message(BotError.NOT_IN_A_GAME, "join a simulation first")
             channel.send_data(encode(error))
             return
-        channel.session.move(values.move(body))
+        carry_out(self.arena, channel.session, channel.session.handle(Move(values.move(body))))
 
     def leave(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.LEAVE``: the client is gone."""

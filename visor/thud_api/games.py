@@ -21,6 +21,7 @@ import orjson
 
 from server.arena import Arena
 from server.cluster import OtherNodes
+from server.commands import Join, Move
 from server.errors import Rejected
 from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
@@ -128,7 +129,7 @@ class HttpGame:
         """End the game as it stands (``No move``, as the engine ended a game whose client made
         no move): for a game nobody plays."""
         seat = rules.SIDES.index(rules.side_to_move(self.state))
-        self.sessions[seat].move({"type": "player-turn", "stop": True})
+        self.sessions[seat].move(Move({"type": "player-turn", "stop": True}))
 
     def _session(self, arena: Arena, address: str) -> Session:
         """People and programs alike call the API: each move may take a person's time."""
@@ -206,7 +207,7 @@ class ThudGames:
         self._by_match[match.id] = game
         self._per_address[address] += 1
         for session, name, side in zip(game.sessions, names, rules.SIDES, strict=True):
-            session.sit(match, {"nick": name, "side": side})
+            session.sit(match, Join({"nick": name, "side": side}, match.id, None))
         return game
 
     def _check_share(self, address: str) -> None:
@@ -339,7 +340,7 @@ class ThudGames:
             return game.kills(seat, request)
         async with game.lock:
             wire = {"from": list(request.start), "to": list(request.end)}
-            played = game.sessions[seat].move({"type": "player-turn", "move": wire})
+            played = game.sessions[seat].move(Move({"type": "player-turn", "move": wire}))
             if played is None:
                 return False
             await self.records.flush()  # an acknowledged move is on disk

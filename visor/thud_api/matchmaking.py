@@ -13,6 +13,7 @@ import re
 import orjson
 from aiohttp import WSMsgType, web
 
+from server.commands import Leave
 from server.games.base import JsonObject, Outcome
 from visor.errors import PageError
 from visor.pages import Page, PageQuota, page_socket, refuse_page
@@ -179,7 +180,7 @@ class Matchmaking:
             sockets = self._sockets.get(game.token)
             if sockets is not None:
                 sockets[socket.seat] = None
-            game.sessions[socket.seat].closed()
+            game.sessions[socket.seat].handle(Leave())
 
     async def shut_down(self, app: web.Application) -> None:
         """The server is stopping: close every matchmaking socket."""

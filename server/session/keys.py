@@ -1,0 +1,103 @@
+"""The key check: a command that names a registered bot (``bot`` and ``key``), and a
+registration, is checked off the event loop (``server.identity``) before it is carried out; the
+client's next commands are held meanwhile, and carried out in order once it is done.
+
+The session does not run the check itself: ``Session.handle`` answers such a command with a
+``CheckKey`` effect, which its front end carries out (``carry_out``: a task the front end
+spawns, on the arena's task group) and whose outcome it hands back (``Session.checked``). So the
+session does no I/O and spawns nothing, and its tests hand it outcomes by hand (the sans-I/O
+shape of h11 and websockets)."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from server.arena import Arena, Standing
+from server.commands import Challenge, Command, Identified, Register, Seek
+from server.errors import BotError, Rejected
+
+if TYPE_CHECKING:
+    from server.session.core import Session
+
+log = logging.getLogger(__name__)
+MAX_HELD = 64  # a client's commands held while its key is checked; more are refused
+
+
+@dataclass(frozen=True, slots=True)
+class CheckKey:
+    """Effect: check the command's ``bot`` and ``key`` (or register), then hand the outcome to
+    ``Session.checked``."""
+
+    command: Register | Identified
+
+
+Effect = CheckKey  # what a session asks its front end to do for it
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """A command whose ``bot`` and ``key`` were checked: the bot they prove (None: a guest),
+    and its standing, for a seek or a challenge."""
+
+    command: Identified
+    bot: str | None
+    standing: Standing | None
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """A registration taken: the name, and its key, which only this client ever sees."""
+
+    bot: str
+    key: str
+
+
+Outcome = Proof | Registered | Rejected
+
+
+class KeyHold:
+    """Whether a check is in progress, and the commands (and refusals) that came meanwhile."""
+
+    def __init__(self) -> None:
+        self.checking = False
+        self.held: deque[Command | Rejected] = deque()
+        self.proof: Proof | None = None  # of the command being carried out
+
+    def full(self) -> bool:
+        return len(self.held) >= MAX_HELD
+
+
+async def outcome_of(arena: Arena, address: str, command: Register | Identified) -> Outcome:
+    """Check a command's key, or register: what the session is to be told."""
+    try:
+        if isinstance(command, Register):
+            name, key = await arena.roster.register(command.bot, address)
+            return Registered(name, key)
+        bot = await arena.roster.identify(command.fields, address)
+        standing = None
+        if bot is not None and isinstance(command, Seek | Challenge):
+            standing = await arena.standing(bot)
+        return Proof(command, bot, standing)
+    except Rejected as rejected:
+        return rejected
+    except Exception:  # a bug must cost this request, not the arena
+        log.exception("checking %r failed", type(command).__name__)
+        return Rejected(BotError.SERVER_ERROR, "the request failed; it was logged")
+
+
+async def check_keys(arena: Arena, session: Session, effect: CheckKey) -> None:
+    """Carry out a ``CheckKey``, then those its outcome leads to (a held command that names a
+    bot), one at a time, in order."""
+    asked: CheckKey | None = effect
+    while asked is not None:
+        outcome = await outcome_of(arena, session.client.address, asked.command)
+        asked = next(iter(session.checked(outcome)), None)
+
+
+def carry_out(arena: Arena, session: Session, effects: list[Effect]) -> None:
+    """What a front end does with a session's effects: each check is a task of the arena's."""
+    for effect in effects:
+        arena.spawn(check_keys(arena, session, effect), name="identity")
