@@ -30,21 +30,18 @@ from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject, TimeBank
 from server.identity import AddressPacer, Roster
 from server.ladder import Seeker, SeekPool
-from server.match import (
+from server.match import Match
+from server.match_events import (
     GameFinished,
     GameStarted,
     Listener,
-    Match,
-    MatchLimits,
-    MatchOptions,
     Removed,
-    Resume,
     SeatsChanged,
-    Status,
     TurnPlayed,
-    TurnResult,
     Update,
 )
+from server.match_options import MatchLimits, MatchOptions, Resume
+from server.match_views import Status, TurnResult
 from server.replay import ORIGIN_KEY, frames, game_of
 
 log = logging.getLogger(__name__)

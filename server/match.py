@@ -26,15 +26,13 @@ import math
 import random
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
-from typing import Any, Final, Protocol
-
-import orjson
+from enum import Enum
+from typing import Any
 
 from server.clock import Clock, Timer
-from server.debug import DEBUG_KEY, STDERR_KEY, debug_text
+from server.debug import debug_text
 from server.errors import BotError
 from server.games.base import (
     ActionRejected,
@@ -44,9 +42,27 @@ from server.games.base import (
     Outcome,
     Player,
     SeatClock,
-    TimeBank,
+)
+from server.match_events import (
+    GameFinished,
+    GameStarted,
+    Listener,
+    SeatLeft,
+    SeatsChanged,
+    TurnPlayed,
+)
+from server.match_options import MatchLimits, MatchOptions, SeatRequest
+from server.match_views import (
+    MatchView,
+    SeatStats,
+    SeatView,
+    Status,
+    TurnClock,
+    TurnResult,
+    clock_to_wire,
 )
 from server.protocol import error_message
+from server.seat_channel import SeatChannel, SeatMessage, SeatOutput
 
 log = logging.getLogger(__name__)
 
@@ -82,397 +98,6 @@ def check_answered_turn(message: JsonObject, current: int) -> None:
             BotError.INVALID_TURN,
             f"turn {answered} has not been sent yet; turn {current} is being played",
         )
-
-
-class SeatMessage:
-    """A message for one seat. ``state`` is, for a turn, the position to move in: in-process
-    players think on it directly instead of reading the message.
-
-    Made at least once a turn: a plain class with ``Final`` attributes (immutable as far as the
-    type checker goes) builds in a third of a frozen dataclass's time, which sets each field
-    through ``object.__setattr__``.
-    """
-
-    __slots__ = ("body", "state")
-
-    def __init__(self, body: JsonObject, state: Any = None) -> None:
-        self.body: Final = body
-        self.state: Final[Any] = state
-
-    def __repr__(self) -> str:
-        return f"SeatMessage({self.body!r})"
-
-    @property
-    def kind(self) -> str:
-        return str(self.body["type"])
-
-
-class SeatChannel(Protocol):
-    """Where a seat's messages go: a TCP connection, a page, an HTTP client, a house player."""
-
-    def send(self, message: SeatMessage) -> None:
-        """Queue a message; never blocks the match."""
-
-    def close(self) -> None:
-        """Close once everything queued has been sent."""
-
-
-class SeatOutput(Protocol):
-    """What a seat's bot process writes beside its moves (its stderr), which the match asks
-    for turn by turn: it says when the seat's turn is asked for, and takes what was written
-    by the time it is played."""
-
-    def turn_opened(self) -> None:
-        """The seat was just sent its turn."""
-
-    def turn_closed(self) -> str | None:
-        """The seat's turn is played (answered or timed out): what was written for it."""
-
-
-class Status(StrEnum):
-    WAITING = "waiting"
-    PLAYING = "playing"
-    FINISHED = "finished"
-
-
-@dataclass(frozen=True, slots=True)
-class MatchLimits:
-    """The clock's rules for one match."""
-
-    turn_timeout_s: float
-    max_consecutive_timeouts: int
-    first_turn_timeout_s: float = 0.0  # a seat's first reply may take this long (start-up)
-    reconnect_grace_s: float = 0.0  # how long a seat that lost its connection can rejoin
-    # A time bank per seat instead of the flat turn timeout (and its first-turn allowance and
-    # passes): each reply spends the seat's bank, which gets the increment back, and a seat
-    # whose bank runs out loses.
-    bank: TimeBank | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Resume:
-    """Where a recorded, unfinished game stopped: it plays on from there."""
-
-    state: Any
-    turn_count: int
-    rng: random.Random
-    origin: JsonObject | None = None  # a new game played on from another's turn: which
-    # A new game played on from a recorded game's turn: that game's turns before it, which its
-    # record begins with (``GameStarted.turns_before``).
-    turns: tuple[JsonObject, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class MatchOptions:
-    """Everything about a match that is decided when it is opened, never later."""
-
-    seed: int | None = None  # None: a random one
-    limits: MatchLimits | None = None  # None: the arena's
-    # A tournament's seats belong to their bots: one that leaves before the start forfeits
-    # instead of freeing its seat for someone else.
-    hold_seats: bool = False
-    tournament_id: str | None = None
-    pairing: str | None = None  # the tournament's name for this game
-    seat_bots: tuple[str | None, ...] = ()  # the entrant playing each seat
-    creator: str | None = None  # the address that asked for it, for the per-address cap
-    by_join: bool = False  # opened by a random join: dropped when its last player leaves
-    resume: Resume | None = None
-    # The game with settings of its own (one played on from a record keeps the record's board
-    # and turn limit); None: the arena's.
-    codec: AnyCodec | None = None
-    match_id: str | None = None  # a restored game keeps its id
-    rated: bool = False  # a ladder game between registered bots: it moves both ratings
-
-
-@dataclass(frozen=True, slots=True)
-class SeatRequest:
-    """A player asking for a seat: the join message's fields, and what kind of player it is."""
-
-    fields: JsonObject = field(default_factory=dict)
-    # "bot" (TCP), "house", "person", "client" (a /clients page's), "http": for lobbies and records
-    kind: str = "bot"
-    turn_timeout_s: float | None = None  # None: the match's
-    bot: str | None = None  # the registered bot it proved to be (server.identity), if any
-    seat: int | None = None  # the seat matchmaking gave it (None: the codec chooses)
-
-
-@dataclass(frozen=True, slots=True)
-class SeatView:
-    """Who sits in a seat, as lobbies and records show it."""
-
-    seat: str
-    nick: str
-    names: tuple[str, ...]
-    kind: str
-    bot: str | None
-
-    def to_wire(self) -> JsonObject:
-        return {"seat": self.seat, "nick": self.nick, "names": list(self.names), "kind": self.kind}
-
-    def lobby_wire(self) -> JsonObject:
-        """As a lobby row lists it: with the registered bot it proved to be, if any, so that
-        every node's /tv can rate the pair (a guest's seat is as ``to_wire``)."""
-        wire = self.to_wire()
-        if self.bot is not None:
-            wire["bot"] = self.bot
-        return wire
-
-
-@dataclass(frozen=True, slots=True)
-class SeatStats:
-    """How a seat played: its replies' times and the errors it was sent."""
-
-    replies: int
-    reply_mean_ms: float | None
-    reply_worst_ms: float | None
-    errors: int
-    last_error: str | None
-
-
-class TurnClock:
-    """The seat on move and how long its reply may take: spectators count it down. In a game
-    with a time bank, also every seat's time left as the turn began, and the bank's rules.
-
-    Made every turn: a plain class with ``Final`` attributes, as ``SeatMessage``."""
-
-    __slots__ = ("bank", "remaining_s", "seat", "timeout_s")
-
-    def __init__(
-        self,
-        seat: int,
-        timeout_s: float,
-        remaining_s: tuple[float, ...] = (),
-        bank: TimeBank | None = None,
-    ) -> None:
-        self.seat: Final = seat
-        self.timeout_s: Final = timeout_s
-        self.remaining_s: Final = remaining_s
-        self.bank: Final = bank
-
-    def __repr__(self) -> str:
-        return f"TurnClock({self.seat}, {self.timeout_s}, {self.remaining_s}, {self.bank})"
-
-
-@dataclass(frozen=True, slots=True)
-class MatchView:
-    """A match at one moment, as lobbies, pages and records see it."""
-
-    match_id: str
-    codec: AnyCodec
-    seed: int
-    status: Status
-    players: tuple[SeatView | None, ...]
-    turn: int
-    state: Any  # None before the start
-    outcome: Outcome | None
-    tournament_id: str | None
-    pairing: str | None
-    limits: MatchLimits
-    clock: TurnClock | None = None  # while the game is on: the seat awaited next
-    origin: JsonObject | None = None  # the game and turn it was played on from, if it was
-    rated: bool = False
-
-    @property
-    def game(self) -> str:
-        return self.codec.name
-
-    def scores(self) -> JsonObject | None:
-        return None if self.state is None else self.codec.scores(self.state)
-
-    def result(self) -> JsonObject | None:
-        if self.outcome is None:
-            return None
-        return self.codec.result_to_wire(self.state, self.outcome)
-
-    def lobby_row(self, spectators: int) -> JsonObject:
-        """The match as one row of a lobby (a node's own, or the directory every node reads)."""
-        row: JsonObject = {
-            "simulationId": self.match_id,
-            "game": self.game,
-            "status": self.status.value,
-            "players": [None if p is None else p.lobby_wire() for p in self.players],
-            "scores": self.scores(),
-            "turn": self.turn,
-            "spectators": spectators,
-        }
-        if self.outcome is not None:
-            row["result"] = self.result()
-        return row
-
-
-def clock_to_wire(codec: AnyCodec, clock: TurnClock | None) -> JsonObject | None:
-    """The clock as pages show it, and in a game with a time bank as the seat on move is sent
-    it too: whose reply is awaited and the milliseconds it may take; with a bank, each seat's
-    milliseconds left (by seat name) and the increment."""
-    if clock is None:
-        return None
-    wire: JsonObject = {
-        "seat": codec.seat_names[clock.seat],
-        "timeoutMs": round(clock.timeout_s * 1000),
-    }
-    if clock.bank is not None:
-        wire["remainingMs"] = {
-            name: round(left * 1000)
-            for name, left in zip(codec.seat_names, clock.remaining_s, strict=True)
-        }
-        wire["incrementMs"] = clock.bank.increment_ms
-    return wire
-
-
-class TurnResult:
-    """One turn as played, immutable: the position after it and everything it caused, with its
-    wire forms built once, when first asked for, for every listener."""
-
-    __slots__ = (
-        "_action_json",
-        "_scores",
-        "_spectator_json",
-        "action",
-        "clock",
-        "codec",
-        "debug",
-        "events",
-        "match_id",
-        "number",
-        "outcome",
-        "played_at",
-        "reply_ms",
-        "seat",
-        "state",
-        "stderr",
-        "timed_out",
-    )
-
-    def __init__(
-        self,
-        match_id: str,
-        codec: AnyCodec,
-        number: int,
-        seat: int,
-        action: JsonObject,
-        timed_out: bool,
-        events: Sequence[Any],
-        state: Any,
-        outcome: Outcome | None,
-        reply_ms: int = 0,
-        clock: TurnClock | None = None,
-        *,
-        played_at: float,
-        debug: str | None = None,
-        stderr: str | None = None,
-    ) -> None:
-        self.match_id = match_id
-        self.codec = codec
-        self.number = number
-        self.seat = seat
-        self.action = action  # as the records keep it
-        self.timed_out = timed_out
-        self.events = tuple(events)
-        self.state = state  # the position after the turn
-        self.outcome = outcome  # set if the turn ended the game
-        self.reply_ms = reply_ms  # how long the seat took (its whole time if it timed out)
-        self.clock = clock  # the seat awaited next, unless the game is over
-        self.played_at = played_at  # the match's clock time: the next seat's clock runs from it
-        self.debug = debug  # the bot's debug text: in the records only, never sent while played
-        self.stderr = stderr  # what its process wrote on stderr during the turn: the same
-        self._scores: JsonObject | None = None
-        self._action_json: bytes | None = None
-        self._spectator_json: bytes | None = None
-
-    @property
-    def scores(self) -> JsonObject:
-        if self._scores is None:
-            self._scores = self.codec.scores(self.state)
-        return self._scores
-
-    @property
-    def action_json(self) -> bytes:
-        """The action as JSON, for the records (with the bot's debug text and stderr, if any)."""
-        if self._action_json is None:
-            kept = self.action
-            if self.debug is not None:
-                kept = {**kept, DEBUG_KEY: self.debug}
-            if self.stderr is not None:
-                kept = {**kept, STDERR_KEY: self.stderr}
-            self._action_json = bytes(memoryview(orjson.dumps(kept)))
-        return self._action_json
-
-    def spectator_json(self) -> bytes:
-        """The turn as pages watching it receive it, without its closing brace, so that the
-        spectator count (which only the visor knows) can follow."""
-        if self._spectator_json is None:
-            codec = self.codec
-            message = {
-                "type": "turn",
-                "simulationId": self.match_id,
-                "turn": self.number,
-                "seat": codec.seat_names[self.seat],
-                "action": self.action,
-                "timedOut": self.timed_out,
-                "events": codec.events_to_wire(self.events),
-                "state": codec.state_to_wire(self.state),
-                "scores": self.scores,
-                "replyMs": self.reply_ms,
-                "clock": clock_to_wire(codec, self.clock),
-            }
-            self._spectator_json = orjson.dumps(message)[:-1]
-        return self._spectator_json
-
-
-@dataclass(frozen=True, slots=True)
-class SeatsChanged:
-    """Someone took or gave up a seat before the game started."""
-
-    view: MatchView
-
-
-@dataclass(frozen=True, slots=True)
-class GameStarted:
-    """Every seat is taken; ``view.state`` is the first position (or the resumed one)."""
-
-    view: MatchView
-    started_at: float  # wall-clock seconds
-    # A game played on from a recorded game's turn: that game's turns before it (as its record
-    # keeps them), which the new game's record begins with.
-    turns_before: tuple[JsonObject, ...] = ()
-
-
-class TurnPlayed:
-    """A turn was played. Made every turn: a plain class with a ``Final`` attribute, as
-    ``SeatMessage``."""
-
-    __slots__ = ("result",)
-
-    def __init__(self, result: TurnResult) -> None:
-        self.result: Final = result
-
-
-@dataclass(frozen=True, slots=True)
-class SeatLeft:
-    """A seat's player went away during the game (it forfeits)."""
-
-    match_id: str
-    seat: int
-    nick: str
-
-
-@dataclass(frozen=True, slots=True)
-class GameFinished:
-    view: MatchView
-    outcome: Outcome
-    stats: tuple[SeatStats | None, ...]
-    finished_at: float  # wall-clock seconds
-
-
-@dataclass(frozen=True, slots=True)
-class Removed:
-    """The arena dropped a match that nobody played (left, or nobody joined it in time)."""
-
-    match_id: str
-
-
-Update = SeatsChanged | GameStarted | TurnPlayed | SeatLeft | GameFinished | Removed
-Listener = Callable[[Update], None]
 
 
 class _Detached:

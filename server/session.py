@@ -32,17 +32,12 @@ from server.games import DEFAULT_GAME
 from server.games.base import JoinRejected, JsonObject, TimeBank
 from server.ladder import Seeker
 from server.league import NEW_RATING
-from server.match import (
-    Match,
-    MatchLimits,
-    MatchOptions,
-    SeatMessage,
-    SeatRequest,
-    Status,
-    TurnResult,
-)
+from server.match import Match
+from server.match_options import MatchLimits, MatchOptions, SeatRequest
+from server.match_views import Status, TurnResult
 from server.names import same_name
 from server.played_on import StartingPoint, resume_at
+from server.seat_channel import SeatMessage
 
 
 class SessionChannel(Protocol):

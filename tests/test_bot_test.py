@@ -12,7 +12,7 @@ import orjson
 
 from server.arena import Arena
 from server.config import ArenaConfig
-from server.match import MatchOptions
+from server.match_options import MatchOptions
 from tests.conftest import ROOT
 from tests.test_play import BROKEN, TAVERN_DUMMY, WANDERER, read_lines
 from visor.seats import seat_house_player

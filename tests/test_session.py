@@ -10,7 +10,8 @@ from server.arena import SEEK_BURST
 from server.errors import BotError
 from server.games.base import JsonObject
 from server.ladder import TICK_S
-from server.match import Phase, SeatMessage
+from server.match import Phase
+from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from tests.golden_files import GOLDEN
 from tests.test_match import FIRST_TURN_S, Table, settle, table, tavern_pass

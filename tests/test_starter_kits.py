@@ -32,7 +32,9 @@ from bots import sdk
 from server.games import GAMES
 from server.games.base import Outcome, SeatClock
 from server.identity import new_key
-from server.match import Match, MatchOptions, SeatsChanged, TurnPlayed, Update
+from server.match import Match
+from server.match_events import SeatsChanged, TurnPlayed, Update
+from server.match_options import MatchOptions
 from tests.conftest import ROOT, Running, serving, test_config
 from tests.test_identity import added, arena_on
 

@@ -29,7 +29,9 @@ from server.games.thud import rules
 from server.games.thud.codec import bot_state, position_to_wire
 from server.games.thud.game import THUD
 from server.games.thud.rules import DWARF, TROLL, Action, Square, State
-from server.match import Match, MatchOptions, TurnResult
+from server.match import Match
+from server.match_options import MatchOptions
+from server.match_views import TurnResult
 from server.records import GameFilter, Records
 from server.tournament.schedule import schedule
 from server.tournament.spec import TournamentError, load_spec, spec_from_mapping

@@ -15,7 +15,9 @@ from aiohttp import WSMsgType, web
 
 import visor.hub
 from server.arena import Arena
-from server.match import Match, SeatMessage, SeatRequest
+from server.match import Match
+from server.match_options import SeatRequest
+from server.seat_channel import SeatMessage
 from tests.clock import FakeClock
 from tests.conftest import test_config
 from visor.hub import Page, SpectatorHub

@@ -29,7 +29,8 @@ from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.tavern.house import choose_actions, view_of_wire
 from server.games.thud import rules as thud_rules
-from server.match import Match, TurnPlayed, Update
+from server.match import Match
+from server.match_events import TurnPlayed, Update
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import RawClient, Served, TurnLog, serving_visor, test_config
 from visor.seats import run_house_game

@@ -33,7 +33,7 @@ from bench.load import random_thud_move
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.errors import BotError
 from server.games.base import Outcome
-from server.match import GameFinished
+from server.match_events import GameFinished
 from server.records import Records
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served

@@ -29,18 +29,16 @@ from server.cluster import Deliver, OtherNodes
 from server.errors import BotError
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import (
+from server.match_events import (
     GameFinished,
     GameStarted,
-    MatchView,
     Removed,
     SeatLeft,
     SeatsChanged,
     TurnPlayed,
-    TurnResult,
     Update,
-    clock_to_wire,
 )
+from server.match_views import MatchView, TurnResult, clock_to_wire
 
 log = logging.getLogger(__name__)
 

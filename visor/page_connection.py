@@ -12,7 +12,9 @@ from server.arena import Arena
 from server.errors import BotError, Rejected
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import Match, SeatMessage, Status
+from server.match import Match
+from server.match_views import Status
+from server.seat_channel import SeatMessage
 from server.session import Client, LocalSeat, Session
 from visor.errors import PageError
 from visor.hub import Page, SpectatorHub

@@ -19,10 +19,10 @@ from aiohttp import web
 
 from server.arena import Arena
 from server.games.base import JsonObject
-from server.match import SeatMessage
 from server.played_on import NoStartingPoint, starting_point
 from server.records import Records
 from server.replay import CLOCK_KEY, DamagedRecord
+from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from visor.responses import json_error, json_response
 

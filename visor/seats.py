@@ -18,12 +18,9 @@ from server.arena import Arena
 from server.errors import BotError, Rejected
 from server.games import GAMES
 from server.games.base import HousePlayer, JsonObject
-from server.match import (
-    Match,
-    Phase,
-    SeatMessage,
-    SeatRequest,
-)
+from server.match import Match, Phase
+from server.match_options import SeatRequest
+from server.seat_channel import SeatMessage
 from visor.errors import PageError
 
 log = logging.getLogger(__name__)

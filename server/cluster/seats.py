@@ -25,8 +25,8 @@ from server.cluster.following import Following
 from server.cluster.link import Link
 from server.errors import BotError
 from server.games.base import JsonObject
-from server.match import SeatMessage
 from server.protocol import encode, error_message
+from server.seat_channel import SeatMessage
 from server.session import Client, Session
 
 log = logging.getLogger(__name__)

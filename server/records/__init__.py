@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 from server.config import ArenaConfig
-from server.match import Listener
+from server.match_events import Listener
 from server.records.backends import Backend, RecordsOutOfReach, backend_for, is_postgres
 from server.records.queries import GameFilter, Queries
 from server.records.schema import MIGRATIONS, SCHEMA_VERSION, connect, migrate

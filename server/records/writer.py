@@ -44,7 +44,7 @@ from pathlib import Path
 import orjson
 
 from server.games.base import JsonObject
-from server.match import GameFinished, GameStarted, TurnPlayed, Update
+from server.match_events import GameFinished, GameStarted, TurnPlayed, Update
 from server.records import journal
 from server.records.backends import Backend, Connection, Owners
 from server.records.backlog import Backlog

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from server.game_file import recorded_settings
-from server.match import GameFinished, GameStarted
+from server.match_events import GameFinished, GameStarted
 from server.records.backends import Backend, Connection
 from server.records.ladder import rate
 from server.records.schema import LAST_TURN

@@ -26,17 +26,12 @@ from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
 from server.games.thud.game import THUD
 from server.games.thud.rules import Action, State
-from server.match import (
-    GameFinished,
-    Match,
-    MatchLimits,
-    MatchOptions,
-    SeatMessage,
-    TurnPlayed,
-    Update,
-)
+from server.match import Match
+from server.match_events import GameFinished, TurnPlayed, Update
+from server.match_options import MatchLimits, MatchOptions
 from server.records import Records, RecordsOutOfReach
 from server.replay import DamagedRecord, frames
+from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from visor.errors import RECORDS_UNAVAILABLE
 from visor.nodes import NodeClient, NodeUnreachable
