@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bots.sdk import ArenaClient, JsonObject
-from server.games.thud import rules
+from server.games.thud.pieces import DWARF, TROLL, State, state_from_position
 
 Square = tuple[int, int]
 
@@ -54,11 +54,11 @@ class ThudTurn:
 
     @property
     def opponent(self) -> str:
-        return rules.TROLL if self.side == rules.DWARF else rules.DWARF
+        return TROLL if self.side == DWARF else DWARF
 
     def pieces(self) -> list[Square]:
         """The side on move's pieces, in the engine's order."""
-        return self.dwarfs if self.side == rules.DWARF else self.trolls
+        return self.dwarfs if self.side == DWARF else self.trolls
 
     def scores(self) -> dict[str, int]:
         return dict(self.score)
@@ -93,13 +93,13 @@ class ThudTurn:
             message["declare"] = declare
         return message
 
-    def rules_state(self) -> rules.State:
+    def rules_state(self) -> State:
         """The position as the arena's pure rules state, for bots that look ahead."""
-        return rules.state_from_position(
+        return state_from_position(
             self.dwarfs,
             self.trolls,
             ply=self.ply,
-            declared=(self.declared[rules.DWARF], self.declared[rules.TROLL]),
+            declared=(self.declared[DWARF], self.declared[TROLL]),
         )
 
 

@@ -37,6 +37,7 @@ from server.errors import BotError
 from server.games.base import (
     ActionRejected,
     AnyCodec,
+    EndReason,
     JoinRejected,
     JsonObject,
     Outcome,
@@ -66,8 +67,17 @@ from server.seat_channel import SeatChannel, SeatMessage, SeatOutput
 
 log = logging.getLogger(__name__)
 
-TOO_MANY_TIMEOUTS = "Too many timeouts"
-OUT_OF_TIME = "Out of time"  # a game with a time bank: the seat's clock ran out (its flag fell)
+
+class MatchEnd(EndReason):
+    """How the arena ends a game, whatever the game: its players' faults and its own."""
+
+    PLAYER_DISCONNECTED = BotError.PLAYER_DISCONNECTED.value  # a seat left during the game
+    TURN_TIMEOUT = BotError.TURN_TIMEOUT.value  # a seat that cannot pass did not answer in time
+    TOO_MANY_TIMEOUTS = "Too many timeouts"
+    OUT_OF_TIME = "Out of time"  # a game with a time bank: the seat's clock ran out (its flag fell)
+    SERVER_ERROR = BotError.SERVER_ERROR.value  # a bug in the game ended it
+
+
 # A deadline this close when the match's timer rings has come: a clock that rings a hair early
 # (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
 CLOCK_SLACK_S = 1e-6
@@ -392,7 +402,7 @@ class Match:
             if other is not None and index != seat:
                 other.channel.send(SeatMessage(error_message(BotError.PLAYER_DISCONNECTED)))
         self._notify(SeatLeft(self.id, seat, occupant.player.nick if occupant else ""))
-        self._end(Outcome(self._opponent(seat), BotError.PLAYER_DISCONNECTED))
+        self._end(Outcome(self._opponent(seat), MatchEnd.PLAYER_DISCONNECTED))
 
     def rejoin(self, channel: SeatChannel, token: object) -> int:
         """Give a seat back to the player holding its token; returns the seat.
@@ -499,7 +509,7 @@ class Match:
     def _flag_fell(self, seat: int) -> None:
         """The seat's time bank ran out: it loses, whatever the game's rules on timeouts."""
         self._banks[seat] = 0.0
-        self._end(Outcome(self._opponent(seat), OUT_OF_TIME))
+        self._end(Outcome(self._opponent(seat), MatchEnd.OUT_OF_TIME))
 
     def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
         occupant.errors += 1
@@ -560,10 +570,10 @@ class Match:
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
         if action is None:
-            self._end(Outcome(self._opponent(seat), BotError.TURN_TIMEOUT))
+            self._end(Outcome(self._opponent(seat), MatchEnd.TURN_TIMEOUT))
             return
         if occupant.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
-            self._end(Outcome(self._opponent(seat), TOO_MANY_TIMEOUTS))
+            self._end(Outcome(self._opponent(seat), MatchEnd.TOO_MANY_TIMEOUTS))
             return
         reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
         occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
@@ -618,7 +628,7 @@ class Match:
                 self._ask(clock.seat, clock.timeout_s, now)
         except Exception:  # a bug in a game must end that game, not the arena
             log.exception("simulation %s failed on turn %d", self.id, self.turn_count)
-            self._end(Outcome(None, BotError.SERVER_ERROR))
+            self._end(Outcome(None, MatchEnd.SERVER_ERROR))
             return None
         return result
 
@@ -660,7 +670,7 @@ class Match:
         except Exception:
             log.exception("simulation %s failed", self.id)
             if self.outcome is None:
-                self.outcome = Outcome(None, BotError.SERVER_ERROR)
+                self.outcome = Outcome(None, MatchEnd.SERVER_ERROR)
                 self.phase = Phase.ENDED
         finally:
             self._tasks = None
@@ -687,7 +697,7 @@ class Match:
         gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
         if gone:
             winner = self._opponent(gone[0]) if len(gone) == 1 else None
-            self._end(Outcome(winner, BotError.PLAYER_DISCONNECTED))
+            self._end(Outcome(winner, MatchEnd.PLAYER_DISCONNECTED))
         elif (outcome := self.rules.outcome(self.state)) is not None:
             self._end(outcome)
         else:

@@ -239,7 +239,7 @@ def finished(update: GameFinished) -> Write:
     winner = None if outcome.winner is None else game.seat_names[outcome.winner]
     game_row = (
         update.finished_at,
-        outcome.reason,
+        outcome.reason.value,  # the text, whatever a driver makes of an enum
         winner,
         None if score is None else orjson.dumps(score).decode(),
         view.turn,
