@@ -24,10 +24,8 @@ import hmac
 import logging
 import math
 import random
-import secrets
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -41,9 +39,9 @@ from server.games.base import (
     JoinRejected,
     JsonObject,
     Outcome,
-    Player,
     SeatClock,
 )
+from server.match_clock import TurnTimer
 from server.match_events import (
     GameFinished,
     GameStarted,
@@ -53,9 +51,9 @@ from server.match_events import (
     TurnPlayed,
 )
 from server.match_options import MatchLimits, MatchOptions, SeatRequest
+from server.match_seat import Detached, Seat, check_answered_turn
 from server.match_views import (
     MatchView,
-    SeatStats,
     SeatView,
     Status,
     TurnClock,
@@ -78,83 +76,6 @@ class MatchEnd(EndReason):
     SERVER_ERROR = BotError.SERVER_ERROR.value  # a bug in the game ended it
 
 
-# A deadline this close when the match's timer rings has come: a clock that rings a hair early
-# (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
-CLOCK_SLACK_S = 1e-6
-
-
-def check_answered_turn(message: JsonObject, current: int) -> None:
-    """Raise ``ActionRejected`` unless a ``player-turn`` answers the turn being played.
-
-    A reply names the turn it answers in ``turn`` (the number its ``turn`` message carried): one
-    for an earlier turn is a late answer, and playing it as the current turn would play orders
-    meant for another position. A reply without ``turn`` answers the current turn, as with the
-    original server, whose bots never send it.
-    """
-    if "turn" not in message:
-        return
-    answered = message["turn"]
-    if not isinstance(answered, int) or isinstance(answered, bool):
-        raise ActionRejected(
-            BotError.INVALID_TURN, '"turn" must be the number of the turn this reply answers'
-        )
-    if answered < current:
-        raise ActionRejected(
-            BotError.STALE_TURN,
-            f"this reply answers turn {answered}; turn {current} is being played",
-        )
-    if answered > current:
-        raise ActionRejected(
-            BotError.INVALID_TURN,
-            f"turn {answered} has not been sent yet; turn {current} is being played",
-        )
-
-
-class _Detached:
-    """The channel of a seat whose player lost its connection and may rejoin."""
-
-    def send(self, message: SeatMessage) -> None:
-        """Dropped: a rejoining player gets the current turn again."""
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-
-@dataclass(slots=True)
-class Seat:
-    channel: SeatChannel
-    player: Player
-    turn_timeout_s: float
-    kind: str
-    bot: str | None
-    # Proves a rejoining connection is this seat's player; sent only in its game-info.
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
-    consecutive_timeouts: int = 0
-    errors: int = 0
-    last_error: str | None = None  # the last error it was sent, with its reason
-    gone: bool = False  # left before the start of a game whose seats are held
-    # Asked (``"opponentNotices": true``) to hear when the opponent's connection drops and
-    # comes back: the original's bots hang up on a message type they do not know.
-    hears_opponent: bool = False
-    replies: int = 0
-    reply_total_s: float = 0.0
-    reply_worst_s: float = 0.0
-
-    def replied(self, seconds: float) -> None:
-        self.replies += 1
-        self.reply_total_s += seconds
-        self.reply_worst_s = max(self.reply_worst_s, seconds)
-
-    def stats(self) -> SeatStats:
-        return SeatStats(
-            replies=self.replies,
-            reply_mean_ms=1000 * self.reply_total_s / self.replies if self.replies else None,
-            reply_worst_ms=1000 * self.reply_worst_s if self.replies else None,
-            errors=self.errors,
-            last_error=self.last_error,
-        )
-
-
 Starter = Callable[["Match"], None]
 
 
@@ -165,15 +86,6 @@ class Phase(Enum):
     PLAYING = "playing"  # every seat taken: turns are asked for and played
     ENDED = "ended"  # decided (or stopped): each seat had its last message; the task finishes
     FINISHED = "finished"  # the end was announced to every listener: nothing more happens
-
-
-@dataclass(slots=True)
-class OpenTurn:
-    """The turn being waited for: whose it is, since when, and until when (clock times)."""
-
-    seat: int
-    started: float
-    deadline: float
 
 
 class Match:
@@ -210,12 +122,7 @@ class Match:
         self.turn_count = resume.turn_count if resume is not None else 0
         self.started_at: float | None = None  # wall-clock seconds, for the records
         self.finished_at: float | None = None
-        self._turn: OpenTurn | None = None  # while PLAYING, the seat awaited
-        bank = limits.bank
-        # With a time bank: each seat's time left (seconds). A resumed game starts them afresh.
-        self._banks = [0.0 if bank is None else bank.initial_ms / 1000] * seat_count
-        self._alarm: Timer | None = None  # rings by the awaited seat's deadline
-        self._alarm_due = 0.0  # when it rings (clock time)
+        self.timer = TurnTimer(clock, limits.bank, seat_count, self._timed_out)
         self._graces: set[Timer] = set()  # seats that lost their connection, until they rejoin
         self._ended = asyncio.Event()  # the phase left PLAYING: the task may finish
         self.done = asyncio.Event()  # FINISHED
@@ -271,16 +178,11 @@ class Match:
         """The clock of a turn of ``seat`` that may take ``timeout_s`` (by default, its whole
         time for a turn); with a time bank, that is the seat's time left."""
         timeout = self._turn_timeout_s(seat) if timeout_s is None else timeout_s
-        bank = self.limits.bank
-        if bank is None:
-            return TurnClock(seat, timeout)
-        remaining = [*self._banks]
-        remaining[seat] = timeout
-        return TurnClock(seat, timeout, tuple(remaining), bank)
+        return self.timer.clock_of(seat, timeout)
 
     def _turn_timeout_s(self, seat: int) -> float:
         if self.limits.bank is not None:
-            return self._banks[seat]
+            return self.timer.banks[seat]
         occupant = self.seats[seat]
         if occupant is None:
             return self.limits.turn_timeout_s
@@ -369,7 +271,7 @@ class Match:
         elif self.is_on:
             # Only a TCP bot holds a token it can rejoin with; a closed page cannot come back.
             if self.limits.reconnect_grace_s > 0 and occupant.kind == "bot":
-                detached = _Detached()
+                detached = Detached()
                 occupant.channel = detached
                 self._hold_for_rejoin(seat, occupant, detached)
                 seconds = math.ceil(self.limits.reconnect_grace_s)
@@ -377,7 +279,7 @@ class Match:
             else:
                 self._forfeit_left(seat)
 
-    def _hold_for_rejoin(self, seat: int, occupant: Seat, detached: _Detached) -> None:
+    def _hold_for_rejoin(self, seat: int, occupant: Seat, detached: Detached) -> None:
         """Forfeit once the grace period is over if the seat is still on the channel it got
         when it left: a rejoin, even one followed by another loss (with its own grace period),
         replaced it."""
@@ -422,10 +324,10 @@ class Match:
                 occupant.channel, occupant.gone = channel, False
                 if old is not channel:
                     old.close()
-                if isinstance(old, _Detached):  # it was gone: its opponents were told
+                if isinstance(old, Detached):  # it was gone: its opponents were told
                     self._tell_opponents(seat, self.codec.opponent_back_message())
                 channel.send(self._game_info(seat, occupant))
-                turn = self._turn
+                turn = self.timer.turn
                 if turn is not None and turn.seat == seat:
                     left_s = turn.deadline - self.clock.now()
                     channel.send(self._turn_message(seat, max(0.0, left_s)))
@@ -471,7 +373,7 @@ class Match:
                 SeatMessage(error_message(BotError.GAME_NOT_STARTED, "waiting for the other"))
             )
             return None
-        turn = self._turn
+        turn = self.timer.turn
         if not self.is_on:
             channel.send(SeatMessage(error_message(BotError.GAME_OVER, "this game has ended")))
             return None
@@ -487,28 +389,15 @@ class Match:
         occupant.consecutive_timeouts = 0
         now = self.clock.now()
         elapsed = now - turn.started
-        if not self._spend(seat, elapsed):
+        if not self.timer.spend(seat, elapsed):
+            self._flag_fell(seat)
             return None
         occupant.replied(elapsed)
         return self._play(seat, action, now, timed_out=False, debug=debug_text(message))
 
-    def _spend(self, seat: int, elapsed_s: float) -> bool:
-        """With a time bank, take a reply's time from the seat's bank and add the increment;
-        ``False`` if its time ran out first (its flag fell: it has lost). Without one, a reply
-        handled before the timer rang is in time."""
-        bank = self.limits.bank
-        if bank is None:
-            return True
-        left = self._banks[seat] - elapsed_s
-        if left <= CLOCK_SLACK_S:
-            self._flag_fell(seat)
-            return False
-        self._banks[seat] = left + bank.increment_ms / 1000
-        return True
-
     def _flag_fell(self, seat: int) -> None:
         """The seat's time bank ran out: it loses, whatever the game's rules on timeouts."""
-        self._banks[seat] = 0.0
+        self.timer.banks[seat] = 0.0
         self._end(Outcome(self._opponent(seat), MatchEnd.OUT_OF_TIME))
 
     def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
@@ -524,29 +413,7 @@ class Match:
         occupant.channel.send(self._turn_message(seat, timeout_s))
         if (output := self.outputs.get(seat)) is not None:
             output.turn_opened()
-        deadline = started + timeout_s
-        self._turn = OpenTurn(seat, started, deadline)
-        if self._alarm is None or self._alarm_due > deadline:
-            self._set_alarm(deadline, started)
-
-    def _set_alarm(self, due: float, now: float) -> None:
-        if self._alarm is not None:
-            self._alarm.cancel()
-        self._alarm = self.clock.call_later(due - now, self._alarm_rang)
-        self._alarm_due = due
-
-    def _alarm_rang(self) -> None:
-        """The awaited seat's time is up, or the turn the timer was set for was answered: then
-        it is set again for the turn awaited now."""
-        self._alarm = None
-        turn = self._turn
-        if turn is None or not self.is_on:
-            return
-        now = self.clock.now()
-        if turn.deadline - now > CLOCK_SLACK_S:
-            self._set_alarm(turn.deadline, now)
-        else:
-            self._timed_out(turn.seat)
+        self.timer.open(seat, timeout_s, started)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         clock = None
@@ -561,7 +428,7 @@ class Match:
         """Pass for the seat, or forfeit it when it has timed out too often or cannot pass; with
         a time bank, its bank ran out: it loses."""
         occupant = self.seats[seat]
-        turn = self._turn
+        turn = self.timer.turn
         if occupant is None or turn is None or turn.seat != seat or not self.is_on:
             return
         if self.limits.bank is not None:
@@ -579,17 +446,12 @@ class Match:
         occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
         self._play(seat, action, self.clock.now(), timed_out=True)
 
-    def _close_turn(self) -> OpenTurn | None:
-        """No turn is waited for any more (the timer stays set: the next turn is due later)."""
-        turn, self._turn = self._turn, None
-        return turn
-
     def _play(
         self, seat: int, action: Any, now: float, timed_out: bool, debug: str | None = None
     ) -> TurnResult | None:
         """Apply a checked action played at ``now`` (the clock's time), tell everyone, and ask
         for the next turn (its clock starting then) or end the game."""
-        turn = self._close_turn()
+        turn = self.timer.close()
         reply_ms = 0 if turn is None else round(1000 * (now - turn.started))
         output = self.outputs.get(seat)
         stderr = None if output is None else output.turn_closed()
@@ -637,10 +499,7 @@ class Match:
         message, and the match's task finishes."""
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             return
-        self._close_turn()
-        if self._alarm is not None:
-            self._alarm.cancel()
-            self._alarm = None
+        self.timer.stop()
         for timer in self._graces:
             timer.cancel()
         self._graces.clear()

@@ -13,7 +13,7 @@ from server.games.tavern import pieces
 from server.games.tavern.codec import TavernCodec, orders_from_wire
 from server.games.tavern.ends import TavernEnd
 from server.games.tavern.pieces import Direction, Order
-from server.match import check_answered_turn
+from server.match_seat import check_answered_turn
 from server.protocol import error_message
 from tests.golden_files import check_golden
 
