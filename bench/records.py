@@ -48,18 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 from bench.common import cluster_cpu_seconds
 from server.games.base import Outcome, Player
 from server.games.tavern.game import TAVERN
-from server.match import (
-    GameFinished,
-    GameStarted,
-    MatchLimits,
-    MatchView,
-    SeatStats,
-    SeatView,
-    Status,
-    TurnPlayed,
-    TurnResult,
-    Update,
-)
+from server.match_events import GameFinished, GameStarted, TurnPlayed, Update
+from server.match_options import MatchLimits
+from server.match_views import MatchView, SeatStats, SeatView, Status, TurnResult
 from server.records import Recorder, Records
 from tests.services import PostgresServer, postgres_server
 

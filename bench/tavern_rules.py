@@ -18,17 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from server.games.tavern.rules import (
-    Coords,
-    Direction,
-    DwarfHit,
-    Order,
-    Settings,
-    State,
-    apply_turn,
-    check_orders,
-    initial_state,
-)
+from server.games.tavern.pieces import Coords, Direction, DwarfHit, Order, Settings, State
+from server.games.tavern.rules import apply_turn, check_orders, initial_state
 
 SETTINGS = Settings(
     width=21,

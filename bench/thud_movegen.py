@@ -33,20 +33,12 @@ import orjson
 # Run as a script, so the repository root is not on the path by itself.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from server.games.thud.board import Square
 from server.games.thud.codec import ThudCodec, moves_wire
-from server.games.thud.rules import (
-    Action,
-    Square,
-    State,
-    ThudRules,
-    apply,
-    check,
-    danger_squares,
-    initial_state,
-    legal_moves,
-    score,
-    side_to_move,
-)
+from server.games.thud.danger import danger_squares
+from server.games.thud.movegen import legal_moves
+from server.games.thud.pieces import Action, State, initial_state, score, side_to_move
+from server.games.thud.rules import ThudRules, apply, check
 from server.protocol import encode
 
 DEFAULT_TRACES = Path(__file__).resolve().parent.parent / "tests" / "data" / "thud_traces.jsonl.gz"

@@ -13,11 +13,9 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import math
 import random
 import secrets
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,30 +26,32 @@ from server.config import ArenaConfig
 from server.errors import ALREADY_LIVE, BotError, Rejected
 from server.games import GAMES
 from server.games.base import AnyCodec, JoinRejected, JsonObject, TimeBank
-from server.identity import AddressPacer, Roster
+from server.holdings import BotHoldings, CreatorCaps, SeekLedger
+from server.identity import Roster
 from server.ladder import Seeker, SeekPool
-from server.match import (
+from server.match import Match
+from server.match_events import (
     GameFinished,
     GameStarted,
     Listener,
-    Match,
-    MatchLimits,
-    MatchOptions,
     Removed,
-    Resume,
     SeatsChanged,
-    Status,
     TurnPlayed,
-    TurnResult,
     Update,
 )
+from server.match_options import MatchLimits, MatchOptions, Resume
+from server.match_views import Status, TurnResult
 from server.replay import ORIGIN_KEY, frames, game_of
 
 log = logging.getLogger(__name__)
 
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # the original's ids: base 28, 7 characters
 MAX_SEED = 2**53 - 1  # seeds must survive a JavaScript client's number type
-SEEK_BURST = 20  # seeks one address may make at once, before seeksPerAddressPerMinute applies
+
+
+def random_id() -> str:
+    """Seven characters of the original's alphabet, the first of its first nine."""
+    return secrets.choice(ID_ALPHABET[:9]) + "".join(secrets.choice(ID_ALPHABET) for _ in range(6))
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,33 +267,17 @@ class Arena:
         # Each seeking bot's last ladder game here: its opponent, and whether it had the first
         # seat (the pool avoids rematches and alternates sides).
         self._last_games: dict[str, tuple[str, bool]] = {}
-        # What each registered bot holds here (``bot_games``), kept as seats and seeks change:
-        # the registered bots of each unfinished match, each bot's matches, and the seeks.
-        self._match_bots: dict[str, frozenset[str]] = {}
-        self._bot_matches: dict[str, set[str]] = {}
-        self._seeking: dict[str, str] = {}  # seek id -> registered bot
-        self._bot_seeks: Counter[str] = Counter()
-        self._seek_addresses: dict[str, str] = {}  # seek id -> the address it came from
-        self._seeks_by_address: Counter[str] = Counter()
-        self._seek_pacer = AddressPacer(
-            self.clock, burst=SEEK_BURST, refill_s=60 / config.seeks_per_address_per_minute
-        )
+        self._held = BotHoldings(self._held_changed)
+        self._seek_ledger = SeekLedger(config, self.clock, self._held)
         self._codecs: dict[str, AnyCodec] = {
             name: game.codec_for(config.game_settings[name]) for name, game in GAMES.items()
         }
         self._tasks: asyncio.TaskGroup | None = None
         self._match_tasks: set[asyncio.Task[None]] = set()
-        # Waiting matches by the address that opened them; how many count against each address
-        # (those whose creator is still connected: its cap); those whose creator left, by
-        # address, oldest first (``creator_left``); and since when each waiting match has had
-        # nobody in it (for its expiry).
-        self._creators: dict[str, str] = {}
-        self._waiting_by_address: Counter[str] = Counter()
-        self._orphans: dict[str, dict[str, None]] = {}
-        self._empty_since: dict[str, float] = {}
+        self._creators = CreatorCaps(config.max_waiting_simulations_per_address)
+        self._empty_since: dict[str, float] = {}  # since when a waiting match has nobody in it
         self._waiting = WaitingIndex()
 
-    # --- games ---------------------------------------------------------------------------------
     @property
     def games(self) -> list[str]:
         return sorted(self._codecs)
@@ -321,13 +305,10 @@ class Arena:
 
     def _open(self, codec: AnyCodec, options: MatchOptions) -> Match:
         creator = options.creator
-        if creator is not None:
-            most = self.config.max_waiting_simulations_per_address
-            if self._waiting_by_address[creator] >= most:
-                raise JoinRejected(
-                    BotError.TOO_MANY_SIMULATIONS,
-                    f"at most {most} waiting simulations from one address",
-                )
+        if creator is not None and not self._creators.check(creator):
+            most = self._creators.most
+            reason = f"at most {most} waiting simulations from one address"
+            raise JoinRejected(BotError.TOO_MANY_SIMULATIONS, reason)
         match = Match(
             options.match_id or self.new_id(),
             codec,
@@ -340,8 +321,7 @@ class Arena:
         )
         self.matches[match.id] = match
         if creator is not None:
-            self._creators[match.id] = creator
-            self._waiting_by_address[creator] += 1
+            self._creators.opened(match.id, creator)
         self._notify(SeatsChanged(match.view()))
         return match
 
@@ -392,24 +372,14 @@ class Arena:
         They stay joinable by id until they start or expire (a bot may create a game for
         others and leave); an address keeps at most ``maxWaitingSimulationsPerAddress`` of
         them, the oldest with nobody in it dropped for each one more."""
-        most = self.config.max_waiting_simulations_per_address
         for match_id in match_ids:
-            creator = self._creators.get(match_id)
-            if creator is None:
-                continue  # started, or dropped, already
-            orphans = self._orphans.setdefault(creator, {})
-            if match_id in orphans:
-                continue
-            self._uncount(creator)
-            orphans[match_id] = None
-            if len(orphans) > most:
-                waiting = (self.matches.get(orphan) for orphan in orphans)
-                oldest = next((m for m in waiting if m is not None and m.is_empty()), None)
-                if oldest is not None:
-                    log.info(
-                        "simulation %s dropped: %s left more than %d", oldest.id, creator, most
-                    )
-                    self._drop(oldest)
+            creator = self._creators.creator_of(match_id)
+            waiting = (self.matches.get(orphan) for orphan in self._creators.left(match_id))
+            oldest = next((m for m in waiting if m is not None and m.is_empty()), None)
+            if oldest is not None:
+                most = self._creators.most
+                log.info("simulation %s dropped: %s left more than %d", oldest.id, creator, most)
+                self._drop(oldest)
 
     def drop_if_abandoned(self, match: Match) -> None:
         """Forget a match whose last waiting player left before it started."""
@@ -424,21 +394,8 @@ class Arena:
         ``seeksPerAddressPerMinute`` (after a burst of ``SEEK_BURST``): each pairing opens a
         game, so that a flood of seeks paired as fast as they come (guests from a few addresses
         seeking again at once) costs the node no more than that (raises ``Rejected``)."""
-        most = self.config.max_seeks_per_address
-        if self._seeks_by_address[address] >= most:
-            reason = f"at most {most} seeks waiting from one address"
-            raise Rejected(BotError.TOO_MANY_SEEKS, reason)
-        if (wait_s := self._seek_pacer.wait_now(address)) > 0:
-            per_minute = self.config.seeks_per_address_per_minute
-            reason = f"at most {per_minute} seeks a minute from one address"
-            raise Rejected(BotError.TOO_MANY_SEEKS, f"{reason}: try again in {math.ceil(wait_s)} s")
-        self._seek_pacer.spend_now(address)
-        self._seek_addresses[seeker.id] = address
-        self._seeks_by_address[address] += 1
-        if self.roster.get(seeker.bot) is not None:
-            self._seeking[seeker.id] = seeker.bot
-            self._bot_seeks[seeker.bot] += 1
-            self._held_changed(seeker.bot)
+        registered = self.roster.get(seeker.bot) is not None
+        self._seek_ledger.admit(seeker.id, address, seeker.bot if registered else None)
         counted = _CountedSeek(self, seeker.id, taker)
         if self.elsewhere is not None:
             self.elsewhere.seek(seeker, counted)
@@ -456,17 +413,7 @@ class Arena:
 
     def seek_ended(self, seeker_id: str) -> None:
         """The seek was paired or withdrawn: its bot and its address hold it no more."""
-        address = self._seek_addresses.pop(seeker_id, None)
-        if address is not None:
-            self._seeks_by_address[address] -= 1
-            if not self._seeks_by_address[address]:
-                del self._seeks_by_address[address]
-        bot = self._seeking.pop(seeker_id, None)
-        if bot is not None:
-            self._bot_seeks[bot] -= 1
-            if not self._bot_seeks[bot]:
-                del self._bot_seeks[bot]
-            self._held_changed(bot)
+        self._seek_ledger.ended(seeker_id)
 
     def last_game(self, bot: str) -> tuple[str | None, bool]:
         """A bot's last ladder opponent here, and whether it had the first seat."""
@@ -492,8 +439,7 @@ class Arena:
         return found
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
-        """Run ``work`` as a task of the arena's (which must not raise: it would stop them
-        all)."""
+        """Run ``work`` as a task of the arena's (it must not raise: it would stop them all)."""
         if self._tasks is None:
             raise RuntimeError("the arena is not running")
         self._tasks.create_task(work, name=name)
@@ -518,22 +464,7 @@ class Arena:
     def bot_games(self, bot: str) -> int:
         """What a registered bot holds here: the games it sits in that have not finished, and
         its seeks waiting."""
-        return len(self._bot_matches.get(bot, ())) + self._bot_seeks[bot]
-
-    def _seated(self, match_id: str, bots: frozenset[str]) -> None:
-        """The registered bots of an unfinished match are now ``bots`` (none: it is over)."""
-        before = self._match_bots.pop(match_id, frozenset())
-        if bots:
-            self._match_bots[match_id] = bots
-        for bot in before - bots:
-            matches = self._bot_matches[bot]
-            matches.discard(match_id)
-            if not matches:
-                del self._bot_matches[bot]
-        for bot in bots - before:
-            self._bot_matches.setdefault(bot, set()).add(match_id)
-        for bot in before ^ bots:
-            self._held_changed(bot)
+        return self._held.games(bot)
 
     def _held_changed(self, bot: str) -> None:
         if self.elsewhere is not None:
@@ -558,12 +489,9 @@ class Arena:
     def new_id(self) -> str:
         """An id no match here has (ids are random: other nodes' collide with it only by a
         chance of one in billions)."""
-        while True:
-            first = secrets.choice(ID_ALPHABET[:9])
-            rest = "".join(secrets.choice(ID_ALPHABET) for _ in range(6))
-            match_id = first + rest + self.id_tag
-            if match_id not in self.matches:
-                return match_id
+        while (match_id := random_id() + self.id_tag) in self.matches:
+            pass
+        return match_id
 
     def _start(self, match: Match) -> None:
         if self._tasks is None:
@@ -575,7 +503,7 @@ class Arena:
 
     def _finished(self, match: Match) -> None:
         self.matches.pop(match.id, None)
-        self._seated(match.id, frozenset())
+        self._held.seated(match.id, frozenset())
 
     def _drop(self, match: Match) -> None:
         if self.matches.pop(match.id, None) is not None:
@@ -585,28 +513,14 @@ class Arena:
     def _no_longer_waiting(self, match: Match) -> None:
         """It started or was dropped: its creator may open another; it cannot expire."""
         self._empty_since.pop(match.id, None)
-        creator = self._creators.pop(match.id, None)
-        if creator is None:
-            return
-        orphans = self._orphans.get(creator)
-        if orphans is not None and match.id in orphans:
-            del orphans[match.id]
-            if not orphans:
-                del self._orphans[creator]
-        else:
-            self._uncount(creator)
-
-    def _uncount(self, creator: str) -> None:
-        self._waiting_by_address[creator] -= 1
-        if not self._waiting_by_address[creator]:
-            del self._waiting_by_address[creator]
+        self._creators.gone(match.id)
 
     def _notify(self, update: Update) -> None:
         if isinstance(update, TurnPlayed):  # by far the most frequent: nothing to keep here
             pass
         elif isinstance(update, SeatsChanged) and update.view.status is Status.WAITING:
             view = update.view
-            self._seated(view.match_id, frozenset(p.bot for p in view.players if p and p.bot))
+            self._held.seated(view.match_id, frozenset(p.bot for p in view.players if p and p.bot))
             if all(player is None for player in view.players):
                 self._empty_since.setdefault(view.match_id, time.monotonic())
             else:
@@ -617,11 +531,11 @@ class Arena:
             view = update.view
             self._empty_since.pop(view.match_id, None)
             self._waiting.remove(view.match_id)
-            self._seated(view.match_id, frozenset(p.bot for p in view.players if p and p.bot))
+            self._held.seated(view.match_id, frozenset(p.bot for p in view.players if p and p.bot))
         elif isinstance(update, Removed | GameFinished):
             match_id = update.match_id if isinstance(update, Removed) else update.view.match_id
             self._waiting.remove(match_id)
-            self._seated(match_id, frozenset())
+            self._held.seated(match_id, frozenset())
         for listener in self.listeners:
             try:
                 listener(update)

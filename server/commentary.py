@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from server.errors import BotError
 from server.games.base import AnyCodec, JsonObject
-from server.match import OUT_OF_TIME, TOO_MANY_TIMEOUTS
+from server.match import MatchEnd
 from server.replay import (
     CLOCK_KEY,
     ORIGIN_KEY,
@@ -24,10 +23,10 @@ from server.replay import (
 )
 
 FORFEITS = {
-    BotError.PLAYER_DISCONNECTED: "disconnected",
-    BotError.TURN_TIMEOUT: "did not answer in time",
-    TOO_MANY_TIMEOUTS: "timed out too many turns in a row",
-    OUT_OF_TIME: "ran out of time on its clock",
+    MatchEnd.PLAYER_DISCONNECTED: "disconnected",
+    MatchEnd.TURN_TIMEOUT: "did not answer in time",
+    MatchEnd.TOO_MANY_TIMEOUTS: "timed out too many turns in a row",
+    MatchEnd.OUT_OF_TIME: "ran out of time on its clock",
 }
 """What the seat that lost by the arena's rules did, rather than by the game's own."""
 
@@ -108,9 +107,9 @@ def result_text(
         """The score, ``first``'s points first: `` 3 to 1`` (nothing before the start)."""
         return "" if values is None else f" {values[first]} to {values[1 - first]}"
 
-    if reason in FORFEITS or reason == BotError.SERVER_ERROR:
+    if reason in FORFEITS or reason == MatchEnd.SERVER_ERROR:
         was = f" (the score was{points(0 if winner is None else winner)})" if values else ""
-        if reason == BotError.SERVER_ERROR:
+        if reason == MatchEnd.SERVER_ERROR:
             return f"no winner: the arena failed during the game{was}"
         if winner is None:
             return f"a draw: both players {FORFEITS[reason]}{was}"

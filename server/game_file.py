@@ -17,7 +17,7 @@ import orjson
 
 from server.debug import DEBUG_KEY, STDERR_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
-from server.match import MatchView
+from server.match_views import MatchView
 from server.replay import (
     CLOCK_KEY,
     ORIGIN_KEY,

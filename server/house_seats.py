@@ -15,7 +15,9 @@ from typing import Any
 from server.errors import BotError
 from server.games import GAMES
 from server.games.base import HousePlayer, JsonObject
-from server.match import Match, SeatMessage, SeatRequest
+from server.match import Match
+from server.match_options import SeatRequest
+from server.seat_channel import SeatMessage
 
 log = logging.getLogger(__name__)
 

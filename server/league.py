@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 
 from openskill.models import PlackettLuce
 
-from server.errors import BotError
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import OUT_OF_TIME, TOO_MANY_TIMEOUTS
+from server.match import MatchEnd
 
 GAME_OVER = "at the end of the game"
 """How the exit of a bot process that played its game to the end reads (tournaments write it)."""
@@ -54,9 +53,9 @@ class GameResult:
     def timeouts(self, seat: int) -> int:
         """The seat's turns that timed out, the one it forfeited by included."""
         forfeited = self.reason in (
-            BotError.TURN_TIMEOUT,
-            TOO_MANY_TIMEOUTS,
-            OUT_OF_TIME,
+            MatchEnd.TURN_TIMEOUT,
+            MatchEnd.TOO_MANY_TIMEOUTS,
+            MatchEnd.OUT_OF_TIME,
         ) and self.winner not in (
             seat,
             None,

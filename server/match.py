@@ -24,500 +24,56 @@ import hmac
 import logging
 import math
 import random
-import secrets
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
-from enum import Enum, StrEnum
-from typing import Any, Final, Protocol
-
-import orjson
+from collections.abc import Callable, Coroutine
+from enum import Enum
+from typing import Any
 
 from server.clock import Clock, Timer
-from server.debug import DEBUG_KEY, STDERR_KEY, debug_text
+from server.debug import debug_text
 from server.errors import BotError
 from server.games.base import (
     ActionRejected,
     AnyCodec,
+    EndReason,
     JoinRejected,
     JsonObject,
     Outcome,
-    Player,
     SeatClock,
-    TimeBank,
+)
+from server.match_clock import TurnTimer
+from server.match_events import (
+    GameFinished,
+    GameStarted,
+    Listener,
+    SeatLeft,
+    SeatsChanged,
+    TurnPlayed,
+)
+from server.match_options import MatchLimits, MatchOptions, SeatRequest
+from server.match_seat import Detached, Seat, check_answered_turn
+from server.match_views import (
+    MatchView,
+    SeatView,
+    Status,
+    TurnClock,
+    TurnResult,
+    clock_to_wire,
 )
 from server.protocol import error_message
+from server.seat_channel import SeatChannel, SeatMessage, SeatOutput
 
 log = logging.getLogger(__name__)
 
-TOO_MANY_TIMEOUTS = "Too many timeouts"
-OUT_OF_TIME = "Out of time"  # a game with a time bank: the seat's clock ran out (its flag fell)
-# A deadline this close when the match's timer rings has come: a clock that rings a hair early
-# (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
-CLOCK_SLACK_S = 1e-6
 
-
-def check_answered_turn(message: JsonObject, current: int) -> None:
-    """Raise ``ActionRejected`` unless a ``player-turn`` answers the turn being played.
-
-    A reply names the turn it answers in ``turn`` (the number its ``turn`` message carried): one
-    for an earlier turn is a late answer, and playing it as the current turn would play orders
-    meant for another position. A reply without ``turn`` answers the current turn, as with the
-    original server, whose bots never send it.
-    """
-    if "turn" not in message:
-        return
-    answered = message["turn"]
-    if not isinstance(answered, int) or isinstance(answered, bool):
-        raise ActionRejected(
-            BotError.INVALID_TURN, '"turn" must be the number of the turn this reply answers'
-        )
-    if answered < current:
-        raise ActionRejected(
-            BotError.STALE_TURN,
-            f"this reply answers turn {answered}; turn {current} is being played",
-        )
-    if answered > current:
-        raise ActionRejected(
-            BotError.INVALID_TURN,
-            f"turn {answered} has not been sent yet; turn {current} is being played",
-        )
-
-
-class SeatMessage:
-    """A message for one seat. ``state`` is, for a turn, the position to move in: in-process
-    players think on it directly instead of reading the message.
-
-    Made at least once a turn: a plain class with ``Final`` attributes (immutable as far as the
-    type checker goes) builds in a third of a frozen dataclass's time, which sets each field
-    through ``object.__setattr__``.
-    """
-
-    __slots__ = ("body", "state")
-
-    def __init__(self, body: JsonObject, state: Any = None) -> None:
-        self.body: Final = body
-        self.state: Final[Any] = state
-
-    def __repr__(self) -> str:
-        return f"SeatMessage({self.body!r})"
-
-    @property
-    def kind(self) -> str:
-        return str(self.body["type"])
-
-
-class SeatChannel(Protocol):
-    """Where a seat's messages go: a TCP connection, a page, an HTTP client, a house player."""
-
-    def send(self, message: SeatMessage) -> None:
-        """Queue a message; never blocks the match."""
-
-    def close(self) -> None:
-        """Close once everything queued has been sent."""
-
-
-class SeatOutput(Protocol):
-    """What a seat's bot process writes beside its moves (its stderr), which the match asks
-    for turn by turn: it says when the seat's turn is asked for, and takes what was written
-    by the time it is played."""
-
-    def turn_opened(self) -> None:
-        """The seat was just sent its turn."""
-
-    def turn_closed(self) -> str | None:
-        """The seat's turn is played (answered or timed out): what was written for it."""
-
-
-class Status(StrEnum):
-    WAITING = "waiting"
-    PLAYING = "playing"
-    FINISHED = "finished"
-
-
-@dataclass(frozen=True, slots=True)
-class MatchLimits:
-    """The clock's rules for one match."""
-
-    turn_timeout_s: float
-    max_consecutive_timeouts: int
-    first_turn_timeout_s: float = 0.0  # a seat's first reply may take this long (start-up)
-    reconnect_grace_s: float = 0.0  # how long a seat that lost its connection can rejoin
-    # A time bank per seat instead of the flat turn timeout (and its first-turn allowance and
-    # passes): each reply spends the seat's bank, which gets the increment back, and a seat
-    # whose bank runs out loses.
-    bank: TimeBank | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Resume:
-    """Where a recorded, unfinished game stopped: it plays on from there."""
-
-    state: Any
-    turn_count: int
-    rng: random.Random
-    origin: JsonObject | None = None  # a new game played on from another's turn: which
-    # A new game played on from a recorded game's turn: that game's turns before it, which its
-    # record begins with (``GameStarted.turns_before``).
-    turns: tuple[JsonObject, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class MatchOptions:
-    """Everything about a match that is decided when it is opened, never later."""
-
-    seed: int | None = None  # None: a random one
-    limits: MatchLimits | None = None  # None: the arena's
-    # A tournament's seats belong to their bots: one that leaves before the start forfeits
-    # instead of freeing its seat for someone else.
-    hold_seats: bool = False
-    tournament_id: str | None = None
-    pairing: str | None = None  # the tournament's name for this game
-    seat_bots: tuple[str | None, ...] = ()  # the entrant playing each seat
-    creator: str | None = None  # the address that asked for it, for the per-address cap
-    by_join: bool = False  # opened by a random join: dropped when its last player leaves
-    resume: Resume | None = None
-    # The game with settings of its own (one played on from a record keeps the record's board
-    # and turn limit); None: the arena's.
-    codec: AnyCodec | None = None
-    match_id: str | None = None  # a restored game keeps its id
-    rated: bool = False  # a ladder game between registered bots: it moves both ratings
-
-
-@dataclass(frozen=True, slots=True)
-class SeatRequest:
-    """A player asking for a seat: the join message's fields, and what kind of player it is."""
-
-    fields: JsonObject = field(default_factory=dict)
-    # "bot" (TCP), "house", "person", "client" (a /clients page's), "http": for lobbies and records
-    kind: str = "bot"
-    turn_timeout_s: float | None = None  # None: the match's
-    bot: str | None = None  # the registered bot it proved to be (server.identity), if any
-    seat: int | None = None  # the seat matchmaking gave it (None: the codec chooses)
-
-
-@dataclass(frozen=True, slots=True)
-class SeatView:
-    """Who sits in a seat, as lobbies and records show it."""
-
-    seat: str
-    nick: str
-    names: tuple[str, ...]
-    kind: str
-    bot: str | None
-
-    def to_wire(self) -> JsonObject:
-        return {"seat": self.seat, "nick": self.nick, "names": list(self.names), "kind": self.kind}
-
-    def lobby_wire(self) -> JsonObject:
-        """As a lobby row lists it: with the registered bot it proved to be, if any, so that
-        every node's /tv can rate the pair (a guest's seat is as ``to_wire``)."""
-        wire = self.to_wire()
-        if self.bot is not None:
-            wire["bot"] = self.bot
-        return wire
-
-
-@dataclass(frozen=True, slots=True)
-class SeatStats:
-    """How a seat played: its replies' times and the errors it was sent."""
-
-    replies: int
-    reply_mean_ms: float | None
-    reply_worst_ms: float | None
-    errors: int
-    last_error: str | None
-
-
-class TurnClock:
-    """The seat on move and how long its reply may take: spectators count it down. In a game
-    with a time bank, also every seat's time left as the turn began, and the bank's rules.
-
-    Made every turn: a plain class with ``Final`` attributes, as ``SeatMessage``."""
-
-    __slots__ = ("bank", "remaining_s", "seat", "timeout_s")
-
-    def __init__(
-        self,
-        seat: int,
-        timeout_s: float,
-        remaining_s: tuple[float, ...] = (),
-        bank: TimeBank | None = None,
-    ) -> None:
-        self.seat: Final = seat
-        self.timeout_s: Final = timeout_s
-        self.remaining_s: Final = remaining_s
-        self.bank: Final = bank
-
-    def __repr__(self) -> str:
-        return f"TurnClock({self.seat}, {self.timeout_s}, {self.remaining_s}, {self.bank})"
-
-
-@dataclass(frozen=True, slots=True)
-class MatchView:
-    """A match at one moment, as lobbies, pages and records see it."""
-
-    match_id: str
-    codec: AnyCodec
-    seed: int
-    status: Status
-    players: tuple[SeatView | None, ...]
-    turn: int
-    state: Any  # None before the start
-    outcome: Outcome | None
-    tournament_id: str | None
-    pairing: str | None
-    limits: MatchLimits
-    clock: TurnClock | None = None  # while the game is on: the seat awaited next
-    origin: JsonObject | None = None  # the game and turn it was played on from, if it was
-    rated: bool = False
-
-    @property
-    def game(self) -> str:
-        return self.codec.name
-
-    def scores(self) -> JsonObject | None:
-        return None if self.state is None else self.codec.scores(self.state)
-
-    def result(self) -> JsonObject | None:
-        if self.outcome is None:
-            return None
-        return self.codec.result_to_wire(self.state, self.outcome)
-
-    def lobby_row(self, spectators: int) -> JsonObject:
-        """The match as one row of a lobby (a node's own, or the directory every node reads)."""
-        row: JsonObject = {
-            "simulationId": self.match_id,
-            "game": self.game,
-            "status": self.status.value,
-            "players": [None if p is None else p.lobby_wire() for p in self.players],
-            "scores": self.scores(),
-            "turn": self.turn,
-            "spectators": spectators,
-        }
-        if self.outcome is not None:
-            row["result"] = self.result()
-        return row
-
-
-def clock_to_wire(codec: AnyCodec, clock: TurnClock | None) -> JsonObject | None:
-    """The clock as pages show it, and in a game with a time bank as the seat on move is sent
-    it too: whose reply is awaited and the milliseconds it may take; with a bank, each seat's
-    milliseconds left (by seat name) and the increment."""
-    if clock is None:
-        return None
-    wire: JsonObject = {
-        "seat": codec.seat_names[clock.seat],
-        "timeoutMs": round(clock.timeout_s * 1000),
-    }
-    if clock.bank is not None:
-        wire["remainingMs"] = {
-            name: round(left * 1000)
-            for name, left in zip(codec.seat_names, clock.remaining_s, strict=True)
-        }
-        wire["incrementMs"] = clock.bank.increment_ms
-    return wire
-
-
-class TurnResult:
-    """One turn as played, immutable: the position after it and everything it caused, with its
-    wire forms built once, when first asked for, for every listener."""
-
-    __slots__ = (
-        "_action_json",
-        "_scores",
-        "_spectator_json",
-        "action",
-        "clock",
-        "codec",
-        "debug",
-        "events",
-        "match_id",
-        "number",
-        "outcome",
-        "played_at",
-        "reply_ms",
-        "seat",
-        "state",
-        "stderr",
-        "timed_out",
-    )
-
-    def __init__(
-        self,
-        match_id: str,
-        codec: AnyCodec,
-        number: int,
-        seat: int,
-        action: JsonObject,
-        timed_out: bool,
-        events: Sequence[Any],
-        state: Any,
-        outcome: Outcome | None,
-        reply_ms: int = 0,
-        clock: TurnClock | None = None,
-        *,
-        played_at: float,
-        debug: str | None = None,
-        stderr: str | None = None,
-    ) -> None:
-        self.match_id = match_id
-        self.codec = codec
-        self.number = number
-        self.seat = seat
-        self.action = action  # as the records keep it
-        self.timed_out = timed_out
-        self.events = tuple(events)
-        self.state = state  # the position after the turn
-        self.outcome = outcome  # set if the turn ended the game
-        self.reply_ms = reply_ms  # how long the seat took (its whole time if it timed out)
-        self.clock = clock  # the seat awaited next, unless the game is over
-        self.played_at = played_at  # the match's clock time: the next seat's clock runs from it
-        self.debug = debug  # the bot's debug text: in the records only, never sent while played
-        self.stderr = stderr  # what its process wrote on stderr during the turn: the same
-        self._scores: JsonObject | None = None
-        self._action_json: bytes | None = None
-        self._spectator_json: bytes | None = None
-
-    @property
-    def scores(self) -> JsonObject:
-        if self._scores is None:
-            self._scores = self.codec.scores(self.state)
-        return self._scores
-
-    @property
-    def action_json(self) -> bytes:
-        """The action as JSON, for the records (with the bot's debug text and stderr, if any)."""
-        if self._action_json is None:
-            kept = self.action
-            if self.debug is not None:
-                kept = {**kept, DEBUG_KEY: self.debug}
-            if self.stderr is not None:
-                kept = {**kept, STDERR_KEY: self.stderr}
-            self._action_json = bytes(memoryview(orjson.dumps(kept)))
-        return self._action_json
-
-    def spectator_json(self) -> bytes:
-        """The turn as pages watching it receive it, without its closing brace, so that the
-        spectator count (which only the visor knows) can follow."""
-        if self._spectator_json is None:
-            codec = self.codec
-            message = {
-                "type": "turn",
-                "simulationId": self.match_id,
-                "turn": self.number,
-                "seat": codec.seat_names[self.seat],
-                "action": self.action,
-                "timedOut": self.timed_out,
-                "events": codec.events_to_wire(self.events),
-                "state": codec.state_to_wire(self.state),
-                "scores": self.scores,
-                "replyMs": self.reply_ms,
-                "clock": clock_to_wire(codec, self.clock),
-            }
-            self._spectator_json = orjson.dumps(message)[:-1]
-        return self._spectator_json
-
-
-@dataclass(frozen=True, slots=True)
-class SeatsChanged:
-    """Someone took or gave up a seat before the game started."""
-
-    view: MatchView
-
-
-@dataclass(frozen=True, slots=True)
-class GameStarted:
-    """Every seat is taken; ``view.state`` is the first position (or the resumed one)."""
-
-    view: MatchView
-    started_at: float  # wall-clock seconds
-    # A game played on from a recorded game's turn: that game's turns before it (as its record
-    # keeps them), which the new game's record begins with.
-    turns_before: tuple[JsonObject, ...] = ()
-
-
-class TurnPlayed:
-    """A turn was played. Made every turn: a plain class with a ``Final`` attribute, as
-    ``SeatMessage``."""
-
-    __slots__ = ("result",)
-
-    def __init__(self, result: TurnResult) -> None:
-        self.result: Final = result
-
-
-@dataclass(frozen=True, slots=True)
-class SeatLeft:
-    """A seat's player went away during the game (it forfeits)."""
-
-    match_id: str
-    seat: int
-    nick: str
-
-
-@dataclass(frozen=True, slots=True)
-class GameFinished:
-    view: MatchView
-    outcome: Outcome
-    stats: tuple[SeatStats | None, ...]
-    finished_at: float  # wall-clock seconds
-
-
-@dataclass(frozen=True, slots=True)
-class Removed:
-    """The arena dropped a match that nobody played (left, or nobody joined it in time)."""
-
-    match_id: str
-
-
-Update = SeatsChanged | GameStarted | TurnPlayed | SeatLeft | GameFinished | Removed
-Listener = Callable[[Update], None]
-
-
-class _Detached:
-    """The channel of a seat whose player lost its connection and may rejoin."""
-
-    def send(self, message: SeatMessage) -> None:
-        """Dropped: a rejoining player gets the current turn again."""
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-
-@dataclass(slots=True)
-class Seat:
-    channel: SeatChannel
-    player: Player
-    turn_timeout_s: float
-    kind: str
-    bot: str | None
-    # Proves a rejoining connection is this seat's player; sent only in its game-info.
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
-    consecutive_timeouts: int = 0
-    errors: int = 0
-    last_error: str | None = None  # the last error it was sent, with its reason
-    gone: bool = False  # left before the start of a game whose seats are held
-    # Asked (``"opponentNotices": true``) to hear when the opponent's connection drops and
-    # comes back: the original's bots hang up on a message type they do not know.
-    hears_opponent: bool = False
-    replies: int = 0
-    reply_total_s: float = 0.0
-    reply_worst_s: float = 0.0
-
-    def replied(self, seconds: float) -> None:
-        self.replies += 1
-        self.reply_total_s += seconds
-        self.reply_worst_s = max(self.reply_worst_s, seconds)
-
-    def stats(self) -> SeatStats:
-        return SeatStats(
-            replies=self.replies,
-            reply_mean_ms=1000 * self.reply_total_s / self.replies if self.replies else None,
-            reply_worst_ms=1000 * self.reply_worst_s if self.replies else None,
-            errors=self.errors,
-            last_error=self.last_error,
-        )
+class MatchEnd(EndReason):
+    """How the arena ends a game, whatever the game: its players' faults and its own."""
+
+    PLAYER_DISCONNECTED = BotError.PLAYER_DISCONNECTED.value  # a seat left during the game
+    TURN_TIMEOUT = BotError.TURN_TIMEOUT.value  # a seat that cannot pass did not answer in time
+    TOO_MANY_TIMEOUTS = "Too many timeouts"
+    OUT_OF_TIME = "Out of time"  # a game with a time bank: the seat's clock ran out (its flag fell)
+    SERVER_ERROR = BotError.SERVER_ERROR.value  # a bug in the game ended it
 
 
 Starter = Callable[["Match"], None]
@@ -530,15 +86,6 @@ class Phase(Enum):
     PLAYING = "playing"  # every seat taken: turns are asked for and played
     ENDED = "ended"  # decided (or stopped): each seat had its last message; the task finishes
     FINISHED = "finished"  # the end was announced to every listener: nothing more happens
-
-
-@dataclass(slots=True)
-class OpenTurn:
-    """The turn being waited for: whose it is, since when, and until when (clock times)."""
-
-    seat: int
-    started: float
-    deadline: float
 
 
 class Match:
@@ -575,12 +122,7 @@ class Match:
         self.turn_count = resume.turn_count if resume is not None else 0
         self.started_at: float | None = None  # wall-clock seconds, for the records
         self.finished_at: float | None = None
-        self._turn: OpenTurn | None = None  # while PLAYING, the seat awaited
-        bank = limits.bank
-        # With a time bank: each seat's time left (seconds). A resumed game starts them afresh.
-        self._banks = [0.0 if bank is None else bank.initial_ms / 1000] * seat_count
-        self._alarm: Timer | None = None  # rings by the awaited seat's deadline
-        self._alarm_due = 0.0  # when it rings (clock time)
+        self.timer = TurnTimer(clock, limits.bank, seat_count, self._timed_out)
         self._graces: set[Timer] = set()  # seats that lost their connection, until they rejoin
         self._ended = asyncio.Event()  # the phase left PLAYING: the task may finish
         self.done = asyncio.Event()  # FINISHED
@@ -636,16 +178,11 @@ class Match:
         """The clock of a turn of ``seat`` that may take ``timeout_s`` (by default, its whole
         time for a turn); with a time bank, that is the seat's time left."""
         timeout = self._turn_timeout_s(seat) if timeout_s is None else timeout_s
-        bank = self.limits.bank
-        if bank is None:
-            return TurnClock(seat, timeout)
-        remaining = [*self._banks]
-        remaining[seat] = timeout
-        return TurnClock(seat, timeout, tuple(remaining), bank)
+        return self.timer.clock_of(seat, timeout)
 
     def _turn_timeout_s(self, seat: int) -> float:
         if self.limits.bank is not None:
-            return self._banks[seat]
+            return self.timer.banks[seat]
         occupant = self.seats[seat]
         if occupant is None:
             return self.limits.turn_timeout_s
@@ -734,7 +271,7 @@ class Match:
         elif self.is_on:
             # Only a TCP bot holds a token it can rejoin with; a closed page cannot come back.
             if self.limits.reconnect_grace_s > 0 and occupant.kind == "bot":
-                detached = _Detached()
+                detached = Detached()
                 occupant.channel = detached
                 self._hold_for_rejoin(seat, occupant, detached)
                 seconds = math.ceil(self.limits.reconnect_grace_s)
@@ -742,7 +279,7 @@ class Match:
             else:
                 self._forfeit_left(seat)
 
-    def _hold_for_rejoin(self, seat: int, occupant: Seat, detached: _Detached) -> None:
+    def _hold_for_rejoin(self, seat: int, occupant: Seat, detached: Detached) -> None:
         """Forfeit once the grace period is over if the seat is still on the channel it got
         when it left: a rejoin, even one followed by another loss (with its own grace period),
         replaced it."""
@@ -767,7 +304,7 @@ class Match:
             if other is not None and index != seat:
                 other.channel.send(SeatMessage(error_message(BotError.PLAYER_DISCONNECTED)))
         self._notify(SeatLeft(self.id, seat, occupant.player.nick if occupant else ""))
-        self._end(Outcome(self._opponent(seat), BotError.PLAYER_DISCONNECTED))
+        self._end(Outcome(self._opponent(seat), MatchEnd.PLAYER_DISCONNECTED))
 
     def rejoin(self, channel: SeatChannel, token: object) -> int:
         """Give a seat back to the player holding its token; returns the seat.
@@ -787,10 +324,10 @@ class Match:
                 occupant.channel, occupant.gone = channel, False
                 if old is not channel:
                     old.close()
-                if isinstance(old, _Detached):  # it was gone: its opponents were told
+                if isinstance(old, Detached):  # it was gone: its opponents were told
                     self._tell_opponents(seat, self.codec.opponent_back_message())
                 channel.send(self._game_info(seat, occupant))
-                turn = self._turn
+                turn = self.timer.turn
                 if turn is not None and turn.seat == seat:
                     left_s = turn.deadline - self.clock.now()
                     channel.send(self._turn_message(seat, max(0.0, left_s)))
@@ -836,7 +373,7 @@ class Match:
                 SeatMessage(error_message(BotError.GAME_NOT_STARTED, "waiting for the other"))
             )
             return None
-        turn = self._turn
+        turn = self.timer.turn
         if not self.is_on:
             channel.send(SeatMessage(error_message(BotError.GAME_OVER, "this game has ended")))
             return None
@@ -852,29 +389,16 @@ class Match:
         occupant.consecutive_timeouts = 0
         now = self.clock.now()
         elapsed = now - turn.started
-        if not self._spend(seat, elapsed):
+        if not self.timer.spend(seat, elapsed):
+            self._flag_fell(seat)
             return None
         occupant.replied(elapsed)
         return self._play(seat, action, now, timed_out=False, debug=debug_text(message))
 
-    def _spend(self, seat: int, elapsed_s: float) -> bool:
-        """With a time bank, take a reply's time from the seat's bank and add the increment;
-        ``False`` if its time ran out first (its flag fell: it has lost). Without one, a reply
-        handled before the timer rang is in time."""
-        bank = self.limits.bank
-        if bank is None:
-            return True
-        left = self._banks[seat] - elapsed_s
-        if left <= CLOCK_SLACK_S:
-            self._flag_fell(seat)
-            return False
-        self._banks[seat] = left + bank.increment_ms / 1000
-        return True
-
     def _flag_fell(self, seat: int) -> None:
         """The seat's time bank ran out: it loses, whatever the game's rules on timeouts."""
-        self._banks[seat] = 0.0
-        self._end(Outcome(self._opponent(seat), OUT_OF_TIME))
+        self.timer.banks[seat] = 0.0
+        self._end(Outcome(self._opponent(seat), MatchEnd.OUT_OF_TIME))
 
     def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
         occupant.errors += 1
@@ -889,29 +413,7 @@ class Match:
         occupant.channel.send(self._turn_message(seat, timeout_s))
         if (output := self.outputs.get(seat)) is not None:
             output.turn_opened()
-        deadline = started + timeout_s
-        self._turn = OpenTurn(seat, started, deadline)
-        if self._alarm is None or self._alarm_due > deadline:
-            self._set_alarm(deadline, started)
-
-    def _set_alarm(self, due: float, now: float) -> None:
-        if self._alarm is not None:
-            self._alarm.cancel()
-        self._alarm = self.clock.call_later(due - now, self._alarm_rang)
-        self._alarm_due = due
-
-    def _alarm_rang(self) -> None:
-        """The awaited seat's time is up, or the turn the timer was set for was answered: then
-        it is set again for the turn awaited now."""
-        self._alarm = None
-        turn = self._turn
-        if turn is None or not self.is_on:
-            return
-        now = self.clock.now()
-        if turn.deadline - now > CLOCK_SLACK_S:
-            self._set_alarm(turn.deadline, now)
-        else:
-            self._timed_out(turn.seat)
+        self.timer.open(seat, timeout_s, started)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         clock = None
@@ -926,7 +428,7 @@ class Match:
         """Pass for the seat, or forfeit it when it has timed out too often or cannot pass; with
         a time bank, its bank ran out: it loses."""
         occupant = self.seats[seat]
-        turn = self._turn
+        turn = self.timer.turn
         if occupant is None or turn is None or turn.seat != seat or not self.is_on:
             return
         if self.limits.bank is not None:
@@ -935,26 +437,21 @@ class Match:
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
         if action is None:
-            self._end(Outcome(self._opponent(seat), BotError.TURN_TIMEOUT))
+            self._end(Outcome(self._opponent(seat), MatchEnd.TURN_TIMEOUT))
             return
         if occupant.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
-            self._end(Outcome(self._opponent(seat), TOO_MANY_TIMEOUTS))
+            self._end(Outcome(self._opponent(seat), MatchEnd.TOO_MANY_TIMEOUTS))
             return
         reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
         occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
         self._play(seat, action, self.clock.now(), timed_out=True)
-
-    def _close_turn(self) -> OpenTurn | None:
-        """No turn is waited for any more (the timer stays set: the next turn is due later)."""
-        turn, self._turn = self._turn, None
-        return turn
 
     def _play(
         self, seat: int, action: Any, now: float, timed_out: bool, debug: str | None = None
     ) -> TurnResult | None:
         """Apply a checked action played at ``now`` (the clock's time), tell everyone, and ask
         for the next turn (its clock starting then) or end the game."""
-        turn = self._close_turn()
+        turn = self.timer.close()
         reply_ms = 0 if turn is None else round(1000 * (now - turn.started))
         output = self.outputs.get(seat)
         stderr = None if output is None else output.turn_closed()
@@ -993,7 +490,7 @@ class Match:
                 self._ask(clock.seat, clock.timeout_s, now)
         except Exception:  # a bug in a game must end that game, not the arena
             log.exception("simulation %s failed on turn %d", self.id, self.turn_count)
-            self._end(Outcome(None, BotError.SERVER_ERROR))
+            self._end(Outcome(None, MatchEnd.SERVER_ERROR))
             return None
         return result
 
@@ -1002,10 +499,7 @@ class Match:
         message, and the match's task finishes."""
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             return
-        self._close_turn()
-        if self._alarm is not None:
-            self._alarm.cancel()
-            self._alarm = None
+        self.timer.stop()
         for timer in self._graces:
             timer.cancel()
         self._graces.clear()
@@ -1035,7 +529,7 @@ class Match:
         except Exception:
             log.exception("simulation %s failed", self.id)
             if self.outcome is None:
-                self.outcome = Outcome(None, BotError.SERVER_ERROR)
+                self.outcome = Outcome(None, MatchEnd.SERVER_ERROR)
                 self.phase = Phase.ENDED
         finally:
             self._tasks = None
@@ -1062,7 +556,7 @@ class Match:
         gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
         if gone:
             winner = self._opponent(gone[0]) if len(gone) == 1 else None
-            self._end(Outcome(winner, BotError.PLAYER_DISCONNECTED))
+            self._end(Outcome(winner, MatchEnd.PLAYER_DISCONNECTED))
         elif (outcome := self.rules.outcome(self.state)) is not None:
             self._end(outcome)
         else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.games.base import AnyCodec, JsonObject
-from server.match import Resume
+from server.match_options import Resume
 from server.replay import frames, game_of, turns_before
 
 

@@ -30,7 +30,6 @@ from server.commands import Leave, Move, read
 from server.config import ListenError
 from server.errors import BotError
 from server.games.base import JsonObject
-from server.match import SeatMessage
 from server.meter import InputMeter, MeterLimits
 from server.protocol import (
     InvalidMessage,
@@ -42,6 +41,7 @@ from server.protocol import (
     error_message,
 )
 from server.proxy_header import AwaitedHeader, Balancers
+from server.seat_channel import SeatMessage
 from server.session import Client, Session, carry_out
 from server.tcp_rounds import (
     UNJOINED_INPUT_PER_ROUND,

@@ -17,11 +17,10 @@ from pathlib import Path
 
 from server.commentary import last_seat, result_text
 from server.config import ArenaConfig
-from server.errors import BotError
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import crashed
-from server.match import TOO_MANY_TIMEOUTS
+from server.match import MatchEnd
 from server.records import GameFilter, Records
 from server.replay import game_of
 from server.tournament.bots import quoted_stderr
@@ -29,7 +28,7 @@ from server.tournament.runner import TournamentRunner
 from server.tournament.spec import DEFAULT_LIMITS, Entrant, Limits, TournamentSpec
 
 CANDIDATE = "candidate"
-FORFEITS = (BotError.PLAYER_DISCONNECTED, TOO_MANY_TIMEOUTS, BotError.TURN_TIMEOUT)
+FORFEITS = (MatchEnd.PLAYER_DISCONNECTED, MatchEnd.TOO_MANY_TIMEOUTS, MatchEnd.TURN_TIMEOUT)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,10 @@ from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.house_seats import seat_house
-from server.match import Match, MatchOptions, TurnPlayed, TurnResult, Update
+from server.match import Match
+from server.match_events import TurnPlayed, Update
+from server.match_options import MatchOptions
+from server.match_views import TurnResult
 from server.played_on import NoStartingPoint, starting_point
 from server.replay import DamagedRecord, turns_before
 from server.sandbox import Sandbox

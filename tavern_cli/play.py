@@ -35,14 +35,9 @@ from server.game_file import game_line, record_lines, recorded_settings, result_
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, TimeBank
 from server.league import crashed
-from server.match import (
-    GameFinished,
-    GameStarted,
-    MatchOptions,
-    TurnPlayed,
-    TurnResult,
-    Update,
-)
+from server.match_events import GameFinished, GameStarted, TurnPlayed, Update
+from server.match_options import MatchOptions
+from server.match_views import TurnResult
 from server.played_on import NoStartingPoint, StartingPoint, starting_point
 from server.records import recording
 from server.replay import CLOCK_KEY, DamagedRecord, turns_before

@@ -15,7 +15,9 @@ import pytest
 
 from server.arena import Arena
 from server.config import ArenaConfig
-from server.match import Listener, Match, TurnPlayed, TurnResult, Update
+from server.match import Match
+from server.match_events import Listener, TurnPlayed, Update
+from server.match_views import TurnResult
 from server.records import Records, recording
 from server.tcp import Connection, TcpServer
 from tests.services import PostgresServer, RedisServer, postgres_server, redis_server

@@ -25,7 +25,7 @@ import pytest
 from bench.common import tavern_serve
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.arena import Arena
-from server.match import GameFinished, TurnPlayed, Update
+from server.match_events import GameFinished, TurnPlayed, Update
 from server.records import Records
 from tests.conftest import RawClient, Running, Served, serving, serving_visor, test_config
 from visor.hub import SpectatorHub

@@ -14,7 +14,7 @@ from server.arena import Arena
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.house_seats import seat_house
-from server.match import MatchOptions
+from server.match_options import MatchOptions
 from tests.conftest import ROOT
 from tests.test_play import BROKEN, TAVERN_DUMMY, WANDERER, read_lines
 

@@ -29,7 +29,8 @@ from bench.common import ServerProcess, tavern_serve
 from server.cluster import values, wire
 from server.cluster.keys import alias_key, claim_key, inbox
 from server.config import without_password
-from server.games.thud import rules as thud_rules
+from server.games.thud.movegen import legal_moves
+from server.games.thud.pieces import initial_state
 from server.protocol import encode, error_message
 from tests.browser import Pages, chromium_pages
 from tests.conftest import RawClient
@@ -443,7 +444,7 @@ async def test_the_thud_api_and_matchmaking_on_any_node_reach_a_game_on_another(
         game = await call(a, "/start", {"player_one": "Will", "player_two": "Tom"})
         token = {"game": game["game"]}
         assert await call(b, "/game", token) == game["board"]
-        move = thud_rules.legal_moves(thud_rules.initial_state())[0]
+        move = legal_moves(initial_state())[0]
         body = {
             "game": game["game"],
             "player": game["player_one"],

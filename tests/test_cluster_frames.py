@@ -26,7 +26,7 @@ from server.cluster.repairs import Repairs
 from server.cluster.seats import SeatsAsked, SeatsGiven
 from server.errors import BotError
 from server.games.base import JsonObject
-from server.match import SeatRequest
+from server.match_options import SeatRequest
 from tests.clock import FakeClock
 from tests.conftest import test_config
 from tests.services import RedisServer

@@ -13,7 +13,8 @@ import orjson
 from server.commentary import replay_result_text, replay_text
 from server.debug import MAX_DEBUG_CHARS
 from server.game_file import read_game_file, record_lines
-from server.match import SeatRequest, TurnPlayed, Update
+from server.match_events import TurnPlayed, Update
+from server.match_options import SeatRequest
 from server.records import recording
 from server.replay import replay_to_wire
 from tests.test_match import TURN_S, Inbox, settle, table, tavern_pass

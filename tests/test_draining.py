@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from server.draining import Drain
-from server.match import SeatRequest
+from server.match_options import SeatRequest
 from tests.test_match import Inbox, settle, table
 
 

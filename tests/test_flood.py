@@ -14,7 +14,7 @@ import pytest
 
 from server.cluster.directory import Directory
 from server.games.base import JsonObject
-from server.match import MatchOptions
+from server.match_options import MatchOptions
 from tests.conftest import RawClient, serving, test_config
 
 CREATE = {"type": "create-simulation"}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from server.match import MatchOptions
+from server.match_options import MatchOptions
 from tests.conftest import RawClient, Running, TurnLog, serving, test_config
 from visor.house_games import seat_house_player
 

@@ -13,7 +13,10 @@ from typing import Any
 
 from server.arena import Arena
 from server.games.base import JsonObject
-from server.match import GameFinished, Match, Phase, SeatMessage, SeatRequest, Update
+from server.match import Match, Phase
+from server.match_events import GameFinished, Update
+from server.match_options import SeatRequest
+from server.seat_channel import SeatMessage
 from tests.clock import FakeClock
 from tests.conftest import test_config
 

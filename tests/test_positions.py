@@ -17,8 +17,8 @@ from server.errors import BotError
 from server.game_file import read_game_file, record_lines
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player, PositionRejected
-from server.games.thud.rules import SQUARES
-from server.match import GameFinished, GameStarted, TurnPlayed, Update
+from server.games.thud.board import SQUARES
+from server.match_events import GameFinished, GameStarted, TurnPlayed, Update
 from server.played_on import NoStartingPoint, starting_point
 from server.replay import frames, origin_to_wire, replay_to_wire
 from tavern_cli.bot_test import positions_of

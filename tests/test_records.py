@@ -28,7 +28,7 @@ from server.games.base import Player
 from server.games.tavern.house import choose_actions, view_of_wire
 from server.games.thud.codec import bot_state
 from server.games.thud.game import THUD
-from server.match import Seat
+from server.match_seat import Seat
 from server.records import (
     SCHEMA_VERSION,
     GameFilter,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, expect
 
-from server.match import MatchOptions
+from server.match_options import MatchOptions
 from tests.browser import REPO, Pages, chromium_pages
 from tests.conftest import Served
 from visor.house_games import run_house_game, seat_house_player

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import orjson
 
-from server.arena import SEEK_BURST
 from server.commands import read
 from server.errors import BotError
 from server.games.base import JsonObject
+from server.holdings import SEEK_BURST
 from server.ladder import TICK_S
-from server.match import Phase, SeatMessage
+from server.match import MatchEnd, Phase
+from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from tests.golden_files import GOLDEN
 from tests.test_match import FIRST_TURN_S, Table, settle, table, tavern_pass
@@ -168,7 +169,7 @@ async def test_a_dropped_client_rejoins_within_the_grace_or_forfeits_after_it() 
         await settle()
         assert first_heard.kinds()[-1] == "win-game"
         (finished,) = tables.finished
-        assert finished.outcome.reason == BotError.PLAYER_DISCONNECTED
+        assert finished.outcome.reason == MatchEnd.PLAYER_DISCONNECTED
 
 
 async def test_a_late_reply_through_the_session_is_stale_not_played() -> None:

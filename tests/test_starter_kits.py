@@ -31,8 +31,11 @@ import pytest
 from bots import sdk
 from server.games import GAMES
 from server.games.base import Outcome, SeatClock
+from server.games.tavern.ends import TavernEnd
 from server.identity import new_key
-from server.match import Match, MatchOptions, SeatsChanged, TurnPlayed, Update
+from server.match import Match
+from server.match_events import SeatsChanged, TurnPlayed, Update
+from server.match_options import MatchOptions
 from tests.conftest import ROOT, Running, serving, test_config
 from tests.test_identity import added, arena_on
 
@@ -270,7 +273,7 @@ async def test_kit_plays_tavern_against_the_house_and_scores(
         check_finished(game, watcher, [kit_seat])
         points += game.scores()[f"team{kit_seat + 1}"]
         if house == "wanderer":  # a random walker cannot stop a bot that pushes on purpose
-            assert game.simulation.outcome == Outcome(kit_seat, "Points to win reached")
+            assert game.simulation.outcome == Outcome(kit_seat, TavernEnd.POINTS_TO_WIN)
     assert points > 3  # more than the win against the wanderer: it scores against the pusher
 
 
@@ -374,7 +377,7 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
             moves.append(rules.check(state, 0, game.candidate(reply)))  # if invalid: raises
             await send({"type": "error", "message": "Invalid turn", "reason": "scripted"})
             await send({"type": "error", "message": "Stale turn", "reason": "scripted"})
-        await send(game.end_message(state, Outcome(1, "Turn limit reached"), 0))
+        await send(game.end_message(state, Outcome(1, TavernEnd.TURN_LIMIT), 0))
         writer.close()
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
@@ -474,7 +477,7 @@ async def paced_then_played(kit: str, command: list[str]) -> tuple[int, str, str
                 state = game.rules.initial_state(players)
                 clock = SeatClock(10_000, 30_000, 3, 10_000)
                 await send(game.game_info_message("abc1234", 0, 1, "token", clock))
-                await send(game.end_message(state, Outcome(1, "Turn limit reached"), 0))
+                await send(game.end_message(state, Outcome(1, TavernEnd.TURN_LIMIT), 0))
         finally:
             writer.close()
 

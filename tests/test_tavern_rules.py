@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.games.base import ActionRejected, Outcome, Player
-from server.games.tavern.rules import (
+from server.games.tavern.ends import TavernEnd
+from server.games.tavern.mechanics import _geometry
+from server.games.tavern.pieces import (
     BarrelMoved,
     BoardReset,
     Coords,
@@ -28,10 +30,11 @@ from server.games.tavern.rules import (
     Position,
     Settings,
     State,
+    moved_dwarf,
+    new_state,
+)
+from server.games.tavern.rules import (
     TavernRules,
-    _geometry,
-    _moved_dwarf,
-    _new_state,
     apply_turn,
     check_orders,
     event_text,
@@ -319,7 +322,7 @@ def play_recorded_turn(state: State, record: dict[str, Any]) -> State:
     else:
         assert position_record(after.dwarves, after.barrels) == after_position
     if record["finished"]:
-        assert after.outcome == Outcome(1, "Points to win reached")
+        assert after.outcome == Outcome(1, TavernEnd.POINTS_TO_WIN)
     else:
         assert after.outcome is None
         assert after.to_move == TURNS[record["turn"]]["by"]
@@ -360,7 +363,7 @@ def test_recorded_game_chained() -> None:
     for record in TURNS:
         assert state.to_move == record["by"]
         state = play_recorded_turn(state, record)
-    assert state.outcome == Outcome(1, "Points to win reached")
+    assert state.outcome == Outcome(1, TavernEnd.POINTS_TO_WIN)
     assert state.scores == (1, 3)
 
 
@@ -437,7 +440,7 @@ def test_both_score_both_count_and_team2_moves() -> None:
 
 def test_both_reach_points_to_win_is_a_draw() -> None:
     after, events = both_scoring((2, 2))
-    assert after.outcome == Outcome(None, "Points to win reached by both")
+    assert after.outcome == Outcome(None, TavernEnd.POINTS_TO_WIN_BY_BOTH)
     assert after.scores == (3, 3)
     assert BoardReset() not in events
     assert after.barrels == (Coords(8, 0), Coords(11, 20))  # the scoring position is kept
@@ -446,7 +449,7 @@ def test_both_reach_points_to_win_is_a_draw() -> None:
 def test_points_to_win_ends_on_the_scoring_position() -> None:
     before = replace(with_pieces(start(), {1: (11, 18)}, ((8, 10), (11, 19))), scores=(2, 1))
     after, events = apply_turn(before, 0, [Order(1, Direction.SOUTH)], ScriptedRandom([]))
-    assert after.outcome == Outcome(0, "Points to win reached")
+    assert after.outcome == Outcome(0, TavernEnd.POINTS_TO_WIN)
     assert after.scores == (3, 1)
     assert after.barrels == (Coords(8, 10), Coords(11, 20))
     assert isinstance(events[-1], PointScored)
@@ -463,14 +466,14 @@ def test_turn_limit_ends_on_points(scores: tuple[int, int], winner: int | None) 
         state, _ = apply_turn(state, state.to_move, pass_orders(), ScriptedRandom([]))
         assert state.outcome is None
     state, _ = apply_turn(state, state.to_move, pass_orders(), ScriptedRandom([]))
-    assert state.outcome == Outcome(winner, "Turn limit reached")
+    assert state.outcome == Outcome(winner, TavernEnd.TURN_LIMIT)
 
 
 def test_point_on_the_last_turn_counts_and_keeps_the_position() -> None:
     limited = start(replace(ORIGINAL, turn_limit=1))
     before = with_pieces(limited, {1: (11, 18)}, ((8, 10), (11, 19)))
     after, events = apply_turn(before, 0, [Order(1, Direction.SOUTH)], ScriptedRandom([]))
-    assert after.outcome == Outcome(0, "Turn limit reached")
+    assert after.outcome == Outcome(0, TavernEnd.TURN_LIMIT)
     assert BoardReset() not in events
     assert after.barrels[1] == Coords(11, 20)
 
@@ -499,7 +502,7 @@ def test_check_orders_rejects(team: int, orders: list[Order], message: str, reas
 
 
 def test_check_orders_after_the_end() -> None:
-    over = replace(start(), outcome=Outcome(0, "Points to win reached"))
+    over = replace(start(), outcome=Outcome(0, TavernEnd.POINTS_TO_WIN))
     with pytest.raises(ActionRejected, match="the game is over"):
         check_orders(over, 0, [Order(1, Direction.NORTH)])
 
@@ -691,9 +694,17 @@ def test_orders_find_dwarves_by_id_in_any_numbering() -> None:
 def test_results_are_ordinary_frozen_objects() -> None:
     """The moved dwarves and the new state, built without ``__init__``, are what it builds."""
     dwarf = Dwarf(7, 1, "Rhun", Coords(1, 2))
-    assert _moved_dwarf(dwarf, Coords(3, 4)) == replace(dwarf, coords=Coords(3, 4))
-    fields = (ORIGINAL, start().dwarves, ORIGINAL.barrel_starts, (1, 2), 3, 1, Outcome(0, "why"))
-    assert _new_state(*fields) == State(*fields)
+    assert moved_dwarf(dwarf, Coords(3, 4)) == replace(dwarf, coords=Coords(3, 4))
+    fields = (
+        ORIGINAL,
+        start().dwarves,
+        ORIGINAL.barrel_starts,
+        (1, 2),
+        3,
+        1,
+        Outcome(0, TavernEnd.TURN_LIMIT),
+    )
+    assert new_state(*fields) == State(*fields)
     before = with_pieces(start(), {1: (8, 11), 6: (8, 9)})
     after, _ = apply_turn(before, 0, [Order(1, Direction.NORTH)], random.Random(1))
     rebuilt = State(

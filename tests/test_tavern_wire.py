@@ -9,10 +9,11 @@ import pytest
 
 from server.config import ArenaConfig
 from server.games.base import ActionRejected, Outcome, Player, SeatClock
-from server.games.tavern import rules
+from server.games.tavern import pieces
 from server.games.tavern.codec import TavernCodec, orders_from_wire
-from server.games.tavern.rules import Direction, Order
-from server.match import check_answered_turn
+from server.games.tavern.ends import TavernEnd
+from server.games.tavern.pieces import Direction, Order
+from server.match_seat import check_answered_turn
 from server.protocol import error_message
 from tests.golden_files import check_golden
 
@@ -71,10 +72,10 @@ def test_score_end_and_draw() -> None:
     assert [seat for seat, _ in messages] == [0, 1]
     check_golden("tavern/score", messages[0][1])
     outcome = RULES.outcome(after)
-    assert outcome == Outcome(0, "Points to win reached")
+    assert outcome == Outcome(0, TavernEnd.POINTS_TO_WIN)
     check_golden("tavern/win-game", GAME.end_message(after, outcome, 0))
     check_golden("tavern/loss-game", GAME.end_message(after, outcome, 1))
-    draw = Outcome(None, "Turn limit reached")
+    draw = Outcome(None, TavernEnd.TURN_LIMIT)
     check_golden("tavern/draw-game", GAME.end_message(state, draw, 1))
 
 
@@ -98,8 +99,8 @@ def test_visor_events_say_where_each_piece_went() -> None:
     """A push and a throw, with the squares pages draw their arrows between."""
     state = RULES.initial_state(PLAYERS)
     team1_barrel = state.barrels[0]
-    pusher = rules.Coords(team1_barrel.x, team1_barrel.y + 1)
-    victim = rules.Coords(team1_barrel.x, team1_barrel.y - 1)
+    pusher = pieces.Coords(team1_barrel.x, team1_barrel.y + 1)
+    victim = pieces.Coords(team1_barrel.x, team1_barrel.y - 1)
     dwarves = tuple(
         dataclasses.replace(d, coords={1: pusher, 6: victim}.get(d.id, d.coords))
         for d in state.dwarves
@@ -186,4 +187,4 @@ def test_a_pass_may_carry_any_direction() -> None:
     assert orders_from_wire([{"botId": 3, "type": "PASS", "direction": "UP"}]) == (Order(3, None),)
 
 
-Coords = rules.Coords
+Coords = pieces.Coords

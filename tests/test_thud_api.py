@@ -17,7 +17,9 @@ import pytest
 
 from bench.common import tavern_serve
 from server.games.thud import rules
-from server.games.thud.rules import Square
+from server.games.thud.board import Square
+from server.games.thud.movegen import legal_moves, moves_from
+from server.games.thud.pieces import Action, Move, State, initial_state, state_from_position
 from server.records import Records
 from tests.conftest import Served, serving_visor, test_config
 
@@ -123,16 +125,16 @@ async def api(served: Served) -> AsyncIterator[Api]:
 
 async def play(api: Api, game: dict[str, Any], moves: list[tuple[Square, Square]]) -> list[Any]:
     """Play moves from the start, dwarfs first, checking each answer against the rules."""
-    state = rules.initial_state()
+    state = initial_state()
     answers = []
     for number, (start, end) in enumerate(moves):
-        (move,) = [m for m in rules.moves_from(state, start) if m.end == end]
+        (move,) = [m for m in moves_from(state, start) if m.end == end]
         expected = [list(square) for square in move.killed] or True
         assert await api.validate(game, number % 2, start, end) == expected
         answer = await api.move(game, number % 2, start, end)
         assert answer == expected
         answers.append(answer)
-        state, _ = rules.apply(state, rules.Action(move))
+        state, _ = rules.apply(state, Action(move))
     return answers
 
 
@@ -473,9 +475,9 @@ async def test_matchmaking_lists_refuses_duplicates_and_frees_names(
                 assert "letters and digits" in (await response.json())["error"]
 
 
-def greedy(state: rules.State) -> rules.Move:
+def greedy(state: State) -> Move:
     """Take the most; the trolls lose them all in 149 plies from the start."""
-    return max(rules.legal_moves(state), key=lambda move: len(move.killed))
+    return max(legal_moves(state), key=lambda move: len(move.killed))
 
 
 async def test_two_matched_players_play_to_the_end_of_the_rules(
@@ -508,7 +510,7 @@ async def test_two_matched_players_play_to_the_end_of_the_rules(
     assert await third.request(["match", "Tom"]) == ["list", []]
 
     players = (dwarf, troll)
-    state = rules.initial_state()
+    state = initial_state()
     # "test" validates without moving, with or without the tokens.
     assert await troll.request(["test", {"start": [6, 6], "destination": [6, 5]}]) == [
         "test",
@@ -529,7 +531,7 @@ async def test_two_matched_players_play_to_the_end_of_the_rules(
         news = await players[1 - seat].receive()
         told = {"start": body["start"], "destination": body["destination"], "result": expected}
         assert news == ["opponent-move", told]
-        state, _ = rules.apply(state, rules.Action(move))
+        state, _ = rules.apply(state, Action(move))
         plies += 1
     assert state.end_reason == "No more trolls"
     for player in players:
@@ -538,8 +540,8 @@ async def test_two_matched_players_play_to_the_end_of_the_rules(
         assert (result["reason"], result["winner"]) == ("No more trolls", "Dwarf")
         assert result["score"] == {"dwarfs": len(state.dwarfs), "trolls": 0}
     # The game is over: the HTTP API says so, and both players are free again.
-    live = rules.state_from_position(state.dwarfs, [], ply=1)  # as if the dwarfs could move
-    move = rules.legal_moves(live)[0]
+    live = state_from_position(state.dwarfs, [], ply=1)  # as if the dwarfs could move
+    move = legal_moves(live)[0]
     step = (move.start, move.end)
     assert await api.move(game, 0, *step) is False
     assert await api.validate(game, 0, *step) is False

@@ -26,10 +26,28 @@ import pytest
 
 from bots.house import play_house
 from server.games.thud import rules
+from server.games.thud.board import SQUARES, Square
 from server.games.thud.codec import bot_state, position_to_wire
+from server.games.thud.danger import danger_squares
+from server.games.thud.ends import ThudEnd
 from server.games.thud.game import THUD
-from server.games.thud.rules import DWARF, TROLL, Action, Square, State
-from server.match import Match, MatchOptions, TurnResult
+from server.games.thud.movegen import legal_moves, moves_from
+from server.games.thud.pieces import (
+    DWARF,
+    SIDES,
+    TROLL,
+    Action,
+    Move,
+    State,
+    indexed_dwarfs,
+    indexed_trolls,
+    initial_state,
+    score,
+    side_to_move,
+)
+from server.match import Match
+from server.match_options import MatchOptions
+from server.match_views import TurnResult
 from server.records import GameFilter, Records
 from server.tournament.schedule import schedule
 from server.tournament.spec import TournamentError, load_spec, spec_from_mapping
@@ -145,14 +163,14 @@ class Expected:
         self.state = state
         self.dwarfs = frozenset(state.dwarfs)
         self.trolls = frozenset(state.trolls)
-        self.danger = {side: rules.danger_squares(state, side) for side in (DWARF, TROLL)}
+        self.danger = {side: danger_squares(state, side) for side in (DWARF, TROLL)}
 
     def info(self, square: Square, asking: str) -> list[Any]:
         mover = DWARF if square in self.dwarfs else TROLL if square in self.trolls else None
         danger = self.danger[mover] if mover else frozenset()  # a move is judged for its mover
         moves = [
             [m.end[0], m.end[1], m.kind, len(m.killed), m.end in danger]
-            for m in rules.moves_from(self.state, square)
+            for m in moves_from(self.state, square)
         ]
         return [
             square[0],
@@ -167,12 +185,12 @@ class Expected:
 
 
 def _scores(state: State) -> JsonObject:
-    score = rules.score(state)
-    winning = {None: "?", DWARF: "d", TROLL: "t"}[score.winning]
+    standing = score(state)
+    winning = {None: "?", DWARF: "d", TROLL: "t"}[standing.winning]
     return {
-        "dwarfs": score.dwarfs,
-        "trolls": score.trolls,
-        "difference": score.difference,
+        "dwarfs": standing.dwarfs,
+        "trolls": standing.trolls,
+        "difference": standing.difference,
         "winning": winning,
     }
 
@@ -183,13 +201,13 @@ def _board(state: State, ply: int, previous: JsonObject) -> JsonObject:
         "scores": _scores(state),
         "dwarfs": [_xy(s) for s in state.dwarfs],
         "trolls": [_xy(s) for s in state.trolls],
-        "indexed_dwarfs": [None if s is None else _xy(s) for s in rules.indexed_dwarfs(state)],
-        "indexed_trolls": [None if s is None else _xy(s) for s in rules.indexed_trolls(state)],
+        "indexed_dwarfs": [None if s is None else _xy(s) for s in indexed_dwarfs(state)],
+        "indexed_trolls": [None if s is None else _xy(s) for s in indexed_trolls(state)],
         "previous_move": previous,
     }
 
 
-def _previous(move: rules.Move | None, side: str) -> JsonObject:
+def _previous(move: Move | None, side: str) -> JsonObject:
     if move is None:
         start = {"x": 0, "y": 0}
         return {"side": "?", "from": start, "to": start, "type": "game_start", "killed": 0}
@@ -216,7 +234,7 @@ def test_the_controller_answers_as_the_rules_at_every_ply_of_the_traces(node: st
     feed: list[str] = []
     expected: list[tuple[State, State, list[int], bool]] = []
     for number, (game, positions) in enumerate(sorted(_trace_games().items())):
-        state = rules.initial_state()
+        state = initial_state()
         turns: list[JsonObject] = []
         full: list[int] = []
         for index, record in enumerate(positions):
@@ -241,7 +259,7 @@ def test_the_controller_answers_as_the_rules_at_every_ply_of_the_traces(node: st
 
     for line, (state, after, play, everywhere) in zip(output, expected, strict=True):
         answer = json.loads(line)
-        side = rules.side_to_move(state)
+        side = side_to_move(state)
         where = f"ply {state.ply} of a game at {state.dwarfs[:2]}"
         ours = Expected(state)
         previous = _previous(state.previous_move, TROLL if side == DWARF else DWARF)
@@ -251,12 +269,12 @@ def test_the_controller_answers_as_the_rules_at_every_ply_of_the_traces(node: st
         assert answer["pieces"] == [_xy(s) for s in own], where
         assert answer["killing_moves"] == [
             {"from": _xy(m.start), "to": _xy(m.end), "kills": len(m.killed)}
-            for m in rules.legal_moves(state)
+            for m in legal_moves(state)
             if m.killed
         ], where
         assert answer["own"] == [ours.info(s, side) for s in own], where
         if everywhere:
-            assert answer["all"] == [ours.info(s, side) for s in rules.SQUARES], where
+            assert answer["all"] == [ours.info(s, side) for s in SQUARES], where
         assert (answer["selected"], answer["moved"], answer["turn_after_move"]) == (
             True,
             True,
@@ -581,7 +599,7 @@ def client(name: str) -> Path:
 
 def replay(run: GameRun) -> Iterator[tuple[State, JsonObject]]:
     """Each turn played with the position it was played in."""
-    state = rules.initial_state()
+    state = initial_state()
     for turn in run.turns:
         yield state, turn.action
         (fx, fy), (tx, ty) = turn.action["move"]["from"], turn.action["move"]["to"]
@@ -595,13 +613,13 @@ async def test_the_killer_plays_the_first_killing_move_the_rules_give(
     run = await play(arena, client("killer"), "house troll")
     outcome = run.simulation.outcome
     assert outcome is not None
-    assert outcome.reason in rules.END_REASONS
+    assert outcome.reason in tuple(ThudEnd)
     assert run.clients[DWARF].returncode == 0
     assert run.clients[DWARF].stderr == ""  # no warning: the arena's moves matched, slots followed
     played = 0
     for state, action in replay(run):
-        if rules.side_to_move(state) == DWARF:
-            moves = rules.legal_moves(state)
+        if side_to_move(state) == DWARF:
+            moves = legal_moves(state)
             chosen = next((m for m in moves if m.killed), moves[0])
             assert action == {"move": {"from": list(chosen.start), "to": list(chosen.end)}}
             played += 1
@@ -656,7 +674,7 @@ async def test_client_files_load_with_or_without_module_exports_and_without_requ
         outcome = run.simulation.outcome
         assert outcome is not None
         assert outcome.reason == "Player disconnected"
-        assert outcome.winner == rules.SIDES.index(DWARF if loser == TROLL else TROLL)
+        assert outcome.winner == SIDES.index(DWARF if loser == TROLL else TROLL)
         assert run.clients[loser].returncode == status
         assert text in run.clients[loser].stderr
 
@@ -733,7 +751,7 @@ async def test_a_client_that_throws_or_never_moves_loses_only_its_own_game(
     # The game played alongside them went on to a real end.
     outcome = normal.simulation.outcome
     assert outcome is not None
-    assert outcome.reason in rules.END_REASONS
+    assert outcome.reason in tuple(ThudEnd)
     assert [run.returncode for run in normal.clients.values()] == [0, 0]
     assert all(run.stderr == "" for run in normal.clients.values())
 

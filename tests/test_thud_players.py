@@ -7,8 +7,9 @@ import random
 import pytest
 
 from bots import house
-from server.games.thud import rules
+from server.games.thud.ends import ThudEnd
 from server.games.thud.house import dwarf_player, play_game, random_player, troll_player
+from server.games.thud.pieces import DWARF, TROLL, initial_state, score, state_from_position
 
 GAMES = 100
 
@@ -17,8 +18,8 @@ def test_the_house_dwarf_beats_a_random_troll_in_at_least_90_percent() -> None:
     wins = 0
     for seed in range(GAMES):
         final = play_game(dwarf_player, random_player, seed)
-        assert final.end_reason in rules.END_REASONS
-        wins += rules.score(final).winning == rules.DWARF
+        assert final.end_reason in tuple(ThudEnd)
+        wins += score(final).winning == DWARF
     assert wins >= 0.9 * GAMES, wins
 
 
@@ -26,7 +27,7 @@ def test_the_house_troll_beats_a_random_dwarf_in_at_least_90_percent() -> None:
     wins = 0
     for seed in range(GAMES):
         final = play_game(random_player, troll_player, seed)
-        wins += rules.score(final).winning == rules.TROLL
+        wins += score(final).winning == TROLL
     assert wins >= 0.9 * GAMES, wins
 
 
@@ -37,12 +38,12 @@ def test_a_game_replays_from_its_seed() -> None:
 
 
 def test_house_players_accept_peace_only_when_not_behind() -> None:
-    state = rules.initial_state()
+    state = initial_state()
     rng = random.Random(1)
     assert dwarf_player(state, rng).declare is None  # nobody has declared
-    declared = rules.state_from_position(state.dwarfs, state.trolls, declared=(False, True))
+    declared = state_from_position(state.dwarfs, state.trolls, declared=(False, True))
     assert dwarf_player(declared, rng).declare is True  # 32 v 32: not behind
-    behind = rules.state_from_position(state.dwarfs[:20], state.trolls, declared=(False, True))
+    behind = state_from_position(state.dwarfs[:20], state.trolls, declared=(False, True))
     assert dwarf_player(behind, rng).declare is False
 
 

@@ -12,11 +12,21 @@ from hypothesis import strategies as st
 
 from server.config import ArenaConfig, config_from_mapping
 from server.games.base import ActionRejected, Outcome
-from server.games.thud.board import CELL_SQUARE, NEIGHBOURS, RAYS, cell_of
-from server.games.thud.codec import ThudCodec
-from server.games.thud.rules import (
-    DWARF,
+from server.games.thud.board import (
+    CELL_SQUARE,
+    NEIGHBOURS,
+    RAYS,
     SQUARES,
+    Square,
+    cell_of,
+    is_square,
+)
+from server.games.thud.codec import ThudCodec
+from server.games.thud.danger import danger_squares, in_danger
+from server.games.thud.ends import ThudEnd
+from server.games.thud.movegen import legal_moves, moves_from
+from server.games.thud.pieces import (
+    DWARF,
     TROLL,
     Action,
     Declared,
@@ -25,24 +35,17 @@ from server.games.thud.rules import (
     PieceMoved,
     PiecesKilled,
     Score,
-    Square,
     State,
     ThudEvent,
-    apply,
-    check,
-    danger_squares,
-    in_danger,
     indexed_dwarfs,
     indexed_trolls,
     initial_state,
-    is_square,
-    legal_moves,
-    moves_from,
     outcome,
     score,
     side_to_move,
     state_from_position,
 )
+from server.games.thud.rules import apply, check
 
 START_DWARFS = (
     (5, 0), (6, 0), (8, 0), (9, 0), (4, 1), (10, 1), (3, 2), (11, 2), (2, 3), (12, 3),
@@ -336,8 +339,8 @@ def test_declarations_persist_and_end_the_game_only_when_both_stand() -> None:
     state, events = play_action(state, Action(((6, 5), (6, 4)), declare=True))
     assert state.declared == (True, True)
     assert state.end_reason == "Players agreed to finish"
-    assert events[-2:] == [Declared(TROLL, True), GameEnded("Players agreed to finish")]
-    assert outcome(state) == Outcome(None, "Players agreed to finish")
+    assert events[-2:] == [Declared(TROLL, True), GameEnded(ThudEnd.AGREED)]
+    assert outcome(state) == Outcome(None, ThudEnd.AGREED)
     assert legal_moves(state) == []
 
 
@@ -357,21 +360,21 @@ def test_timeout_after_ply_500_even_when_the_last_ply_kills_the_last_dwarf() -> 
     after, events = play_action(state, Action(((10, 10), (10, 9))))
     assert after.end_reason == "Timeout"
     assert (after.ply, side_to_move(after)) == (501, DWARF)
-    assert events[-1] == GameEnded("Timeout")
+    assert events[-1] == GameEnded(ThudEnd.TIMEOUT)
     last_dwarf = position([(10, 8)], [(10, 10)], ply=500)
     after = play(last_dwarf, (10, 10), (10, 9))
     assert after.dwarfs == ()
     assert after.end_reason == "Timeout"
-    assert outcome(after) == Outcome(1, "Timeout")
+    assert outcome(after) == Outcome(1, ThudEnd.TIMEOUT)
 
 
 def test_no_more_trolls_and_no_more_dwarfs() -> None:
     after = play(position([(10, 10), (1, 5)], [(11, 10)]), (10, 10), (11, 10))
     assert after.end_reason == "No more trolls"
-    assert outcome(after) == Outcome(0, "No more trolls")
+    assert outcome(after) == Outcome(0, ThudEnd.NO_MORE_TROLLS)
     after = play(position([(10, 8)], [(10, 10), (3, 3)], ply=2), (10, 10), (10, 9))
     assert after.end_reason == "No more dwarfs"
-    assert outcome(after) == Outcome(1, "No more dwarfs")
+    assert outcome(after) == Outcome(1, ThudEnd.NO_MORE_DWARFS)
 
 
 def test_score_and_winner_by_material() -> None:
@@ -379,10 +382,12 @@ def test_score_and_winner_by_material() -> None:
     assert score(state) == Score(4, 4)
     assert (score(state).difference, score(state).winning) == (0, None)
     assert score(position([(1, 5), (2, 5)], [(10, 10)])).winning == TROLL
-    ended = replace(state, end_reason="Timeout")
-    assert outcome(ended) == Outcome(None, "Timeout")
-    ended = replace(position([(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)], [(10, 10)]), end_reason="x")
-    assert outcome(ended) == Outcome(0, "x")
+    ended = replace(state, end_reason=ThudEnd.TIMEOUT)
+    assert outcome(ended) == Outcome(None, ThudEnd.TIMEOUT)
+    ended = replace(
+        position([(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)], [(10, 10)]), end_reason=ThudEnd.NO_MOVE
+    )
+    assert outcome(ended) == Outcome(0, ThudEnd.NO_MOVE)
     assert score(ended).difference == 1
 
 
@@ -392,8 +397,8 @@ def test_a_side_without_moves_ends_the_game_on_material() -> None:
     after, events = play_action(state, Action(((4, 3), (4, 1))))
     assert legal_moves(replace(after, end_reason=None)) == []
     assert after.end_reason == "No legal moves"
-    assert events[-1] == GameEnded("No legal moves")
-    assert outcome(after) == Outcome(None, "No legal moves")
+    assert events[-1] == GameEnded(ThudEnd.NO_LEGAL_MOVES)
+    assert outcome(after) == Outcome(None, ThudEnd.NO_LEGAL_MOVES)
 
 
 # --- rejections and purity ---------------------------------------------------------------------
@@ -426,7 +431,7 @@ def test_illegal_moves_are_rejected_with_a_reason(
 
 
 def test_nothing_is_accepted_once_the_game_is_over() -> None:
-    ended = replace(initial_state(), end_reason="Timeout")
+    ended = replace(initial_state(), end_reason=ThudEnd.TIMEOUT)
     with pytest.raises(ActionRejected, match="game is over"):
         play_action(ended, Action(((0, 5), (1, 5))))
 
@@ -506,7 +511,7 @@ def test_a_shorter_turn_limit_ends_the_game_on_points_sooner() -> None:
         first = legal_moves(state)[0]
         action = game.check(state, seat, Action((first.start, first.end)))
         state, _ = game.apply(state, seat, action, random.Random(0))
-    assert game.outcome(state) == Outcome(None, "Timeout")  # 32 points each: a draw
+    assert game.outcome(state) == Outcome(None, ThudEnd.TIMEOUT)  # 32 points each: a draw
 
 
 def test_check_accepts_exactly_the_listed_moves() -> None:

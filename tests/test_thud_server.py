@@ -9,8 +9,10 @@ from bots.house import play_house, run_games
 from bots.sdk import ArenaClient
 from bots.tavern_dummy import play as play_tavern
 from bots.thud import ThudTurn, play_thud
-from server.games.thud import rules
+from server.games.thud.ends import ThudEnd
 from server.games.thud.game import THUD
+from server.games.thud.movegen import legal_moves
+from server.games.thud.pieces import initial_state
 from tests.conftest import RawClient, Running, serving, test_config
 
 
@@ -76,14 +78,12 @@ async def test_the_first_turn_carries_the_whole_position_and_every_move(connect:
         "dwarfSlots", "trollSlots",
     ]  # fmt: skip
     assert (state["ply"], state["side"], state["previousMove"]) == (1, "dwarf", None)
-    start = rules.initial_state()
+    start = initial_state()
     assert state["dwarfs"] == [list(square) for square in start.dwarfs]
     assert state["trolls"] == [list(square) for square in start.trolls]
     assert state["score"] == {"dwarfs": 32, "trolls": 32}
     assert state["declared"] == {"dwarf": False, "troll": False}
-    expected = [
-        [list(m.start), list(m.end), m.kind, len(m.killed)] for m in rules.legal_moves(start)
-    ]
+    expected = [[list(m.start), list(m.end), m.kind, len(m.killed)] for m in legal_moves(start)]
     assert [[m["from"], m["to"], m["kind"], m["kills"]] for m in state["moves"]] == expected
 
 
@@ -212,7 +212,7 @@ async def test_house_players_play_whole_games_over_tcp(arena: Running) -> None:
     for final in finals:
         assert final["type"] in ("win-game", "loss-game", "draw-game")
         result = final["result"]
-        assert result["reason"] in rules.END_REASONS
+        assert result["reason"] in tuple(ThudEnd)
         state = final["state"]
         assert result["score"] == {
             "dwarfs": len(state["dwarfs"]),

@@ -14,21 +14,20 @@ from typing import Any
 
 import pytest
 
-from server.games.thud.rules import (
+from server.games.thud.danger import danger_squares
+from server.games.thud.movegen import legal_moves
+from server.games.thud.pieces import (
     Action,
     Move,
     State,
     ThudEvent,
-    apply,
-    check,
-    danger_squares,
     initial_state,
-    legal_moves,
     outcome,
     score,
     side_to_move,
     state_from_position,
 )
+from server.games.thud.rules import apply, check
 
 TRACES = Path(__file__).parent / "data" / "thud_traces.jsonl.gz"
 KIND_CODES = {"walk": "w", "hurl": "h", "shove": "s"}

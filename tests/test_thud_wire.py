@@ -13,7 +13,9 @@ from bots.thud import ThudTurn
 from server.games.base import ActionRejected, Outcome, Player, SeatClock
 from server.games.thud import rules
 from server.games.thud.codec import ThudCodec
-from server.games.thud.rules import Stop
+from server.games.thud.ends import ThudEnd
+from server.games.thud.movegen import legal_moves
+from server.games.thud.pieces import Action, Move, State, Stop, initial_state, state_from_position
 from server.protocol import encode
 from tests.golden_files import check_golden
 
@@ -21,13 +23,13 @@ GAME = ThudCodec.from_settings({})
 RULES = GAME.rules
 
 
-def play(state: rules.State, candidate: rules.Action | Stop) -> tuple[rules.State, Sequence[Any]]:
+def play(state: State, candidate: Action | Stop) -> tuple[State, Sequence[Any]]:
     """Check a candidate action and apply it, as a match does."""
     seat = RULES.to_move(state)
     return RULES.apply(state, seat, RULES.check(state, seat, candidate), random.Random(0))
 
 
-def parse(state: rules.State, message: dict[str, Any]) -> rules.Action | Stop:
+def parse(state: State, message: dict[str, Any]) -> Action | Stop:
     """A player-turn message as the match reads and checks it."""
     return RULES.check(state, RULES.to_move(state), GAME.candidate(message))
 
@@ -42,9 +44,9 @@ CLOCK = SeatClock(
 TOKEN = "kQ2xLr8uVt0aYc3nWm5e_p1s"
 
 
-def opening() -> rules.State:
+def opening() -> State:
     """A small position, dwarfs to move, where two dwarfs can hurl and the trolls declared."""
-    return rules.state_from_position(
+    return state_from_position(
         [(5, 5), (4, 4), (9, 9)], [(6, 6), (8, 8)], ply=7, declared=(False, True)
     )
 
@@ -60,22 +62,20 @@ def test_ready_and_game_info() -> None:
 def test_turns() -> None:
     state = RULES.initial_state(PLAYERS)
     check_golden("thud/turn-initial", GAME.turn_message(state, 0, 1, 30_000))
-    after, _ = play(opening(), rules.Action(((5, 5), (6, 6))))
+    after, _ = play(opening(), Action(((5, 5), (6, 6))))
     check_golden("thud/turn-after-hurl", GAME.turn_message(after, 1, 8, 10_000))
 
 
 def test_end_messages() -> None:
-    last_troll = rules.state_from_position([(5, 5), (0, 5)], [(6, 6)], ply=9)
-    final, _ = play(last_troll, rules.Action(((5, 5), (6, 6))))
+    last_troll = state_from_position([(5, 5), (0, 5)], [(6, 6)], ply=9)
+    final, _ = play(last_troll, Action(((5, 5), (6, 6))))
     outcome = RULES.outcome(final)
-    assert outcome == Outcome(0, "No more trolls")
+    assert outcome == Outcome(0, ThudEnd.NO_MORE_TROLLS)
     check_golden("thud/win-game", GAME.end_message(final, outcome, 0))
     check_golden("thud/loss-game", GAME.end_message(final, outcome, 1))
     check_golden(
         "thud/draw-game",
-        GAME.end_message(
-            RULES.initial_state(PLAYERS), Outcome(None, "Players agreed to finish"), 1
-        ),
+        GAME.end_message(RULES.initial_state(PLAYERS), Outcome(None, ThudEnd.AGREED), 1),
     )
 
 
@@ -84,9 +84,9 @@ def test_player_turn_parses_to_an_action() -> None:
     action = parse(
         state, {"type": "player-turn", "move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
     )
-    assert isinstance(action, rules.Action)
+    assert isinstance(action, Action)
     assert action.declare is True
-    assert isinstance(action.move, rules.Move)
+    assert isinstance(action.move, Move)
     assert (action.move.kind, action.move.killed) == ("hurl", ((6, 6),))
     assert GAME.action_to_wire(action) == {"move": {"from": [5, 5], "to": [6, 6]}, "declare": True}
 
@@ -97,7 +97,7 @@ def test_stop_ends_the_game_scored_as_it_stands() -> None:
     assert isinstance(stop, Stop)
     assert GAME.action_to_wire(stop) == {"stop": True}
     final, events = play(opening(), stop)
-    assert RULES.outcome(final) == Outcome(1, "No move")  # 3 dwarfs against 2 trolls (8)
+    assert RULES.outcome(final) == Outcome(1, ThudEnd.NO_MOVE)  # 3 dwarfs against 2 trolls (8)
     assert GAME.events_to_wire(events) == [{"type": "ended", "reason": "No move"}]
     assert final.dwarfs == opening().dwarfs
     with pytest.raises(ActionRejected, match="not both"):
@@ -125,7 +125,7 @@ def test_bad_turns(message: dict[str, object], error: str) -> None:
 
 def test_spectators_get_the_position_and_readable_events() -> None:
     state = opening()
-    after, events = play(state, rules.Action(((5, 5), (6, 6)), True))
+    after, events = play(state, Action(((5, 5), (6, 6)), True))
     assert "moves" not in GAME.state_to_wire(after)
     assert GAME.events_to_wire(events) == [
         {
@@ -156,7 +156,7 @@ def test_the_sdk_view_answers_from_the_message() -> None:
     assert turn.kills((5, 5), (6, 6)) == 1
     assert turn.kills((5, 5), (6, 8)) is None
     assert [m.end for m in turn.moves_from((9, 9))][-1] == (8, 8)
-    looked_ahead = rules.state_from_position(  # how a bot that searches gets the rules' state
+    looked_ahead = state_from_position(  # how a bot that searches gets the rules' state
         turn.dwarfs,
         turn.trolls,
         ply=turn.ply,
@@ -174,9 +174,9 @@ def test_the_encoded_move_list_is_every_legal_move_in_order() -> None:
     """Random games from the start: the pre-encoded list reads back as the moves themselves."""
     chooser = random.Random(7)
     for _ in range(3):
-        state = rules.initial_state()
+        state = initial_state()
         for _ in range(300):
-            moves = rules.legal_moves(state)
+            moves = legal_moves(state)
             if not moves:
                 break
             sent = orjson.loads(encode(GAME.turn_message(state, 0, 1, 10_000)))["state"]["moves"]
@@ -184,4 +184,4 @@ def test_the_encoded_move_list_is_every_legal_move_in_order() -> None:
                 {"from": list(m.start), "to": list(m.end), "kind": m.kind, "kills": len(m.killed)}
                 for m in moves
             ]
-            state, _ = rules.apply(state, rules.Action(chooser.choice(moves)))
+            state, _ = rules.apply(state, Action(chooser.choice(moves)))

@@ -28,7 +28,9 @@ from server.game_file import recorded_settings
 from server.games.base import JsonObject, Player, SeatClock, TimeBank
 from server.games.tavern.codec import TavernCodec
 from server.games.thud.codec import ThudCodec
-from server.match import Match, Phase, SeatRequest, clock_to_wire
+from server.match import Match, Phase
+from server.match_options import SeatRequest
+from server.match_views import clock_to_wire
 from server.protocol import encode
 from server.records import Records
 from server.tournament.runner import TournamentRunner

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from playwright.async_api import Locator, Page, expect
 
-from server.match import clock_to_wire
+from server.match_views import clock_to_wire
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, serving_visor, test_config
 from tests.test_time_bank import thud_move

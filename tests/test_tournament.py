@@ -16,7 +16,7 @@ import pytest
 
 from server.config import ArenaConfig
 from server.league import GameResult, format_tables, league_to_wire, tables
-from server.match import TOO_MANY_TIMEOUTS
+from server.match import MatchEnd
 from server.records import GameFilter, Records
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
@@ -418,7 +418,14 @@ async def test_a_bot_that_never_plays_ranks_below_every_bot_that_played(tmp_path
 def test_timeouts_count_the_turns_played_for_a_late_bot_and_its_forfeit() -> None:
     seats = ("team1", "team2")
     late = GameResult(
-        "tavern", ("A", "B"), seats, 0, (3, 0), "g1", TOO_MANY_TIMEOUTS, timed_out_turns=(1, 4)
+        "tavern",
+        ("A", "B"),
+        seats,
+        0,
+        (3, 0),
+        "g1",
+        MatchEnd.TOO_MANY_TIMEOUTS,
+        timed_out_turns=(1, 4),
     )
     assert (late.timeouts(0), late.timeouts(1)) == (1, 5)
     (table,) = tables([late]).values()

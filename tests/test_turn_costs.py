@@ -19,7 +19,9 @@ import visor.lobby
 import visor.relays
 import visor.watching
 from server.arena import Arena
-from server.match import Match, SeatMessage, SeatRequest
+from server.match import Match
+from server.match_options import SeatRequest
+from server.seat_channel import SeatMessage
 from tests.clock import FakeClock
 from tests.conftest import test_config
 from visor.hub import SpectatorHub

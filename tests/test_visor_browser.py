@@ -28,8 +28,9 @@ from playwright.async_api import Page, WebSocketRoute, expect
 from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import play as play_tavern_dummy
 from server.games.tavern.house import choose_actions, view_of_wire
-from server.games.thud import rules as thud_rules
-from server.match import Match, TurnPlayed, Update
+from server.games.thud.movegen import legal_moves
+from server.match import Match
+from server.match_events import TurnPlayed, Update
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
 from tests.conftest import RawClient, Served, TurnLog, serving_visor, test_config
 from visor.house_games import run_house_game
@@ -702,7 +703,7 @@ async def test_screenshots(served: Served, visor: Pages, tmp_path: Path) -> None
         played = arena.matches[await play.locator("#sim-id").inner_text()]
         for _ in range(6):
             await expect(play.locator("#turn-status")).to_have_text("Your move (trolls).")
-            moves = thud_rules.legal_moves(played.state)
+            moves = legal_moves(played.state)
             killing = [m for m in moves if m.killed]
             if killing:
                 break

@@ -31,10 +31,10 @@ from playwright.async_api import expect
 from bench.common import ServerProcess, tavern_serve
 from bench.load import random_thud_move
 from bots.tavern_dummy import play as play_tavern_dummy
-from server.errors import BotError
 from server.games.base import Outcome
 from server.house_seats import HOUSE_CPU_SHARE
-from server.match import GameFinished
+from server.match import MatchEnd
+from server.match_events import GameFinished
 from server.records import Records
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served
@@ -811,7 +811,7 @@ async def test_a_page_that_closes_as_its_game_against_the_house_starts_forfeits_
         )
         sock.close()
         finished = await asyncio.wait_for(ended.get(), 10)
-        assert finished.outcome == Outcome(1, BotError.PLAYER_DISCONNECTED)  # the troll wins
+        assert finished.outcome == Outcome(1, MatchEnd.PLAYER_DISCONNECTED)  # the troll wins
         nicks = [None if player is None else player.nick for player in finished.view.players]
         assert nicks == ["player", "house troll"]
 

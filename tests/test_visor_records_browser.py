@@ -32,7 +32,8 @@ from playwright.async_api import Page, expect
 from server.config import ArenaConfig
 from server.games.picture import CELL, HEADER, MARGIN
 from server.league import head_to_head, ratings, tables
-from server.match import Match, MatchOptions
+from server.match import Match
+from server.match_options import MatchOptions
 from server.tournament.runner import TournamentRunner
 from server.tournament.spec import spec_from_mapping
 from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from server.arena import Arena
-from server.match import Status
+from server.match_views import Status
 from server.records import Records
 
 

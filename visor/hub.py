@@ -16,7 +16,7 @@ from server.arena import Arena
 from server.cluster import Deliver, OtherNodes
 from server.errors import BotError
 from server.games.base import JsonObject
-from server.match import (
+from server.match_events import (
     GameFinished,
     GameStarted,
     Removed,

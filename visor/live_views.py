@@ -6,7 +6,7 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import replace
 
 from server.clock import Clock
-from server.match import MatchView, TurnResult
+from server.match_views import MatchView, TurnResult
 
 
 class LiveViews(MutableMapping[str, MatchView]):

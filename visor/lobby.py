@@ -21,7 +21,7 @@ from server.arena import Arena
 from server.cluster import OtherNodes
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import MatchView
+from server.match_views import MatchView
 from visor.live_views import LiveViews
 from visor.pages import Page
 

@@ -19,7 +19,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricF
 from prometheus_client.utils import floatToGoString
 
 from server.arena import Arena
-from server.match import GameFinished, GameStarted, Removed, TurnPlayed, Update
+from server.match_events import GameFinished, GameStarted, Removed, TurnPlayed, Update
 
 # From a fast bot's reply on loopback to a person thinking.
 REPLY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30)

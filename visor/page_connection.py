@@ -14,7 +14,9 @@ from server.commands import Cancel, Command, Create, Leave, Move, Seek, game_of,
 from server.errors import BotError, Rejected
 from server.games import GAMES
 from server.games.base import JsonObject
-from server.match import Match, SeatMessage, Status
+from server.match import Match
+from server.match_views import Status
+from server.seat_channel import SeatMessage
 from server.session import Client, LocalSeat, Session, carry_out
 from visor.errors import PageError
 from visor.house_games import HouseGames, seat_house_player

@@ -21,10 +21,10 @@ from server.arena import Arena
 from server.commands import Create
 from server.errors import Rejected
 from server.games.base import TimeBank
-from server.match import SeatMessage
 from server.played_on import NoStartingPoint, starting_point
 from server.records import Records
 from server.replay import CLOCK_KEY, DamagedRecord
+from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from visor.responses import json_error, json_response
 

@@ -10,7 +10,7 @@ import orjson
 from server.arena import Arena
 from server.cluster import OtherNodes
 from server.games.base import JsonObject
-from server.match import MatchView, clock_to_wire
+from server.match_views import MatchView, clock_to_wire
 from visor.live_views import LiveViews
 from visor.lobby import Lobby
 from visor.pages import Page

@@ -9,7 +9,8 @@ from server.cluster import values
 from server.cluster.keys import claim_key
 from server.cluster.link import Command, Link
 from server.cluster.repairs import Repairs
-from server.match import GameFinished, GameStarted, Removed, SeatsChanged, Status, Update
+from server.match_events import GameFinished, GameStarted, Removed, SeatsChanged, Update
+from server.match_views import Status
 
 RELEASE_CLAIM = """if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])

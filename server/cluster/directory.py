@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from server.arena import WaitingIndex
 from server.games.base import JsonObject
-from server.match import Status
+from server.match_views import Status
 
 
 class Directory:

@@ -20,7 +20,7 @@ from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, NODES, alias_key
 from server.cluster.link import Link
 from server.cluster.repairs import Repairs
 from server.games.base import JsonObject
-from server.match import Status
+from server.match_views import Status
 
 log = logging.getLogger(__name__)
 

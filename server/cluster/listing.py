@@ -14,16 +14,8 @@ from redis.exceptions import RedisError
 from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, alias_key, sim_key
 from server.cluster.link import Command, Link
 from server.games.base import JsonObject
-from server.match import (
-    GameFinished,
-    GameStarted,
-    MatchView,
-    Removed,
-    SeatsChanged,
-    TurnPlayed,
-    TurnResult,
-    Update,
-)
+from server.match_events import GameFinished, GameStarted, Removed, SeatsChanged, TurnPlayed, Update
+from server.match_views import MatchView, TurnResult
 
 log = logging.getLogger(__name__)
 

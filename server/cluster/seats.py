@@ -26,8 +26,8 @@ from server.cluster.link import Link
 from server.commands import Leave, Move, read
 from server.errors import BotError
 from server.games.base import JsonObject
-from server.match import SeatMessage
 from server.protocol import encode, error_message
+from server.seat_channel import SeatMessage
 from server.session import Client, Session, carry_out
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from server.cluster.keys import PREFIX
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.ladder import Seeker
-from server.match import Status
+from server.match_views import Status
 
 log = logging.getLogger(__name__)
 

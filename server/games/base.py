@@ -21,6 +21,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -37,12 +38,18 @@ class RandomSource(Protocol):
     def randrange(self, stop: int, /) -> int: ...
 
 
+class EndReason(StrEnum):
+    """Why a game ended; a member's value is the text records and the wire carry. Each game
+    lists its own reasons in its package (an ``EndReason`` of its own, in ``ends.py``), the
+    match the arena's (``server.match.MatchEnd``: a forfeit, a fallen flag, a server error)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How a game ended: the winning seat (``None`` for a draw) and why."""
 
     winner: int | None
-    reason: str
+    reason: EndReason
 
 
 @dataclass(frozen=True, slots=True)

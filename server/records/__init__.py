@@ -3,9 +3,10 @@
 ``schema`` holds the schema and its migrations (in both dialects) and what is SQLite's own;
 ``backends`` what differs between SQLite and PostgreSQL (connections, where the version is
 kept, the statement that writes a batch of turns, which writing processes are alive);
-``writes`` the writes as data; ``writer`` the writer thread, its batches and ``Recorder``, the
-arena's listener; ``journal`` and ``backlog`` what the writer keeps while the database is out of
-reach; ``queries`` the reads and their JSON; ``copy`` copies records between databases.
+``writes`` the writes as data; ``writer`` the writer thread and its batches, ``transaction``
+one transaction of them; ``recorder`` the ``Recorder``, the arena's listener; ``journal`` and
+``backlog`` what the writer keeps while the database is out of reach; ``queries`` the reads
+and their JSON; ``copy`` copies records between databases.
 ``Records`` is one database, both sides of it.
 
 The schema is versioned (``PRAGMA user_version`` in SQLite, the ``schema_version`` table in
@@ -21,11 +22,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 from server.config import ArenaConfig
-from server.match import Listener
+from server.match_events import Listener
 from server.records.backends import Backend, RecordsOutOfReach, backend_for, is_postgres
 from server.records.queries import GameFilter, Queries
+from server.records.recorder import Recorder
 from server.records.schema import MIGRATIONS, SCHEMA_VERSION, connect, migrate
-from server.records.writer import JOURNAL_BYTES, SWEEP_S, Recorder, Writer
+from server.records.writer import JOURNAL_BYTES, SWEEP_S, Writer
 
 __all__ = [
     "MIGRATIONS",

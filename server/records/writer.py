@@ -44,11 +44,11 @@ from pathlib import Path
 import orjson
 
 from server.games.base import JsonObject
-from server.match import GameFinished, GameStarted, TurnPlayed, Update
 from server.records import journal
 from server.records.backends import Backend, Connection, Owners
 from server.records.backlog import Backlog
 from server.records.journal import JournalFile
+from server.records.transaction import AWAY, COMMITTED, REFUSED, transaction
 from server.records.writes import (
     MARK_UNFINISHED,
     TIMED_OUT,
@@ -58,8 +58,6 @@ from server.records.writes import (
     TurnChunks,
     Write,
     decode,
-    finished,
-    started,
 )
 
 log = logging.getLogger(__name__)
@@ -75,8 +73,6 @@ STOP_S = 5.0  # how long a stop waits for the writer before it keeps the rest in
 JOURNAL_BYTES = 256 * 1024 * 1024  # ``recordsJournalBytes``'s default
 ID_ALPHABET = "0123456789abcdefghijklmnopqr"  # base 28, as the games' ids
 
-COMMITTED, AWAY, REFUSED = "committed", "away", "refused"
-
 
 class _AfterCommit:
     """Not a write: a callback the writer calls once the writes queued before it are kept."""
@@ -89,30 +85,6 @@ class _AfterCommit:
 
     def entry(self) -> list[object]:
         raise TypeError("an _AfterCommit is not kept in the journal")
-
-
-def _transaction(backend: Backend, connection: Connection, operations: Batch) -> str:
-    """Run writes in one transaction: ``COMMITTED``, or nothing written and ``AWAY`` (the
-    database is out of reach: the caller says so, once an outage) or ``REFUSED`` (a write the
-    database, or this code, cannot take: a bug, shown with its traceback)."""
-    try:
-        connection.execute("BEGIN")
-        for operation in operations:
-            operation(backend, connection)
-        connection.execute("COMMIT")
-    except backend.errors as error:
-        away = backend.unavailable(error, connection)
-        if not away:
-            log.exception("records: a transaction of %d writes failed", len(operations))
-        with contextlib.suppress(*backend.errors):
-            connection.execute("ROLLBACK")
-        return AWAY if away else REFUSED
-    except (KeyError, TypeError, ValueError):  # a journalled write of another version's
-        log.exception("records: a transaction of %d writes failed", len(operations))
-        with contextlib.suppress(*backend.errors):
-            connection.execute("ROLLBACK")
-        return REFUSED
-    return COMMITTED
 
 
 def base28(number: int) -> str:
@@ -380,9 +352,9 @@ class Writer:
         """One transaction; on a connection the database cut (PostgreSQL restarted), once
         more on a new one."""
         assert self._connection is not None
-        result = _transaction(self.backend, self._connection, writes)
+        result = transaction(self.backend, self._connection, writes)
         if result == AWAY and self.backend.lost(self._connection) and self._reconnect():
-            result = _transaction(self.backend, self._connection, writes)
+            result = transaction(self.backend, self._connection, writes)
         return result
 
     def _one_by_one(self, writes: Batch, keep: bool = True) -> str:
@@ -589,30 +561,3 @@ class Writer:
 
     def thud_api_game_saved(self, token_digest: str) -> None:
         self.submit(Write("thud-api-game-saved", token_digest, time.time()))
-
-
-class Recorder:
-    """Follows the arena's games and queues their records; never blocks a game."""
-
-    def __init__(self, records: Writer) -> None:
-        self.records = records
-
-    def __call__(self, update: Update) -> None:
-        if isinstance(update, TurnPlayed):
-            result = update.result
-            self.records.record_turn(
-                result.match_id, result.number, result.seat, result.action_json, result.timed_out
-            )
-        elif isinstance(update, GameStarted):
-            self.records.submit(started(update, self.records.owner))
-            seat_names = update.view.codec.seat_names
-            for turn in update.turns_before:  # a game played on from a recorded one's turn
-                self.records.record_turn(
-                    update.view.match_id,
-                    turn["number"],
-                    seat_names.index(turn["seat"]),
-                    orjson.dumps(turn["action"]),
-                    turn["timedOut"],
-                )
-        elif isinstance(update, GameFinished):
-            self.records.submit(finished(update), urgent=True, turns_of=update.view.match_id)

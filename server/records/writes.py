@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from server.game_file import recorded_settings
-from server.match import GameFinished, GameStarted
+from server.match_events import GameFinished, GameStarted
 from server.records.backends import Backend, Connection
 from server.records.ladder import rate
 from server.records.schema import LAST_TURN
@@ -239,7 +239,7 @@ def finished(update: GameFinished) -> Write:
     winner = None if outcome.winner is None else game.seat_names[outcome.winner]
     game_row = (
         update.finished_at,
-        outcome.reason,
+        outcome.reason.value,  # the text, whatever a driver makes of an enum
         winner,
         None if score is None else orjson.dumps(score).decode(),
         view.turn,

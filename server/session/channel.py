@@ -8,7 +8,9 @@ from typing import Protocol
 
 from server.arena import Arena
 from server.games.base import JsonObject
-from server.match import Match, SeatMessage, Status, TurnResult
+from server.match import Match
+from server.match_views import Status, TurnResult
+from server.seat_channel import SeatMessage
 
 
 class SessionChannel(Protocol):

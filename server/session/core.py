@@ -40,8 +40,11 @@ from server.commands import (
 from server.commands import Challenge as ChallengeCommand
 from server.errors import BotError, Rejected
 from server.games.base import JoinRejected, JsonObject, TimeBank
-from server.match import Match, MatchLimits, MatchOptions, SeatMessage, SeatRequest, TurnResult
+from server.match import Match
+from server.match_options import MatchLimits, MatchOptions, SeatRequest
+from server.match_views import TurnResult
 from server.played_on import resume_at
+from server.seat_channel import SeatMessage
 from server.session.channel import Client, LocalSeat, SessionChannel
 from server.session.keys import MAX_HELD, CheckKey, Effect, KeyHold, Outcome, Proof, Registered
 from server.session.ladder import Ladder

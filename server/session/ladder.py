@@ -17,8 +17,10 @@ from server.errors import BotError, Rejected
 from server.games.base import JsonObject
 from server.ladder import Seeker
 from server.league import NEW_RATING
-from server.match import Match, MatchOptions, SeatMessage
+from server.match import Match
+from server.match_options import MatchOptions
 from server.names import same_name
+from server.seat_channel import SeatMessage
 
 if TYPE_CHECKING:
     from server.session.core import Session

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from server.commands import RandomJoin
 from server.errors import Rejected
 from server.games.base import JsonObject
-from server.match import Match, MatchOptions
+from server.match import Match
+from server.match_options import MatchOptions
 
 if TYPE_CHECKING:
     from server.session.core import Session

@@ -15,12 +15,13 @@ import signal
 import sys
 
 from server.debug import MAX_STDERR_BYTES, stderr_text
-from server.errors import BotError
 from server.games.base import Outcome
 from server.league import GAME_OVER
-from server.match import Match, SeatMessage, SeatRequest
+from server.match import Match, MatchEnd
+from server.match_options import SeatRequest
 from server.records import Records
 from server.sandbox import POLL_S, BotGroup, Sandbox
+from server.seat_channel import SeatMessage
 from server.tournament.spec import Entrant, Limits, placeholder_values
 
 STDERR_KEPT = 20_000  # the last characters of a bot's stderr kept with the record
@@ -300,7 +301,7 @@ class BotProcess:
         outcome = self.outcome
         return (
             outcome is not None
-            and outcome.reason == BotError.PLAYER_DISCONNECTED
+            and outcome.reason == MatchEnd.PLAYER_DISCONNECTED
             and outcome.winner != self.seat
         )
 

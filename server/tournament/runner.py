@@ -17,7 +17,9 @@ from server.commentary import result_text
 from server.config import ArenaConfig
 from server.games.base import Outcome
 from server.league import GameResult
-from server.match import GameStarted, Match, MatchOptions, TurnPlayed, Update
+from server.match import Match
+from server.match_events import GameStarted, TurnPlayed, Update
+from server.match_options import MatchOptions
 from server.records import Recorder, Records
 from server.sandbox import Sandbox
 from server.tcp import TcpServer

@@ -16,8 +16,8 @@ import orjson
 from aiohttp import web
 
 from server.games.base import JsonObject, Outcome
-from server.games.thud import rules
-from server.games.thud.rules import Square, State
+from server.games.thud.board import Square, is_square
+from server.games.thud.pieces import PiecesKilled, State, initial_state, score
 
 Answer: TypeAlias = bool | list[list[int]]
 """What ``/move`` and ``/move/validate`` answer: ``true``, the captured squares, or ``false``."""
@@ -58,7 +58,7 @@ def _numbering(squares: Sequence[Square], first: int) -> tuple[int, ...]:
     return tuple(ids)
 
 
-START = rules.initial_state()
+START = initial_state()
 DWARF_IDS = _numbering(START.dwarfs, 1)
 TROLL_IDS = _numbering(START.trolls, 1 + len(START.dwarfs))
 
@@ -72,8 +72,7 @@ def board_to_wire(state: State) -> JsonObject:
         pieces[square] = {"id": TROLL_IDS[slot], "type": "Troll"}
     return {
         str(x): [
-            pieces.get((x, y))
-            or {"id": "null", "type": "open" if rules.is_square(x, y) else "null"}
+            pieces.get((x, y)) or {"id": "null", "type": "open" if is_square(x, y) else "null"}
             for y in range(SIZE)
         ]
         for x in range(SIZE)
@@ -82,11 +81,11 @@ def board_to_wire(state: State) -> JsonObject:
 
 def result_to_wire(state: State, outcome: Outcome) -> JsonObject:
     """How a game ended, as matched players are told it."""
-    score = rules.score(state)
+    standing = score(state)
     return {
         "reason": outcome.reason,
         "winner": None if outcome.winner is None else RACES[outcome.winner],
-        "score": {"dwarfs": score.dwarfs, "trolls": score.trolls},
+        "score": {"dwarfs": standing.dwarfs, "trolls": standing.trolls},
         "board": board_to_wire(state),
     }
 
@@ -94,7 +93,7 @@ def result_to_wire(state: State, outcome: Outcome) -> JsonObject:
 def answer_of(events: Sequence[Any]) -> Answer:
     """A played move's answer: the squares it cleared, or ``true``."""
     for event in events:
-        if isinstance(event, rules.PiecesKilled):
+        if isinstance(event, PiecesKilled):
             return [list(square) for square in event.squares]
     return True
 

@@ -26,18 +26,14 @@ from server.errors import Rejected
 from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
 from server.games.thud import rules
 from server.games.thud.game import THUD
-from server.games.thud.rules import Action, State
-from server.match import (
-    GameFinished,
-    Match,
-    MatchLimits,
-    MatchOptions,
-    SeatMessage,
-    TurnPlayed,
-    Update,
-)
+from server.games.thud.pieces import SIDES, Action, State, side_to_move
+from server.games.thud.pieces import Move as ThudMove
+from server.match import Match
+from server.match_events import GameFinished, TurnPlayed, Update
+from server.match_options import MatchLimits, MatchOptions
 from server.records import Records, RecordsOutOfReach
 from server.replay import DamagedRecord, frames
+from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from visor.errors import RECORDS_UNAVAILABLE
 from visor.nodes import NodeClient, NodeUnreachable
@@ -128,7 +124,7 @@ class HttpGame:
     def stop(self) -> None:
         """End the game as it stands (``No move``, as the engine ended a game whose client made
         no move): for a game nobody plays."""
-        seat = rules.SIDES.index(rules.side_to_move(self.state))
+        seat = SIDES.index(side_to_move(self.state))
         self.sessions[seat].move(Move({"type": "player-turn", "stop": True}))
 
     def _session(self, arena: Arena, address: str) -> Session:
@@ -151,13 +147,13 @@ class HttpGame:
     def kills(self, seat: int, request: MoveRequest) -> Answer:
         """What the move would capture, if the seat may play it now (``/move/validate``)."""
         state = self.state
-        if self.over() or rules.SIDES.index(rules.side_to_move(state)) != seat:
+        if self.over() or SIDES.index(side_to_move(state)) != seat:
             return False
         try:
             checked = rules.check(state, Action((request.start, request.end)))
         except ActionRejected:
             return False
-        assert isinstance(checked, Action) and isinstance(checked.move, rules.Move)
+        assert isinstance(checked, Action) and isinstance(checked.move, ThudMove)
         return [list(square) for square in checked.move.killed] or True
 
 
@@ -206,7 +202,7 @@ class ThudGames:
         game = HttpGame(self.arena, token, match, player_digests, names, address)
         self._by_match[match.id] = game
         self._per_address[address] += 1
-        for session, name, side in zip(game.sessions, names, rules.SIDES, strict=True):
+        for session, name, side in zip(game.sessions, names, SIDES, strict=True):
             session.sit(match, Join({"nick": name, "side": side}, match.id, None))
         return game
 

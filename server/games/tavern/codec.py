@@ -19,7 +19,20 @@ from server.games.base import (
     Player,
 )
 from server.games.tavern import position, rules
-from server.games.tavern.rules import Coords, Direction, Order, State
+from server.games.tavern.pieces import (
+    BarrelMoved,
+    BoardReset,
+    Coords,
+    Direction,
+    Dwarf,
+    DwarfHit,
+    DwarfMoved,
+    Event,
+    Order,
+    PointScored,
+    Settings,
+    State,
+)
 
 TEAM_NAMES = ("team1", "team2")
 MAX_NAME_LENGTH = 64
@@ -45,7 +58,7 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         positions = settings["positions"]
         return cls(
             rules.TavernRules(
-                rules.Settings(
+                Settings(
                     width=settings["width"],
                     height=settings["height"],
                     points_to_win=settings["pointsToWin"],
@@ -97,7 +110,7 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         # announced one when both scored in the same turn).
         messages: list[tuple[int, JsonObject]] = []
         for event in events:
-            if isinstance(event, rules.PointScored):
+            if isinstance(event, PointScored):
                 score = {"type": "score", "team": TEAM_NAMES[event.team]}
                 messages += [(0, score), (1, score)]
         return messages
@@ -197,22 +210,22 @@ def _path(start: Coords, end: Coords) -> str:
     return f"{_square(start)} -> {_square(end)}" if start != end else f"stays on {_square(start)}"
 
 
-def _event_text(event: rules.Event) -> str:
+def _event_text(event: Event) -> str:
     match event:
-        case rules.DwarfMoved(dwarf_id=dwarf_id, name=name, direction=direction):
+        case DwarfMoved(dwarf_id=dwarf_id, name=name, direction=direction):
             return f"{name} ({dwarf_id}) {direction.name} {_path(event.start, event.end)}"
-        case rules.BarrelMoved(team=team, direction=direction):
+        case BarrelMoved(team=team, direction=direction):
             return f"  barrel {team + 1} pushed {direction.name} {_path(event.start, event.end)}"
-        case rules.DwarfHit(dwarf_id=dwarf_id, name=name, direction=direction):
+        case DwarfHit(dwarf_id=dwarf_id, name=name, direction=direction):
             return f"  {name} ({dwarf_id}) thrown {direction.name} {_path(event.start, event.end)}"
-        case rules.PointScored(team=team, scores=scores):
+        case PointScored(team=team, scores=scores):
             return f"point for {TEAM_NAMES[team]}: {scores[0]}-{scores[1]}"
-        case rules.BoardReset():
+        case BoardReset():
             return "every piece back on its start"
     raise AssertionError(f"unknown event {event!r}")
 
 
-def state_to_wire(dwarves: Sequence[rules.Dwarf], barrels: Sequence[Coords]) -> JsonObject:
+def state_to_wire(dwarves: Sequence[Dwarf], barrels: Sequence[Coords]) -> JsonObject:
     """The original's ``state``: barrels keyed by team (with ``team``), then one list per team."""
     wire: JsonObject = {
         "barrels": {
@@ -229,21 +242,21 @@ def state_to_wire(dwarves: Sequence[rules.Dwarf], barrels: Sequence[Coords]) -> 
     return wire
 
 
-def event_to_wire(event: rules.Event) -> JsonObject:
+def event_to_wire(event: Event) -> JsonObject:
     kind, text = rules.event_text(event)
     wire: JsonObject = {"type": kind, "message": text}
     match event:
-        case rules.DwarfMoved(dwarf_id=dwarf_id, start=start, end=end):
+        case DwarfMoved(dwarf_id=dwarf_id, start=start, end=end):
             wire.update(kind="move", dwarf=dwarf_id, **{"from": _point(start), "to": _point(end)})
-        case rules.DwarfHit(dwarf_id=dwarf_id, start=start, end=end):
+        case DwarfHit(dwarf_id=dwarf_id, start=start, end=end):
             wire.update(kind="thrown", dwarf=dwarf_id, **{"from": _point(start), "to": _point(end)})
-        case rules.BarrelMoved(team=team, start=start, end=end):
+        case BarrelMoved(team=team, start=start, end=end):
             wire.update(
                 kind="barrel", team=TEAM_NAMES[team], **{"from": _point(start), "to": _point(end)}
             )
-        case rules.PointScored(team=team):
+        case PointScored(team=team):
             wire.update(kind="point", team=TEAM_NAMES[team])
-        case rules.BoardReset():
+        case BoardReset():
             wire.update(kind="reset")
     return wire
 

@@ -15,7 +15,7 @@ from server.games.settings import TURN_LIMITS, Section, SettingsError
 from server.games.tavern import house, rules
 from server.games.tavern.codec import TEAM_NAMES, TavernCodec
 from server.games.tavern.picture import TavernPicture
-from server.games.tavern.rules import Coords
+from server.games.tavern.pieces import Coords, Settings
 
 BOARD_SIDES = (5, 200)
 DEFAULT_TURN_LIMIT = 1000
@@ -53,7 +53,7 @@ class TavernGame(Game):
                 f"(botsPerPlayer) need as many positions in each team's 'bots'"
             )
         try:
-            settings = rules.Settings(
+            settings = Settings(
                 width=width,
                 height=height,
                 points_to_win=section.integer("pointsToWin", 3, 1, 1000),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from server.games.base import PositionRejected
-from server.games.tavern.rules import Coords, Dwarf, Settings, State
+from server.games.tavern.pieces import Coords, Dwarf, Settings, State
 
 TEAMS = ("team1", "team2")
 MAX_NAME_LENGTH = 64

@@ -21,18 +21,26 @@ from server.games.base import (
     Player,
 )
 from server.games.thud import position, rules
-from server.games.thud.board import CELL_SQUARE
-from server.games.thud.rules import (
+from server.games.thud.board import CELL_SQUARE, SQUARES, THUDSTONE, Square, is_square
+from server.games.thud.ends import ThudEnd
+from server.games.thud.movegen import Run, RunTables, legal_move_runs_as, run_tables
+from server.games.thud.pieces import (
     DWARF,
+    MAX_PLIES,
     SIDES,
     TROLL,
     Action,
+    Declared,
+    GameEnded,
     Move,
     MoveKind,
-    Run,
-    Square,
+    PieceMoved,
+    PiecesKilled,
     State,
     Stop,
+    make_action,
+    points,
+    side_to_move,
 )
 from server.protocol import kept_json
 
@@ -53,7 +61,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
 
     @classmethod
     def from_settings(cls, settings: JsonObject) -> ThudCodec:
-        return cls(rules.ThudRules(settings.get("turnLimit", rules.MAX_PLIES)))
+        return cls(rules.ThudRules(settings.get("turnLimit", MAX_PLIES)))
 
     # --- seats -------------------------------------------------------------------------------
     def wanted_seats(self, request: JsonObject) -> tuple[int, ...]:
@@ -98,7 +106,7 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
         declare = message.get("declare")
         if declare is not None and not isinstance(declare, bool):
             raise ActionRejected(BotError.INVALID_TURN, '"declare" must be true or false')
-        return rules.make_action((start, end), declare)
+        return make_action((start, end), declare)
 
     def action_to_wire(self, action: Action | Stop) -> JsonObject:
         if isinstance(action, Stop):
@@ -137,14 +145,14 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     def events_to_wire(self, events: Sequence[Any]) -> list[JsonObject]:
         wire: list[JsonObject] = []
         for event in events:
-            if isinstance(event, rules.PieceMoved):
+            if isinstance(event, PieceMoved):
                 wire.append({"type": "move", "side": event.side, **move_to_wire(event.move)})
-            elif isinstance(event, rules.PiecesKilled):
+            elif isinstance(event, PiecesKilled):
                 squares = [list(square) for square in event.squares]
                 wire.append({"type": "killed", "side": event.side, "squares": squares})
-            elif isinstance(event, rules.Declared):
+            elif isinstance(event, Declared):
                 wire.append({"type": "declared", "side": event.side, "value": event.value})
-            elif isinstance(event, rules.GameEnded):
+            elif isinstance(event, GameEnded):
                 wire.append({"type": "ended", "reason": event.reason})
         return wire
 
@@ -157,9 +165,9 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     def render_text(self, state: State) -> str:
         """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""
         rows = [[" "] * BOARD_SIZE for _ in range(BOARD_SIZE)]
-        for x, y in rules.SQUARES:
+        for x, y in SQUARES:
             rows[y][x] = "."
-        rows[rules.THUDSTONE[1]][rules.THUDSTONE[0]] = "*"
+        rows[THUDSTONE[1]][THUDSTONE[0]] = "*"
         for x, y in state.dwarfs:
             rows[y][x] = "d"
         for x, y in state.trolls:
@@ -172,32 +180,32 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     def events_text(self, events: Sequence[Any]) -> list[str]:
         lines = []
         for event in events:
-            if isinstance(event, rules.PieceMoved):
+            if isinstance(event, PieceMoved):
                 lines.append(move_text(event.side, event.move))
-            elif isinstance(event, rules.Declared):
+            elif isinstance(event, Declared):
                 verb = "declares the game over" if event.value else "withdraws its declaration"
                 lines.append(f"the {event.side} side {verb}")
-            elif isinstance(event, rules.GameEnded):
+            elif isinstance(event, GameEnded):
                 lines.append(f"game over: {event.reason}")
             # PiecesKilled repeats the move's kills, already in its line.
         return lines
 
     def end_text(self, reason: str, last: str) -> str | None:
-        if reason == rules.NO_MOVE:
+        if reason == ThudEnd.NO_MOVE:
             return f"{last} made no move, so the game was scored as it stood"
         return None
 
     def settings(self) -> JsonObject:
         # Thud has one board and one set of rules; only a shorter game says so.
         limit = self.rules.ply_limit
-        return {} if limit == rules.MAX_PLIES else {"turnLimit": limit}
+        return {} if limit == MAX_PLIES else {"turnLimit": limit}
 
     def describe(self) -> JsonObject:
         return {
             "width": BOARD_SIZE,
             "height": BOARD_SIZE,
-            "squares": [list(square) for square in rules.SQUARES],
-            "thudstone": list(rules.THUDSTONE),
+            "squares": [list(square) for square in SQUARES],
+            "thudstone": list(THUDSTONE),
             "maxPlies": self.rules.ply_limit,
         }
 
@@ -214,7 +222,7 @@ def _square(value: object, field: str) -> Square:
     ):
         raise ActionRejected(BotError.INVALID_TURN, f'"{field}" must be a square [x, y]')
     x, y = value
-    if not rules.is_square(x, y):
+    if not is_square(x, y):
         raise ActionRejected(BotError.ILLEGAL_MOVE, f"{value} is not a square of the board")
     return CELL_SQUARE[x + BOARD_SIZE * y]
 
@@ -254,11 +262,11 @@ def _position(state: State, *, as_lists: bool) -> JsonObject:
     """The position's fields; the pieces' squares as lists for readers that keep the position
     or compare it with decoded JSON, else as the state's own tuples (which orjson writes as
     arrays: the same bytes, for a message encoded at once, without 40 lists a turn)."""
-    dwarfs, trolls = rules.points(state)
+    dwarfs, trolls = points(state)
     previous = state.previous_move
     return {
         "ply": state.ply,
-        "side": rules.side_to_move(state),
+        "side": side_to_move(state),
         "dwarfs": list(map(list, state.dwarfs)) if as_lists else state.dwarfs,
         "trolls": list(map(list, state.trolls)) if as_lists else state.trolls,
         "score": {"dwarfs": dwarfs, "trolls": trolls},
@@ -309,7 +317,7 @@ def _kill_json(
     return encoded
 
 
-_RUN_JSON: rules.RunTables[orjson.Fragment] = rules.run_tables(_run_json, _kill_json)
+_RUN_JSON: RunTables[orjson.Fragment] = run_tables(_run_json, _kill_json)
 """Move generation's tables with every prebuilt run as its JSON (made here once, at import)."""
 
 
@@ -318,4 +326,4 @@ def moves_wire(state: State) -> list[orjson.Fragment]:
     hands out each run's JSON from ``_RUN_JSON`` (its moves, comma-separated), which orjson
     writes as it stands into the message, so the hundreds of moves of a turn are never joined
     or copied in Python."""
-    return rules.legal_move_runs_as(state, _RUN_JSON)
+    return legal_move_runs_as(state, _RUN_JSON)

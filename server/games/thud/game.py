@@ -10,6 +10,7 @@ from server.games.settings import TURN_LIMITS, Section
 from server.games.thud import house, rules
 from server.games.thud.codec import ThudCodec
 from server.games.thud.picture import ThudPicture
+from server.games.thud.pieces import MAX_PLIES
 
 CLIENT_ADAPTER = Path(__file__).resolve().parents[3] / "bots" / "js" / "thud-client.js"
 
@@ -27,7 +28,7 @@ class ThudGame(Game):
         """One board and one set of rules: only ``turnLimit`` ends a game sooner than the
         engine's 500 plies (a longer one is the engine's)."""
         section.unknown(self.top_level_keys)
-        limit = section.integer("turnLimit", rules.MAX_PLIES, *TURN_LIMITS)
+        limit = section.integer("turnLimit", MAX_PLIES, *TURN_LIMITS)
         return ThudCodec(rules.ThudRules(limit)).settings()
 
     def house_join(self, seat_name: str | None) -> JsonObject:

@@ -27,15 +27,22 @@ from server.games.base import HousePlayer, JsonObject
 from server.games.thud import rules
 from server.games.thud.board import NEAR, NEIGHBOURS, cell_of
 from server.games.thud.codec import ThudCodec
-from server.games.thud.rules import (
+from server.games.thud.danger import danger_squares
+from server.games.thud.movegen import legal_moves
+from server.games.thud.pieces import (
     DWARF,
     DWARF_PIECE,
+    MAX_PLIES,
     SIDES,
     TROLL,
     TROLL_PIECE,
     Action,
     Move,
     State,
+    initial_state,
+    score,
+    side_to_move,
+    state_from_position,
 )
 
 Policy = Callable[[State, random.Random], Action]
@@ -46,12 +53,12 @@ _WIRE = ThudCodec(rules.ThudRules())  # how a reply is written
 
 def random_player(state: State, rng: random.Random) -> Action:
     """Uniformly random among the legal moves; never declares."""
-    return Action(rng.choice(rules.legal_moves(state)))
+    return Action(rng.choice(legal_moves(state)))
 
 
 def dwarf_player(state: State, rng: random.Random) -> Action:
-    moves = rules.legal_moves(state)
-    danger = rules.danger_squares(state, DWARF)
+    moves = legal_moves(state)
+    danger = danger_squares(state, DWARF)
 
     def rough(move: Move) -> float:
         value = 100.0 * len(move.killed)
@@ -66,15 +73,15 @@ def dwarf_player(state: State, rng: random.Random) -> Action:
         after, _ = rules.apply(state, Action(move))
         if after.end_reason is not None:
             return _final_value(after, DWARF)
-        reply_kills = max((len(m.killed) for m in rules.legal_moves(after)), default=0)
+        reply_kills = max((len(m.killed) for m in legal_moves(after)), default=0)
         return 4 * len(move.killed) - reply_kills + rough(move) / 1000
 
     return Action(_best(moves, rough, exact), _peace(state, DWARF))
 
 
 def troll_player(state: State, rng: random.Random) -> Action:
-    moves = rules.legal_moves(state)
-    danger = rules.danger_squares(state, TROLL)
+    moves = legal_moves(state)
+    danger = danger_squares(state, TROLL)
 
     def rough(move: Move) -> float:
         value = 100.0 * len(move.killed)
@@ -89,7 +96,7 @@ def troll_player(state: State, rng: random.Random) -> Action:
         after, _ = rules.apply(state, Action(move))
         if after.end_reason is not None:
             return _final_value(after, TROLL)
-        hurls = any(m.kind == "hurl" for m in rules.legal_moves(after))
+        hurls = any(m.kind == "hurl" for m in legal_moves(after))
         return len(move.killed) - 4 * hurls + rough(move) / 1000
 
     return Action(_best(moves, rough, exact), _peace(state, TROLL))
@@ -130,8 +137,8 @@ def _best(
 
 
 def _final_value(state: State, side: str) -> float:
-    score = rules.score(state)
-    lead = score.dwarfs - score.trolls if side == DWARF else score.trolls - score.dwarfs
+    standing = score(state)
+    lead = standing.dwarfs - standing.trolls if side == DWARF else standing.trolls - standing.dwarfs
     return 1000.0 * lead
 
 
@@ -140,8 +147,8 @@ def _peace(state: State, side: str) -> bool | None:
     opponent_declared = state.declared[1 if side == DWARF else 0]
     if not opponent_declared:
         return None
-    score = rules.score(state)
-    lead = score.dwarfs - score.trolls if side == DWARF else score.trolls - score.dwarfs
+    standing = score(state)
+    lead = standing.dwarfs - standing.trolls if side == DWARF else standing.trolls - standing.dwarfs
     return lead >= 0
 
 
@@ -164,12 +171,12 @@ def _neighbours(cells: bytes, square: Square, leaving: Square, piece: int) -> in
     return sum(1 for cell in NEIGHBOURS[cell_of(square)] if cell != left and cells[cell] == piece)
 
 
-def play_game(dwarf: Policy, troll: Policy, seed: int, max_plies: int = rules.MAX_PLIES) -> State:
+def play_game(dwarf: Policy, troll: Policy, seed: int, max_plies: int = MAX_PLIES) -> State:
     """A whole game between two policies in memory (for tests and benchmarks)."""
     rng = random.Random(seed)
-    state = rules.initial_state()
+    state = initial_state()
     while state.end_reason is None and state.ply <= max_plies:
-        policy = dwarf if rules.side_to_move(state) == DWARF else troll
+        policy = dwarf if side_to_move(state) == DWARF else troll
         state, _ = rules.apply(state, policy(state, rng))
     return state
 
@@ -177,7 +184,7 @@ def play_game(dwarf: Policy, troll: Policy, seed: int, max_plies: int = rules.MA
 def state_from_wire(state: JsonObject) -> State:
     """The position of a turn message's ``state``, as the rules keep it (for players that get
     their turns over the network)."""
-    return rules.state_from_position(
+    return state_from_position(
         state["dwarfs"],
         state["trolls"],
         ply=state["ply"],

@@ -12,8 +12,20 @@ from collections.abc import Mapping
 from typing import get_args
 
 from server.games.base import PositionRejected
-from server.games.thud import rules
-from server.games.thud.rules import DWARF, SIDES, THUDSTONE, TROLL, Move, MoveKind, Square, State
+from server.games.thud import pieces
+from server.games.thud.board import THUDSTONE, Square, is_square
+from server.games.thud.movegen import legal_move_runs
+from server.games.thud.pieces import (
+    DWARF,
+    DWARF_COUNT,
+    SIDES,
+    TROLL,
+    TROLL_COUNT,
+    Move,
+    MoveKind,
+    State,
+    state_from_position,
+)
 
 IGNORED_KEYS = frozenset({"type", "game", "timeoutMs", "clock"})  # a turn message's, as it is
 KEYS = frozenset({"state", "turn", "score"})
@@ -47,8 +59,8 @@ def state_from_wire(ply_limit: int, wire: object) -> State:
     turn = wire.get("turn", ply)
     if turn != ply:
         raise PositionRejected(f"turn ({turn}) and ply ({ply}) must be the same number")
-    dwarfs = _pieces(given["dwarfs"], "dwarfs", rules.DWARF_COUNT)
-    trolls = _pieces(given["trolls"], "trolls", rules.TROLL_COUNT)
+    dwarfs = _pieces(given["dwarfs"], "dwarfs", DWARF_COUNT)
+    trolls = _pieces(given["trolls"], "trolls", TROLL_COUNT)
     declared = given["declared"]
     if (
         not isinstance(declared, Mapping)
@@ -59,7 +71,7 @@ def state_from_wire(ply_limit: int, wire: object) -> State:
     if declared[DWARF] and declared[TROLL]:
         raise PositionRejected("both sides declared the game over: it is over")
     try:
-        state = rules.state_from_position(
+        state = state_from_position(
             dwarfs,
             trolls,
             ply=ply,
@@ -70,14 +82,14 @@ def state_from_wire(ply_limit: int, wire: object) -> State:
         )
     except ValueError as error:
         raise PositionRejected(str(error)) from None
-    score = rules.score(state)
+    score = pieces.score(state)
     for where in (wire, given):
         if "score" in where and where["score"] != {"dwarfs": score.dwarfs, "trolls": score.trolls}:
             raise PositionRejected(
                 f"score must be the pieces' worth: {score.dwarfs} for the dwarfs, "
                 f"{score.trolls} for the trolls (4 a troll)"
             )
-    if not rules.legal_move_runs(state):
+    if not legal_move_runs(state):
         raise PositionRejected(f"the {side}s have no legal move: the game is over")
     return state
 
@@ -94,7 +106,7 @@ def _square(value: object, what: str) -> Square:
     x, y = _integer(value[0], what), _integer(value[1], what)
     if (x, y) == THUDSTONE:
         raise PositionRejected(f"{what} [{x}, {y}] is the Thudstone, where no piece stands")
-    if not rules.is_square(x, y):
+    if not is_square(x, y):
         raise PositionRejected(f"{what} [{x}, {y}] is off the board")
     return x, y
 

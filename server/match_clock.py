@@ -1,0 +1,107 @@
+"""A match's clock: the turn it waits for, one timer due by that turn's deadline (a turn answered
+in time moves no timer: it rings, finds the next turn's later deadline and is set again), and in
+a game with a time bank each seat's time left. The match says what a timeout costs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from server.clock import Clock, Timer
+from server.games.base import TimeBank
+from server.match_views import TurnClock
+
+# A deadline this close when the match's timer rings has come: a clock that rings a hair early
+# (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
+CLOCK_SLACK_S = 1e-6
+
+
+@dataclass(slots=True)
+class OpenTurn:
+    """The turn being waited for: whose it is, since when, and until when (clock times)."""
+
+    seat: int
+    started: float
+    deadline: float
+
+
+class TurnTimer:
+    """The turn awaited and its timer; ``timed_out`` hears of a seat whose time is up."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        bank: TimeBank | None,
+        seat_count: int,
+        timed_out: Callable[[int], None],
+    ) -> None:
+        self.clock = clock
+        self.bank = bank
+        # With a time bank: each seat's time left (seconds). A resumed game starts them afresh.
+        self.banks = [0.0 if bank is None else bank.initial_ms / 1000] * seat_count
+        self.turn: OpenTurn | None = None  # while the game is on, the seat awaited
+        self._timed_out = timed_out
+        self._alarm: Timer | None = None  # rings by the awaited seat's deadline
+        self._alarm_due = 0.0  # when it rings (clock time)
+
+    def clock_of(self, seat: int, timeout_s: float) -> TurnClock:
+        """The clock of a turn of ``seat`` that may take ``timeout_s``, with every seat's time
+        left in a game with a time bank."""
+        bank = self.bank
+        if bank is None:
+            return TurnClock(seat, timeout_s)
+        remaining = [*self.banks]
+        remaining[seat] = timeout_s
+        return TurnClock(seat, timeout_s, tuple(remaining), bank)
+
+    def spend(self, seat: int, elapsed_s: float) -> bool:
+        """With a time bank, take a reply's time from the seat's bank and add the increment;
+        ``False`` if its time ran out first (its flag fell: its bank is empty). Without one, a
+        reply handled before the timer rang is in time."""
+        bank = self.bank
+        if bank is None:
+            return True
+        left = self.banks[seat] - elapsed_s
+        if left <= CLOCK_SLACK_S:
+            self.banks[seat] = 0.0
+            return False
+        self.banks[seat] = left + bank.increment_ms / 1000
+        return True
+
+    def open(self, seat: int, timeout_s: float, started: float) -> None:
+        """Wait for ``seat``'s turn from ``started`` (the clock's time), for ``timeout_s``."""
+        deadline = started + timeout_s
+        self.turn = OpenTurn(seat, started, deadline)
+        if self._alarm is None or self._alarm_due > deadline:
+            self._set_alarm(deadline, started)
+
+    def close(self) -> OpenTurn | None:
+        """No turn is waited for any more (the timer stays set: the next turn is due later)."""
+        turn, self.turn = self.turn, None
+        return turn
+
+    def stop(self) -> None:
+        """The game is over: no turn, no timer."""
+        self.close()
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
+
+    def _set_alarm(self, due: float, now: float) -> None:
+        if self._alarm is not None:
+            self._alarm.cancel()
+        self._alarm = self.clock.call_later(due - now, self._alarm_rang)
+        self._alarm_due = due
+
+    def _alarm_rang(self) -> None:
+        """The awaited seat's time is up, or the turn the timer was set for was answered: then
+        it is set again for the turn awaited now."""
+        self._alarm = None
+        turn = self.turn
+        if turn is None:
+            return
+        now = self.clock.now()
+        if turn.deadline - now > CLOCK_SLACK_S:
+            self._set_alarm(turn.deadline, now)
+        else:
+            self._timed_out(turn.seat)
