@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from server.errors import BotError, Rejected
 from server.games.picture import Picture
 from server.games.settings import Section
+from server.games.web import WebSide
 
 JsonObject = dict[str, Any]
 
@@ -404,6 +405,7 @@ class Game(ABC):
     picture: ClassVar[Picture]
     client_adapter: ClassVar[Path | None] = None
     """The Node.js program that plays the game's challenge clients (JavaScript files)."""
+    web: ClassVar[WebSide]  # its side of the pages: its JavaScript module, rules page, pages
 
     @property
     def name(self) -> str:
