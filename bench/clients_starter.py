@@ -2,13 +2,13 @@
 
     python bench/clients_starter.py [--games 10] [--first-seed 11] [--file CLIENT.js]
 
-Each game is the starter (the ``STARTER`` template of visor/static/js/clients-store.js, or
-``--file``) run by the challenge adapter (``node server/games/thud/web/thud-client.js``) against one house
-player (``python -m bots.house_bot``, house seeds ``--first-seed`` onwards), over TCP against
-``tavern serve`` in its own process: as the dwarfs against the house troll and the house random
-player, as the trolls against the house dwarf and the house random player. Every game's score
-(dwarfs-trolls) and end are printed, then one line per pairing with wins, draws, losses, and the
-server's CPU per turn.
+Each game is the starter (the ``STARTER`` template of server/games/thud/web/clients-store.js,
+or ``--file``) run by the challenge adapter (``node server/games/thud/web/thud-client.js``)
+against one house player (``python -m bots.house_bot``, house seeds ``--first-seed`` onwards),
+over TCP against ``tavern serve`` in its own process: as the dwarfs against the house troll and
+the house random player, as the trolls against the house dwarf and the house random player.
+Every game's score (dwarfs-trolls) and end are printed, then one line per pairing with wins,
+draws, losses, and the server's CPU per turn.
 """
 
 from __future__ import annotations

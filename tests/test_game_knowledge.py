@@ -165,7 +165,7 @@ def test_the_script_scan_finds_each_kind_of_game_name_test() -> None:
             "}",  # 11
             'const w = ok ? "thud" : other;',  # 12
             'socket.send({ type: "play", game: game, nick: "thud" });',  # 13: a value
-            "// if (game === \"thud\") in a comment",  # 14: not code
+            '// if (game === "thud") in a comment',  # 14: not code
             'fetch(`/api/ladder?game=${game}`); load("/rules/thud");',  # 15: within a text
             "const view = new ThudView(canvas); thudstone(board);",  # 16: other words
         ]
@@ -190,7 +190,9 @@ def test_no_game_name_is_tested_in_the_pages_scripts() -> None:
     games: a new game touches none of their scripts."""
     names = frozenset(GAMES)
     scripts = sorted(PAGES_SCRIPTS.rglob("*.js"))
-    assert {"watch.js", "replay.js", "lobby.js", "panel.js", "games.js"} <= {p.name for p in scripts}
+    assert {"watch.js", "replay.js", "lobby.js", "panel.js", "games.js"} <= {
+        p.name for p in scripts
+    }
     found = [
         f"{path.relative_to(ROOT)}:{line}: {name!r}"
         for path in scripts

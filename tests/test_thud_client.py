@@ -1,9 +1,9 @@
 """Thud challenge clients in the arena: the JS controller, the Node adapter, tournaments of files.
 
-The controller (server/games/thud/web/thud-controller.js) is checked against the rules module at every ply of
-the sample traces; the adapter (server/games/thud/web/thud-client.js) plays the sample clients in
-tests/js_clients through a real arena; a folder of them is a tournament. These tests need
-Node.js and fail without it.
+The controller (server/games/thud/web/thud-controller.js) is checked against the rules module
+at every ply of the sample traces; the adapter (server/games/thud/web/thud-client.js) plays the
+sample clients in tests/js_clients through a real arena; a folder of them is a tournament.
+These tests need Node.js and fail without it.
 """
 
 from __future__ import annotations
