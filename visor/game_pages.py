@@ -61,7 +61,7 @@ def game_files(game: Game) -> Handler:
     async def serve(request: web.Request) -> web.StreamResponse:
         name = request.match_info["file"]
         path = folder / name
-        if name.startswith(".") or not path.is_file():
+        if name != Path(name).name or name.startswith(".") or not path.is_file():
             raise web.HTTPNotFound()
         headers = dict(NO_CACHE)
         if path.suffix == ".js":
