@@ -14,9 +14,9 @@ from typing import Any
 from server.games.base import Game, JsonObject, LeagueRules
 from server.games.settings import TURN_LIMITS, Section, SettingsError
 from server.games.tavern import house, rules
-from server.games.tavern.codec import TEAM_NAMES, TavernCodec
+from server.games.tavern.codec import TavernCodec
 from server.games.tavern.picture import TavernPicture
-from server.games.tavern.rules import Coords
+from server.games.tavern.rules import TEAM_NAMES, Coords
 from server.games.web import WebSide
 
 BOARD_SIDES = (5, 200)

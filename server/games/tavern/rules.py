@@ -37,6 +37,8 @@ from typing import NamedTuple
 from server.errors import BotError
 from server.games.base import ActionRejected, Outcome, Player, RandomSource, Rules
 
+TEAM_NAMES = ("team1", "team2")  # as the original names the teams: team 0 is team1
+
 
 class Direction(IntEnum):
     """The original's direction enum; the numbers appear in event texts."""

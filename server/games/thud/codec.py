@@ -33,7 +33,10 @@ from server.games.thud.rules import (
     Square,
     State,
     Stop,
+    ThudRules,
 )
+from server.games.thud.text import ThudText
+from server.games.thud.view import ThudBoard
 from server.protocol import kept_json
 
 BOARD_SIZE = 15
@@ -50,6 +53,9 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     tags_messages = True
     rules: rules.ThudRules
     passes_on_timeout = False
+
+    def __init__(self, game_rules: ThudRules) -> None:
+        super().__init__(game_rules, ThudText(), ThudBoard(game_rules.ply_limit))
 
     @classmethod
     def from_settings(cls, settings: JsonObject) -> ThudCodec:
@@ -148,58 +154,13 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
                 wire.append({"type": "ended", "reason": event.reason})
         return wire
 
-    def board_size(self) -> tuple[int, int]:
-        return BOARD_SIZE, BOARD_SIZE
-
     def counting_rules(self) -> JsonObject:
         return {"turnLimit": self.rules.ply_limit}
-
-    def render_text(self, state: State) -> str:
-        """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""
-        rows = [[" "] * BOARD_SIZE for _ in range(BOARD_SIZE)]
-        for x, y in rules.SQUARES:
-            rows[y][x] = "."
-        rows[rules.THUDSTONE[1]][rules.THUDSTONE[0]] = "*"
-        for x, y in state.dwarfs:
-            rows[y][x] = "d"
-        for x, y in state.trolls:
-            rows[y][x] = "T"
-        return "\n".join("".join(row).rstrip() for row in rows)
-
-    def legend_text(self, state: State) -> list[str]:
-        return ["d a dwarf, T a troll, * the Thudstone, . an empty square"]
-
-    def events_text(self, events: Sequence[Any]) -> list[str]:
-        lines = []
-        for event in events:
-            if isinstance(event, rules.PieceMoved):
-                lines.append(move_text(event.side, event.move))
-            elif isinstance(event, rules.Declared):
-                verb = "declares the game over" if event.value else "withdraws its declaration"
-                lines.append(f"the {event.side} side {verb}")
-            elif isinstance(event, rules.GameEnded):
-                lines.append(f"game over: {event.reason}")
-            # PiecesKilled repeats the move's kills, already in its line.
-        return lines
-
-    def end_text(self, reason: str, last: str) -> str | None:
-        if reason == rules.NO_MOVE:
-            return f"{last} made no move, so the game was scored as it stood"
-        return None
 
     def settings(self) -> JsonObject:
         # Thud has one board and one set of rules; only a shorter game says so.
         limit = self.rules.ply_limit
         return {} if limit == rules.MAX_PLIES else {"turnLimit": limit}
-
-    def describe(self) -> JsonObject:
-        return {
-            "width": BOARD_SIZE,
-            "height": BOARD_SIZE,
-            "squares": [list(square) for square in rules.SQUARES],
-            "thudstone": list(rules.THUDSTONE),
-            "maxPlies": self.rules.ply_limit,
-        }
 
 
 def _square(value: object, field: str) -> Square:
@@ -217,19 +178,6 @@ def _square(value: object, field: str) -> Square:
     if not rules.is_square(x, y):
         raise ActionRejected(BotError.ILLEGAL_MOVE, f"{value} is not a square of the board")
     return CELL_SQUARE[x + BOARD_SIZE * y]
-
-
-def move_text(side: str, move: Move) -> str:
-    """A move as ``d 4,13 -> 5,12 hurl x 6,11``: the piece, its squares, its kind (walks go
-    unnamed) and each square it clears."""
-
-    def square(value: Square) -> str:
-        return f"{value[0]},{value[1]}"
-
-    text = f"{'d' if side == DWARF else 'T'} {square(move.start)} -> {square(move.end)}"
-    if move.kind != "walk":
-        text += f" {move.kind}"
-    return text + "".join(f" x {square(killed)}" for killed in move.killed)
 
 
 def move_to_wire(move: Move, *, as_lists: bool = True) -> JsonObject:
