@@ -2,13 +2,13 @@
 
     python bench/clients_starter.py [--games 10] [--first-seed 11] [--file CLIENT.js]
 
-Each game is the starter (the ``STARTER`` template of visor/static/js/clients-store.js, or
-``--file``) run by the challenge adapter (``node bots/js/thud-client.js``) against one house
-player (``python -m bots.house_bot``, house seeds ``--first-seed`` onwards), over TCP against
-``tavern serve`` in its own process: as the dwarfs against the house troll and the house random
-player, as the trolls against the house dwarf and the house random player. Every game's score
-(dwarfs-trolls) and end are printed, then one line per pairing with wins, draws, losses, and the
-server's CPU per turn.
+Each game is the starter (the ``STARTER`` template of server/games/thud/web/clients-store.js,
+or ``--file``) run by the challenge adapter (``node server/games/thud/web/thud-client.js``)
+against one house player (``python -m bots.house_bot``, house seeds ``--first-seed`` onwards),
+over TCP against ``tavern serve`` in its own process: as the dwarfs against the house troll and
+the house random player, as the trolls against the house dwarf and the house random player.
+Every game's score (dwarfs-trolls) and end are printed, then one line per pairing with wins,
+draws, losses, and the server's CPU per turn.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import ROOT, ServerProcess, arena_process
 
 STORE = ROOT / "visor" / "static" / "js" / "clients-store.js"
-ADAPTER = ROOT / "bots" / "js" / "thud-client.js"
+ADAPTER = ROOT / "server" / "games" / "thud" / "web" / "thud-client.js"
 GAME_TIMEOUT_S = 300
 PAIRINGS = (("dwarf", "troll"), ("dwarf", "random"), ("troll", "dwarf"), ("troll", "random"))
 RESULT = re.compile(r"^(win|loss|draw)-game: (.*) (\{.*\})$", re.MULTILINE)

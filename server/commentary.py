@@ -33,13 +33,13 @@ FORFEITS = {
 
 def board_text(game: AnyCodec, state: Any) -> str:
     """The board with its column numbers above and its row numbers on the left."""
-    width, height = game.board_size()
+    width, height = game.view.board_size()
     margin = " " * (len(str(height - 1)) + 1)
     lines = []
     if width > 10:
         lines.append(margin + "".join(str(x // 10) if x >= 10 else " " for x in range(width)))
     lines.append(margin + "".join(str(x % 10) for x in range(width)))
-    for y, row in enumerate(game.render_text(state).split("\n")):
+    for y, row in enumerate(game.text.render_text(state).split("\n")):
         lines.append(f"{y:>{len(margin) - 1}} {row}")
     return "\n".join(line.rstrip() for line in lines)
 
@@ -72,7 +72,7 @@ def turn_text(
     if time_left_s is not None:
         left = zip(game.seat_names, time_left_s, strict=True)
         lines.append("  time left: " + ", ".join(f"{name} {s:.1f} s" for name, s in left))
-    said = game.events_text(events)
+    said = game.text.events_text(events)
     lines += [f"  {line}" for line in said] if said else ["  passes"]
     if debug is not None:
         lines += [f"  debug| {line}" for line in debug.splitlines() or [""]]
@@ -118,7 +118,7 @@ def result_text(
         scored = f"a draw at{points(0)}" if values else "a draw"
     else:
         scored = f"{who(winner)} wins{points(winner)}"
-    explained = None if last_seat is None else game.end_text(reason, who(last_seat))
+    explained = None if last_seat is None else game.text.end_text(reason, who(last_seat))
     return f"{scored}: {explained or reason}"
 
 
@@ -147,7 +147,7 @@ def replay_text(record: JsonObject, turns: TurnRange | None = None) -> Iterator[
     before = turns_before(record)
     for frame in frames(record):
         if frame.seat is None:
-            yield "\n".join(game.legend_text(frame.state))
+            yield "\n".join(game.text.legend_text(frame.state))
             if 0 in turns:
                 yield f"\nstart\n{board_text(game, frame.state)}"
         elif frame.turn in turns:

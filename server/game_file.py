@@ -59,7 +59,7 @@ def game_line(record: JsonObject, codec: AnyCodec, start: Any) -> JsonObject:
             for player in record["players"]
         ],
         "settings": record["settings"],
-        "board": codec.describe(),
+        "board": codec.view.describe(),
         "startedAt": record["startedAt"],
         "state": codec.state_to_wire(start),
         "scores": codec.scores(start),

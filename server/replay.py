@@ -105,7 +105,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
         "game": record["game"],
         "players": record["players"],
         "seats": list(game.seat_names),
-        "board": game.describe(),
+        "board": game.view.describe(),
         "result": record["result"],
         "status": record["status"],
         "seed": record["seed"],

@@ -238,7 +238,7 @@ class Commentator:
         if self.bank is not None:
             self.time_left_s = [self.bank.initial_ms / 1000] * len(view.players)
             self._header += "\n" + clock_text(self.bank.initial_ms, self.bank.increment_ms)
-        legend = "\n".join(self.codec.legend_text(view.state))
+        legend = "\n".join(self.codec.text.legend_text(view.state))
         self._draw(f"{self._header}\n{legend}\n\nstart\n{board_text(self.codec, view.state)}")
         record = {
             "game": view.game,

@@ -489,11 +489,11 @@ async def test_the_worker_runs_client_code_without_the_network(browsing: Pages) 
     await expect(page.locator("#result")).to_contain_text("Stopped.")
     assert "fetched" not in (await console.text_content() or "")
     # Only the worker's script may evaluate code; the pages keep their policy.
-    worker = await page.request.get(f"{browsing.base_url}/js/clients-worker.js")
+    worker = await page.request.get(f"{browsing.base_url}/games/thud/clients-worker.js")
     worker_policy = worker.headers["content-security-policy"]
     assert "'unsafe-eval'" in worker_policy
     assert "connect-src 'none'" in worker_policy
-    for path in ("/clients", "/static/js/clients.js", "/js/thud-controller.js"):
+    for path in ("/clients", "/games/thud/clients.js", "/games/thud/thud-controller.js"):
         response = await page.request.get(browsing.base_url + path)
         assert "'unsafe-eval'" not in response.headers["content-security-policy"]
         assert "script-src 'self';" in response.headers["content-security-policy"]

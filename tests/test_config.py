@@ -53,7 +53,7 @@ def test_the_original_servers_config_still_reads() -> None:
     assert config_from_mapping(ORIGINAL_CONFIG) == ArenaConfig()
     changed = config_from_mapping({**ORIGINAL_CONFIG, "width": 17, "pointsToWin": 5})
     tavern = Arena(changed).codec("tavern")
-    assert tavern.board_size() == (17, 21)
+    assert tavern.view.board_size() == (17, 21)
     assert tavern.counting_rules()["pointsToWin"] == 5
     # The original's keys are Tavern's: Thud keeps its own settings.
     assert changed.game_settings["thud"] == ArenaConfig().game_settings["thud"]

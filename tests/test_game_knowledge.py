@@ -6,11 +6,18 @@ The arena's modules, the visor and the bots ask a game object from the registry
 name (as the registry spells it) compared, used as a key or an index, matched, looked up with
 ``get``, or kept in a variable to be compared later. A name passed on as a value (a program's
 name, a request's field) is not a test and is not reported.
+
+The pages' JavaScript (``visor/static/js``) is scanned too, by its tokens: a game's name
+compared, a ``case``, a key or a property, an index, looked up (``includes``, ``get``...),
+listed in an array, or chosen in a condition or kept in a variable. Each game's own view, labels
+and words are in its package (``server/games/<game>/web/game.js``), which the shared pages load
+by name from ``/games/index.json``.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("server", "visor", "bots")
 GAMES_PACKAGE = ROOT / "server" / "games"
 LOOKUPS = frozenset({"get", "pop", "setdefault"})
+PAGES_SCRIPTS = ROOT / "visor" / "static" / "js"
+JS_COMMENTS = re.compile(r"/\*.*?\*/|(?<![:\\])//[^\n]*", re.DOTALL)
 
 
 def _constants(node: ast.AST) -> Iterator[ast.Constant]:
@@ -67,6 +76,34 @@ def _scanned_files() -> list[Path]:
     return files
 
 
+def _js_patterns(name: str) -> list[re.Pattern[str]]:
+    """How JavaScript tests the name ``name``: the literal, a key, a property."""
+    literal = rf"""(["'`]){re.escape(name)}\1"""
+    word = re.escape(name)
+    return [
+        re.compile(rf"(?:===?|!==?)\s*{literal}"),  # compared, the name on the right
+        re.compile(rf"{literal}\s*(?:===?|!==?)"),  # or on the left
+        re.compile(rf"\bcase\s+{literal}\s*:"),  # a case of a switch
+        re.compile(rf"[{{,]\s*(?:{word}|{literal})\s*:"),  # a key of an object
+        re.compile(rf"\.{word}\b(?!\s*\()|\[\s*{literal}\s*\]"),  # a property, an index
+        re.compile(rf"\.(?:includes|indexOf|get|has)\(\s*{literal}"),  # looked up
+        re.compile(rf"[\[,]\s*{literal}\s*[,\]]"),  # listed in an array
+        re.compile(rf"(?:[^=!<>]=|\?|&&|\|\|)\s*{literal}"),  # kept, chosen in a condition
+    ]
+
+
+def js_game_name_tests(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, name) of each place a script tests one of the games' ``names``; comments are
+    not code."""
+    code = JS_COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
+    found = set()
+    for name in names:
+        for pattern in _js_patterns(name):
+            for match in pattern.finditer(code):
+                found.add((code.count("\n", 0, match.start()) + 1, name))
+    return sorted(found)
+
+
 def test_the_scan_finds_each_kind_of_game_name_test() -> None:
     names = frozenset({"thud", "tavern"})
     source = "\n".join(
@@ -109,6 +146,71 @@ def test_no_game_name_is_tested_outside_the_games_package() -> None:
         for line, name in game_name_tests(path.read_text(), names)
     ]
     assert not found, "a game's name tested outside server/games/:\n" + "\n".join(found)
+
+
+def test_the_script_scan_finds_each_kind_of_game_name_test() -> None:
+    names = frozenset({"thud", "tavern"})
+    source = "\n".join(
+        [
+            'if (game === "thud") draw();',  # 1
+            "const x = 'tavern' !== game ? 1 : 2;",  # 2
+            'const KEYS = { thud: 1, "tavern": 2 };',  # 3
+            "const y = PLAYERS.thud;",  # 4
+            'const z = TIMES["tavern"];',  # 5
+            'if (names.includes("thud")) go();',  # 6
+            'const ORDER = ["dwarf", "tavern"];',  # 7
+            'const GAME = "thud";',  # 8
+            "switch (game) {",  # 9
+            '  case "tavern": break;',  # 10
+            "}",  # 11
+            'const w = ok ? "thud" : other;',  # 12
+            'socket.send({ type: "play", game: game, nick: "thud" });',  # 13: a value
+            '// if (game === "thud") in a comment',  # 14: not code
+            'fetch(`/api/ladder?game=${game}`); load("/rules/thud");',  # 15: within a text
+            "const view = new ThudView(canvas); thudstone(board);",  # 16: other words
+        ]
+    )
+    assert js_game_name_tests(source, names) == [
+        (1, "thud"),
+        (2, "tavern"),
+        (3, "tavern"),
+        (3, "thud"),
+        (4, "thud"),
+        (5, "tavern"),
+        (6, "thud"),
+        (7, "tavern"),
+        (8, "thud"),
+        (10, "tavern"),
+        (12, "thud"),
+    ]
+
+
+def test_no_game_name_is_tested_in_the_pages_scripts() -> None:
+    """The shared pages ask each game's module (loaded by name) for what differs between
+    games: a new game touches none of their scripts."""
+    names = frozenset(GAMES)
+    scripts = sorted(PAGES_SCRIPTS.rglob("*.js"))
+    assert {"watch.js", "replay.js", "lobby.js", "panel.js", "games.js"} <= {
+        p.name for p in scripts
+    }
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name!r}"
+        for path in scripts
+        for line, name in js_game_name_tests(path.read_text(), names)
+    ]
+    assert not found, "a game's name tested in the pages' scripts:\n" + "\n".join(found)
+
+
+def test_each_game_brings_its_web_side_from_its_package() -> None:
+    """Each game's module, rules page and own pages are files of its package."""
+    for name, game in GAMES.items():
+        folder = game.web.folder
+        assert folder.is_relative_to(GAMES_PACKAGE / name), name
+        assert (folder / "game.js").is_file() and (folder / "rules.html").is_file(), name
+        for route, path in game.web.page_routes(name).items():
+            assert path.is_file() and path.is_relative_to(folder), (name, route)
+        if game.client_adapter is not None:
+            assert game.client_adapter.is_relative_to(folder), name
 
 
 def test_each_game_gives_one_score_per_score_name() -> None:

@@ -259,8 +259,8 @@ def test_a_bot_that_crashes_loses_and_its_stderr_is_shown(tmp_path: Path) -> Non
 def test_a_crashing_client_s_error_is_shown_above_its_stack_frames() -> None:
     """Node.js writes an error's message above its stack frames: the message is shown."""
     thrower = (
-        "node bots/js/thud-client.js --side {side} --file tests/js_clients/thrower.js "
-        "--port {port} --simulation {simulation}"
+        "node server/games/thud/web/thud-client.js --side {side} "
+        "--file tests/js_clients/thrower.js --port {port} --simulation {simulation}"
     )
     run = tavern("thud", thrower, HOUSE_THUD % "troll", "--seed", "2")
     assert run.returncode == 0, run.stderr
@@ -274,8 +274,8 @@ def test_a_crashing_client_s_error_is_shown_above_its_stack_frames() -> None:
 def test_a_client_that_makes_no_move_is_named() -> None:
     def client(name: str) -> str:
         return (
-            f"node bots/js/thud-client.js --side {{side}} --file tests/js_clients/{name}.js "
-            "--port {port} --simulation {simulation}"
+            "node server/games/thud/web/thud-client.js --side {side} "
+            f"--file tests/js_clients/{name}.js --port {{port}} --simulation {{simulation}}"
         )
 
     run = tavern("thud", client("killer"), client("idle"))

@@ -33,7 +33,7 @@ def test_a_long_game_is_drawn_within_the_bound() -> None:
     with Image.open(io.BytesIO(gif)) as image:
         assert isinstance(image, GifImagePlugin.GifImageFile)
         assert image.n_frames == 251
-        width, height = TAVERN.board_size()
+        width, height = TAVERN.view.board_size()
         assert image.size == (2 * MARGIN + width * CELL, HEADER + MARGIN + height * CELL)
         image.seek(250)  # the last position: team1's dwarves where the rules put them
         rgb = image.convert("RGB")

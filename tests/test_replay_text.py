@@ -14,8 +14,8 @@ import pytest
 from bots.house import run_games
 from server.commentary import result_text
 from server.games import GAMES
-from server.games.thud.codec import move_text
 from server.games.thud.pieces import DWARF, TROLL, Move
+from server.games.thud.text import move_text
 from server.records import GameFilter, Records
 from server.replay import TurnRange
 from tests.conftest import ROOT, serving_visor, test_config

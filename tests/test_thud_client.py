@@ -1,9 +1,9 @@
 """Thud challenge clients in the arena: the JS controller, the Node adapter, tournaments of files.
 
-The controller (bots/js/thud-controller.js) is checked against the rules module at every ply of
-the sample traces; the adapter (bots/js/thud-client.js) plays the sample clients in
-tests/js_clients through a real arena; a folder of them is a tournament. These tests need
-Node.js and fail without it.
+The controller (server/games/thud/web/thud-controller.js) is checked against the rules module
+at every ply of the sample traces; the adapter (server/games/thud/web/thud-client.js) plays the
+sample clients in tests/js_clients through a real arena; a folder of them is a tournament.
+These tests need Node.js and fail without it.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ from server.tournament.spec import TournamentError, load_spec, spec_from_mapping
 from tests.conftest import Running, TurnLog, tap
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTROLLER = ROOT / "bots" / "js" / "thud-controller.js"
-ADAPTER = ROOT / "bots" / "js" / "thud-client.js"
+CONTROLLER = ROOT / "server" / "games" / "thud" / "web" / "thud-controller.js"
+ADAPTER = ROOT / "server" / "games" / "thud" / "web" / "thud-client.js"
 CLIENTS = Path(__file__).parent / "js_clients"
 TRACES = Path(__file__).parent / "data" / "thud_traces.jsonl.gz"
 NODE_TIMEOUT_S = 60.0

@@ -47,7 +47,7 @@ TAVERN_SEED = 5
 THUD_SEED = 8
 # Chrome reports an API answer of 404 or 409 as a console error; pages that expect one say so.
 
-# The colours of the pieces on the canvas (visor/static/js/games.js COLOURS).
+# The colours of the pieces on the canvas (each game's web/view.js COLOURS).
 COLOURS = {
     "team1": (0xD9, 0x57, 0x3B),
     "team2": (0xE8, 0xB6, 0x3C),
@@ -55,7 +55,7 @@ COLOURS = {
     "troll": (0x5A, 0xA8, 0x45),
 }
 COLOUR_TOLERANCE = 14
-STEP_ARROW = (0xF7, 0xA4, 0x8F)  # team1's step (visor/static/js/tavern-view.js ARROWS)
+STEP_ARROW = (0xF7, 0xA4, 0x8F)  # team1's step (server/games/tavern/web/view.js ARROWS)
 # Where, in cells from a square's centre, a pixel shows only the piece's own colour: beside the
 # Tavern dwarf's helmet and beard, below the Thud dwarf's helmet (and clear of a kill's cross).
 PIECE_PIXEL = {"tavern": (0.25, 0.0), "thud": (0.0, 0.15)}

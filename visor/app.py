@@ -45,7 +45,7 @@ from server.games.base import JsonObject
 from server.league import league_to_wire
 from server.records import GameFilter, Records, RecordsOutOfReach
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
-from visor import ladder, play_from, replay_image, tv
+from visor import game_pages, ladder, play_from, replay_image, tv
 from visor.connections import HttpConnections, serving_http
 from visor.errors import RECORDS_UNAVAILABLE, PageError
 from visor.health import Health
@@ -61,7 +61,6 @@ from visor.thud_api import routes as thud_api
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
-THUD_CONTROLLER = Path(__file__).parent.parent / "bots" / "js" / "thud-controller.js"
 MAX_PAGE = 1_000_000  # of /api/games: far past any archive, and an OFFSET SQLite can hold
 MAX_TURNS_READ = 2000  # turns one answer of /api/games/{id}/turns holds
 FLUSH_WAIT_S = 5.0  # for the records to take a live game's latest turns before they are read
@@ -70,13 +69,6 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
     "form-action 'self'"
-)
-# The /clients page runs a person's Thud client in a Web Worker, which has to evaluate the client's
-# source: the worker script gets its own policy, which allows eval there and no network, no
-# nested workers and nothing else. The pages keep the policy above.
-CLIENTS_WORKER = STATIC / "js" / "clients-worker.js"
-CLIENTS_WORKER_POLICY = (
-    "default-src 'none'; script-src 'self' 'unsafe-eval'; connect-src 'none'; worker-src 'none'"
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -92,7 +84,7 @@ NODES = web.AppKey("nodes", NodeClient)
 async def security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Nicks come from strangers: the pages render them as text, and this stops any script."""
     response = await handler(request)
-    # A handler may bring its own policy (the /clients worker); every page gets this one.
+    # A handler may bring its own policy (a game's sandbox worker); every page gets this one.
     response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
@@ -149,24 +141,6 @@ def page(name: str) -> Handler:
     return serve
 
 
-async def thud_controller(request: web.Request) -> web.StreamResponse:
-    return web.FileResponse(
-        THUD_CONTROLLER,
-        headers={"Cache-Control": "no-cache", "Content-Type": "text/javascript; charset=utf-8"},
-    )
-
-
-async def clients_worker(request: web.Request) -> web.StreamResponse:
-    return web.FileResponse(
-        CLIENTS_WORKER,
-        headers={
-            "Cache-Control": "no-cache",
-            "Content-Type": "text/javascript; charset=utf-8",
-            "Content-Security-Policy": CLIENTS_WORKER_POLICY,
-        },
-    )
-
-
 def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Application:
     app = web.Application(middlewares=[security_headers, not_found, records_out_of_reach])
     app[ARENA] = arena
@@ -179,7 +153,6 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.on_cleanup.append(lambda _: app[NODES].close())
     app.router.add_get("/", page("index.html"))
     app.router.add_get("/watch/{simulation_id}", page("watch.html"))
-    app.router.add_get("/play/thud", page("play.html"))
     app.router.add_get("/replay/{game_id}", page("replay.html"))
     app.router.add_get("/replay", page("replay.html"))  # a game file, opened or dropped
     app.router.add_get("/ws", websocket)
@@ -198,12 +171,8 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     app.router.add_get("/bots/{name}", page("bot.html"))
     app.router.add_get("/tv", page("tv.html"))
     app.router.add_get("/matches", page("matches.html"))
-    app.router.add_get("/clients", page("clients.html"))
-    app.router.add_get("/rules/tavern", page("rules-tavern.html"))
-    app.router.add_get("/rules/thud", page("rules-thud.html"))
-    # The challenge controller is one file for Node bots and for the /clients page.
-    app.router.add_get("/js/thud-controller.js", thud_controller)
-    app.router.add_get("/js/clients-worker.js", clients_worker)
+    # Each game's rules page, its own pages (/play/thud, /clients) and files (/games/<name>/).
+    game_pages.add_routes(app)
     app.router.add_static("/static", STATIC)
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
     thud_api.add_routes(app, arena, records, quota, hub.others)

@@ -47,12 +47,12 @@ def render_gif(record: JsonObject) -> bytes:
     colours = {**COLOURS, **picture.colours}
     palette = {name: index for index, name in enumerate(colours)}
     channels = [channel for colour in colours.values() for channel in colour]
-    width, height = game.board_size()
+    width, height = game.view.board_size()
     size = (2 * MARGIN + width * CELL, HEADER + MARGIN + height * CELL)
     turns = record["turns"]
     last = turns[-1]["number"] if turns else 0
     step = sampling_step(last + 1)
-    board = game.describe()
+    board = game.view.describe()
     images: list[Image.Image] = []
     durations: list[int] = []
     for frame in frames(record):

@@ -48,7 +48,7 @@ class Watching:
             "status": view.status.value,
             "seats": list(codec.seat_names),
             "players": [None if p is None else p.to_wire() for p in view.players],
-            "board": codec.describe(),
+            "board": codec.view.describe(),
             "turn": view.turn,
             "state": None if view.state is None else codec.state_to_wire(view.state),
             "scores": view.scores(),

@@ -6,8 +6,10 @@ candidate action against a position, applying a checked action (without checking
 and the outcome as data; no I/O, no clock, and every random choice drawn from a
 ``RandomSource`` that the match owns. Its *codec* turns messages into candidate actions and
 positions and results into messages; what both games say alike (``ready``, ``game-info``,
-``turn``, the end of a game) is written once, in ``Codec``. The match, seats, timeouts and the
-transports only ever talk to a codec and its rules.
+``turn``, the end of a game) is written once, in ``Codec``. The codec is the wire; its two other
+parts are the game in words (``codec.text``, ``server.games.text.GameText``: terminals, game files,
+commentary) and its board as viewers see it (``codec.view``, ``server.games.picture.BoardView``).
+The match, seats, timeouts and the transports only ever talk to a codec and its rules.
 
 A ``Game`` (one per game, registered by name in ``server.games``) is where the rest lives, as
 python-chess keeps a variant's knowledge in its variant class: its settings section of
@@ -26,8 +28,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from server.errors import BotError, Rejected
-from server.games.picture import Picture
+from server.games.picture import BoardView, Picture
 from server.games.settings import Section
+from server.games.text import GameText
+from server.games.web import WebSide
 
 JsonObject = dict[str, Any]
 
@@ -177,7 +181,9 @@ class Rules(ABC, Generic[StateT, CandidateT, ActionT]):
 
 
 class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
-    """One game on the wire, for one set of settings; ``rules`` are its pure rules."""
+    """One game on the wire, for one set of settings; ``rules`` are its pure rules, ``text`` the
+    game in words (``server.games.text``), ``view`` its board as viewers see it
+    (``server.games.picture``): the three parts a game implements besides its rules."""
 
     name: ClassVar[str]
     seat_names: ClassVar[tuple[str, ...]]
@@ -186,8 +192,12 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
     tags_messages: ClassVar[bool]  # whether every game message carries ``"game"`` after its type
     passes_on_timeout: ClassVar[bool]  # a timed-out seat passes (else it loses at once)
 
-    def __init__(self, rules: Rules[StateT, CandidateT, ActionT]) -> None:
+    def __init__(
+        self, rules: Rules[StateT, CandidateT, ActionT], text: GameText[StateT], view: BoardView
+    ) -> None:
         self.rules = rules
+        self.text = text
+        self.view = view
 
     @classmethod
     @abstractmethod
@@ -235,7 +245,7 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         info = self.header("game-info")
         info["simulationId"] = simulation_id
         info[self.seat_field] = self.seat_names[seat]
-        info["width"], info["height"] = self.board_size()
+        info["width"], info["height"] = self.view.board_size()
         info.setdefault("game", self.name)
         info["seed"] = seed
         info["token"] = token
@@ -330,37 +340,12 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         """A turn's events, as spectators and records see them."""
 
     @abstractmethod
-    def board_size(self) -> tuple[int, int]:
-        """Width and height of the board."""
-
-    @abstractmethod
     def counting_rules(self) -> JsonObject:
         """The settings a bot counts with (``turnLimit``, ``pointsToWin``...), for ``game-info``."""
 
     @abstractmethod
-    def render_text(self, state: StateT) -> str:
-        """The position as a few lines of text, for terminals."""
-
-    @abstractmethod
-    def legend_text(self, state: StateT) -> list[str]:
-        """What the letters of ``render_text`` stand for, a line each."""
-
-    @abstractmethod
-    def events_text(self, events: Sequence[Any]) -> list[str]:
-        """A turn's events in words, a line each, squares as ``x,y``."""
-
-    def end_text(self, reason: str, last: str) -> str | None:
-        """Why a game ended, in words, where its reason alone does not say it; ``last`` names
-        the seat that played the last turn. ``None``: the reason says it all."""
-        return None
-
-    @abstractmethod
     def settings(self) -> JsonObject:
         """Everything that, with the seed and the turns, replays a game of these settings."""
-
-    @abstractmethod
-    def describe(self) -> JsonObject:
-        """What a viewer needs besides the position: board size, points to win, and so on."""
 
 
 AnyCodec = Codec[Any, Any, Any]
@@ -411,6 +396,7 @@ class Game(ABC):
     picture: ClassVar[Picture]
     client_adapter: ClassVar[Path | None] = None
     """The Node.js program that plays the game's challenge clients (JavaScript files)."""
+    web: ClassVar[WebSide]  # its side of the pages: its JavaScript module, rules page, pages
 
     @property
     def name(self) -> str:

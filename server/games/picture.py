@@ -1,4 +1,7 @@
-"""A game's replay picture: what each game draws of a position, on a surface the visor gives.
+"""What a game looks like to viewers, one of the three parts of its codec (wire, text, picture):
+the board of one set of settings (``BoardView``: its size and what a viewer needs to draw it),
+and the game's replay picture (``Picture``): what each game draws of a position, on a surface
+the visor gives.
 
 ``visor.replay_image`` turns a recorded game into an animated GIF; each game says here how one
 position looks (``Picture.draw``), how long a turn stays on screen and what its turns are
@@ -28,7 +31,7 @@ COLOURS: dict[str, Colour] = {
     "line": (255, 248, 230),
     "kill": (216, 54, 43),
 }
-"""The colours every picture may use (the visor's, js/games.js); each game adds its own."""
+"""The colours every picture may use (the visor's); each game adds its own."""
 
 
 class Surface(Protocol):
@@ -77,6 +80,19 @@ class Canvas:
         )
 
 
+class BoardView(ABC):
+    """A board of one set of settings as viewers see it: the pages, the replay picture and the
+    terminal draw it from these."""
+
+    @abstractmethod
+    def board_size(self) -> tuple[int, int]:
+        """Width and height of the board."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What a viewer needs besides the position: board size, points to win, and so on."""
+
+
 class Picture(ABC):
     """How a game's replay looks."""
 
@@ -92,5 +108,5 @@ class Picture(ABC):
         state: Mapping[str, Any],
         events: Sequence[Mapping[str, Any]],
     ) -> None:
-        """One position: ``board`` is the codec's ``describe()``, ``state`` and ``events`` are
+        """One position: ``board`` is the codec's ``view.describe()``, ``state`` and ``events`` are
         as spectators see them (``state_to_wire``, ``events_to_wire``)."""

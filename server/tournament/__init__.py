@@ -16,8 +16,9 @@ A tournament is identified by its name: running the same file again skips the ga
 finished, so an interrupted tournament (Ctrl-C, a crash) resumes where it stopped.
 
 A bot may be a Thud challenge client, a JavaScript class in a file (``"file"`` instead of
-``"command"``): it plays through ``bots/js/thud-client.js`` under Node.js. A folder holding such
-files in ``dwarf/`` and ``troll/`` is a tournament by itself, as the challenge kept its clients.
+``"command"``): it plays through ``server/games/thud/web/thud-client.js`` under Node.js. A
+folder holding such files in ``dwarf/`` and ``troll/`` is a tournament by itself, as the
+challenge kept its clients.
 
 The package is split by job: ``spec`` reads and checks a tournament (its file, or a folder of
 clients), ``schedule`` says who plays whom, ``bots`` runs one bot as a process (as ``tavern

@@ -20,6 +20,7 @@ from server.games.base import (
 )
 from server.games.tavern import position, rules
 from server.games.tavern.pieces import (
+    TEAM_NAMES,
     BarrelMoved,
     BoardReset,
     Coords,
@@ -33,8 +34,10 @@ from server.games.tavern.pieces import (
     Settings,
     State,
 )
+from server.games.tavern.rules import TavernRules
+from server.games.tavern.text import TavernText
+from server.games.tavern.view import TavernBoard
 
-TEAM_NAMES = ("team1", "team2")
 MAX_NAME_LENGTH = 64
 
 
@@ -48,6 +51,13 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
     tags_messages = False
     passes_on_timeout = True
     rules: rules.TavernRules
+
+    def __init__(self, game_rules: TavernRules) -> None:
+        super().__init__(
+            game_rules,
+            TavernText(game_rules.settings),
+            TavernBoard(game_rules.settings, self.settings),
+        )
 
     @classmethod
     def from_settings(cls, settings: JsonObject) -> TavernCodec:
@@ -144,39 +154,9 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         thrown, point, reset), the piece, and the squares it went ``from`` and ``to``."""
         return [event_to_wire(event) for event in events]
 
-    def board_size(self) -> tuple[int, int]:
-        return self.rules.settings.width, self.rules.settings.height
-
     def counting_rules(self) -> JsonObject:
         settings = self.rules.settings
         return {"pointsToWin": settings.points_to_win, "turnLimit": settings.turn_limit}
-
-    def render_text(self, state: State) -> str:
-        """Team1's dwarves a, b, c..., team2's A, B, C..., barrels 1 and 2, home rows ~."""
-        width, height = self.board_size()
-        rows = [["~" if y in (0, height - 1) else "." for _ in range(width)] for y in range(height)]
-        counts = [0, 0]
-        for dwarf in state.dwarves:
-            letter = chr((ord("a") if dwarf.team == 0 else ord("A")) + counts[dwarf.team] % 26)
-            counts[dwarf.team] += 1
-            rows[dwarf.coords.y][dwarf.coords.x] = letter
-        for team, barrel in enumerate(state.barrels):
-            rows[barrel.y][barrel.x] = str(team + 1)
-        return "\n".join("".join(row) for row in rows)
-
-    def legend_text(self, state: State) -> list[str]:
-        lines = []
-        for team, first in enumerate("aA"):
-            dwarves = [d for d in state.dwarves if d.team == team]
-            pieces = ", ".join(
-                f"{chr(ord(first) + i % 26)} {d.name} ({d.id})" for i, d in enumerate(dwarves)
-            )
-            lines.append(f"{TEAM_NAMES[team]}: {pieces}; its barrel {team + 1}")
-        lines.append("~ the home rows: team1 scores in the bottom one, team2 in the top one")
-        return lines
-
-    def events_text(self, events: Sequence[Any]) -> list[str]:
-        return [_event_text(event) for event in events]
 
     def settings(self) -> JsonObject:
         settings = self.rules.settings
@@ -197,32 +177,6 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
                 for index, team in enumerate(TEAM_NAMES)
             },
         }
-
-    def describe(self) -> JsonObject:
-        return self.settings()
-
-
-def _square(coords: Coords) -> str:
-    return f"{coords.x},{coords.y}"
-
-
-def _path(start: Coords, end: Coords) -> str:
-    return f"{_square(start)} -> {_square(end)}" if start != end else f"stays on {_square(start)}"
-
-
-def _event_text(event: Event) -> str:
-    match event:
-        case DwarfMoved(dwarf_id=dwarf_id, name=name, direction=direction):
-            return f"{name} ({dwarf_id}) {direction.name} {_path(event.start, event.end)}"
-        case BarrelMoved(team=team, direction=direction):
-            return f"  barrel {team + 1} pushed {direction.name} {_path(event.start, event.end)}"
-        case DwarfHit(dwarf_id=dwarf_id, name=name, direction=direction):
-            return f"  {name} ({dwarf_id}) thrown {direction.name} {_path(event.start, event.end)}"
-        case PointScored(team=team, scores=scores):
-            return f"point for {TEAM_NAMES[team]}: {scores[0]}-{scores[1]}"
-        case BoardReset():
-            return "every piece back on its start"
-    raise AssertionError(f"unknown event {event!r}")
 
 
 def state_to_wire(dwarves: Sequence[Dwarf], barrels: Sequence[Coords]) -> JsonObject:

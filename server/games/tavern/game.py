@@ -8,14 +8,16 @@ own file has them at its top level, where they are still read.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from server.games.base import Game, JsonObject, LeagueRules
 from server.games.settings import TURN_LIMITS, Section, SettingsError
 from server.games.tavern import house, rules
-from server.games.tavern.codec import TEAM_NAMES, TavernCodec
+from server.games.tavern.codec import TavernCodec
 from server.games.tavern.picture import TavernPicture
-from server.games.tavern.pieces import Coords, Settings
+from server.games.tavern.pieces import TEAM_NAMES, Coords, Settings
+from server.games.web import WebSide
 
 BOARD_SIDES = (5, 200)
 DEFAULT_TURN_LIMIT = 1000
@@ -38,6 +40,7 @@ class TavernGame(Game):
     house_players = house.PLAYERS
     league = LeagueRules(table_per_seat=False, both_ways=True)
     picture = TavernPicture()
+    web = WebSide(Path(__file__).resolve().parent / "web", title="Dwarven Tavern")
 
     def settings(self, section: Section) -> JsonObject:
         section.unknown(self.top_level_keys)

@@ -16,8 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from server.games.base import HousePlayer, JsonObject
-from server.games.tavern.codec import TEAM_NAMES
-from server.games.tavern.pieces import State
+from server.games.tavern.pieces import TEAM_NAMES, State
 
 NAMES = ["Rhun Diamondfighter", "Balgairen Marble-Flame", "Tavio Bluefeldspar",
          "Caith Scarletjasper", "Riagan Rubygold"]  # fmt: skip

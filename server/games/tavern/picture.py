@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from server.games.picture import Canvas, Colour, Picture
-from server.games.tavern.codec import TEAM_NAMES
+from server.games.tavern.pieces import TEAM_NAMES
 
 
 class TavernPicture(Picture):

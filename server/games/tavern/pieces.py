@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 from server.games.base import Outcome
 
+TEAM_NAMES = ("team1", "team2")  # as the original names the teams: team 0 is team1
+
 
 class Direction(IntEnum):
     """The original's direction enum; the numbers appear in event texts."""

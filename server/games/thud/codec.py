@@ -21,8 +21,7 @@ from server.games.base import (
     Player,
 )
 from server.games.thud import position, rules
-from server.games.thud.board import CELL_SQUARE, SQUARES, THUDSTONE, Square, is_square
-from server.games.thud.ends import ThudEnd
+from server.games.thud.board import CELL_SQUARE, Square, is_square
 from server.games.thud.movegen import Run, RunTables, legal_move_runs_as, run_tables
 from server.games.thud.pieces import (
     DWARF,
@@ -42,6 +41,9 @@ from server.games.thud.pieces import (
     points,
     side_to_move,
 )
+from server.games.thud.rules import ThudRules
+from server.games.thud.text import ThudText
+from server.games.thud.view import ThudBoard
 from server.protocol import kept_json
 
 BOARD_SIZE = 15
@@ -58,6 +60,9 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
     tags_messages = True
     rules: rules.ThudRules
     passes_on_timeout = False
+
+    def __init__(self, game_rules: ThudRules) -> None:
+        super().__init__(game_rules, ThudText(), ThudBoard(game_rules.ply_limit))
 
     @classmethod
     def from_settings(cls, settings: JsonObject) -> ThudCodec:
@@ -156,58 +161,13 @@ class ThudCodec(Codec[State, Action | Stop, Action | Stop]):
                 wire.append({"type": "ended", "reason": event.reason})
         return wire
 
-    def board_size(self) -> tuple[int, int]:
-        return BOARD_SIZE, BOARD_SIZE
-
     def counting_rules(self) -> JsonObject:
         return {"turnLimit": self.rules.ply_limit}
-
-    def render_text(self, state: State) -> str:
-        """d for a dwarf, T for a troll, * for the Thudstone, . for an empty square."""
-        rows = [[" "] * BOARD_SIZE for _ in range(BOARD_SIZE)]
-        for x, y in SQUARES:
-            rows[y][x] = "."
-        rows[THUDSTONE[1]][THUDSTONE[0]] = "*"
-        for x, y in state.dwarfs:
-            rows[y][x] = "d"
-        for x, y in state.trolls:
-            rows[y][x] = "T"
-        return "\n".join("".join(row).rstrip() for row in rows)
-
-    def legend_text(self, state: State) -> list[str]:
-        return ["d a dwarf, T a troll, * the Thudstone, . an empty square"]
-
-    def events_text(self, events: Sequence[Any]) -> list[str]:
-        lines = []
-        for event in events:
-            if isinstance(event, PieceMoved):
-                lines.append(move_text(event.side, event.move))
-            elif isinstance(event, Declared):
-                verb = "declares the game over" if event.value else "withdraws its declaration"
-                lines.append(f"the {event.side} side {verb}")
-            elif isinstance(event, GameEnded):
-                lines.append(f"game over: {event.reason}")
-            # PiecesKilled repeats the move's kills, already in its line.
-        return lines
-
-    def end_text(self, reason: str, last: str) -> str | None:
-        if reason == ThudEnd.NO_MOVE:
-            return f"{last} made no move, so the game was scored as it stood"
-        return None
 
     def settings(self) -> JsonObject:
         # Thud has one board and one set of rules; only a shorter game says so.
         limit = self.rules.ply_limit
         return {} if limit == MAX_PLIES else {"turnLimit": limit}
-
-    def describe(self) -> JsonObject:
-        return {
-            "width": BOARD_SIZE,
-            "height": BOARD_SIZE,
-            "squares": [list(square) for square in SQUARES],
-            "thudstone": list(THUDSTONE),
-            "maxPlies": self.rules.ply_limit,
-        }
 
 
 def _square(value: object, field: str) -> Square:
@@ -225,19 +185,6 @@ def _square(value: object, field: str) -> Square:
     if not is_square(x, y):
         raise ActionRejected(BotError.ILLEGAL_MOVE, f"{value} is not a square of the board")
     return CELL_SQUARE[x + BOARD_SIZE * y]
-
-
-def move_text(side: str, move: Move) -> str:
-    """A move as ``d 4,13 -> 5,12 hurl x 6,11``: the piece, its squares, its kind (walks go
-    unnamed) and each square it clears."""
-
-    def square(value: Square) -> str:
-        return f"{value[0]},{value[1]}"
-
-    text = f"{'d' if side == DWARF else 'T'} {square(move.start)} -> {square(move.end)}"
-    if move.kind != "walk":
-        text += f" {move.kind}"
-    return text + "".join(f" x {square(killed)}" for killed in move.killed)
 
 
 def move_to_wire(move: Move, *, as_lists: bool = True) -> JsonObject:

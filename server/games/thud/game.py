@@ -1,5 +1,7 @@
-"""Thud as the arena knows it: its settings section, house players, league, picture, and the
-Node.js adapter that plays the king-of-the-hill challenge's client files."""
+"""Thud as the arena knows it: its settings section, house players, league, picture, its side
+of the pages (``web/``: its board view, rules page, the /play/thud and /clients pages) and the
+Node.js adapter that plays the king-of-the-hill challenge's client files (``web/thud-client.js``,
+beside the controller the /clients page loads too)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,18 @@ from server.games.thud import house, rules
 from server.games.thud.codec import ThudCodec
 from server.games.thud.picture import ThudPicture
 from server.games.thud.pieces import MAX_PLIES
+from server.games.web import WebSide
 
-CLIENT_ADAPTER = Path(__file__).resolve().parents[3] / "bots" / "js" / "thud-client.js"
+WEB = Path(__file__).resolve().parent / "web"
+# The challenge's controller (thud-controller.js) is one file for the Node adapter and the
+# /clients page, whose sandbox worker evaluates a person's client.
+WEB_SIDE = WebSide(
+    WEB,
+    title="Thud",
+    play="play.html",
+    pages={"/clients": "clients.html"},
+    sandboxed=frozenset({"clients-worker.js"}),
+)
 
 
 class ThudGame(Game):
@@ -22,7 +34,8 @@ class ThudGame(Game):
     # As the challenge: a dwarf table and a troll table, each dwarf bot against each troll bot.
     league = LeagueRules(table_per_seat=True, both_ways=False)
     picture = ThudPicture()
-    client_adapter = CLIENT_ADAPTER
+    client_adapter = WEB / "thud-client.js"
+    web = WEB_SIDE
 
     def settings(self, section: Section) -> JsonObject:
         """One board and one set of rules: only ``turnLimit`` ends a game sooner than the

@@ -96,7 +96,7 @@ class Stop:
     """The side on move makes no move: the game ends here, scored as it stands.
 
     This is how the king-of-the-hill engine ended a game whose client made no move in its
-    turn; clients written for it rely on it (see bots/js/thud-client.js).
+    turn; clients written for it rely on it (see server/games/thud/web/thud-client.js).
     """
 
 

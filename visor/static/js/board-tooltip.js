@@ -1,9 +1,9 @@
-// What stands on the square under the pointer (and under a finger, on a tap): a dwarf's name
-// and its player, a barrel, a Thud piece, the square's coordinates. The live view and the
-// replay share it; the Tavern view also rings the hovered square.
+// What stands on the square under the pointer (and under a finger, on a tap), in the game's
+// words (its module's describeSquare): a piece, its player, the square's coordinates. The live
+// view and the replay share it; a game's view may also ring the hovered square (ringsHover).
 
 import { el, show } from "./dom.js";
-import { seatLabel, square } from "./games.js";
+import { GAMES } from "./games.js";
 import { nickOf } from "./panel.js";
 
 /**
@@ -39,26 +39,14 @@ export function attachTooltip({ canvas, wrap, tooltip }, current, redraw) {
     const top = event.clientY - box.top + 16;
     tooltip.style.left = `${Math.max(4, left)}px`;
     tooltip.style.top = `${top + tooltip.offsetHeight > box.height ? top - tooltip.offsetHeight - 24 : top}px`;
-    if (shown.game === "tavern" && (!view.hover || view.hover.join() !== at.join())) {
+    if (GAMES[shown.game].ringsHover && (!view.hover || view.hover.join() !== at.join())) {
       view.hover = at;
       redraw();
     }
   });
 }
 
-function describeSquare({ game, view, state, players, board }, at) {
-  if (game === "tavern") {
-    const piece = view.pieceAt(state, at);
-    if (!piece) return null;
-    const owner = nickOf(players, piece.team, "tavern");
-    if (piece.kind === "barrel") return [`Barrel of ${seatLabel("tavern", piece.team)}`, owner, square(at)];
-    return [piece.dwarf.name, `#${piece.dwarf.id} · ${owner}`, square(at)];
-  }
-  if (!view.isSquare(at)) return null;
-  const has = (list) => (list || []).some((s) => s[0] === at[0] && s[1] === at[1]);
-  let what = "Empty square";
-  if (state && has(state.dwarfs)) what = "Dwarf";
-  else if (state && has(state.trolls)) what = "Troll";
-  else if (at[0] === board.thudstone[0] && at[1] === board.thudstone[1]) what = "The Thudstone";
-  return [what, square(at)];
+function describeSquare(shown, at) {
+  const { game, players } = shown;
+  return GAMES[game].describeSquare(shown, at, (seat) => nickOf(players, seat, game));
 }

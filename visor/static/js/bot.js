@@ -4,6 +4,7 @@
 // from /api/bots/NAME.
 
 import { byId, el, setText, show } from "./dom.js";
+import { gameOf } from "./games.js";
 import { failure, getJson } from "./records.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -11,8 +12,10 @@ const HEIGHT = 260;
 const MARGIN = { left: 48, right: 16, top: 14, bottom: 52 }; // room for the axes' labels
 const MIN_LABEL_GAP = 84; // px between two date labels on the x axis, at least
 const NEW_MU = 25; // a new bot's μ
-const COLOURS = { thud: "#c8892b", tavern: "#4f8fc0" };
 const DAY_S = 86400;
+
+/** A game's colour in the chart (its module's accent). */
+const accentOf = (game) => (gameOf(game) ? gameOf(game).accent : "currentColor");
 
 const name = decodeURIComponent(location.pathname.split("/").pop());
 let history = null; // the bot's rated games, newest first, once loaded
@@ -178,7 +181,7 @@ function chart(games, width) {
   for (const game of kinds) {
     const points = oldestFirst.map((entry, index) => [entry, index]).filter(([entry]) => entry.game === game);
     const line = points.map(([entry, index]) => `${x(index).toFixed(1)},${y(entry.mu).toFixed(1)}`).join(" ");
-    const colour = COLOURS[game] || "currentColor";
+    const colour = accentOf(game);
     root.append(svg("polyline", { points: line, fill: "none", stroke: colour, "stroke-width": 2, "data-game": game }));
     for (const [entry, index] of points) {
       const dot = svg("circle", { cx: x(index), cy: y(entry.mu), r: 3, fill: colour });
@@ -188,7 +191,7 @@ function chart(games, width) {
   }
   if (kinds.length > 1) {
     kinds.forEach((game, index) => {
-      root.append(svg("text", { x: right - 4, y: top + 12 + 14 * index, "text-anchor": "end", class: "legend", fill: COLOURS[game] || "currentColor" }, game));
+      root.append(svg("text", { x: right - 4, y: top + 12 + 14 * index, "text-anchor": "end", class: "legend", fill: accentOf(game) }, game));
     });
   }
   return root;

@@ -1,59 +1,69 @@
-// What the pages know about the two games: seat names, colours, house players, formatting.
+// What the pages know about the games: nothing of their own. The arena lists its games at
+// /games/index.json (name, title, seats, score names, house players, where the game's module,
+// rules page and play page are); each game's module (/games/<name>/game.js, in the game's
+// package) brings its board view, labels and words. This module loads them all before any page
+// script runs (a top-level await), so a page asks for a game by name and never tests one.
 
-/**
- * The arena's house players (mirrors bots/house.py HOUSE_PLAYERS; the server validates every
- * request anyway, so a stale list only means a clear error message).
- */
-export const HOUSE_PLAYERS = {
-  tavern: [
-    { name: "pusher", sides: ["team1", "team2"], description: "pushes the rival barrel home, guards its own" },
-    { name: "wanderer", sides: ["team1", "team2"], description: "every dwarf steps at random" },
-  ],
-  thud: [
-    { name: "dwarf", sides: ["dwarf"], description: "hurls at trolls, keeps out of reach, forms lines" },
-    { name: "troll", sides: ["troll"], description: "kills the most dwarfs, avoids hurls, stays together" },
-    { name: "random", sides: ["dwarf", "troll"], description: "a uniformly random legal move" },
-  ],
-};
+import { pieceOf, square } from "./words.js";
 
-export const GAMES = {
-  tavern: { title: "Dwarven Tavern", seats: ["team1", "team2"], seatLabels: ["Team 1", "Team 2"] },
-  thud: { title: "Thud", seats: ["dwarf", "troll"], seatLabels: ["Dwarfs", "Trolls"] },
-};
+export { square };
 
-/** Seat colours; the CSS uses the same values through classes named after the seat. */
-export const COLOURS = {
-  team1: "#d9573b", // red, like the original's bottom strip
-  team2: "#e8b63c", // yellow, the top strip
-  dwarf: "#4a86e0", // blue, as in the Thud challenge
-  troll: "#5aa845", // green
-};
+const index = await fetch("/games/index.json").then((response) => response.json());
+const modules = await Promise.all(index.games.map((info) => import(info.module)));
+
+/** Each game by name: its index entry ({name, title, seats, scores, house, rules, play}) with
+ * its module's parts (View, seatLabels, logEntries...). */
+export const GAMES = Object.fromEntries(index.games.map((info, i) => [info.name, { ...modules[i].default, ...info }]));
+
+/** The games' names, in the arena's order. */
+export const GAME_NAMES = index.games.map((info) => info.name);
+
+/** The league's tables in order ({name, title, seatOf}): one per seat of a game that keeps a
+ * table per seat ("Dwarf bots", seatOf the game), else one per game (its title). */
+export const LEAGUE_TABLES = GAME_NAMES.flatMap((name) => {
+  const info = GAMES[name];
+  if (!info.tablePerSeat) return [{ name, title: info.title, seatOf: null }];
+  return info.seats.map((seat) => ({ name: seat, title: `${capitalised(pieceOf(info.seatLabels[seat]))} bots`, seatOf: name }));
+});
+
+/** A game by name, or null for a name the arena does not host. */
+export function gameOf(name) {
+  return Object.hasOwn(GAMES, name) ? GAMES[name] : null;
+}
+
+/** The game whose score names a result's score has (an error's result does not name it). */
+export function gameOfScore(score) {
+  const keys = Object.keys(score || {}).sort().join();
+  return GAME_NAMES.find((name) => [...GAMES[name].scores].sort().join() === keys) || null;
+}
 
 export function housePlayersFor(game, seat) {
-  return (HOUSE_PLAYERS[game] || []).filter((player) => player.sides.includes(seat));
+  const info = gameOf(game);
+  return info ? info.house.filter((player) => player.sides.includes(seat)) : [];
 }
 
 export function gameTitle(game) {
-  return (GAMES[game] && GAMES[game].title) || String(game);
+  const info = gameOf(game);
+  return info ? info.title : String(game);
 }
 
 export function seatLabel(game, seat) {
-  const info = GAMES[game];
-  const index = info ? info.seats.indexOf(seat) : -1;
-  return index >= 0 ? info.seatLabels[index] : String(seat);
+  const info = gameOf(game);
+  return (info && info.seatLabels[seat]) || String(seat);
 }
 
 /** "3 – 1" in seat order, or "" before the game starts. */
 export function formatScore(game, scores) {
-  if (!scores) return "";
-  const keys = game === "thud" ? ["dwarfs", "trolls"] : ["team1", "team2"];
-  return keys.map((key) => (key in scores ? scores[key] : "?")).join(" – ");
+  const info = gameOf(game);
+  if (!scores || !info) return "";
+  return info.scores.map((key) => (key in scores ? scores[key] : "?")).join(" – ");
 }
 
-/** The score key of a seat ("dwarf" scores as "dwarfs"). */
+/** The score key of a seat (a Thud dwarf scores as "dwarfs"). */
 export function scoreKey(game, seat) {
-  if (game === "thud") return seat === "dwarf" ? "dwarfs" : "trolls";
-  return seat;
+  const info = gameOf(game);
+  const index = info ? info.seats.indexOf(seat) : -1;
+  return index >= 0 ? info.scores[index] : seat;
 }
 
 /** A result as one sentence: "Gimli's team (team1) won: Points to win reached". */
@@ -65,6 +75,18 @@ export function describeResult(game, result, players) {
   return `${who} won · ${result.reason}`;
 }
 
-export function square(coords) {
-  return `[${coords[0]}, ${coords[1]}]`;
+/** "ply" or "turn"; `many`: "plies" or "turns". */
+export function turnWord(game, many = false) {
+  const info = gameOf(game);
+  if (!info) return many ? "turns" : "turn";
+  return many ? info.turnsWord : info.turnWord;
+}
+
+export function capitalised(text) {
+  return text ? text[0].toUpperCase() + text.slice(1) : text;
+}
+
+/** The board view of a game on a canvas (`new View(canvas, board)`). */
+export function viewOf(game, canvas, board) {
+  return new GAMES[game].View(canvas, board);
 }

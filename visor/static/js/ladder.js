@@ -3,6 +3,7 @@
 // connected now, its last game (a replay link). Refreshed every few seconds: the table is live.
 
 import { byId, el, setText, show } from "./dom.js";
+import { GAME_NAMES, gameOf, gameTitle } from "./games.js";
 import { failure, formatTime, getJson } from "./records.js";
 
 const REFRESH_MS = 5000;
@@ -16,7 +17,8 @@ const ui = {
   body: byId("ladder-body"),
 };
 const params = new URLSearchParams(location.search);
-ui.game.value = params.get("game") === "tavern" ? "tavern" : "thud";
+ui.game.replaceChildren(...GAME_NAMES.map((name) => el("option", { text: gameTitle(name), attrs: { value: name } })));
+ui.game.value = gameOf(params.get("game")) ? params.get("game") : GAME_NAMES[0];
 let season = params.get("season");
 
 ui.game.addEventListener("change", () => {

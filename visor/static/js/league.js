@@ -1,4 +1,5 @@
-// /league: a tournament's league tables (one per Thud side, one for Dwarven Tavern), as the
+// /league: a tournament's league tables (one per seat of a game that keeps a table per seat, as
+// Thud's dwarf and troll tables, else one per game), as the
 // challenge kept them, with each bot's crashes and timed-out turns (a bot that crashed ranks
 // below one that played), its openskill rating, and a head-to-head table of every pair that met;
 // click a bot to list its games.
@@ -7,7 +8,7 @@
 // between named bots; &bot=NAME&table=dwarf opens that bot's games.
 
 import { byId, el, setText, show } from "./dom.js";
-import { formatScore, gameTitle, seatLabel } from "./games.js";
+import { formatScore, gameTitle, LEAGUE_TABLES, seatLabel } from "./games.js";
 import {
   chosenTournament,
   failure,
@@ -20,8 +21,7 @@ import {
   selectTournament,
 } from "./records.js";
 
-const TABLE_ORDER = ["dwarf", "troll", "tavern"];
-const TABLE_TITLES = { dwarf: "Dwarf bots", troll: "Troll bots", tavern: "Dwarven Tavern" };
+const TABLE_ORDER = LEAGUE_TABLES.map((table) => table.name);
 const MAX_GAMES = 200; // the API's page size limit
 
 const ui = {
@@ -145,7 +145,8 @@ function orderedTables(tables) {
 }
 
 function tableTitle(name) {
-  return TABLE_TITLES[name] || name;
+  const table = LEAGUE_TABLES.find((t) => t.name === name);
+  return table ? table.title : name;
 }
 
 function tableSection(name, rows) {
@@ -281,7 +282,8 @@ async function selectBot(table, row, scroll = true) {
   for (const tr of ui.tables.querySelectorAll("tr.league-row")) {
     if (tr.dataset.bot === row.bot && tr.dataset.table === table) tr.classList.add("selected");
   }
-  const side = table === "dwarf" || table === "troll" ? ` as ${seatLabel("thud", table).toLowerCase()}` : "";
+  const seatTable = LEAGUE_TABLES.find((t) => t.name === table && t.seatOf);
+  const side = seatTable ? ` as ${seatLabel(seatTable.seatOf, table).toLowerCase()}` : "";
   setText(ui.botTitle, `${row.bot}${side}`);
   ui.botGames.dataset.bot = row.bot;
   ui.botGames.dataset.table = table;

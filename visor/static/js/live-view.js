@@ -1,13 +1,12 @@
 // The board view of a live game a snapshot describes, for the pages that follow one (/watch,
 // /tv): kept while the board stays the same, replaced when another board arrives.
 
-import { TavernView } from "./tavern-view.js";
-import { ThudView } from "./thud-view.js";
+import { viewOf } from "./games.js";
 
 /** Give `holder` ({view, board}) the view of this snapshot's board on `canvas`. */
 export function viewSnapshotBoard(holder, canvas, message) {
   if (holder.view && JSON.stringify(holder.board) === JSON.stringify(message.board)) return;
   holder.board = message.board;
   if (holder.view) holder.view.board.dispose();
-  holder.view = message.game === "thud" ? new ThudView(canvas, message.board) : new TavernView(canvas, message.board);
+  holder.view = viewOf(message.game, canvas, message.board);
 }

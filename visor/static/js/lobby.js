@@ -7,12 +7,12 @@
 // are.
 
 import { byId, el, setText, show } from "./dom.js";
-import { GAMES, describeResult, formatScore, gameTitle, housePlayersFor, seatLabel } from "./games.js";
+import { GAME_NAMES, GAMES, describeResult, formatScore, gameOf, gameTitle, housePlayersFor, seatLabel } from "./games.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 
 const ui = {
-  createTavern: byId("create-tavern"),
-  createThud: byId("create-thud"),
+  createButtons: byId("create-buttons"),
+  rulesLinks: byId("rules-links"),
   created: byId("created"),
   createdGame: byId("created-game"),
   createdId: byId("created-id"),
@@ -56,8 +56,7 @@ const socket = new VisorSocket({
   onStatus: connectionIndicator(byId("connection")),
 });
 
-ui.createTavern.addEventListener("click", () => create("tavern"));
-ui.createThud.addEventListener("click", () => create("thud"));
+listGames();
 ui.copyId.addEventListener("click", () => copy(ui.copyId, ui.createdId, "Copy the id"));
 ui.copyCommand.addEventListener("click", () => copy(ui.copyCommand, ui.createdCommand, "Copy the command"));
 ui.gameFilter.value = new URLSearchParams(location.search).get("game") || ""; // unknown: every game
@@ -90,6 +89,23 @@ function receive(message) {
   else if (message.type === "error") onError(message);
 }
 
+/** The games the arena hosts: their rules pages, a "new simulation" button each, and the
+ * choices of the run form and of the list's filter. */
+function listGames() {
+  const links = GAME_NAMES.map((name) => el("a", { text: `the rules of ${gameTitle(name)}`, attrs: { id: `rules-${name}-link`, href: GAMES[name].rules } }));
+  ui.rulesLinks.replaceChildren("How they are played: ", ...links.flatMap((link, i) => (i ? [i === links.length - 1 ? " and " : ", ", link] : [link])), ".");
+  ui.createButtons.replaceChildren(
+    ...GAME_NAMES.map((name) => {
+      const button = el("button", { className: "button", text: `New ${gameTitle(name)} simulation`, attrs: { id: `create-${name}`, type: "button" } });
+      button.addEventListener("click", () => create(name));
+      return button;
+    }),
+  );
+  const options = () => GAME_NAMES.map((name) => el("option", { text: gameTitle(name), attrs: { value: name } }));
+  ui.runGame.replaceChildren(...options());
+  ui.gameFilter.append(...options());
+}
+
 function create(game) {
   show(ui.createError, false);
   pending = "create";
@@ -112,7 +128,7 @@ function onCreated(message) {
   setText(ui.createdCommand, command);
   show(ui.createdCommand, Boolean(command));
   show(ui.copyCommand, Boolean(command));
-  const hint = message.game === "tavern" ? "run it twice for a whole game, or once against your bot" : "one for each side; keep one against your bot";
+  const hint = GAMES[message.game].houseHint;
   setText(
     byId("created-command-hint"),
     `Or let the arena's house players take the seats (${hint}), from any folder with the arena's tavern command (make run puts it in the checkout's .venv/bin; pip install puts it on the PATH):`,
@@ -127,15 +143,14 @@ function onCreated(message) {
 /**
  * The shell command that plays one of the arena's house players into this simulation, with the
  * tavern command the arena installs (python -m ... works only in the arena's own environment):
- * the Tavern pusher, or a Thud house player for each side. The host is the one this page came
- * from.
+ * the game's own (its module's houseCommands: one to run twice, or one for each side). The host
+ * is the one this page came from.
  */
 function joinCommand(game, simulationId, port) {
   if (!port) return "";
   const host = ["localhost", "127.0.0.1"].includes(location.hostname) ? "" : ` --host ${location.hostname}`;
   const where = `--simulation ${simulationId} --port ${port}${host}`;
-  if (game === "tavern") return `tavern house tavern pusher ${where}`;
-  return [`tavern house thud dwarf --side dwarf ${where}`, `tavern house thud troll --side troll ${where}`].join("\n");
+  return GAMES[game].houseCommands(where).join("\n");
 }
 
 async function copy(button, source, label) {
@@ -171,7 +186,7 @@ function showError(node, text) {
 function fillSeats() {
   const game = ui.runGame.value;
   const info = GAMES[game];
-  const defaults = game === "thud" ? ["dwarf", "troll"] : ["pusher", "wanderer"];
+  const defaults = info.runDefaults;
   info.seats.forEach((seat, index) => {
     setText(ui.seatLabels[index], info.seatLabels[index]);
     const options = housePlayersFor(game, seat).map((player) =>
@@ -267,7 +282,7 @@ function row(sim) {
     dataset: { simulationId: sim.simulationId, status: sim.status },
   });
   const cell = (label, ...children) => el("td", { dataset: { label } }, ...children);
-  const info = GAMES[sim.game] || { seats: [] };
+  const info = gameOf(sim.game) || { seats: [] };
   const players = el(
     "ul",
     { className: "row-players" },

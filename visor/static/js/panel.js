@@ -1,16 +1,16 @@
 // The side panel pieces shared by the watch and play pages: the scoreboard and the log.
 
 import { el } from "./dom.js";
-import { GAMES, scoreKey, seatLabel, square } from "./games.js";
+import { GAMES, gameOf, scoreKey, seatLabel } from "./games.js";
 
 const MAX_TURNS_SHOWN = 2000; // past any game of the default settings (1000 turns, 500 plies)
 
 /**
  * One row per seat: colour, nick (or "free seat"), what kind of player, the score; marks the
- * seat on move and, in Thud, the sides that have declared the game over.
+ * seat on move and the seats that offer to end the game (`declared`, by seat).
  */
 export function renderScoreboard(list, { game, players, scores, toMove, declared, you, replies }) {
-  const info = GAMES[game];
+  const info = gameOf(game);
   if (!info) return;
   const rows = info.seats.map((seat, index) => {
     const player = (players || [])[index] || null;
@@ -162,90 +162,25 @@ export function renderBankClocks(container, clock, elapsedMs, players, game) {
   return running;
 }
 
-const ARROWS = { north: "↑", east: "→", south: "↓", west: "←" };
-
-/** The direction a piece went, from the squares of a Tavern event. */
-function directionOf(event) {
-  const dx = event.to.x - event.from.x;
-  const dy = event.to.y - event.from.y;
-  if (Math.abs(dy) >= Math.abs(dx)) return dy < 0 ? "north" : "south";
-  return dx < 0 ? "west" : "east";
-}
-
-/** The dwarf's name an original event text starts with ("Durin moves toward 0"). */
-function nameIn(event) {
-  const name = /^(.*) (?:moves toward [0-3]|was hit!!)$/.exec(event.message || "");
-  return name ? name[1] : `dwarf ${event.dwarf}`;
-}
-
-/** A Tavern turn in one line: each dwarf's step, the barrels pushed, the dwarves thrown. */
-function tavernSummary(turn, players) {
-  const parts = [];
-  for (const event of turn.events || []) {
-    const moved = event.from && event.to && (event.from.x !== event.to.x || event.from.y !== event.to.y);
-    if (event.kind === "move") {
-      const ordered = DIRECTIONS[Number((/toward ([0-3])$/.exec(event.message || "") || [])[1])];
-      parts.push(moved ? `${nameIn(event)} ${ARROWS[directionOf(event)]}` : `${nameIn(event)} ${ARROWS[ordered] || ""} blocked`);
-    } else if (event.kind === "barrel" && moved) {
-      parts.push(`pushes ${seatLabel("tavern", event.team)}'s barrel ${ARROWS[directionOf(event)]}`);
-    } else if (event.kind === "thrown") {
-      parts.push(`throws ${nameIn(event)}`);
-    }
-  }
-  const who = nickOf(players, turn.seat, "tavern");
-  return `${who}: ${parts.length ? parts.join(", ") : "passes"}`;
+/** `nick(seat)` for a game's module: "Gimli (Team 1)", from these players. */
+function nicks(players, game) {
+  return (seat) => nickOf(players, seat, game);
 }
 
 /** A turn in one line, for a list of every turn: who played and what moved. */
 export function turnSummary(game, frame, players) {
   if (frame.timedOut) return `${nickOf(players, frame.seat, game)} ran out of time`;
-  if (game === "tavern") return tavernSummary(frame, players);
-  const parts = [];
-  for (const event of frame.events || []) {
-    if (event.type === "move") {
-      const kills = event.killed && event.killed.length ? ` kills ${event.killed.length}` : "";
-      parts.push(`${seatLabel(game, event.side)}: ${square(event.from)} → ${square(event.to)} ${event.kind}${kills}`);
-    } else if (event.type === "declared") {
-      parts.push(event.value ? "offers peace" : "withdraws the offer of peace");
-    } else if (event.type === "ended") {
-      parts.push(`game over: ${event.reason}`);
-    }
-  }
-  return parts.join(" · ") || `${nickOf(players, frame.seat, game)} played`;
+  return GAMES[game].turnSummary(frame, nicks(players, game));
 }
 
-/**
- * Log entries for a turn, in the order they happened: in the Tavern the turn in one line, then
- * its points; every Thud move, its kills, declarations, the end.
- */
+/** Log entries for a turn, in the order they happened, in the game's words. */
 export function logEntries(game, turn, players) {
   const entries = [];
-  const label = `${turn.turn}`;
   if (turn.timedOut) {
-    entries.push({ kind: "timeout", turn: label, text: `${nickOf(players, turn.seat, game)} ran out of time` });
-  } else if (game === "tavern" && turn.seat) {
-    const thrown = (turn.events || []).some((event) => event.kind === "thrown");
-    entries.push({ kind: thrown ? "hit" : "move", turn: label, text: tavernSummary(turn, players) });
+    entries.push({ kind: "timeout", turn: `${turn.turn}`, text: `${nickOf(players, turn.seat, game)} ran out of time` });
   }
-  for (const event of turn.events || []) {
-    if (game === "tavern") {
-      if (event.type === 3) {
-        const point = /^Point for (team[12])$/.exec(event.message || "");
-        const text = point ? `Point for ${nickOf(players, point[1], game)}` : event.message;
-        entries.push({ kind: point ? "point" : "reset", turn: label, text });
-      }
-    } else if (event.type === "move") {
-      const kills = event.killed && event.killed.length ? ` · kills ${event.killed.length}` : "";
-      const text = `${seatLabel(game, event.side)}: ${square(event.from)} → ${square(event.to)} ${event.kind}${kills}`;
-      entries.push({ kind: kills ? "hit" : "move", turn: label, text });
-    } else if (event.type === "declared") {
-      const text = event.value ? `${seatLabel(game, event.side)} offer peace` : `${seatLabel(game, event.side)} withdraw their offer of peace`;
-      entries.push({ kind: "point", turn: label, text });
-    } else if (event.type === "ended") {
-      entries.push({ kind: "point", turn: label, text: `Game over: ${event.reason}` });
-    }
-  }
-  return entries;
+  const info = gameOf(game);
+  return info ? entries.concat(info.logEntries(turn, nicks(players, game))) : entries;
 }
 
 export function nickOf(players, seat, game) {
@@ -253,31 +188,29 @@ export function nickOf(players, seat, game) {
   return player ? `${player.nick} (${seatLabel(game, seat)})` : seatLabel(game, seat);
 }
 
-const DIRECTIONS = ["north", "east", "south", "west"];
+/** Every event of one turn, in the order it happened (the replay's "this turn" list). */
+export function turnEntries(game, frame, players) {
+  return GAMES[game].turnEntries(frame, nicks(players, game));
+}
+
+/** What a turn scored ({seat, text}: a point, a kill), marked on a replay's seek bar, or null. */
+export function markOf(game, frame, players) {
+  return GAMES[game].markOf(frame, nicks(players, game));
+}
 
 /**
- * Every event of one turn, in the order it happened (the replay's "this turn" list): the
- * live log's entries, and in the Tavern each dwarf's and barrel's move as well.
+ * A game's facts of a position besides its turn ({id, label, text, wide}), in `list` (a <dl>):
+ * each a row with the id `${id}-fact`, its value `${id}`, before `before` (or at the end).
  */
-export function turnEntries(game, frame, players) {
-  if (game !== "tavern") return logEntries(game, frame, players);
-  const entries = [];
-  const turn = `${frame.turn}`;
-  for (const event of frame.events || []) {
-    const moved = event.from && event.to && (event.from.x !== event.to.x || event.from.y !== event.to.y);
-    if (event.kind === "move") {
-      const move = /^(.*) moves toward ([0-3])$/.exec(event.message || "");
-      const text = move ? `${move[1]} moves ${DIRECTIONS[Number(move[2])]}${moved ? "" : ", blocked"}` : event.message;
-      entries.push({ kind: "move", turn, text });
-    } else if (event.kind === "barrel") {
-      const where = moved ? `rolls ${directionOf(event)} to ${square([event.to.x, event.to.y])}` : "does not budge";
-      entries.push({ kind: "move", turn, text: `${seatLabel(game, event.team)}'s barrel ${where}` });
-    } else if (event.kind === "thrown") {
-      const where = moved ? `to ${square([event.to.x, event.to.y])}` : "but lands where it stood";
-      entries.push({ kind: "hit", turn, text: `${nameIn(event)} is thrown ${where}` });
-    } else {
-      entries.push(...logEntries(game, { turn: frame.turn, events: [event] }, players));
-    }
+export function renderFacts(list, facts, before = null) {
+  for (const row of list.querySelectorAll(".game-fact")) row.remove();
+  for (const fact of facts) {
+    const row = el(
+      "div",
+      { className: fact.wide ? "game-fact fact-wide" : "game-fact", attrs: { id: `${fact.id}-fact` } },
+      el("dt", { text: fact.label }),
+      el("dd", { text: fact.text, attrs: { id: fact.id } }),
+    );
+    list.insertBefore(row, before);
   }
-  return entries;
 }

@@ -5,7 +5,7 @@
 //
 // Every position comes from the server (GET /api/games/{id}/replay), recomputed from the
 // record's seed and turns by the pure rules; states and events have the shapes the live view
-// draws, so the same views (tavern-view.js, thud-view.js) and panel pieces show them.
+// draws, so the same views (each game's, from its module: games.js) and panel pieces show them.
 //
 // /replay (no id) opens a game file (JSON lines, as `tavern play --output` and
 // `tavern replay --output` write it, docs/play.md), chosen or dropped on the page (on any replay
@@ -14,25 +14,21 @@
 //
 // "Play from here" (a recorded game only) opens a new simulation at the turn shown
 // (POST /api/games/{id}/play-from?turn=N): the page shows its id and the line a bot joins it
-// with, and for Thud a link that plays one side on /play/thud.
+// with, and for a game a person can play here a link that plays one side on its play page.
 //
 // The canvas says which frame it has finished drawing in data-frame (the frame's index, which
 // is also its turn number), so a test or a tool knows when the board shows a given turn.
 
 import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
-import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
-import { formatClock, formatMs, nickOf, renderScoreboard, turnEntries, turnSummary } from "./panel.js";
+import { capitalised, describeResult, formatScore, GAMES, gameTitle, seatLabel, turnWord, viewOf } from "./games.js";
+import { formatClock, formatMs, markOf, nickOf, renderFacts, renderScoreboard, turnEntries, turnSummary } from "./panel.js";
 import { Playback } from "./playback.js";
 import { formatTime } from "./records.js";
-import { TavernView } from "./tavern-view.js";
-import { ThudView } from "./thud-view.js";
 
 const SPEEDS = [0.5, 1, 2, 4, 8, 16, 32, 64]; // turns per second
 const DEFAULT_SPEED = 4; // 8 turns a second
 const SPEED_KEY = "visor.replaySpeed";
-/** Each game's rules page (visor/static/rules-*.html). */
-const RULES_PAGES = { tavern: "/rules/tavern", thud: "/rules/thud" };
 const MAX_TWEEN_MS = 320;
 const gameId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
 
@@ -77,12 +73,7 @@ const ui = {
   players: byId("players"),
   turnLabel: byId("turn-label"),
   turn: byId("turn"),
-  piecesFact: byId("pieces-fact"),
-  pieces: byId("pieces"),
-  peaceFact: byId("peace-fact"),
-  peace: byId("peace"),
-  goalFact: byId("goal-fact"),
-  goal: byId("goal"),
+  facts: byId("facts"),
   result: byId("result"),
   notice: byId("notice"),
   events: byId("events"),
@@ -305,24 +296,20 @@ function start(data) {
   show(ui.loading, false);
   show(ui.main, true); // before the view, so that the canvas has its size
   ui.main.dataset.game = data.game;
-  replay.view = data.game === "thud" ? new ThudView(ui.canvas, data.board) : new TavernView(ui.canvas, data.board);
+  replay.view = viewOf(data.game, ui.canvas, data.board);
 
   setText(ui.title, `${gameTitle(data.game)} replay`);
-  const rules = Object.hasOwn(RULES_PAGES, data.game) ? RULES_PAGES[data.game] : null;
+  const rules = GAMES[data.game].rules;
   if (rules) {
     ui.rulesLink.href = rules;
     setText(ui.rulesLink, `The rules of ${gameTitle(data.game)}`);
   }
   show(ui.rulesLine, Boolean(rules));
-  const thud = data.game === "thud";
-  setText(ui.turnLabel, thud ? "Ply" : "Turn");
-  show(ui.piecesFact, thud);
-  show(ui.peaceFact, thud);
-  show(ui.goalFact, !thud && data.board.pointsToWin !== undefined);
-  setText(ui.goal, data.board.pointsToWin);
-  setText(ui.eventsTitle, thud ? "This ply" : "This turn");
+  const unit = turnWord(data.game);
+  setText(ui.turnLabel, capitalised(unit));
+  setText(ui.eventsTitle, `This ${unit}`);
   ui.seek.max = String(replay.frames.length - 1);
-  setText(ui.movesTitle, thud ? "Every ply" : "Every turn");
+  setText(ui.movesTitle, `Every ${unit}`);
   renderMoves();
   renderMarks();
   show(ui.watchLive, data.status === "playing");
@@ -365,7 +352,7 @@ async function loadDetails() {
 
 function describeStatus(record) {
   const lastTurn = replay.frames[replay.frames.length - 1].turn;
-  const unit = replay.game === "thud" ? (lastTurn === 1 ? "ply" : "plies") : lastTurn === 1 ? "turn" : "turns";
+  const unit = turnWord(replay.game, lastTurn !== 1);
   const states = {
     finished: `Finished after ${lastTurn} ${unit}`,
     unfinished: `Unfinished: the server stopped after ${lastTurn} ${unit}`,
@@ -426,25 +413,21 @@ function frameShown(frame) {
   const atEnd = frame.index === lastIndex;
   const lastTurn = frames[lastIndex].turn;
   const state = frame.state;
-  const thud = game === "thud";
+  const info = GAMES[game];
   const over = atEnd && replay.result;
 
   ui.seek.value = String(frame.index);
-  ui.seek.setAttribute("aria-valuetext", `${thud ? "Ply" : "Turn"} ${frame.turn} of ${lastTurn}`);
+  ui.seek.setAttribute("aria-valuetext", `${capitalised(turnWord(game))} ${frame.turn} of ${lastTurn}`);
   setText(ui.position, `${frame.turn} / ${lastTurn}`);
   setText(ui.turn, `${frame.turn} of ${lastTurn}`);
   renderScoreboard(ui.players, {
     game,
     players: replay.players,
     scores: frame.scores,
-    toMove: thud && state && !over ? state.side : null,
-    declared: thud && state ? state.declared : null,
+    toMove: over ? null : info.toMove(state),
+    declared: info.declared(state),
   });
-  if (thud && state) {
-    setText(ui.pieces, `${state.dwarfs.length} dwarfs · ${state.trolls.length} trolls`);
-    const declared = Object.keys(state.declared || {}).filter((side) => state.declared[side]);
-    setText(ui.peace, declared.length ? declared.map((side) => seatLabel("thud", side)).join(" and ") : "nobody");
-  }
+  renderFacts(ui.facts, info.facts(state, replay.board));
   renderEvents(frame);
   markMove(frame.index);
   showEnd(atEnd);
@@ -487,7 +470,7 @@ function renderMoves() {
     const button = el("button", { className: "move-button", text, attrs: { type: "button" }, dataset: { index: String(frame.index) } });
     button.prepend(el("span", { className: "log-turn", text: frame.turn }));
     button.addEventListener("click", () => jump(frame.index));
-    const kind = markOf(frame);
+    const kind = markOf(game, frame, players);
     return el("li", { className: `move seat-${frame.seat || "none"}${kind ? " move-marked" : ""}` }, button);
   });
   ui.moves.replaceChildren(...items);
@@ -509,25 +492,13 @@ function markMove(index) {
   }
 }
 
-/** What a frame scored: {seat, text} for a Tavern point or a Thud kill, else null. */
-function markOf(frame) {
-  for (const event of frame.events || []) {
-    if (event.kind === "point") return { seat: event.team, text: `Point for ${nickOf(replay.players, event.team, replay.game)}` };
-    if (event.type === "move" && event.killed && event.killed.length) {
-      const n = event.killed.length;
-      return { seat: event.side, text: `${seatLabel(replay.game, event.side)} kill ${n} ${event.side === "dwarf" ? (n === 1 ? "troll" : "trolls") : n === 1 ? "dwarf" : "dwarfs"}` };
-    }
-  }
-  return null;
-}
-
-/** Points (Tavern) and kills (Thud) on the seek bar; each mark shows its turn. */
+/** What the turns scored (points, kills: the game's markOf) on the seek bar; each mark shows its turn. */
 function renderMarks() {
   const last = Math.max(1, replay.frames.length - 1);
-  const unit = replay.game === "thud" ? "ply" : "turn";
+  const unit = turnWord(replay.game);
   const marks = [];
   for (const frame of replay.frames) {
-    const mark = markOf(frame);
+    const mark = markOf(replay.game, frame, replay.players);
     if (!mark) continue;
     const label = `${mark.text}, ${unit} ${frame.turn}`;
     const button = el("button", {
@@ -705,13 +676,13 @@ function rememberTurn(frame) {
   const address = `${location.pathname}${query ? `?${query}` : ""}`;
   if (`${location.pathname}${location.search}` !== address || location.hash) history.replaceState(null, "", address);
   ui.turnLink.href = `${location.pathname}?turn=${frame.turn}`;
-  setText(ui.turnLink, `Link to ${replay.game === "thud" ? "ply" : "turn"} ${frame.turn}`);
+  setText(ui.turnLink, `Link to ${turnWord(replay.game)} ${frame.turn}`);
 }
 
 // --- play from here --------------------------------------------------------------------------
 
-/** A new simulation at the turn shown: its id, the line a bot joins it with, and for Thud a
- * link that takes a side of it on /play/thud. */
+/** A new simulation at the turn shown: its id, the line a bot joins it with, and for a game a
+ * person can play in the browser a link that takes a side of it on its play page. */
 async function playFromHere() {
   const frame = currentFrame();
   ui.playFromButton.disabled = true;
@@ -733,7 +704,7 @@ async function playFromHere() {
     show(ui.playFromCreated, false);
     return;
   }
-  const unit = replay.game === "thud" ? "ply" : "turn";
+  const unit = turnWord(replay.game);
   setText(ui.playFromId, body.simulationId);
   setText(ui.playFromTurn, `${unit} ${body.turn + 1}, the position shown (game ${gameId}, after ${unit} ${body.turn})`);
   setText(
@@ -744,9 +715,9 @@ async function playFromHere() {
   const port = body.botPort ? ` on TCP port ${body.botPort}` : "";
   setText(ui.playFromHint, `Any bot joins it${port} by sending:`);
   ui.playFromWatch.href = `/watch/${encodeURIComponent(body.simulationId)}`;
-  const person = replay.game === "thud";
-  ui.playFromPerson.href = `/play/thud?simulation=${encodeURIComponent(body.simulationId)}`;
-  show(ui.playFromPerson, person);
+  const play = GAMES[replay.game].play;
+  if (play) ui.playFromPerson.href = `${play}?simulation=${encodeURIComponent(body.simulationId)}`;
+  show(ui.playFromPerson, Boolean(play));
   setText(ui.playFromCopy, "Copy the join line");
   show(ui.playFromCreated, true);
 }

@@ -2,15 +2,13 @@
 
 import { attachTooltip } from "./board-tooltip.js";
 import { byId, el, setText, show } from "./dom.js";
-import { describeResult, formatScore, gameTitle, seatLabel } from "./games.js";
+import { capitalised, describeResult, formatScore, GAMES, gameOfScore, gameTitle, seatLabel, turnWord } from "./games.js";
 import { viewSnapshotBoard } from "./live-view.js";
-import { formatMs, logEntries, MoveList, nickOf, renderBankClocks, renderScoreboard } from "./panel.js";
+import { formatMs, logEntries, MoveList, nickOf, renderBankClocks, renderFacts, renderScoreboard } from "./panel.js";
 import { Playback } from "./playback.js";
 import { connectionIndicator, VisorSocket } from "./socket.js";
 
 const SPEED_KEY = "visor.animationMs";
-/** Each game's rules page (visor/static/rules-*.html). */
-const RULES_PAGES = { tavern: "/rules/tavern", thud: "/rules/thud" };
 const simulationId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
 
 const ui = {
@@ -31,13 +29,10 @@ const ui = {
   turnLabel: byId("turn-label"),
   turn: byId("turn"),
   spectators: byId("spectators"),
-  peaceFact: byId("peace-fact"),
-  peace: byId("peace"),
+  facts: byId("facts"),
   clockFact: byId("clock-fact"),
   clock: byId("clock"),
   legend: byId("legend"),
-  legendTeam1: byId("legend-team1"),
-  legendTeam2: byId("legend-team2"),
   result: byId("result"),
   notice: byId("notice"),
   pause: byId("pause"),
@@ -107,9 +102,8 @@ function onSnapshot(message) {
   ui.watch.dataset.game = message.game;
   setText(ui.title, gameTitle(message.game));
   showRulesLink(message.game);
-  setText(ui.turnLabel, message.game === "thud" ? "Plies played" : "Turns played");
-  setText(ui.logTitle, message.game === "thud" ? "Moves" : "Hits and points");
-  show(ui.peaceFact, message.game === "thud");
+  setText(ui.turnLabel, `${capitalised(turnWord(message.game, true))} played`);
+  setText(ui.logTitle, GAMES[message.game].logTitle);
   showLegend(message.game, message.board);
   watch.replies = { ...(message.replyMs || {}) };
   setClock(message.clock);
@@ -147,16 +141,11 @@ function frameShown(frame) {
     players: watch.players,
     scores: frame.scores,
     toMove: onMove(),
-    declared: watch.game === "thud" && state ? state.declared : null,
+    declared: GAMES[watch.game].declared(state),
     replies: watch.replies,
   });
-  if (watch.game === "thud") {
-    setText(ui.turn, state ? `${Math.max(0, state.ply - 1)} of ${watch.board.maxPlies}` : "–");
-    const declared = state ? Object.keys(state.declared).filter((side) => state.declared[side]) : [];
-    setText(ui.peace, declared.length ? declared.map((side) => seatLabel("thud", side)).join(" and ") : "nobody");
-  } else {
-    setText(ui.turn, frame.turn === undefined ? "–" : `${frame.turn} of ${watch.board.turnLimit}`);
-  }
+  setText(ui.turn, GAMES[watch.game].progress(frame, watch.board));
+  renderFacts(ui.facts, GAMES[watch.game].facts(state, watch.board), ui.clockFact);
   if (frame.snapshot) {
     if (frame.turn) fillHistory(frame.turn);
   } else {
@@ -236,7 +225,7 @@ function onError(message) {
   if (message.result) {
     // The error carries the result but not the game: the seat and score names tell it.
     const { winner, score, reason } = message.result;
-    const game = score && "dwarfs" in score ? "thud" : "tavern";
+    const game = gameOfScore(score);
     const final = score ? `Final score ${formatScore(game, score)} · ` : "";
     setText(result, `${final}${winner ? `${seatLabel(game, winner)} won` : "Draw"} · ${reason}`);
     show(result, true);
@@ -288,19 +277,23 @@ function showClock() {
   ui.clockFact.classList.toggle("clock-short", left < Math.min(3000, clock.timeoutMs / 3));
 }
 
-/** The Tavern's goals: each team rolls the other team's barrel onto its own home row. */
+/** The game's legend under the board, if it has one (the Tavern's: who scores where). */
 function showLegend(game, board) {
-  const tavern = game === "tavern";
-  show(ui.legend, tavern);
-  if (!tavern) return;
-  const bottom = board.height - 1;
-  setText(ui.legendTeam1, `Team 1 (red) scores by pushing Team 2's barrel (yellow hoops) onto row ${bottom}, the red row at the bottom.`);
-  setText(ui.legendTeam2, `Team 2 (yellow) scores by pushing Team 1's barrel (red hoops) onto row 0, the yellow row at the top.`);
+  const legend = GAMES[game].legend(board);
+  show(ui.legend, Boolean(legend));
+  if (!legend) return;
+  const row = ({ seat, text }) =>
+    el("p", { className: `legend-row seat-${seat}` }, el("span", { className: "swatch", attrs: { "aria-hidden": "true" } }), el("span", { text }));
+  ui.legend.replaceChildren(
+    el("h2", { className: "legend-title", text: legend.title }),
+    ...legend.rows.map(row),
+    el("p", { className: "legend-row legend-arrows", text: legend.note }),
+  );
 }
 
 /** The link to the rules of the game shown, once the snapshot has said which game it is. */
 function showRulesLink(game) {
-  const href = Object.hasOwn(RULES_PAGES, game) ? RULES_PAGES[game] : null;
+  const href = GAMES[game] ? GAMES[game].rules : null;
   if (href) {
     ui.rulesLink.href = href;
     setText(ui.rulesLink, `The rules of ${gameTitle(game)}`);
@@ -314,7 +307,7 @@ function showNotice(text) {
 }
 
 let flashTimer = 0;
-/** A short banner over the board (a point in the Tavern); the final result stays instead. */
+/** A short banner over the board (a point scored); the final result stays instead. */
 function flash(text) {
   if (watch.result) return;
   setText(ui.banner, text);
@@ -340,11 +333,7 @@ function updateStatus() {
   const waiting = watch.status === "waiting";
   show(ui.joinHint, waiting);
   if (waiting) {
-    const join = { type: "join-simulation", game: watch.game, nick: "my bot", simulationId };
-    if (watch.game === "thud") {
-      const free = watch.players.findIndex((p) => !p);
-      join.side = free === 1 ? "troll" : "dwarf";
-    }
+    const join = { type: "join-simulation", game: watch.game, nick: "my bot", simulationId, ...GAMES[watch.game].joinFields(watch.players) };
     setText(ui.joinSnippet, JSON.stringify(join));
   }
 }

@@ -1,7 +1,7 @@
 // An example Thud client for the dwarfs, in the style of the king-of-the-hill challenge: a class
-// the arena plays through bots/js/thud-client.js (README.md, docs/play.md):
+// the arena plays through server/games/thud/web/thud-client.js (README.md, docs/play.md):
 //
-//   node bots/js/thud-client.js --side dwarf --file bots/js/clients/dwarf/shieldwall.js
+//   node server/games/thud/web/thud-client.js --side dwarf --file bots/js/clients/dwarf/shieldwall.js
 //
 // Each turn it weighs every move of every dwarf, as space_info() lists them: a hurl that kills
 // a troll first (a troll is worth four dwarfs), then moves that leave no dwarf where a troll can

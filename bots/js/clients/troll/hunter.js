@@ -1,7 +1,7 @@
 // An example Thud client for the trolls, in the style of the king-of-the-hill challenge: a class
-// the arena plays through bots/js/thud-client.js (README.md, docs/play.md):
+// the arena plays through server/games/thud/web/thud-client.js (README.md, docs/play.md):
 //
-//   node bots/js/thud-client.js --side troll --file bots/js/clients/troll/hunter.js
+//   node server/games/thud/web/thud-client.js --side troll --file bots/js/clients/troll/hunter.js
 //
 // Each turn it weighs every move of every troll, as space_info() lists them: the move that
 // crushes the most dwarfs, unless a line of dwarfs could hurl at the troll where it lands (a

@@ -5,12 +5,12 @@
 // what a bot in its seat would (`seat` messages: game-info, turn with every legal move, error,
 // and the final win/loss/draw). Moves are checked by the server, never only here.
 
-import { byId, el, setText, show } from "./dom.js";
-import { describeResult, formatScore, housePlayersFor, seatLabel, square } from "./games.js";
-import { logEntries, MoveList, renderBankClocks, renderScoreboard } from "./panel.js";
-import { Playback } from "./playback.js";
-import { connectionIndicator, VisorSocket } from "./socket.js";
-import { key, ThudView } from "./thud-view.js";
+import { byId, el, setText, show } from "/static/js/dom.js";
+import { describeResult, formatScore, housePlayersFor, seatLabel, square } from "/static/js/games.js";
+import { logEntries, MoveList, renderBankClocks, renderScoreboard } from "/static/js/panel.js";
+import { Playback } from "/static/js/playback.js";
+import { connectionIndicator, VisorSocket } from "/static/js/socket.js";
+import { key, ThudView } from "./view.js";
 
 const NICK_KEY = "visor.nick";
 /** /play/thud?simulation=ID (a replay's "Play from here" links it): the opponent list offers

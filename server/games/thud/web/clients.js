@@ -14,12 +14,12 @@
 
 import { ClientStore, STARTER, STORAGE_KEY, cleanName, fileName, fingerprint } from "./clients-store.js";
 import { ClientSandbox, SeatGame, playable } from "./clients-runner.js";
-import { byId, el, setText, show } from "./dom.js";
-import { HOUSE_PLAYERS, formatScore, seatLabel, square } from "./games.js";
-import { logEntries, MoveList, renderScoreboard } from "./panel.js";
-import { Playback } from "./playback.js";
-import { connectionIndicator, socketUrl, VisorSocket } from "./socket.js";
-import { ThudView } from "./thud-view.js";
+import { byId, el, setText, show } from "/static/js/dom.js";
+import { formatScore, gameOf, seatLabel, square } from "/static/js/games.js";
+import { logEntries, MoveList, renderScoreboard } from "/static/js/panel.js";
+import { Playback } from "/static/js/playback.js";
+import { connectionIndicator, socketUrl, VisorSocket } from "/static/js/socket.js";
+import { ThudView } from "./view.js";
 
 const OTHER = { dwarf: "troll", troll: "dwarf" };
 const MAX_CONSOLE = 300;
@@ -65,7 +65,7 @@ const ui = {
 };
 
 const store = new ClientStore(localStorage);
-let house = HOUSE_PLAYERS.thud; // replaced by the arena's own list when the lobby arrives
+let house = gameOf("thud").house; // replaced by the arena's own list when the lobby arrives
 let busy = null; // {kind: "validate" | "seat", stopped, game, sandbox}
 let deleteTimer = 0;
 

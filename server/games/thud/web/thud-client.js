@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Plays a Thud king-of-the-hill challenge client (a JavaScript class) as an arena seat.
 //
-//   node bots/js/thud-client.js --side dwarf --file bots/js/clients/dwarf/shieldwall.js
+//   node server/games/thud/web/thud-client.js --side dwarf --file bots/js/clients/dwarf/shieldwall.js
 //        [--host 127.0.0.1] [--port 9000] [--simulation ID] [--nick NAME] [--think-ms 60000]
 //
 // No dependencies beyond Node's standard library. The client file holds a class, with or

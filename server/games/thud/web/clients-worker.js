@@ -5,10 +5,10 @@
 // server sends this script with its own Content-Security-Policy (visor/app.py): eval is allowed
 // here (a client is source text) and network requests and nested workers are not.
 //
-// The client is loaded the way the Node adapter (bots/js/thud-client.js) loads a file: run as a
+// The client is loaded the way the Node adapter (server/games/thud/web/thud-client.js) loads a file: run as a
 // script with `module.exports` available, and if that exports no class, evaluated as an
 // expression (a bare `class { ... }`). Then the seat is made by the shared controller,
-// /js/thud-controller.js, which constructs the client as the challenge's engine did.
+// /games/thud/thud-controller.js, which constructs the client as the challenge's engine did.
 //
 // Messages, page -> worker:
 //   {type: "load", seq, source, side, name}  evaluate the client, construct it, answer "loaded"
@@ -22,7 +22,7 @@
 //   {type: "warn", text}                     the controller's warnings
 "use strict";
 
-importScripts("/js/thud-controller.js");
+importScripts("/games/thud/thud-controller.js");
 
 const api = self.ThudController;
 delete self.ThudController;
@@ -90,7 +90,7 @@ function describe(error) {
 // nothing to its author: drop them, and show the controller's frames by path, not by URL.
 function trimStack(stack) {
   const lines = stack.split("\n");
-  const ours = (line) => /^\s+at /.test(line) && /\/js\/(clients-worker|thud-controller)\.js:/.test(line);
+  const ours = (line) => /^\s+at /.test(line) && /\/games\/thud\/(clients-worker|thud-controller)\.js:/.test(line);
   while (lines.length > 1 && ours(lines[lines.length - 1])) lines.pop();
   return lines.join("\n").split(self.location.origin + "/").join("/");
 }

@@ -6,11 +6,11 @@
 // longer than its limit terminates the worker. When the client cannot go on (it threw, made no
 // move, ran out of time, or the arena refused its move) the game's websocket is closed, which the
 // arena scores as leaving the game: a loss for that side, as with the Node adapter
-// (bots/js/thud-client.js), and nothing else is affected.
+// (server/games/thud/web/thud-client.js), and nothing else is affected.
 
-import { socketUrl } from "./socket.js";
+import { socketUrl } from "/static/js/socket.js";
 
-const WORKER_URL = "/js/clients-worker.js";
+const WORKER_URL = "/games/thud/clients-worker.js";
 // After the seat's result, how long to wait for the spectator stream's last ply and end.
 const LAST_PLY_WAIT_MS = 2000;
 

@@ -2,8 +2,13 @@
 // dwarves, tweened between two positions, and the last turn drawn as arrows: a dwarf's step in
 // a light tint of its team's colour, a pushed barrel in white, a thrown dwarf dashed in red.
 
-import { BoardCanvas, ease, lerp } from "./board.js";
-import { COLOURS } from "./games.js";
+import { BoardCanvas, ease, lerp } from "/static/js/board.js";
+
+/** Team colours; the stylesheet gives the pages' seat classes the same ones. */
+export const COLOURS = {
+  team1: "#d9573b", // red, like the original's bottom strip
+  team2: "#e8b63c", // yellow, the top strip
+};
 
 const TEAMS = ["team1", "team2"];
 const FLOOR = ["#8a6240", "#80593a", "#936a44"];

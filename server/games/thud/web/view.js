@@ -2,8 +2,13 @@
 // pieces it killed. The play page adds an overlay: the moves of the piece under the pointer
 // or the selected one, with the kills each would make.
 
-import { BoardCanvas, ease, lerp } from "./board.js";
-import { COLOURS } from "./games.js";
+import { BoardCanvas, ease, lerp } from "/static/js/board.js";
+
+/** Side colours; the stylesheet gives the pages' seat classes the same ones. */
+export const COLOURS = {
+  dwarf: "#4a86e0", // blue, as in the Thud challenge
+  troll: "#5aa845", // green
+};
 
 const LIGHT = "#e6d5ad";
 const DARK = "#cdb587";
