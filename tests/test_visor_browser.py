@@ -73,7 +73,11 @@ async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 
             await asyncio.sleep(0.05)
 
 
-async def turns_played(simulation: Match, count: int, timeout: float = 10) -> None:
+async def turns_played(simulation: Match, count: int, timeout: float = 30) -> None:
+    """Once ``simulation`` has played ``count`` turns. The house players think in this process,
+    beside the server and Playwright: on a busy machine (the suite runs on every core) three
+    turns once took over 10 s."""
+
     async def enough() -> bool:
         return simulation.turn_count >= count
 
