@@ -14,7 +14,7 @@ run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
 test: $(VENV)/.installed-test node chromium go java c ruby php redis postgres haproxy lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist worksteal
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check $(SOURCES)

@@ -17,16 +17,20 @@ from typing import Any
 
 import orjson
 import pytest
+import pytest_asyncio
 from playwright.async_api import (
     Browser,
     ConsoleMessage,
     Dialog,
     Page,
+    Playwright,
     WebSocketRoute,
     async_playwright,
     expect,
 )
 from playwright.async_api import Error as PlaywrightError
+
+from tests.conftest import Served, serving_visor, test_config
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -110,22 +114,66 @@ class Pages:
         self.problems.append(f"console: {message.text}")
 
 
-@contextlib.asynccontextmanager
-async def chromium_pages(base_url: str) -> AsyncIterator[Pages]:
-    """A browser for one test; at the end, no page may have had a problem."""
+async def _launch(playwright: Playwright) -> Browser:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"Chromium is missing at {CHROMIUM}: `make test` installs it")
-    async with async_playwright() as playwright:
+    try:
+        return await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    except PlaywrightError as error:
+        pytest.fail(f"Chromium at {CHROMIUM} does not start ({error}): `make test` installs it")
+
+
+@contextlib.asynccontextmanager
+async def chromium_pages(base_url: str, browser: Browser | None = None) -> AsyncIterator[Pages]:
+    """Pages for one test, in ``browser`` (the module's, see ``module_chromium``) or in a
+    browser of the test's own; at the end every page of the test is closed, and no page may
+    have had a problem."""
+    if browser is not None:
+        pages = Pages(browser, base_url)
         try:
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except PlaywrightError as error:
-            pytest.fail(f"Chromium at {CHROMIUM} does not start ({error}): `make test` installs it")
-        try:
-            pages = Pages(browser, base_url)
             yield pages
         finally:
+            # Each page has a context of its own: closing them all leaves the next test a
+            # browser with nothing open (no page of a stopped server still reconnecting).
+            for context in browser.contexts:
+                await context.close()
+        assert pages.problems == []
+        return
+    async with async_playwright() as playwright:
+        own = await _launch(playwright)
+        try:
+            async with chromium_pages(base_url, own) as pages:
+                yield pages
+        finally:
+            await own.close()
+
+
+# The browser modules' tests share one Chromium, started once per module (per xdist worker):
+# starting Playwright's driver and Chromium took 2-3 s of a two-core machine for every test.
+# Playwright's objects belong to the event loop they were made in, so such a module runs its
+# tests and their async fixtures on the module's loop:
+#
+#     pytestmark = pytest.mark.asyncio(loop_scope="module")
+#     chromium = module_chromium
+#     served = module_served
+#
+# and its own async fixtures take ``@pytest_asyncio.fixture(loop_scope="module")``.
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_chromium() -> AsyncIterator[Browser]:
+    """One headless Chromium for the tests of a module."""
+    async with async_playwright() as playwright:
+        browser = await _launch(playwright)
+        try:
+            yield browser
+        finally:
             await browser.close()
-    assert pages.problems == []
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def module_served(tmp_path: Path) -> AsyncIterator[Served]:
+    """The ``served`` fixture (a test's own arena and visor) on the module's event loop."""
+    async with serving_visor(test_config(), tmp_path / "arena.db") as running:
+        yield running
 
 
 async def canvas_pixels(page: Page) -> str:

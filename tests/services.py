@@ -9,6 +9,7 @@ A missing server is a failure, never a skip: `make test` installs both.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pwd
 import shutil
@@ -25,12 +26,42 @@ START_TIMEOUT_S = 30.0
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 
 
+# Under pytest-xdist (`make test`), each worker ("gw0", "gw1", ...) hands out ports from a block
+# of its own below the kernel's ephemeral range (32768 and up on Linux), so that a port one
+# worker was given, and released for a server to bind, is never the next port the kernel gives
+# another worker's server or outgoing connection, nor one the other worker hands out.
+WORKER_PORTS_START = 20_000
+WORKER_PORTS = 500  # per worker: a test run asks for far fewer before wrapping round
+
+
+def _worker_ports() -> Iterator[int] | None:
+    """This xdist worker's ports, round and round; None outside xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return None
+    first = WORKER_PORTS_START + int(worker[2:]) * WORKER_PORTS
+    return itertools.cycle(range(first, first + WORKER_PORTS))
+
+
+_PORTS = _worker_ports()
+
+
 def free_port() -> int:
-    """A loopback port that nothing listens on at the moment of asking."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A loopback port that nothing listens on at the moment of asking: the kernel's choice,
+    or under xdist the next port of this worker's block that binds."""
+    if _PORTS is None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+            return port
+    for candidate in itertools.islice(_PORTS, WORKER_PORTS):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue  # taken, or still in TIME_WAIT from an earlier test
+            return candidate
+    raise RuntimeError(f"no free port in this worker's block of {WORKER_PORTS}")
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,7 +15,7 @@ import pytest
 
 from server.config import ConfigError, config_from_mapping
 from tests.conftest import ROOT
-from tests.services import RedisServer
+from tests.services import RedisServer, free_port
 
 TAVERN = str(Path(sys.executable).parent / "tavern")  # the command the package installs
 COMMAND_TIMEOUT_S = 60
@@ -231,9 +230,7 @@ def test_a_host_that_does_not_exist_is_named_not_an_unknown_error(tmp_path: Path
 
 def test_records_that_are_away_are_said_in_one_line_without_the_password(tmp_path: Path) -> None:
     """A PostgreSQL that is not running once ended every command in psycopg's traceback."""
-    with socket.socket() as closed:  # a port where nothing listens
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()  # a port where nothing listens
     away = f"postgresql://tavern:secret@127.0.0.1:{port}/arena"
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"database": away, "port": 0, "httpPort": 0}))
@@ -277,8 +274,6 @@ def test_tavern_house_names_its_players_and_an_arena_that_is_not_there() -> None
         2,
         "tavern: thud's house players are dwarf, troll, random, not 'pusher'\n",
     )
-    with socket.socket() as closed:  # a port where nothing listens
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()  # a port where nothing listens
     away = tavern("house", "tavern", "pusher", "--port", str(port))
     assert (away.returncode, away.stderr) == (1, f"tavern: no arena answers at 127.0.0.1:{port}\n")

@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 import aiohttp
 import orjson
 import pytest
-from playwright.async_api import FilePayload, expect
+import pytest_asyncio
+from playwright.async_api import Browser, FilePayload, expect
 
-from tests.browser import Pages, chromium_pages
+from tests.browser import Pages, chromium_pages, module_chromium, module_served
 from tests.conftest import Served
 from tests.test_visor_records_browser import (
     TAVERN_SEED,
@@ -22,10 +23,15 @@ from tests.test_visor_records_browser import (
     seek,
 )
 
+# One Chromium for the module's tests, on the module's event loop (tests.browser).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+chromium = module_chromium
+served = module_served
 
-@pytest.fixture
-async def pages(served: Served) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url) as opened:
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url, chromium) as opened:
         yield opened
 
 

@@ -13,21 +13,27 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Page, expect
+import pytest_asyncio
+from playwright.async_api import Browser, Page, expect
 
 from bots.sdk import ArenaClient, JsonObject
-from tests.browser import Pages, chromium_pages
+from tests.browser import Pages, chromium_pages, module_chromium, module_served
 from tests.conftest import Served, serving_visor, test_config
 from tests.test_identity import added
 from tests.test_ladder import rated
 from tests.test_visor_browser import click_square
+
+# One Chromium for the module's tests, on the module's event loop (tests.browser).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+chromium = module_chromium
+served = module_served
 
 # Each rated game on a day of its own (noon UTC: the same date in any time zone within 11 h).
 RATED_AT = {"g1": 1_764_590_400, "g2": 1_765_368_000, "g3": 1_766_232_000}  # 2025-12-01, -10, -20
 ROW_HEIGHT_PX = 48  # a ladder row is one line of text (once 80 px on a phone)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def ladder_site(tmp_path: Path) -> AsyncIterator[tuple[Served, Pages]]:
     database = str(tmp_path / "arena.db")
     added(database, "Grimli")
@@ -187,9 +193,9 @@ async def test_an_empty_ladder_shows_no_table(tmp_path: Path) -> None:
 # --- a person seeks on /play/thud ----------------------------------------------------------------
 
 
-@pytest.fixture
-async def pages(served: Served) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url) as opened:
+@pytest_asyncio.fixture(loop_scope="module")
+async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url, chromium) as opened:
         yield opened
 
 

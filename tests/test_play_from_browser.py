@@ -12,21 +12,27 @@ from typing import Any
 
 import aiohttp
 import pytest
-from playwright.async_api import expect
+import pytest_asyncio
+from playwright.async_api import Browser, expect
 
 from server.errors import BotError
 from server.replay import frames
-from tests.browser import Pages, chromium_pages
+from tests.browser import Pages, chromium_pages, module_chromium, module_served
 from tests.conftest import RawClient, Served
 from tests.test_visor_records_browser import THUD_SEED, get_json, house_game, shows_frame
+
+# One Chromium for the module's tests, on the module's event loop (tests.browser).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+chromium = module_chromium
+served = module_served
 
 TAVERN_TURN = 10  # turns played before the position a bot gives
 THUD_TURN = 12  # plies played before "Play from here": the dwarfs move next
 
 
-@pytest.fixture
-async def pages(served: Served) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url) as opened:
+@pytest_asyncio.fixture(loop_scope="module")
+async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url, chromium) as opened:
         yield opened
 
 

@@ -17,12 +17,18 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Page, expect
+import pytest_asyncio
+from playwright.async_api import Browser, Page, expect
 
 from server.match_options import MatchOptions
-from tests.browser import REPO, Pages, chromium_pages
+from tests.browser import REPO, Pages, chromium_pages, module_chromium, module_served
 from tests.conftest import Served
 from visor.house_games import run_house_game, seat_house_player
+
+# One Chromium for the module's tests, on the module's event loop (tests.browser).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+chromium = module_chromium
+served = module_served
 
 TITLES = {"tavern": "Dwarven Tavern", "thud": "Thud"}
 # Each page's sections, in order: the id its table of contents links to, and its heading.
@@ -80,9 +86,9 @@ STYLED = {
 PHONE_WIDTH, PHONE_HEIGHT = 390, 844
 
 
-@pytest.fixture
-async def visor(served: Served) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url) as pages:
+@pytest_asyncio.fixture(loop_scope="module")
+async def visor(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url, chromium) as pages:
         yield pages
 
 

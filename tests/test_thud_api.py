@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from server.games.thud.movegen import legal_moves, moves_from
 from server.games.thud.pieces import Action, Move, State, initial_state, state_from_position
 from server.records import Records
 from tests.conftest import Served, serving_visor, test_config
+from tests.services import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 10.0
@@ -602,13 +602,6 @@ async def test_the_socket_wraps_game_save_and_load(connect: Any) -> None:
 
 
 # --- thudApiPort ---------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 async def test_the_api_is_also_served_on_its_own_port(tmp_path: Path) -> None:
     api_port = free_port()
     async with (

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.async_api import Page, WebSocketRoute, expect
+import pytest_asyncio
+from playwright.async_api import Browser, Page, WebSocketRoute, expect
 
 from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import play as play_tavern_dummy
@@ -31,9 +32,22 @@ from server.games.tavern.house import choose_actions, view_of_wire
 from server.games.thud.movegen import legal_moves
 from server.match import Match
 from server.match_events import TurnPlayed, Update
-from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
+from tests.browser import (
+    REPO,
+    Pages,
+    canvas_pixels,
+    chromium_pages,
+    module_chromium,
+    module_served,
+    square_point,
+)
 from tests.conftest import RawClient, Served, TurnLog, serving_visor, test_config
 from visor.house_games import run_house_game
+
+# One Chromium for the module's tests, on the module's event loop (tests.browser).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+chromium = module_chromium
+served = module_served
 
 XSS = "<img src=x onerror=alert(1)>"
 DWARF_NAMES = ["<b>Gimli</b>", "Durin", "Thorin", "Balin", "Dwalin"]
@@ -47,9 +61,9 @@ T = TypeVar("T")
 # --- the browser ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def visor(served: Served) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url) as pages:
+@pytest_asyncio.fixture(loop_scope="module")
+async def visor(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url, chromium) as pages:
         yield pages
 
 
@@ -74,7 +88,11 @@ async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float = 
             await asyncio.sleep(0.05)
 
 
-async def turns_played(simulation: Match, count: int, timeout: float = 10) -> None:
+async def turns_played(simulation: Match, count: int, timeout: float = 30) -> None:
+    """Once ``simulation`` has played ``count`` turns. The house players think in this process,
+    beside the server and Playwright: on a busy machine (the suite runs on every core) three
+    turns once took over 10 s."""
+
     async def enough() -> bool:
         return simulation.turn_count >= count
 

@@ -38,6 +38,7 @@ from server.match_events import GameFinished
 from server.records import Records
 from tests.browser import chromium_pages
 from tests.conftest import RawClient, Served
+from tests.services import free_port
 from tests.test_abuse import receive, serve, websocket_frame
 from tests.test_records import one_game
 from visor.lobby import LOBBY_ROWS
@@ -422,9 +423,7 @@ async def test_idle_and_unfinished_http_connections_are_capped_and_closed_while_
     (before: the flood took every descriptor and kept it for an hour; bots and pages were shut
     out). The same holds on the Thud API's own port, a trickle of bytes does not extend the
     deadline, a head of over 32 KiB is cut off, and an API body that stops halfway gets 408."""
-    with socket.socket() as spare:
-        spare.bind(("127.0.0.1", 0))
-        api_port = spare.getsockname()[1]
+    api_port = free_port()
     settings = {
         # Long enough that the 1,200 connections are all open before the first is closed,
         # however busy the machine: else a closed one's place is taken by a later one.

@@ -26,8 +26,9 @@ from typing import Any
 
 import aiohttp
 import pytest
+import pytest_asyncio
 from PIL import GifImagePlugin, Image
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 
 from server.config import ArenaConfig
 from server.games.picture import CELL, HEADER, MARGIN
@@ -36,11 +37,24 @@ from server.match import Match
 from server.match_options import MatchOptions
 from server.tournament.runner import TournamentRunner
 from server.tournament.spec import spec_from_mapping
-from tests.browser import REPO, Pages, canvas_pixels, chromium_pages, square_point
+from tests.browser import (
+    REPO,
+    Pages,
+    canvas_pixels,
+    chromium_pages,
+    module_chromium,
+    module_served,
+    square_point,
+)
 from tests.conftest import Served
 from tests.test_tournament import broken, house
 from visor.house_games import seat_house_player
 from visor.replay_image import MAX_FRAMES
+
+# One Chromium for the module's tests, on the module's event loop (tests.browser).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+chromium = module_chromium
+served = module_served
 
 GAME_TIMEOUT_S = 30
 TAVERN_SEED = 5
@@ -86,9 +100,9 @@ TAVERN_CUP: dict[str, Any] = {
 # --- the browser ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def pages(served: Served) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url) as opened:
+@pytest_asyncio.fixture(loop_scope="module")
+async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
+    async with chromium_pages(served.url, chromium) as opened:
         yield opened
 
 
