@@ -10,7 +10,7 @@ import aiohttp
 import orjson
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, FilePayload, expect
+from playwright.async_api import Browser, FilePayload, Page, expect
 
 from tests.browser import Pages, chromium_pages, module_chromium, module_served
 from tests.conftest import Served
@@ -33,6 +33,12 @@ served = module_served
 async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
     async with chromium_pages(served.url, chromium) as opened:
         yield opened
+
+
+async def opened_for_a_file(page: Page) -> None:
+    """The page offers to open a file once its script is ready for one: as a person, a test
+    chooses the file only then (the games' modules load before the page's script runs)."""
+    await expect(page.locator("#open-file")).to_be_visible()
 
 
 async def game_file(served: Served, game_id: str) -> bytes:
@@ -60,6 +66,7 @@ async def test_a_game_file_opened_or_dropped_replays_as_its_record(
     assert result["result"] == recorded["result"]
 
     page = await pages.open("/replay", connected=False)
+    await opened_for_a_file(page)
     await expect(page.locator("#open-file")).to_be_visible()
     await page.set_input_files(
         "#file-input",
@@ -138,6 +145,7 @@ async def test_a_game_file_that_does_not_read_says_which_line(served: Served, pa
     first, second, *rest = (await game_file(served, thud.id)).splitlines()
     damaged = b"\n".join([first, second.replace(b'"turn":1', b'"turn":2'), *rest])
     page = await pages.open("/replay", connected=False)
+    await opened_for_a_file(page)
     await page.set_input_files(
         "#file-input", files=FilePayload(name="bad.jsonl", mimeType="text/plain", buffer=damaged)
     )
@@ -163,6 +171,7 @@ async def test_a_bot_s_debug_text_wraps_between_words(
     first_line, turn_line, *rest = (await game_file(served, thud.id)).splitlines()
     said = orjson.dumps({**orjson.loads(turn_line), "debug": SAID})
     page = await pages.open("/replay", width, connected=False)
+    await opened_for_a_file(page)
     await page.set_input_files(
         "#file-input",
         files=FilePayload(
