@@ -6,18 +6,21 @@ The session does not run the check itself: ``Session.handle`` answers such a com
 ``CheckKey`` effect, which its front end carries out (``carry_out``: a task the front end
 spawns, on the arena's task group) and whose outcome it hands back (``Session.checked``). So the
 session does no I/O and spawns nothing, and its tests hand it outcomes by hand (the sans-I/O
-shape of h11 and websockets)."""
+shape of h11 and websockets). ``carry_out`` is also where the front end carries out what the
+session says to its client (``server.session.effects``)."""
 
 from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from server.arena import Arena, Standing
 from server.commands import Challenge, Command, Identified, Register, Seek
 from server.errors import BotError, Rejected
+from server.session.effects import Said, perform
 
 if TYPE_CHECKING:
     from server.session.core import Session
@@ -34,7 +37,8 @@ class CheckKey:
     command: Register | Identified
 
 
-Effect = CheckKey  # what a session asks its front end to do for it
+Effect = CheckKey | Said  # what a session asks its front end to do for it
+NO_EFFECTS: tuple[Effect, ...] = ()  # what most commands (every move) return: nothing built
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +98,19 @@ async def check_keys(arena: Arena, session: Session, effect: CheckKey) -> None:
     asked: CheckKey | None = effect
     while asked is not None:
         outcome = await outcome_of(arena, session.client.address, asked.command)
-        asked = next(iter(session.checked(outcome)), None)
+        asked = None
+        for next_effect in session.checked(outcome):
+            if isinstance(next_effect, CheckKey):
+                asked = next_effect  # the last one: nothing is carried out past a check
+            else:
+                perform(session.channel, next_effect)
 
 
-def carry_out(arena: Arena, session: Session, effects: list[Effect]) -> None:
-    """What a front end does with a session's effects: each check is a task of the arena's."""
+def carry_out(arena: Arena, session: Session, effects: Sequence[Effect]) -> None:
+    """What a front end does with a session's effects, in order: what it says goes to the
+    client's channel; each check is a task of the arena's."""
     for effect in effects:
-        arena.spawn(check_keys(arena, session, effect), name="identity")
+        if isinstance(effect, CheckKey):
+            arena.spawn(check_keys(arena, session, effect), name="identity")
+        else:
+            perform(session.channel, effect)
