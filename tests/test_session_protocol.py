@@ -499,3 +499,45 @@ def test_an_address_seeks_at_most_its_rate_after_a_burst() -> None:
     again, again_heard = session_of(here.arena, "127.7.7.7")
     hand(again, {"type": "seek", "game": "thud", "nick": "flood"})
     assert again_heard.errors() == []
+
+
+def present(here: Arena, bot: str, message: JsonObject) -> tuple[Session, Channel]:
+    """A session whose command naming ``bot`` was checked (the key check's outcome by hand)."""
+    session, heard = session_of(here)
+    command = read({**message, "bot": bot, "key": "k"})
+    assert session.handle(command) == [CheckKey(command)]  # type: ignore[arg-type]
+    session.checked(Proof(command, bot, Standing(games=0)))  # type: ignore[arg-type]
+    return session, heard
+
+
+def test_a_challenge_is_offered_then_accepted_or_declined() -> None:
+    """Challenge, accept and decline, synchronously: the challenged bot is offered it at once;
+    accepting opens the match and seats both (the challenger as the answer comes); declining
+    tells the challenger why."""
+    here = Here()
+    here.arena.roster.update(
+        [RegisteredBot(name, hash_key(new_key())) for name in ("Grimli", "Orla", "Thrain")]
+    )
+    orla, orla_heard = present(here.arena, "Orla", {"type": "seek", "game": "thud"})
+    grimli, grimli_heard = present(
+        here.arena, "Grimli", {"type": "challenge", "game": "thud", "opponent": "Orla"}
+    )
+    assert grimli_heard.kinds() == ["challenge-sent"] and orla.seeking
+    offered = orla_heard.last("challenge")
+    assert (offered["from"], offered["game"]) == ("Grimli", "thud")
+    hand(orla, {"type": "accept", "challenge": offered["challenge"]})
+    (started,) = here.started
+    assert orla.state is grimli.state is SEATED_STATE and not orla.seeking
+    assert [seat.bot for seat in started.view().players if seat is not None] == ["Grimli", "Orla"]
+    assert orla_heard.seats == grimli_heard.seats == 1
+    thrain, thrain_heard = present(here.arena, "Thrain", {"type": "seek", "game": "thud"})
+    thrain.handle(Cancel())  # a page's: no wire name
+    assert not thrain.seeking and thrain_heard.errors() == []
+    again, again_heard = present(
+        here.arena, "Grimli", {"type": "challenge", "game": "thud", "opponent": "Thrain"}
+    )
+    asked = thrain_heard.last("challenge")["challenge"]
+    hand(thrain, {"type": "decline", "challenge": asked, "reason": "busy"})
+    declined = again_heard.last("challenge-declined")
+    assert (declined["challenge"], declined["reason"]) == (asked, "busy")
+    assert again.state is FREE and here.started == [started]
