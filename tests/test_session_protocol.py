@@ -245,8 +245,9 @@ def test_past_the_held_limit_the_client_is_refused_and_leaving_drops_what_is_hel
 class Elsewhere:
     """Other nodes as the session's routing sees them: each seat asked is recorded."""
 
-    def __init__(self) -> None:
+    def __init__(self, found: str | None = None) -> None:
         self.asked: list[tuple[str, bool]] = []
+        self.found = found  # the waiting simulation another node has, for a random join
 
     def seat(
         self, peer: object, simulation_id: str, message: JsonObject, rejoin: bool, kind: str = "bot"
@@ -256,6 +257,13 @@ class Elsewhere:
 
     def present(self, bot: str) -> None:
         """Never asked here."""
+
+    def waiting(self, game: str, fields: JsonObject) -> str | None:
+        return self.found
+
+    def random_join(self, peer: object, game: str, message: JsonObject) -> Any:
+        self.asked.append(("claim", False))
+        return Asked()
 
 
 class Asked:
@@ -541,3 +549,32 @@ def test_a_challenge_is_offered_then_accepted_or_declined() -> None:
     declined = again_heard.last("challenge-declined")
     assert (declined["challenge"], declined["reason"]) == (asked, "busy")
     assert again.state is FREE and here.started == [started]
+
+
+def test_a_random_join_tries_the_other_nodes_then_the_claim_then_here() -> None:
+    """A random join that finds its match on another node asks for that seat; refused (taken
+    meanwhile), it goes through the nodes' claim; refused again, it opens a simulation here."""
+    here, nodes = Here(), Elsewhere(found="far1234")
+    here.arena.elsewhere = nodes  # type: ignore[assignment]
+    session, heard = session_of(here.arena)
+    hand(session, {"type": "join-simulation", "game": "thud", "nick": "a"})
+    assert session.state is ASKED and nodes.asked == [("far1234", False)]
+    session.routing.remote_refused(BotError.SIMULATION_FULL, None)
+    assert session.state is ASKED and nodes.asked[-1] == ("claim", False)
+    session.routing.remote_refused(BotError.SIMULATION_FULL, None)
+    (match,) = here.arena.matches.values()
+    assert session.state is SEATED_STATE and heard.kinds() == ["game-info"] and heard.seats == 1
+    assert heard.errors() == [] and match.codec.name == "thud"
+    # It leaves: the simulation it opened, which nobody else joined, goes with it.
+    session.handle(Leave())
+    assert session.state is GONE and here.arena.matches == {}
+
+
+def test_the_nodes_claim_may_open_the_simulation_here_with_the_id_agreed() -> None:
+    here, nodes = Here(), Elsewhere()
+    here.arena.elsewhere = nodes  # type: ignore[assignment]
+    session, heard = session_of(here.arena)
+    hand(session, {"type": "join-simulation", "game": "thud", "nick": "a"})
+    assert session.state is ASKED and nodes.asked == [("claim", False)]
+    session.routing.open_here("agreed1")
+    assert session.state is SEATED_STATE and heard.last("game-info")["simulationId"] == "agreed1"
