@@ -4,8 +4,19 @@ data (``effects``); see ``core``."""
 
 from server.session.channel import Client, LocalSeat, SessionChannel
 from server.session.core import TRANSITIONS, Session, SessionState, Step
-from server.session.effects import Close, Error, Refuse, Said, Seated, Send, perform
-from server.session.keys import NO_EFFECTS, CheckKey, Effect, carry_out
+from server.session.effects import (
+    NO_EFFECTS,
+    CheckKey,
+    Close,
+    Effect,
+    Error,
+    Refuse,
+    Said,
+    Seated,
+    Send,
+    perform,
+)
+from server.session.keys import carry_out
 
 __all__ = [
     "NO_EFFECTS",

@@ -12,7 +12,7 @@ memory). A match it seats the client in writes the game's messages straight to t
 the hot path of a game; what the session says before it takes a seat is carried out first, so
 that the client hears everything in order. Answers that come later from elsewhere (a seek
 paired, a challenge answered, another node's seat given) are not a command's: what the session
-says then is carried out at once, through the same ``perform``.
+says then is carried out at once, through the same ``perform`` (``effects.Outbox``).
 
 Its parts: the key check (``keys``), seeks and challenges (``ladder``), and routing to another
 node (``routing``). Its seat goes through the ``SessionState``s of one table, ``TRANSITIONS``.
@@ -53,17 +53,17 @@ from server.match_views import TurnResult
 from server.played_on import resume_at
 from server.seat_channel import SeatMessage
 from server.session.channel import Client, LocalSeat, SessionChannel
-from server.session.effects import SEATED, Error, Refuse, Said, Send, perform
-from server.session.keys import (
-    MAX_HELD,
+from server.session.effects import (
     NO_EFFECTS,
+    SEATED,
     CheckKey,
     Effect,
-    KeyHold,
-    Outcome,
-    Proof,
-    Registered,
+    Error,
+    Outbox,
+    Refuse,
+    Send,
 )
+from server.session.keys import MAX_HELD, KeyHold, Outcome, Registered, identified
 from server.session.ladder import Ladder
 from server.session.routing import Routing
 
@@ -129,10 +129,8 @@ class Session:
         # A ladder client (a registered bot, or one that seeks): its connection outlives its
         # games; a client of the original protocol is closed with its game, as it expects.
         self.stays = False
-        # What a command (or a key check's outcome) has said so far, returned by ``handle``
-        # (one list, kept: a move builds nothing); outside a command, said at once.
-        self._effects: list[Effect] = []
-        self._collecting = False
+        self.out = Outbox(channel)
+        self.say = self.out.say
 
     # --- where it stands ------------------------------------------------------------------------
     def _to(self, step: Step) -> None:
@@ -177,54 +175,29 @@ class Session:
         answered) now, or once the key check in progress is done, in the order they came.
         Returns its effects, for the front end to carry out in order (``keys.carry_out``): what
         to say to the client, a key to check."""
-        if self._collecting:  # a held command, carried out within ``checked``
+        out = self.out
+        if out.gathering:  # a held command, carried out within ``checked``
             self._handle(command)
             return NO_EFFECTS
-        self._collecting = True
+        out.gathering = True
         try:
             self._handle(command)
         except BaseException:
-            self._effects.clear()
+            out.dropped()
             raise
         finally:
-            self._collecting = False
-        return self._said()
+            out.gathering = False
+        return out.taken()
 
     def checked(self, outcome: Outcome) -> Sequence[Effect]:
         """The key check's outcome: the command carried out (or refused), then those held
         meanwhile, until one needs a check of its own (the last effect returned)."""
-        self._collecting = True
+        self.out.gathering = True
         try:
             self._checked(outcome)
         finally:
-            self._collecting = False
-        return self._said()
-
-    def say(self, said: Said) -> None:
-        """Tell the client: an effect of the command being handled; outside one (an answer
-        from the pool, a challenge, another node), carried out at once."""
-        if self._collecting:
-            self._effects.append(said)
-        else:
-            perform(self.channel, said)
-
-    def _said(self) -> Sequence[Effect]:
-        effects = self._effects
-        if not effects:
-            return NO_EFFECTS
-        said = tuple(effects)
-        effects.clear()
-        return said
-
-    def _before_seat(self) -> None:
-        """The match is about to speak on the client's channel: what the session said before
-        is carried out first, so that the client hears it in order."""
-        effects = self._effects
-        if self._collecting and effects:
-            for effect in effects:
-                assert not isinstance(effect, CheckKey), "nothing is carried out past a check"
-                perform(self.channel, effect)
-            effects.clear()
+            self.out.gathering = False
+        return self.out.taken()
 
     def _handle(self, command: Command | Rejected) -> None:
         keys = self.keys
@@ -245,7 +218,7 @@ class Session:
             isinstance(command, Identified) and command.names_bot and not self.client.checked
         ):
             keys.checking = True
-            self._effects.append(CheckKey(command))
+            self.say(CheckKey(command))
             return
         self._carry_out(command)
 
@@ -395,7 +368,7 @@ class Session:
                 if not self.routing.reach(command.simulation_id, command.fields, True):
                     raise Rejected(BotError.WRONG_SIMULATION_ID)
                 return
-            self._before_seat()
+            self.out.before_seat()
             seat = match.rejoin(self.channel, command.token)
         except Rejected as rejected:
             self.refused(rejected)
@@ -424,29 +397,8 @@ class Session:
 
     # --- the checks -----------------------------------------------------------------------------
     def identified(self, command: Identified) -> JsonObject:
-        """The command's fields once its ``bot`` and ``key`` are checked (``server.identity``):
-        without the key, and with the registered name as its nick; a guest's as they are
-        (a nick that is a registered name is refused). Raises ``Rejected``."""
-        fields = command.fields
-        if self.client.checked:
-            bot = fields.get("bot")
-            self.bot = bot if isinstance(bot, str) else None
-            return fields
-        proof: Proof | None = self.keys.proof
-        if proof is None or proof.command is not command:  # no bot named: a guest's command
-            self.arena.roster.guest(fields)
-            self.bot = None
-            return {name: value for name, value in fields.items() if name not in ("bot", "key")}
-        self.bot = proof.bot
-        if proof.standing is not None:
-            self.ladder.standing = proof.standing
-        if self.bot is None:
-            return fields
-        self.ladder.present_as(self.bot)
-        self.stays = True
-        checked = {name: value for name, value in fields.items() if name != "key"}
-        checked["bot"] = checked["nick"] = self.bot
-        return checked
+        """The command's fields once its ``bot`` and ``key`` are checked (``keys.identified``)."""
+        return identified(self, command)
 
     def refused(self, rejected: Rejected) -> None:
         self.say(Error(rejected.message, rejected.reason))
@@ -477,7 +429,7 @@ class Session:
             bot=self.bot,
             seat=seat_given,
         )
-        self._before_seat()
+        self.out.before_seat()
         try:
             seat = match.seat(self.channel, request)
         except JoinRejected:

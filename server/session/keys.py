@@ -20,25 +20,14 @@ from typing import TYPE_CHECKING
 from server.arena import Arena, Standing
 from server.commands import Challenge, Command, Identified, Register, Seek
 from server.errors import BotError, Rejected
-from server.session.effects import Said, perform
+from server.games.base import JsonObject
+from server.session.effects import CheckKey, Effect, perform
 
 if TYPE_CHECKING:
     from server.session.core import Session
 
 log = logging.getLogger(__name__)
 MAX_HELD = 64  # a client's commands held while its key is checked; more are refused
-
-
-@dataclass(frozen=True, slots=True)
-class CheckKey:
-    """Effect: check the command's ``bot`` and ``key`` (or register), then hand the outcome to
-    ``Session.checked``."""
-
-    command: Register | Identified
-
-
-Effect = CheckKey | Said  # what a session asks its front end to do for it
-NO_EFFECTS: tuple[Effect, ...] = ()  # what most commands (every move) return: nothing built
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +61,32 @@ class KeyHold:
 
     def full(self) -> bool:
         return len(self.held) >= MAX_HELD
+
+
+def identified(session: Session, command: Identified) -> JsonObject:
+    """The command's fields once its ``bot`` and ``key`` are checked (``server.identity``):
+    without the key, and with the registered name as its nick; a guest's as they are
+    (a nick that is a registered name is refused). Raises ``Rejected``."""
+    fields = command.fields
+    if session.client.checked:
+        bot = fields.get("bot")
+        session.bot = bot if isinstance(bot, str) else None
+        return fields
+    proof = session.keys.proof
+    if proof is None or proof.command is not command:  # no bot named: a guest's command
+        session.arena.roster.guest(fields)
+        session.bot = None
+        return {name: value for name, value in fields.items() if name not in ("bot", "key")}
+    session.bot = proof.bot
+    if proof.standing is not None:
+        session.ladder.standing = proof.standing
+    if session.bot is None:
+        return fields
+    session.ladder.present_as(session.bot)
+    session.stays = True
+    checked = {name: value for name, value in fields.items() if name != "key"}
+    checked["bot"] = checked["nick"] = session.bot
+    return checked
 
 
 async def outcome_of(arena: Arena, address: str, command: Register | Identified) -> Outcome:
