@@ -234,17 +234,9 @@ class WaitingIndex:
 class Arena:
     """Every match of a running server, and who listens to them."""
 
-    def __init__(
-        self,
-        config: ArenaConfig,
-        clock: Clock | None = None,
-        play: Callable[[Match], None] | None = None,
-    ) -> None:
+    def __init__(self, config: ArenaConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock: Clock = clock or LoopClock()  # every match's
-        # How a match whose seats are all taken is played: a task of the running arena's;
-        # tests of what leads to it (the session's) pass their own, and need no event loop.
-        self._play = play or self._run
         self.bot_port: int | None = None  # the TCP port bots connect to, once it listens
         self.matches: dict[str, Match] = {}
         self.listeners: list[Listener] = []  # the visor, the records, the Thud API...
@@ -502,12 +494,9 @@ class Arena:
         return match_id
 
     def _start(self, match: Match) -> None:
-        self._no_longer_waiting(match)
-        self._play(match)
-
-    def _run(self, match: Match) -> None:
         if self._tasks is None:
             raise RuntimeError("the arena is not running")
+        self._no_longer_waiting(match)
         task = self._tasks.create_task(match.run(self._finished), name=f"match-{match.id}")
         self._match_tasks.add(task)
         task.add_done_callback(self._match_tasks.discard)

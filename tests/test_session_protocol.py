@@ -1,7 +1,7 @@
 """The session as a protocol object (server.session): commands in, what it says to its client
 and the effects it asks for out, and its seat's states, all synchronous: no event loop, no
 settle(), an arena that is not even running. A match whose seats are all taken is not played
-here (``Arena``'s ``play`` is a list of the matches started): its play is the match's
+here (``Unplayed`` lists the matches started): its play is the match's
 (tests/test_match.py), and what the session adds to it is tested in tests/test_session.py."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 from server.arena import Arena, Standing
 from server.commands import Cancel, Command, Leave, Register, read
+from server.config import ArenaConfig
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
 from server.holdings import SEEK_BURST
@@ -100,14 +101,27 @@ class Heard(Session):
         return checks
 
 
+class Unplayed(Arena):
+    """The arena's side, faked: it is not running, and a match whose seats are all taken is
+    listed as started instead of played (its play is the match's: tests/test_match.py)."""
+
+    def __init__(self, config: ArenaConfig, clock: FakeClock) -> None:
+        super().__init__(config, clock)
+        self.started: list[Match] = []
+
+    def _start(self, match: Match) -> None:
+        self._no_longer_waiting(match)  # as the arena does before it plays one
+        self.started.append(match)
+
+
 class Here:
     """An arena that is not running, on a hand-wound clock: the matches its sessions filled are
     listed, not played."""
 
     def __init__(self, **settings: Any) -> None:
-        self.started: list[Match] = []
         self.clock = FakeClock()
-        self.arena = Arena(test_config(**settings), clock=self.clock, play=self.started.append)
+        self.arena = Unplayed(test_config(**settings), self.clock)
+        self.started = self.arena.started
 
 
 def arena(**settings: Any) -> Arena:
