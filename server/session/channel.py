@@ -14,7 +14,9 @@ from server.seat_channel import SeatMessage
 
 
 class SessionChannel(Protocol):
-    """Where a session reaches its client: what each front end implements."""
+    """Where a session reaches its client: what each front end implements. What the session
+    says becomes calls of it (``server.session.effects.perform``); the match of the client's
+    seat writes to it directly (``send``, ``close``: the game's hot path)."""
 
     def send(self, message: SeatMessage) -> None:
         """A message for the client: its seat's, as the match sends them."""

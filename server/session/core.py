@@ -3,10 +3,16 @@
 A ``Session`` is one client, whatever it connects through: a bot on TCP, a page's websocket, a
 player of the Thud HTTP API, or a seat another node asks for on behalf of its own client. Its
 front end turns bytes into commands (``server.commands``) and hands them to ``handle``; the
-session carries each out through the arena and its matches, answers through the client's
-``SessionChannel``, which the front end turns into bytes, and returns the effects the front end
-is to carry out for it (a key check, ``server.session.keys``): it does no I/O and spawns no
-task (the h11 and websockets shape: no transport, no clock, tested in memory).
+session carries each out through the arena and its matches and returns its effects: what it
+says to its client (``server.session.effects``: a message, an error, a refusal, a seat taken)
+and what the front end is to do for it (a key check, ``server.session.keys``), which the front
+end carries out (``keys.carry_out``) on the client's ``SessionChannel`` and turns into bytes. It
+does no I/O and spawns no task (the h11 and websockets shape: no transport, no clock, tested in
+memory). A match it seats the client in writes the game's messages straight to that channel,
+the hot path of a game; what the session says before it takes a seat is carried out first, so
+that the client hears everything in order. Answers that come later from elsewhere (a seek
+paired, a challenge answered, another node's seat given) are not a command's: what the session
+says then is carried out at once, through the same ``perform`` (``effects.Outbox``).
 
 Its parts: the key check (``keys``), seeks and challenges (``ladder``), and routing to another
 node (``routing``). Its seat goes through the ``SessionState``s of one table, ``TRANSITIONS``.
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Sequence
 from enum import Enum
 
 from server.arena import Arena, SeatHandle
@@ -46,7 +53,17 @@ from server.match_views import TurnResult
 from server.played_on import resume_at
 from server.seat_channel import SeatMessage
 from server.session.channel import Client, LocalSeat, SessionChannel
-from server.session.keys import MAX_HELD, CheckKey, Effect, KeyHold, Outcome, Proof, Registered
+from server.session.effects import (
+    NO_EFFECTS,
+    SEATED,
+    CheckKey,
+    Effect,
+    Error,
+    Outbox,
+    Refuse,
+    Send,
+)
+from server.session.keys import MAX_HELD, KeyHold, Outcome, Registered, identified
 from server.session.ladder import Ladder
 from server.session.routing import Routing
 
@@ -112,6 +129,8 @@ class Session:
         # A ladder client (a registered bot, or one that seeks): its connection outlives its
         # games; a client of the original protocol is closed with its game, as it expects.
         self.stays = False
+        self.out = Outbox(channel)
+        self.say = self.out.say
 
     # --- where it stands ------------------------------------------------------------------------
     def _to(self, step: Step) -> None:
@@ -151,62 +170,84 @@ class Session:
         return not (self.in_game or self.seeking or self.ladder.present is not None)
 
     # --- commands in, effects out ---------------------------------------------------------------
-    def handle(self, command: Command | Rejected) -> list[Effect]:
+    def handle(self, command: Command | Rejected) -> Sequence[Effect]:
         """One command (``server.commands``), or a message the parser refused: carried out (or
         answered) now, or once the key check in progress is done, in the order they came.
-        Returns what the front end is to do for it: a key to check (``keys.carry_out``)."""
+        Returns its effects, for the front end to carry out in order (``keys.carry_out``): what
+        to say to the client, a key to check."""
+        out = self.out
+        if out.gathering:  # a held command, carried out within ``checked``
+            self._handle(command)
+            return NO_EFFECTS
+        out.gathering = True
+        try:
+            self._handle(command)
+        except BaseException:
+            out.dropped()
+            raise
+        finally:
+            out.gathering = False
+        return out.taken()
+
+    def checked(self, outcome: Outcome) -> Sequence[Effect]:
+        """The key check's outcome: the command carried out (or refused), then those held
+        meanwhile, until one needs a check of its own (the last effect returned)."""
+        self.out.gathering = True
+        try:
+            self._checked(outcome)
+        finally:
+            self.out.gathering = False
+        return self.out.taken()
+
+    def _handle(self, command: Command | Rejected) -> None:
         keys = self.keys
         if isinstance(command, Leave):  # at once: what is held is dropped, unanswered
             self.closed()
-            return []
+            return
         if keys.checking:
             if keys.full():
                 reason = f"at most {MAX_HELD} while a key is checked"
-                self.channel.refuse(BotError.TOO_MANY_MESSAGES, reason)
+                self.say(Refuse(BotError.TOO_MANY_MESSAGES, reason))
             else:
                 keys.held.append(command)
-            return []
+            return
         if isinstance(command, Rejected):
             self.refused(command)
-            return []
+            return
         if isinstance(command, Register) or (
             isinstance(command, Identified) and command.names_bot and not self.client.checked
         ):
             keys.checking = True
-            return [CheckKey(command)]
+            self.say(CheckKey(command))
+            return
         self._carry_out(command)
-        return []
 
-    def checked(self, outcome: Outcome) -> list[Effect]:
-        """The key check's outcome: the command carried out (or refused), then those held
-        meanwhile, until one needs a check of its own (the effect returned)."""
+    def _checked(self, outcome: Outcome) -> None:
         keys = self.keys
         keys.checking = False
         if self.gone:
-            return []
+            return
         try:
             if isinstance(outcome, Rejected):
                 self.refused(outcome)
             elif isinstance(outcome, Registered):
                 registered = {"type": "registered", "bot": outcome.bot, "key": outcome.key}
-                self.channel.send(SeatMessage(registered))
+                self.say(Send(SeatMessage(registered)))
             else:
                 keys.proof = outcome
                 self._carry_out(outcome.command)
         except Exception:  # a bug must cost this request, not the arena
             log.exception("carrying out a checked command failed")
-            self.channel.error(BotError.SERVER_ERROR, "the request failed; it was logged")
+            self.say(Error(BotError.SERVER_ERROR, "the request failed; it was logged"))
         finally:
             keys.proof = None
-        effects: list[Effect] = []
         while keys.held and not keys.checking and not self.gone:
             held = keys.held.popleft()
             try:
-                effects += self.handle(held)
+                self._handle(held)
             except Exception:
                 log.exception("handling %r failed", held)
-                self.channel.error(BotError.SERVER_ERROR, "the request failed; it was logged")
-        return effects
+                self.say(Error(BotError.SERVER_ERROR, "the request failed; it was logged"))
 
     def _carry_out(self, command: Carried) -> None:
         match command:
@@ -220,7 +261,7 @@ class Session:
                 created = self.create(command)
                 if created is not None:
                     ready = created.codec.ready_message(created.id, created.seed)
-                    self.channel.send(SeatMessage(ready))
+                    self.say(Send(SeatMessage(ready)))
             case Rejoin():
                 self.rejoin(command)
             case Seek():
@@ -246,7 +287,7 @@ class Session:
             limit = self.arena.config.max_simulations_per_connection
             if len(self.created) >= limit:
                 reason = f"at most {limit} per {self.client.noun}"
-                self.channel.refuse(BotError.TOO_MANY_SIMULATIONS, reason)
+                self.say(Refuse(BotError.TOO_MANY_SIMULATIONS, reason))
                 return None
             resume, codec = None, None
             if played_on is not None:
@@ -327,6 +368,7 @@ class Session:
                 if not self.routing.reach(command.simulation_id, command.fields, True):
                     raise Rejected(BotError.WRONG_SIMULATION_ID)
                 return
+            self.out.before_seat()
             seat = match.rejoin(self.channel, command.token)
         except Rejected as rejected:
             self.refused(rejected)
@@ -336,7 +378,7 @@ class Session:
     def move(self, command: Move) -> TurnResult | None:
         """The client's turn: the turn played, or None (refused, or played on another node)."""
         if self.seat is None:  # no seat: FREE (or GONE)
-            self.channel.error(BotError.NOT_IN_A_GAME, "join a simulation first")
+            self.say(Error(BotError.NOT_IN_A_GAME, "join a simulation first"))
             return None
         return self.seat.submit(command.fields)
 
@@ -355,32 +397,11 @@ class Session:
 
     # --- the checks -----------------------------------------------------------------------------
     def identified(self, command: Identified) -> JsonObject:
-        """The command's fields once its ``bot`` and ``key`` are checked (``server.identity``):
-        without the key, and with the registered name as its nick; a guest's as they are
-        (a nick that is a registered name is refused). Raises ``Rejected``."""
-        fields = command.fields
-        if self.client.checked:
-            bot = fields.get("bot")
-            self.bot = bot if isinstance(bot, str) else None
-            return fields
-        proof: Proof | None = self.keys.proof
-        if proof is None or proof.command is not command:  # no bot named: a guest's command
-            self.arena.roster.guest(fields)
-            self.bot = None
-            return {name: value for name, value in fields.items() if name not in ("bot", "key")}
-        self.bot = proof.bot
-        if proof.standing is not None:
-            self.ladder.standing = proof.standing
-        if self.bot is None:
-            return fields
-        self.ladder.present_as(self.bot)
-        self.stays = True
-        checked = {name: value for name, value in fields.items() if name != "key"}
-        checked["bot"] = checked["nick"] = self.bot
-        return checked
+        """The command's fields once its ``bot`` and ``key`` are checked (``keys.identified``)."""
+        return identified(self, command)
 
     def refused(self, rejected: Rejected) -> None:
-        self.channel.error(rejected.message, rejected.reason)
+        self.say(Error(rejected.message, rejected.reason))
 
     def check_free(self) -> None:
         if self.in_game:
@@ -408,6 +429,7 @@ class Session:
             bot=self.bot,
             seat=seat_given,
         )
+        self.out.before_seat()
         try:
             seat = match.seat(self.channel, request)
         except JoinRejected:
@@ -420,7 +442,7 @@ class Session:
         self.ladder.stop_seeking()
         self._to(Step.SIT)
         self.seat = seat
-        self.channel.seated()
+        self.say(SEATED)
 
     def asked(self, seat: SeatHandle) -> None:
         """A seat asked of another node (``Routing``): its handle, until the answer comes."""
@@ -431,7 +453,7 @@ class Session:
         """The other node gave the seat asked for."""
         self._to(Step.GIVEN)
         self.ladder.paired_seek = None
-        self.channel.seated()
+        self.say(SEATED)
 
     def lost(self) -> None:
         """The seat asked for was refused, or the other node's seat was lost."""

@@ -21,6 +21,7 @@ from server.match import Match
 from server.match_options import MatchOptions
 from server.names import same_name
 from server.seat_channel import SeatMessage
+from server.session.effects import Error, Send
 
 if TYPE_CHECKING:
     from server.session.core import Session
@@ -196,7 +197,7 @@ class Ladder:
             session.refused(rejected)
             return
         sent = {"type": "challenge-sent", "challenge": challenge.id, "opponent": opponent}
-        session.channel.send(SeatMessage(sent))
+        session.say(Send(SeatMessage(sent)))
         target = board.find(opponent)
         if target is not None:
             board.offer(challenge, target)
@@ -215,13 +216,11 @@ class Ladder:
         session.bot = None
         self.paired_seek = None
         if not session.gone and (self.stop_seeking() or not session.in_game):
-            session.channel.error(message, reason)
+            session.say(Error(message, reason))
 
     def challenged(self, challenge: Challenge) -> None:
         codec = self.session.arena.codec(challenge.game)
-        self.session.channel.send(
-            SeatMessage(challenge.to_wire(codec.seat_names, codec.seat_field))
-        )
+        self.session.say(Send(SeatMessage(challenge.to_wire(codec.seat_names, codec.seat_field))))
 
     def accept(self, command: Accept) -> None:
         """Accept a challenge sent to this client: the match opens here, and the challenger
@@ -246,7 +245,7 @@ class Ladder:
     def decline(self, command: Decline) -> None:
         challenge = self.session.arena.challenges.take(command.challenge, self)
         if challenge is None:
-            self.session.channel.error(BotError.UNKNOWN_CHALLENGE, NO_CHALLENGE)
+            self.session.say(Error(BotError.UNKNOWN_CHALLENGE, NO_CHALLENGE))
             return
         challenge.answer(None, command.reason)
 
@@ -260,7 +259,7 @@ class Ladder:
             return
         if simulation_id is None:
             declined = {"type": "challenge-declined", "challenge": challenge.id, "reason": reason}
-            session.channel.send(SeatMessage(declined))
+            session.say(Send(SeatMessage(declined)))
             return
         match = session.arena.get(simulation_id)
         try:

@@ -14,6 +14,7 @@ from server.errors import Rejected
 from server.games.base import JsonObject
 from server.match import Match
 from server.match_options import MatchOptions
+from server.session.effects import CLOSE, Error
 
 if TYPE_CHECKING:
     from server.session.core import Session
@@ -77,6 +78,8 @@ class Routing:
 
     # --- another node's answers (server.arena.RandomJoiner) -----------------------------------
     def send_data(self, data: bytes) -> None:
+        """The other node's match speaks to its seat: the match's path, straight to the
+        channel, as a match played here writes to it (not the session's effects)."""
         self.session.channel.send_data(data)
 
     def remote_seated(self) -> None:
@@ -92,7 +95,7 @@ class Routing:
             # The opponent left before this client came: the seek goes back to the pool.
             session.ladder.enqueue(*paired_seek)
         elif random_join is None or session.gone:
-            session.channel.error(message, reason)
+            session.say(Error(message, reason))
         elif not self._claimed and elsewhere is not None:
             # Taken meanwhile: the nodes agree on where the next one opens.
             self._claimed = True
@@ -114,9 +117,9 @@ class Routing:
     def close(self) -> None:
         """The seat another node played was taken by a rejoin, or lost with its node."""
         self.session.lost()
-        self.session.channel.close()
+        self.session.say(CLOSE)
 
     def ended(self) -> None:
         """The game another node played is over: its seat is kept (no longer playing) until
         the next, and the channel is closed (``Session.stays_connected``)."""
-        self.session.channel.close()
+        self.session.say(CLOSE)
