@@ -163,9 +163,6 @@ class Match:
             return None
         return self.timer.clock_of(self.rules.to_move(self.state))
 
-    def is_empty(self) -> bool:
-        return self.seating.is_empty()
-
     # --- seats ---------------------------------------------------------------------------------
     def seat(self, channel: SeatChannel, request: SeatRequest) -> int:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
@@ -180,6 +177,9 @@ class Match:
     async def wait_seated(self, seat: int) -> None:
         """Until someone takes ``seat``."""
         await self.seating.wait_seated(seat)
+
+    def is_empty(self) -> bool:
+        return self.seating.is_empty()
 
     def leave(self, seat: int, channel: SeatChannel) -> None:
         """The seat's channel is gone: free it before the game; during it, forfeit once the
