@@ -14,22 +14,22 @@ does not answer in time plays the game's timeout action, or forfeits if it has n
 too often. A game created with a time bank (``MatchLimits.bank``) has a chess clock per seat
 instead: a reply spends its seat's bank and earns the increment, and a seat out of time loses.
 The match's task only waits for the end and owns the helper tasks (house players thinking,
-grace periods), so nothing outlives the game.
+``server.match_helpers``), so nothing outlives the game. Who sits where, and the grace period of
+a seat whose bot lost its connection, is the match's ``Seating`` (``server.match_seating``);
+the match decides when a seat may be taken, left or given back, and what leaving costs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
-import math
 import random
 import time
 from collections.abc import Callable, Coroutine
 from enum import Enum
 from typing import Any
 
-from server.clock import Clock, Timer
+from server.clock import Clock
 from server.debug import debug_text
 from server.errors import BotError
 from server.games.base import (
@@ -39,7 +39,6 @@ from server.games.base import (
     JoinRejected,
     JsonObject,
     Outcome,
-    SeatClock,
 )
 from server.match_clock import TurnTimer
 from server.match_events import (
@@ -50,11 +49,12 @@ from server.match_events import (
     SeatsChanged,
     TurnPlayed,
 )
+from server.match_helpers import Helpers
 from server.match_options import MatchLimits, MatchOptions, SeatRequest
-from server.match_seat import Detached, Seat, check_answered_turn
+from server.match_seat import check_answered_turn
+from server.match_seating import Seating
 from server.match_views import (
     MatchView,
-    SeatView,
     Status,
     TurnClock,
     TurnResult,
@@ -111,9 +111,8 @@ class Match:
         self.clock = clock
         self._notify = notify
         self._start = start
-        seat_count = len(codec.seat_names)
-        self.seat_bots = options.seat_bots or (None,) * seat_count
-        self.seats: list[Seat | None] = [None] * seat_count
+        self.seating = Seating(match_id, codec, seed, limits, options.seat_bots, clock)
+        self.seats = self.seating.seats  # the same list: read on every turn, never replaced
         self.phase = Phase.WAITING
         self.state: Any = None
         self.outcome: Outcome | None = None  # once ENDED: None if it was stopped
@@ -122,13 +121,11 @@ class Match:
         self.turn_count = resume.turn_count if resume is not None else 0
         self.started_at: float | None = None  # wall-clock seconds, for the records
         self.finished_at: float | None = None
-        self.timer = TurnTimer(clock, limits.bank, seat_count, self._timed_out)
-        self._graces: set[Timer] = set()  # seats that lost their connection, until they rejoin
+        turn_timeout_s = self.seating.turn_timeout_s
+        self.timer = TurnTimer(clock, limits.bank, len(self.seats), turn_timeout_s, self._timed_out)
         self._ended = asyncio.Event()  # the phase left PLAYING: the task may finish
         self.done = asyncio.Event()  # FINISHED
-        self._seated = asyncio.Event()
-        self._tasks: asyncio.TaskGroup | None = None
-        self._helpers: set[asyncio.Task[None]] = set()
+        self.helpers = Helpers()
         self.outputs: dict[int, SeatOutput] = {}  # by seat: set by whoever runs its bot
 
     @property
@@ -143,20 +140,12 @@ class Match:
 
     # --- views ---------------------------------------------------------------------------------
     def view(self) -> MatchView:
-        names = self.codec.seat_names
         return MatchView(
             match_id=self.id,
             codec=self.codec,
             seed=self.seed,
             status=self.status,
-            players=tuple(
-                None
-                if seat is None
-                else SeatView(
-                    names[index], seat.player.nick, seat.player.names, seat.kind, seat.bot
-                )
-                for index, seat in enumerate(self.seats)
-            ),
+            players=self.seating.views(),
             turn=self.turn_count,
             state=self.state,
             outcome=self.outcome,
@@ -172,86 +161,25 @@ class Match:
         """The seat on move and its time, while the game is on."""
         if not self.is_on or self.state is None or self.rules.outcome(self.state) is not None:
             return None
-        return self._clock_of(self.rules.to_move(self.state))
-
-    def _clock_of(self, seat: int, timeout_s: float | None = None) -> TurnClock:
-        """The clock of a turn of ``seat`` that may take ``timeout_s`` (by default, its whole
-        time for a turn); with a time bank, that is the seat's time left."""
-        timeout = self._turn_timeout_s(seat) if timeout_s is None else timeout_s
-        return self.timer.clock_of(seat, timeout)
-
-    def _turn_timeout_s(self, seat: int) -> float:
-        if self.limits.bank is not None:
-            return self.timer.banks[seat]
-        occupant = self.seats[seat]
-        if occupant is None:
-            return self.limits.turn_timeout_s
-        if not occupant.replies and not occupant.consecutive_timeouts:
-            # Its very first turn: the bot may still be starting up.
-            return max(occupant.turn_timeout_s, self.limits.first_turn_timeout_s)
-        return occupant.turn_timeout_s
-
-    def free_seats(self) -> list[int]:
-        return [index for index, seat in enumerate(self.seats) if seat is None]
-
-    def is_full(self) -> bool:
-        return None not in self.seats
-
-    def is_empty(self) -> bool:
-        return all(seat is None for seat in self.seats)
+        return self.timer.clock_of(self.rules.to_move(self.state))
 
     # --- seats ---------------------------------------------------------------------------------
     def seat(self, channel: SeatChannel, request: SeatRequest) -> int:
         """Seat a player (raises ``JoinRejected``); the match starts once every seat is taken."""
-        if self.phase is not Phase.WAITING or self.is_full():
+        if self.phase is not Phase.WAITING or self.seating.is_full():
             raise JoinRejected(BotError.SIMULATION_FULL, f"simulation {self.id} has no free seat")
-        free = self.free_seats()
-        seat = (
-            request.seat if request.seat in free else self.codec.choose_seat(free, request.fields)
-        )
-        player = self.codec.player_from_join(request.fields)
-        timeout = (
-            self.limits.turn_timeout_s
-            if request.turn_timeout_s is None
-            else (request.turn_timeout_s)
-        )
-        bot = self.seat_bots[seat] or request.bot
-        occupant = Seat(channel, player, timeout, request.kind, bot)
-        occupant.hears_opponent = request.fields.get("opponentNotices") is True
-        self.seats[seat] = occupant
-        self._seated.set()
-        channel.send(self._game_info(seat, occupant))
+        seat = self.seating.take(channel, request)
         self._notify(SeatsChanged(self.view()))
-        if self.is_full():
+        if self.seating.is_full():
             self._start(self)
         return seat
 
-    def _game_info(self, seat: int, occupant: Seat) -> SeatMessage:
-        limits = self.limits
-        turn_timeout_ms = round(occupant.turn_timeout_s * 1000)
-        first_turn_timeout_ms = round(
-            max(occupant.turn_timeout_s, limits.first_turn_timeout_s) * 1000
-        )
-        if limits.bank is not None:  # no reply can take longer than a whole bank
-            turn_timeout_ms = first_turn_timeout_ms = limits.bank.initial_ms
-        clock = SeatClock(
-            turn_timeout_ms=turn_timeout_ms,
-            first_turn_timeout_ms=first_turn_timeout_ms,
-            max_consecutive_timeouts=limits.max_consecutive_timeouts,
-            # Only a TCP bot can rejoin (see ``leave``).
-            reconnect_grace_ms=round(limits.reconnect_grace_s * 1000)
-            if occupant.kind == "bot"
-            else 0,
-            bank=limits.bank,
-        )
-        info = self.codec.game_info_message(self.id, seat, self.seed, occupant.token, clock)
-        return SeatMessage(info)
-
     async def wait_seated(self, seat: int) -> None:
         """Until someone takes ``seat``."""
-        while self.seats[seat] is None:
-            self._seated.clear()
-            await self._seated.wait()
+        await self.seating.wait_seated(seat)
+
+    def is_empty(self) -> bool:
+        return self.seating.is_empty()
 
     def leave(self, seat: int, channel: SeatChannel) -> None:
         """The seat's channel is gone: free it before the game; during it, forfeit once the
@@ -263,48 +191,24 @@ class Match:
             # A full match has started (its task begins it shortly): the seat is held, and
             # the game begins as lost by whoever left, with no grace to rejoin. Freed, the game
             # would begin short of a player, or seat another and start twice.
-            if self.options.hold_seats or self.is_full():
-                occupant.gone = True
-            else:
-                self.seats[seat] = None
+            self.seating.release(seat, hold=self.options.hold_seats or self.seating.is_full())
             self._notify(SeatsChanged(self.view()))
         elif self.is_on:
-            # Only a TCP bot holds a token it can rejoin with; a closed page cannot come back.
-            if self.limits.reconnect_grace_s > 0 and occupant.kind == "bot":
-                detached = Detached()
-                occupant.channel = detached
-                self._hold_for_rejoin(seat, occupant, detached)
-                seconds = math.ceil(self.limits.reconnect_grace_s)
-                self._tell_opponents(seat, self.codec.opponent_gone_message(seconds))
+            if self.seating.may_rejoin(seat):
+                self.seating.detach(seat, self._grace_over)
             else:
                 self._forfeit_left(seat)
 
-    def _hold_for_rejoin(self, seat: int, occupant: Seat, detached: Detached) -> None:
-        """Forfeit once the grace period is over if the seat is still on the channel it got
-        when it left: a rejoin, even one followed by another loss (with its own grace period),
-        replaced it."""
-
-        def grace_over() -> None:
-            self._graces.discard(timer)
-            if occupant.channel is detached and self.is_on:
-                self._forfeit_left(seat)
-
-        timer = self.clock.call_later(self.limits.reconnect_grace_s, grace_over)
-        self._graces.add(timer)
-
-    def _tell_opponents(self, seat: int, message: JsonObject) -> None:
-        """A notice about ``seat`` to the other seats that asked for such notices."""
-        for index, other in enumerate(self.seats):
-            if other is not None and index != seat and other.hears_opponent:
-                other.channel.send(SeatMessage(message))
+    def _grace_over(self, seat: int) -> None:
+        """A detached seat's player did not come back in time."""
+        if self.is_on:
+            self._forfeit_left(seat)
 
     def _forfeit_left(self, seat: int) -> None:
         occupant = self.seats[seat]
-        for index, other in enumerate(self.seats):
-            if other is not None and index != seat:
-                other.channel.send(SeatMessage(error_message(BotError.PLAYER_DISCONNECTED)))
+        self.seating.tell_others_left(seat)
         self._notify(SeatLeft(self.id, seat, occupant.player.nick if occupant else ""))
-        self._end(Outcome(self._opponent(seat), MatchEnd.PLAYER_DISCONNECTED))
+        self._end(Outcome(self.seating.opponent(seat), MatchEnd.PLAYER_DISCONNECTED))
 
     def rejoin(self, channel: SeatChannel, token: object) -> int:
         """Give a seat back to the player holding its token; returns the seat.
@@ -314,45 +218,22 @@ class Match:
         """
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             raise JoinRejected(BotError.GAME_OVER, f"simulation {self.id} has ended")
-        for seat, occupant in enumerate(self.seats):
-            if (
-                occupant is not None
-                and isinstance(token, str)
-                and hmac.compare_digest(occupant.token.encode(), token.encode())
-            ):
-                old = occupant.channel
-                occupant.channel, occupant.gone = channel, False
-                if old is not channel:
-                    old.close()
-                if isinstance(old, Detached):  # it was gone: its opponents were told
-                    self._tell_opponents(seat, self.codec.opponent_back_message())
-                channel.send(self._game_info(seat, occupant))
-                turn = self.timer.turn
-                if turn is not None and turn.seat == seat:
-                    left_s = turn.deadline - self.clock.now()
-                    channel.send(self._turn_message(seat, max(0.0, left_s)))
-                return seat
-        raise JoinRejected(BotError.INVALID_TOKEN, "no seat of this simulation has that token")
+        seat = self.seating.give_back(channel, token)
+        turn = self.timer.turn
+        if turn is not None and turn.seat == seat:
+            left_s = turn.deadline - self.clock.now()
+            channel.send(self._turn_message(seat, max(0.0, left_s)))
+        return seat
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a helper task (an in-process player's thinking) owned by this match.
 
         Once the game is over there is nothing left to help with: the work is dropped.
         """
-        if self._tasks is None or not self.is_on:
+        if self.is_on:
+            self.helpers.spawn(work)
+        else:
             work.close()
-            return
-        try:
-            helper = self._tasks.create_task(work)
-        except RuntimeError:  # the match's TaskGroup is already shutting down
-            work.close()
-            return
-        self._helpers.add(helper)
-        helper.add_done_callback(self._helpers.discard)
-
-    def _opponent(self, seat: int) -> int | None:
-        others = [index for index in range(len(self.seats)) if index != seat]
-        return others[0] if len(others) == 1 else None
 
     # --- turns ---------------------------------------------------------------------------------
     def submit(self, seat: int, message: JsonObject, channel: SeatChannel) -> TurnResult | None:
@@ -384,7 +265,7 @@ class Match:
                 raise ActionRejected(BotError.NOT_YOUR_TURN, "wait for a turn message")
             action = self.rules.check(self.state, seat, self.codec.candidate(message))
         except ActionRejected as rejected:
-            self._reject(occupant, rejected)
+            occupant.refused(rejected)
             return None
         occupant.consecutive_timeouts = 0
         now = self.clock.now()
@@ -398,12 +279,7 @@ class Match:
     def _flag_fell(self, seat: int) -> None:
         """The seat's time bank ran out: it loses, whatever the game's rules on timeouts."""
         self.timer.banks[seat] = 0.0
-        self._end(Outcome(self._opponent(seat), MatchEnd.OUT_OF_TIME))
-
-    def _reject(self, occupant: Seat, rejected: ActionRejected) -> None:
-        occupant.errors += 1
-        occupant.last_error = f"{rejected.message}: {rejected.reason}"
-        occupant.channel.send(SeatMessage(error_message(rejected.message, rejected.reason)))
+        self._end(Outcome(self.seating.opponent(seat), MatchEnd.OUT_OF_TIME))
 
     def _ask(self, seat: int, timeout_s: float, started: float) -> None:
         """Send the seat on move (``seat``) its turn and start its clock at ``started`` (the
@@ -418,7 +294,7 @@ class Match:
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         clock = None
         if self.limits.bank is not None:
-            clock = clock_to_wire(self.codec, self._clock_of(seat, timeout_s))
+            clock = clock_to_wire(self.codec, self.timer.clock_of(seat, timeout_s))
         body = self.codec.turn_message(
             self.state, seat, self.turn_count + 1, round(timeout_s * 1000), clock
         )
@@ -437,10 +313,10 @@ class Match:
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
         if action is None:
-            self._end(Outcome(self._opponent(seat), MatchEnd.TURN_TIMEOUT))
+            self._end(Outcome(self.seating.opponent(seat), MatchEnd.TURN_TIMEOUT))
             return
         if occupant.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
-            self._end(Outcome(self._opponent(seat), MatchEnd.TOO_MANY_TIMEOUTS))
+            self._end(Outcome(self.seating.opponent(seat), MatchEnd.TOO_MANY_TIMEOUTS))
             return
         reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
         occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
@@ -462,7 +338,7 @@ class Match:
             outcome = self.rules.outcome(self.state)
             clock = None
             if outcome is None:
-                clock = self._clock_of(self.rules.to_move(self.state))
+                clock = self.timer.clock_of(self.rules.to_move(self.state))
             result = TurnResult(
                 self.id,
                 self.codec,
@@ -500,18 +376,12 @@ class Match:
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             return
         self.timer.stop()
-        for timer in self._graces:
-            timer.cancel()
-        self._graces.clear()
+        self.seating.end_graces()
         self.phase = Phase.ENDED
         self.outcome = outcome
         self._ended.set()
-        if self.state is None or outcome is None:
-            return
-        for index, occupant in enumerate(self.seats):
-            if occupant is not None:
-                message = self.codec.end_message(self.state, outcome, index)
-                occupant.channel.send(SeatMessage(message))
+        if self.state is not None and outcome is not None:
+            self.seating.tell_end(self.state, outcome)
 
     # --- the match's life ---------------------------------------------------------------------
     async def run(self, on_finished: Callable[[Match], None]) -> None:
@@ -520,27 +390,19 @@ class Match:
         Cancelled (the arena stops), the game ends with no result: it is kept as unfinished.
         """
         try:
-            async with asyncio.TaskGroup() as tasks:
-                self._tasks = tasks
-                self._begin()
-                await self._ended.wait()
-                for helper in self._helpers:
-                    helper.cancel()  # a player still thinking about a game that is over
+            await self.helpers.run(self._begin, self._ended)
         except Exception:
             log.exception("simulation %s failed", self.id)
             if self.outcome is None:
                 self.outcome = Outcome(None, MatchEnd.SERVER_ERROR)
                 self.phase = Phase.ENDED
         finally:
-            self._tasks = None
             self._end(None)  # cancelled: stopped with no result
             self.phase = Phase.FINISHED
             self.finished_at = time.time()
-            for seat in self.seats:
-                if seat is not None:
-                    seat.channel.close()
+            self.seating.close_all()
             if self.outcome is not None:
-                stats = tuple(None if s is None else s.stats() for s in self.seats)
+                stats = self.seating.stats()
                 self._notify(GameFinished(self.view(), self.outcome, stats, self.finished_at))
             self.done.set()
             on_finished(self)
@@ -555,13 +417,13 @@ class Match:
         self._notify(GameStarted(self.view(), self.started_at, copied))
         gone = [index for index, seat in enumerate(self.seats) if seat is not None and seat.gone]
         if gone:
-            winner = self._opponent(gone[0]) if len(gone) == 1 else None
+            winner = self.seating.opponent(gone[0]) if len(gone) == 1 else None
             self._end(Outcome(winner, MatchEnd.PLAYER_DISCONNECTED))
         elif (outcome := self.rules.outcome(self.state)) is not None:
             self._end(outcome)
         else:
-            seat = self.rules.to_move(self.state)
-            self._ask(seat, self._turn_timeout_s(seat), self.clock.now())
+            clock = self.timer.clock_of(self.rules.to_move(self.state))
+            self._ask(clock.seat, clock.timeout_s, self.clock.now())
 
     def stop(self) -> None:
         """The arena is stopping: the game ends here with no result (it is kept as unfinished),
@@ -573,8 +435,8 @@ class Match:
         await self.done.wait()
         if self.outcome is None:
             return None
-        stats = tuple(None if s is None else s.stats() for s in self.seats)
-        return GameFinished(self.view(), self.outcome, stats, self.finished_at or time.time())
+        finished_at = self.finished_at or time.time()
+        return GameFinished(self.view(), self.outcome, self.seating.stats(), finished_at)
 
 
 _STATUS = {

@@ -33,6 +33,7 @@ class TurnTimer:
         clock: Clock,
         bank: TimeBank | None,
         seat_count: int,
+        turn_timeout_s: Callable[[int], float],
         timed_out: Callable[[int], None],
     ) -> None:
         self.clock = clock
@@ -40,16 +41,22 @@ class TurnTimer:
         # With a time bank: each seat's time left (seconds). A resumed game starts them afresh.
         self.banks = [0.0 if bank is None else bank.initial_ms / 1000] * seat_count
         self.turn: OpenTurn | None = None  # while the game is on, the seat awaited
+        self._turn_timeout_s = turn_timeout_s  # a seat's time for a turn, without a time bank
         self._timed_out = timed_out
         self._alarm: Timer | None = None  # rings by the awaited seat's deadline
         self._alarm_due = 0.0  # when it rings (clock time)
 
-    def clock_of(self, seat: int, timeout_s: float) -> TurnClock:
-        """The clock of a turn of ``seat`` that may take ``timeout_s``, with every seat's time
-        left in a game with a time bank."""
+    def clock_of(self, seat: int, timeout_s: float | None = None) -> TurnClock:
+        """The clock of a turn of ``seat`` that may take ``timeout_s`` (by default, its whole
+        time for a turn: with a time bank, the seat's time left), with every seat's time left
+        in a game with a time bank."""
         bank = self.bank
         if bank is None:
+            if timeout_s is None:
+                timeout_s = self._turn_timeout_s(seat)
             return TurnClock(seat, timeout_s)
+        if timeout_s is None:
+            timeout_s = self.banks[seat]
         remaining = [*self.banks]
         remaining[seat] = timeout_s
         return TurnClock(seat, timeout_s, tuple(remaining), bank)

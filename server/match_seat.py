@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from server.errors import BotError
 from server.games.base import ActionRejected, JsonObject, Player
 from server.match_views import SeatStats
+from server.protocol import error_message
 from server.seat_channel import SeatChannel, SeatMessage
 
 
@@ -74,6 +75,12 @@ class Seat:
         self.replies += 1
         self.reply_total_s += seconds
         self.reply_worst_s = max(self.reply_worst_s, seconds)
+
+    def refused(self, rejected: ActionRejected) -> None:
+        """Its reply was refused: it is told why, and the refusal counts in its statistics."""
+        self.errors += 1
+        self.last_error = f"{rejected.message}: {rejected.reason}"
+        self.channel.send(SeatMessage(error_message(rejected.message, rejected.reason)))
 
     def stats(self) -> SeatStats:
         return SeatStats(
