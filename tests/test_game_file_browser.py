@@ -138,6 +138,7 @@ async def test_a_game_file_that_does_not_read_says_which_line(served: Served, pa
     first, second, *rest = (await game_file(served, thud.id)).splitlines()
     damaged = b"\n".join([first, second.replace(b'"turn":1', b'"turn":2'), *rest])
     page = await pages.open("/replay", connected=False)
+    await expect(page.locator("#open-file")).to_be_visible()  # the page's script is ready
     await page.set_input_files(
         "#file-input", files=FilePayload(name="bad.jsonl", mimeType="text/plain", buffer=damaged)
     )
@@ -163,6 +164,7 @@ async def test_a_bot_s_debug_text_wraps_between_words(
     first_line, turn_line, *rest = (await game_file(served, thud.id)).splitlines()
     said = orjson.dumps({**orjson.loads(turn_line), "debug": SAID})
     page = await pages.open("/replay", width, connected=False)
+    await expect(page.locator("#open-file")).to_be_visible()  # the page's script is ready
     await page.set_input_files(
         "#file-input",
         files=FilePayload(
