@@ -67,7 +67,6 @@ async def test_a_game_file_opened_or_dropped_replays_as_its_record(
 
     page = await pages.open("/replay", connected=False)
     await opened_for_a_file(page)
-    await expect(page.locator("#open-file")).to_be_visible()
     await page.set_input_files(
         "#file-input",
         files=FilePayload(name="thud.jsonl", mimeType="application/jsonl", buffer=lines),

@@ -12,6 +12,12 @@ compared, a ``case``, a key or a property, an index, looked up (``includes``, ``
 listed in an array, or chosen in a condition or kept in a variable. Each game's own view, labels
 and words are in its package (``server/games/<game>/web/game.js``), which the shared pages load
 by name from ``/games/index.json``.
+
+The pages' HTML and CSS (``visor/static``, the vendored editor apart) are scanned for a game's
+name or a seat's (``team1``, ``dwarf``...) as a word of a selector, a class, an id, a link or a
+value, and for a game's title in their text: the top bar's links to a game's pages, the lobby's
+words about the games and each seat's colour come from the games (``nav.js``, each game's
+``game.css``), so that a new game touches no shared page or stylesheet either.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 from server.games import GAMES
@@ -27,7 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("server", "visor", "bots")
 GAMES_PACKAGE = ROOT / "server" / "games"
 LOOKUPS = frozenset({"get", "pop", "setdefault"})
-PAGES_SCRIPTS = ROOT / "visor" / "static" / "js"
+PAGES_STATIC = ROOT / "visor" / "static"
+PAGES_SCRIPTS = PAGES_STATIC / "js"
+VENDORED = PAGES_STATIC / "vendor"  # a third party's files, the code editor's
+BRAND = "Dwarven Tavern Arena"  # the arena's name, in every page's title and top bar
+TEXT_ATTRIBUTES = frozenset({"title", "alt", "aria-label", "placeholder"})  # read, not matched
+WORDS = re.compile(r"[A-Za-z0-9]+")
+CSS_COMMENTS = re.compile(r"/\*.*?\*/", re.DOTALL)
 JS_COMMENTS = re.compile(r"/\*.*?\*/|(?<![:\\])//[^\n]*", re.DOTALL)
 
 
@@ -102,6 +115,63 @@ def js_game_name_tests(source: str, names: frozenset[str]) -> list[tuple[int, st
             for match in pattern.finditer(code):
                 found.add((code.count("\n", 0, match.start()) + 1, name))
     return sorted(found)
+
+
+def _named(text: str, names: frozenset[str]) -> set[str]:
+    """The ``names`` that are words of ``text`` ("seat-team1" has the word "team1")."""
+    return {word for word in WORDS.findall(text.lower()) if word in names}
+
+
+def _titled(text: str, titles: frozenset[str]) -> set[str]:
+    """The ``titles`` written in ``text``, the arena's own name apart."""
+    text = text.replace(BRAND, "")
+    return {title for title in titles if re.search(rf"\b{re.escape(title)}\b", text)}
+
+
+def css_game_names(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, name) of each game's or seat's name in a stylesheet's rules; comments are not
+    rules."""
+    code = CSS_COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), source)
+    return sorted(
+        (number, name)
+        for number, line in enumerate(code.splitlines(), 1)
+        for name in _named(line, names)
+    )
+
+
+class _PageScan(HTMLParser):
+    """Collects the games a page names: in a tag's attributes, or by title in its text."""
+
+    def __init__(self, names: frozenset[str], titles: frozenset[str]) -> None:
+        super().__init__()
+        self.names = names
+        self.titles = titles
+        self.found: set[tuple[int, str]] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        line = self.getpos()[0]
+        for attribute, value in attrs:
+            if value is None:
+                continue
+            if attribute in TEXT_ATTRIBUTES:
+                self.found |= {(line, title) for title in _titled(value, self.titles)}
+            else:
+                self.found |= {(line, name) for name in _named(value, self.names)}
+
+    def handle_data(self, data: str) -> None:
+        line = self.getpos()[0]
+        self.found |= {(line, title) for title in _titled(data, self.titles)}
+
+
+def html_game_names(
+    source: str, names: frozenset[str], titles: frozenset[str]
+) -> list[tuple[int, str]]:
+    """(line, name) of each game's or seat's name in a page's tags (a link, a class, an id, a
+    value) and each game's title in its text (the arena's name apart); comments are not read."""
+    scan = _PageScan(names, titles)
+    scan.feed(source)
+    scan.close()
+    return sorted(scan.found)
 
 
 def test_the_scan_finds_each_kind_of_game_name_test() -> None:
@@ -201,12 +271,75 @@ def test_no_game_name_is_tested_in_the_pages_scripts() -> None:
     assert not found, "a game's name tested in the pages' scripts:\n" + "\n".join(found)
 
 
+def test_the_page_scan_finds_games_in_markup_and_styles() -> None:
+    names = frozenset({"thud", "tavern", "dwarf", "team1"})
+    titles = frozenset({"Thud", "Dwarven Tavern"})
+    css = "\n".join(
+        [
+            ".seat-team1 .swatch { background: red; }",  # 1
+            '#clock[data-seat="dwarf"] { border: 0; }',  # 2
+            "/* the Tavern's legend, .seat-dwarf */",  # 3: a comment
+            ".seat { border-color: var(--seat-colour, var(--line)); }",  # 4: no game
+            ".cm-s-tavern .cm-keyword { color: red; }",  # 5
+            ".thudstone rect { fill: grey; }",  # 6: another word
+        ]
+    )
+    assert css_game_names(css, names) == [(1, "team1"), (2, "dwarf"), (5, "tavern")]
+    html = "\n".join(
+        [
+            "<title>Lobby · Dwarven Tavern Arena</title>",  # 1: the arena's name
+            '<nav><a href="/">Lobby</a><a href="/play/thud">Play</a></nav>',  # 2
+            "<p>Bots play <strong>Dwarven Tavern</strong> and Thud.</p>",  # 3
+            '<span class="seat-team1" id="x">A</span>',  # 4
+            "<!-- Play Thud, /play/thud -->",  # 5: a comment
+            '<input value="dwarf"><code>tavern play --output game.jsonl</code>',  # 6
+            '<a title="tavern replay opens it" aria-label="Thud\'s page">x</a>',  # 7
+            "<p>Thudstones and dwarven ale.</p>",  # 8: other words
+        ]
+    )
+    assert html_game_names(html, names, titles) == [
+        (2, "thud"),
+        (3, "Dwarven Tavern"),
+        (3, "Thud"),
+        (4, "team1"),
+        (6, "dwarf"),
+        (7, "Thud"),
+    ]
+
+
+def test_no_game_is_named_in_the_pages_markup_or_styles() -> None:
+    """The top bar's game pages, the lobby's words about the games and the seats' colours come
+    from the registered games: a new game touches no shared page or stylesheet."""
+    names = frozenset(GAMES) | {seat for game in GAMES.values() for seat in game.seat_names}
+    assert {"team1", "dwarf", "troll"} <= names
+    titles = frozenset(game.web.title for game in GAMES.values())
+    files = sorted(
+        path
+        for path in PAGES_STATIC.rglob("*")
+        if path.suffix in {".html", ".css"} and not path.is_relative_to(VENDORED)
+    )
+    assert {"index.html", "watch.html", "not-found.html", "visor.css", "rules.css"} <= {
+        p.name for p in files
+    }
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name!r}"
+        for path in files
+        for line, name in (
+            css_game_names(path.read_text(), names)
+            if path.suffix == ".css"
+            else html_game_names(path.read_text(), names, titles)
+        )
+    ]
+    assert not found, "a game named in the pages' markup or styles:\n" + "\n".join(found)
+
+
 def test_each_game_brings_its_web_side_from_its_package() -> None:
     """Each game's module, rules page and own pages are files of its package."""
     for name, game in GAMES.items():
         folder = game.web.folder
         assert folder.is_relative_to(GAMES_PACKAGE / name), name
-        assert (folder / "game.js").is_file() and (folder / "rules.html").is_file(), name
+        for file in ("game.js", "game.css", "rules.html"):
+            assert (folder / file).is_file(), (name, file)
         for route, path in game.web.page_routes(name).items():
             assert path.is_file() and path.is_relative_to(folder), (name, route)
         if game.client_adapter is not None:

@@ -33,6 +33,15 @@ async def test_every_registered_game_has_its_module_rules_and_pages_served(serve
                     assert "script-src 'self';" in response.headers["Content-Security-Policy"]
             assert entry["rules"] == f"/rules/{name}"
             assert (entry["play"] is None) == (game.web.play is None)
+            # Its stylesheet (its seats' colours), which every page loads, and its own pages,
+            # which the top bar links by their titles.
+            async with session.get(served.url + entry["style"]) as response:
+                assert response.status == 200
+                assert response.content_type == "text/css"
+                assert "--seat-colour" in await response.text()
+            assert entry["pages"] == [
+                {"href": route, "title": page.title} for route, page in game.web.pages.items()
+            ]
             for outside in ("..%2Fgame.py", ".hidden", "no-such-file.js"):
                 async with session.get(f"{served.url}/games/{name}/{outside}") as response:
                     assert response.status == 404, outside

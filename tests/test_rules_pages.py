@@ -2,8 +2,9 @@
 
 Headless Chromium (Playwright) against a real arena and visor (the ``served`` fixture). Any
 console error on a page, CSP violations included, fails the test (``tests.browser``). The pages'
-diagrams are inline SVG styled by /static/css/rules.css, so a style the policy blocked would show
-as a colour that is not the board's.
+diagrams are inline SVG styled by /static/css/rules.css and the game's own rules.css (in its
+package), so a style the policy blocked, or a file not loaded, would show as a colour that is
+not the board's.
 
 With ``VISOR_SCREENSHOTS=1`` the screenshots test saves rules-tavern, rules-thud and their phone
 versions under docs/screenshots/ (otherwise into a temporary directory).

@@ -325,6 +325,10 @@ async def test_a_watcher_sees_turns_on_the_canvas_and_the_result(
         await expect(page.locator("#players .seat-team1 .nick")).to_have_text(XSS)
         await expect(page.locator("#players .seat-team2 .nick")).to_have_text("Bo")
         await expect(page.locator("#players .seat-team1 .seat-score")).to_have_text(DIGIT)
+        # Each seat in its team's colour, from the game's own stylesheet (its game.css).
+        for seat, colour in (("team1", "rgb(217, 87, 59)"), ("team2", "rgb(232, 182, 60)")):
+            seat_row = page.locator(f"#players .seat-{seat}")
+            await expect(seat_row).to_have_css("border-left-color", colour)
         await expect(page.locator("#turn")).to_have_text(re.compile(r"^\d+ of 1000$"))
         assert await page.locator("#players img").count() == 0
         # Whose turn it is, its clock, each side's last reply, the legend, the last turn drawn
@@ -573,6 +577,37 @@ async def test_a_person_plays_thud_by_clicking_and_makes_peace(
     assert await canvas_pixels(page) != untouched
     # Both moves (the refused one and the one played) named the turn they answered.
     assert [move["turn"] for move in visor.messages_sent(page, "move")] == [1, 1]
+
+
+async def test_the_top_bar_and_the_lobby_name_the_games_the_arena_lists(visor: Pages) -> None:
+    """No shared page names a game: the top bar's links to each game's pages, the lobby's words
+    about the games and its buttons to play come from /games/index.json, at a desk's width and a
+    phone's; and the side to choose on a game's own page has that game's colour."""
+    nav = ["Lobby", "Play Thud", "Matches", "League", "Ladder", "TV", "Clients"]
+    for width, height in ((1280, 860), (390, 844)):
+        page = await visor.open("/", width=width, height=height)
+        await expect(page.locator(".topnav a")).to_have_text(nav)
+        await expect(page.locator(".topnav a[aria-current=page]")).to_have_text(["Lobby"])
+        await expect(page.locator(".topnav a", has_text="Play Thud")).to_have_attribute(
+            "href", "/play/thud"
+        )
+        await expect(page.locator(".topnav a", has_text="Clients")).to_have_attribute(
+            "href", "/clients"
+        )
+        await expect(page.locator("#games-intro")).to_have_text(
+            "Bots in any language play Dwarven Tavern and Thud over TCP."
+        )
+        play = page.locator(".hero a.button-primary")
+        await expect(play).to_have_text(["Play Thud"])
+        assert await fits_the_width(page)
+        await play.click()
+        await page.wait_for_url(visor.base_url + "/play/thud")
+        await expect(page.locator(".topnav a[aria-current=page]")).to_have_text(["Play Thud"])
+        # The chosen side is edged in the arena's accent; the other in its own colour.
+        green, blue = "rgb(90, 168, 69)", "rgb(74, 134, 224)"
+        await expect(page.locator(".side-troll")).to_have_css("border-left-color", green)
+        await page.check("input[value=troll]")
+        await expect(page.locator(".side-dwarf")).to_have_css("border-left-color", blue)
 
 
 async def test_the_set_up_fits_a_phone(visor: Pages) -> None:

@@ -2,8 +2,9 @@
 
 Each game has a folder of web files (``web/`` in its package), served under
 ``/games/<name>/``: its JavaScript module ``game.js`` (the board view, the labels, the log's
-words: what the shared pages ask of a game, loaded by name), its rules page (served at
-``/rules/<name>``), and pages of its own. The shared pages learn the games from
+words: what the shared pages ask of a game, loaded by name), its stylesheet ``game.css`` (its
+seats' colours, its diagrams), its rules page (served at ``/rules/<name>``), and pages of its
+own, which the pages' top bar links. The shared pages learn the games from
 ``/games/index.json`` (``to_wire``), so that a new game touches no shared file of the visor.
 """
 
@@ -16,6 +17,16 @@ from typing import Any
 
 MODULE = "game.js"  # the game's module, in its folder: what the shared pages import
 RULES = "rules.html"  # the game's rules page, in its folder
+STYLE = "game.css"  # the game's styles (its seats' colours...), in its folder: every page loads it
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of the game's own besides its rules and play pages: its file and the title the
+    pages' top bar links it by."""
+
+    file: str
+    title: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +36,7 @@ class WebSide:
     folder: Path
     title: str  # the game's name as the pages write it
     play: str | None = None  # a page where a person plays a seat (at /play/<name>), if any
-    pages: Mapping[str, str] = field(default_factory=dict)  # other pages: route -> file
+    pages: Mapping[str, Page] = field(default_factory=dict)  # other pages, by route
     sandboxed: frozenset[str] = frozenset()
     """Scripts that run people's code in a Web Worker: served with a policy that allows eval
     there and nothing else (no network, no nested workers)."""
@@ -35,7 +46,7 @@ class WebSide:
         routes = {f"/rules/{name}": self.folder / RULES}
         if self.play is not None:
             routes[f"/play/{name}"] = self.folder / self.play
-        routes.update({route: self.folder / file for route, file in self.pages.items()})
+        routes.update({route: self.folder / page.file for route, page in self.pages.items()})
         return routes
 
     def to_wire(self, name: str) -> dict[str, Any]:
@@ -46,4 +57,6 @@ class WebSide:
             "module": f"/games/{name}/{MODULE}",
             "rules": f"/rules/{name}",
             "play": None if self.play is None else f"/play/{name}",
+            "style": f"/games/{name}/{STYLE}",
+            "pages": [{"href": route, "title": page.title} for route, page in self.pages.items()],
         }

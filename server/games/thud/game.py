@@ -13,7 +13,7 @@ from server.games.thud import house, rules
 from server.games.thud.codec import ThudCodec
 from server.games.thud.picture import ThudPicture
 from server.games.thud.pieces import MAX_PLIES
-from server.games.web import WebSide
+from server.games.web import Page, WebSide
 
 WEB = Path(__file__).resolve().parent / "web"
 # The challenge's controller (thud-controller.js) is one file for the Node adapter and the
@@ -22,7 +22,7 @@ WEB_SIDE = WebSide(
     WEB,
     title="Thud",
     play="play.html",
-    pages={"/clients": "clients.html"},
+    pages={"/clients": Page("clients.html", "Clients")},
     sandboxed=frozenset({"clients-worker.js"}),
 )
 

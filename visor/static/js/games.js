@@ -1,14 +1,22 @@
 // What the pages know about the games: nothing of their own. The arena lists its games at
 // /games/index.json (name, title, seats, score names, house players, where the game's module,
 // rules page and play page are); each game's module (/games/<name>/game.js, in the game's
-// package) brings its board view, labels and words. This module loads them all before any page
-// script runs (a top-level await), so a page asks for a game by name and never tests one.
+// package) brings its board view, labels and words, and its stylesheet (/games/<name>/game.css)
+// its seats' colours. This module loads them all before any page script runs (a top-level
+// await), so a page asks for a game by name and never tests one.
 
 import { pieceOf, square } from "./words.js";
 
 export { square };
 
 const index = await fetch("/games/index.json").then((response) => response.json());
+for (const info of index.games) {
+  if (document.querySelector(`link[href="${info.style}"]`)) continue; // the game's own page links it
+  const link = document.createElement("link");
+  link.rel = "stylesheet";
+  link.href = info.style;
+  document.head.append(link);
+}
 const modules = await Promise.all(index.games.map((info) => import(info.module)));
 
 /** Each game by name: its index entry ({name, title, seats, scores, house, rules, play}) with

@@ -13,6 +13,7 @@ import { connectionIndicator, VisorSocket } from "./socket.js";
 const ui = {
   createButtons: byId("create-buttons"),
   rulesLinks: byId("rules-links"),
+  gamesIntro: byId("games-intro"),
   created: byId("created"),
   createdGame: byId("created-game"),
   createdId: byId("created-id"),
@@ -89,11 +90,18 @@ function receive(message) {
   else if (message.type === "error") onError(message);
 }
 
-/** The games the arena hosts: their rules pages, a "new simulation" button each, and the
+/** "a, b and c", of nodes. */
+function joined(nodes) {
+  return nodes.flatMap((node, i) => (i ? [i === nodes.length - 1 ? " and " : ", ", node] : [node]));
+}
+
+/** The games the arena hosts: their titles, their rules pages, a "new simulation" button each, and the
  * choices of the run form and of the list's filter. */
 function listGames() {
   const links = GAME_NAMES.map((name) => el("a", { text: `the rules of ${gameTitle(name)}`, attrs: { id: `rules-${name}-link`, href: GAMES[name].rules } }));
-  ui.rulesLinks.replaceChildren("How they are played: ", ...links.flatMap((link, i) => (i ? [i === links.length - 1 ? " and " : ", ", link] : [link])), ".");
+  ui.rulesLinks.replaceChildren("How they are played: ", ...joined(links), ".");
+  const titles = GAME_NAMES.map((name) => el("strong", { text: gameTitle(name) }));
+  ui.gamesIntro.replaceChildren("Bots in any language play ", ...joined(titles), " over TCP.");
   ui.createButtons.replaceChildren(
     ...GAME_NAMES.map((name) => {
       const button = el("button", { className: "button", text: `New ${gameTitle(name)} simulation`, attrs: { id: `create-${name}`, type: "button" } });
