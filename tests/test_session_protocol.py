@@ -381,7 +381,7 @@ def test_an_answer_from_elsewhere_is_said_at_once() -> None:
     assert first_heard.seats == second_heard.seats == 1
     assert first_heard.kinds() == second_heard.kinds() == ["game-info"]
     (started,) = here.started
-    assert first.state is second.state is SEATED_STATE and started.is_full()
+    assert first.state is second.state is SEATED_STATE and started.seating.is_full()
 
 
 # --- every command, synchronously (these were async, with settle()) ------------------------------
