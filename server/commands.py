@@ -8,13 +8,14 @@ values it can trust). What needs the arena to judge (whether a simulation exists
 free, a key is right) is the session's.
 
 A command keeps the message's ``fields`` as sent: a seat is described by game-specific fields
-(``nick``, ``side``, ``names``...) that the game's codec reads when the client sits down.
+(``nick``, ``side``, ``names``...) that the game's codec reads when the client sits down. They
+hold a bot's key too, so a command's ``repr`` (in a log line, an error) leaves them out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from server.arena import MAX_SEED
@@ -30,7 +31,7 @@ MAX_DECLINE_REASON: Final = 200  # characters of a decline's ``reason`` passed o
 class Create:
     """``create-simulation``: a new, empty simulation the client does not sit in."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
     game: str
     seed: int | None
     clock: TimeBank | None  # a time bank per seat instead of the flat turn timeout
@@ -48,7 +49,7 @@ class Create:
 class Join:
     """``join-simulation`` with a ``simulationId``: a seat of that simulation."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
     simulation_id: str
     game: str | None  # the game the client expects it to be (``Wrong game`` if not)
 
@@ -61,7 +62,7 @@ class Join:
 class RandomJoin:
     """``join-simulation`` without a ``simulationId``: a seat of any simulation waiting."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
     game: str
     seed: int | None  # of the simulation, if a new one is opened for it
 
@@ -74,7 +75,7 @@ class RandomJoin:
 class Rejoin:
     """``rejoin``: a seat taken back with its token, after a lost connection."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
     simulation_id: str
     token: str
 
@@ -83,7 +84,7 @@ class Rejoin:
 class Move:
     """``player-turn``: the client's turn, as its game's codec reads it."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ class Leave:
 class Seek:
     """``seek``: wait in the pool for an opponent of about the same rating."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
     game: str
     rated: bool
 
@@ -114,7 +115,7 @@ class Cancel:
 class Challenge:
     """``challenge``: a registered bot challenges another by name."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
     game: str
     opponent: str
     rated: bool
@@ -129,7 +130,7 @@ class Challenge:
 class Accept:
     """``accept``: a challenge sent to this client is taken."""
 
-    fields: JsonObject
+    fields: JsonObject = field(repr=False)
     challenge: str
 
 

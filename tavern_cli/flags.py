@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, TypeAlias
+from typing import Any, NoReturn, Protocol
 
 from server.config import setting_range
 from server.errors import Rejected
@@ -32,8 +32,11 @@ class Parser(argparse.ArgumentParser):
         super().error(message)
 
 
-# What each command module adds its parser to (``tavern_cli.cli`` assembles them).
-Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
+class Subcommands(Protocol):
+    """What each command module adds its parser to (``tavern_cli.cli`` assembles them): what
+    ``Parser.add_subparsers`` gives."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> Parser: ...
 
 
 def int_flag(low: int, high: int) -> Callable[[str], int]:

@@ -159,3 +159,10 @@ def test_read_hands_a_refusal_over_as_a_value() -> None:
     refusal = read({"type": "dance"})
     assert isinstance(refusal, Rejected) and refusal.message == BotError.UNKNOWN_MESSAGE_TYPE
     assert read({"type": "player-turn"}) == Move({"type": "player-turn"})
+
+
+def test_a_commands_repr_never_shows_the_key_it_carries() -> None:
+    """A command may reach a log line (a failure while it is handled): its fields, which hold
+    the bot's key, are left out of its ``repr``."""
+    command = parse({"type": "seek", "game": "thud", "bot": "Grimli", "key": "s3cret-key"})
+    assert "s3cret-key" not in repr(command) and "s3cret-key" not in str(command)

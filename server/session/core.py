@@ -249,7 +249,7 @@ class Session:
             try:
                 self._handle(held)
             except Exception:
-                log.exception("handling %r failed", held)
+                log.exception("handling %s failed", type(held).__name__)
                 self.say(Error(BotError.SERVER_ERROR, "the request failed; it was logged"))
 
     def _carry_out(self, command: Carried) -> None:
