@@ -384,8 +384,7 @@ class Connection(asyncio.Protocol):
         # an answer: it is paced like any message the bot did not ask for.
         self._handling = False
         try:
-            if effects := self.session.handle(command):  # a move's are none, but a refusal
-                carry_out(self.arena, self.session, effects)
+            carry_out(self.arena, self.session, self.session.handle(command))
         finally:
             self._handling = True
 

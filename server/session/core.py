@@ -175,10 +175,7 @@ class Session:
         answered) now, or once the key check in progress is done, in the order they came.
         Returns its effects, for the front end to carry out in order (``keys.carry_out``): what
         to say to the client, a key to check."""
-        out, seat = self.out, self.seat
-        if type(command) is Move and seat is not None and not (self.keys.checking or out.gathering):
-            seat.submit(command.fields)  # a turn: the match answers it, the session says nothing
-            return NO_EFFECTS
+        out = self.out
         if out.gathering:  # a held command, carried out within ``checked``
             self._handle(command)
             return NO_EFFECTS
