@@ -226,7 +226,7 @@ def test_a_bot_that_thinks_too_long_now_and_then_never_has_a_late_reply_played(
         f"--port {{port}} --late 3,11,19 --late-ms 500 --log {log}"
     )
     run = tavern(
-        "tavern", late, WANDERER, "--seed", "2", "--turns", "24", "--config", str(config),
+        "tavern", late, WANDERER, "--seed", "2", "--turns", "32", "--config", str(config),
         "--output", str(output),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr

@@ -384,7 +384,9 @@ async def test_a_bot_that_never_plays_ranks_below_every_bot_that_played(tmp_path
         "game": "thud",
         "seed": 5,
         "parallel": 2,
-        "limits": {"turn_timeout_ms": 1000, "startup_ms": 1000},
+        # Room for the house players to start on a busy machine (they take about 0.6 s); the
+        # quitter's seat waits as long for its first turn, then forfeits.
+        "limits": {"turn_timeout_ms": 3000, "startup_ms": 3000},
         "bots": [
             broken("quit", "dwarf"),
             house("thud", "dwarf", "dwarf"),
