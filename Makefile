@@ -13,8 +13,12 @@ SOURCES := tavern_cli server bots visor tests bench
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
+# Two pytest workers a core: the suite's tests spend about half their time waiting (on bot
+# processes starting, timers, Redis and PostgreSQL restarts), which a second worker fills.
+WORKERS ?= $(shell echo $$((2 * $$(nproc))))
+
 test: $(VENV)/.installed-test node chromium go java c ruby php redis postgres haproxy lint
-	$(BIN)/python -m pytest -n auto --dist worksteal
+	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check $(SOURCES)

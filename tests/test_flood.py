@@ -73,12 +73,12 @@ async def test_a_seated_bot_that_floods_is_answered_at_its_error_rate_and_plays_
         started = loop.time()
         replies = []
         while loop.time() - started < 0.5:
-            replies.append(await flooder.receive(5))
+            replies.append(await flooder.receive(10))
         # A burst of twice the rate, then the rate: nowhere near one reply per line at once.
         assert len(replies) <= 2 * rate + rate * (loop.time() - started) + rate / 5
         async with asyncio.timeout(flood / rate + 10):
             while len(replies) < flood:
-                replies.append(await flooder.receive(5))
+                replies.append(await flooder.receive(10))
         assert {reply["message"] for reply in replies} == {"Unknown message type"}
         assert (await other.expect("turn"))["state"]["ply"] == 2  # its move, after its lines
         for client in (flooder, other):

@@ -312,7 +312,7 @@ async def test_a_join_of_another_node_s_game_while_redis_is_away_is_seated_once_
     waits for the link (within ``reconnectGraceMs``) and is seated once Redis is back, and the
     game is played to its end (before: refused at once, ``Arena link lost``, though the node
     could serve it a moment later); a join still waiting when the grace is over is refused."""
-    async with nodes(redis, tmp_path, count=2, reconnectGraceMs=8000, **SHORT_GAME) as (a, b):
+    async with nodes(redis, tmp_path, count=2, reconnectGraceMs=20_000, **SHORT_GAME) as (a, b):
         simulation_id = await create(a)
         here, _ = await join(a, simulation_id)
         await asyncio.to_thread(redis.stop)

@@ -261,6 +261,11 @@ async def test_games_played_through_a_postgresql_outage_are_all_recorded(
             held.set()
             await ended_normally(a_games + b_games)  # finished while it is away
             await ended_normally(await crossing_games(a, a, 2, free))  # new ones: not refused
+            # The node learns of the outage when its writer next tries the database.
+            async with asyncio.timeout(10):
+                while not (body := (await health(session, a, "/readyz"))[1])["degraded"]:
+                    assert body["why"] == [], body
+                    await asyncio.sleep(0.1)
             status, body = await health(session, a, "/readyz")
             assert (status, body["why"]) == (200, []), body
             assert "the records database is out of reach" in body["degraded"][0], body
