@@ -1,0 +1,30 @@
+"""bench/redis_rest.py still runs: two nodes on a real redis-server, at rest, then with games
+waiting, as a user types it; its counts come from Redis itself, so they are checked as such."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_rest_bench_counts_what_idle_nodes_ask_of_redis() -> None:
+    ran = subprocess.run(
+        [sys.executable, "bench/redis_rest.py", "--nodes", "2", "--games", "0", "6",
+         "--seconds", "2.5", "--warmup", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    figures = re.findall(
+        r"^2 nodes, (\d+) waiting games: ([\d,]+) Redis commands/s \(([\d,]+) a node\)",
+        ran.stdout,
+        re.MULTILINE,
+    )
+    assert [games for games, _, _ in figures] == ["0", "6"], ran.stdout
+    idle, waiting = (int(total.replace(",", "")) for _, total, _ in figures)
+    # Each node's heartbeat asks something every second; six games waiting add to it.
+    assert 0 < idle < waiting, ran.stdout
+    assert "set " in ran.stdout.splitlines()[-1], ran.stdout
