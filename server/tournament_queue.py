@@ -3,9 +3,11 @@
     tavern tournament FILE --redis URL     # queues the games, shows progress, prints the league
     tavern worker --redis URL              # on each worker machine: takes games and plays them
 
-Each game of a tournament is one entry of the stream ``STREAM``: the tournament's file as it was
-read (its JSON), the folder its bots' paths are relative to, and the pairing's number and key.
-Workers read the stream in the consumer group ``GROUP``. A worker plays each game it takes with
+Each game of a tournament is one entry of the stream ``STREAM``: the tournament's id and the
+pairing's number and key. The tournament itself, its file as it was read (its JSON) and the
+folder its bots' paths are relative to, is kept once, beside the stream (``spec_key``), written
+with the entries that need it; a worker reads it once per tournament. Workers read the stream in
+the consumer group ``GROUP``. A worker plays each game it takes with
 the tournament's own runner (``TournamentRunner.play``: the bots under the tournament's limits,
 on an arena of the worker's own), records it in the shared database (every worker and the
 command that queued the games use the same ``database``, PostgreSQL when they are on several
@@ -74,51 +76,75 @@ RETRY_FIRST_S = 0.1  # how long a call waits for Redis before it is made again, 
 RETRY_MAX_S = 5.0  # ...up to this
 CHECK_REDIS_S = 1.0  # how often the queuing command asks whether Redis restarted
 REQUEUE_AFTER_S = 2.0  # beyond a bot's start-up: a game taken before a restart is played by then
+SPEC_KEPT_MS = 30 * 24 * 3_600_000  # a tournament's spec outlives its queue's last write by this
+SPECS_CACHED = 16  # tournaments whose spec a worker keeps once read
+
+
+def spec_key(tournament_id: str) -> str:
+    """Where a queued tournament's spec is kept, once for all its entries."""
+    return f"tavern:tournament-spec:{tournament_id}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueuedSpec:
+    """A queued tournament, as every worker that plays one of its games reads it."""
+
+    spec: dict[str, Any]  # the tournament file, as read
+    base: str  # the folder the bots' commands and files are relative to (a shared path)
+
+    def value(self) -> bytes:
+        return orjson.dumps({"spec": self.spec, "base": self.base})
+
+    @classmethod
+    def of(cls, spec: TournamentSpec) -> QueuedSpec:
+        return cls(spec.raw, str(spec.entrants[0].cwd))
+
+    @classmethod
+    def from_value(cls, value: object, tournament_id: str) -> QueuedSpec:
+        if not isinstance(value, bytes):
+            raise TournamentError(f"tournament {tournament_id} is not in the queue's Redis")
+        try:
+            read = orjson.loads(value)
+            spec, base = read["spec"], read["base"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            raise TournamentError(f"tournament {tournament_id} does not read: {error!r}") from error
+        if not isinstance(spec, dict) or not isinstance(base, str):
+            raise TournamentError(f"tournament {tournament_id} does not read")
+        return cls(spec, base)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class QueuedGame:
-    """One entry of the stream: enough for any worker to play the game as a local run would."""
+    """One entry of the stream: which game of which tournament (``QueuedSpec`` is the rest)."""
 
     tournament_id: str
-    spec: dict[str, Any]  # the tournament file, as read
-    base: str  # the folder the bots' commands and files are relative to (a shared path)
     number: int
     key: str
 
     def fields(self) -> dict[str, bytes]:
         return {
             "tournament": self.tournament_id.encode(),
-            "spec": orjson.dumps(self.spec),
-            "base": self.base.encode(),
             "number": str(self.number).encode(),
             "key": self.key.encode(),
         }
 
     @classmethod
     def of(cls, spec: TournamentSpec, pairing: Pairing) -> QueuedGame:
-        return cls(spec.id, spec.raw, str(spec.entrants[0].cwd), pairing.number, pairing.key)
+        return cls(spec.id, pairing.number, pairing.key)
 
     @classmethod
     def from_fields(cls, fields: dict[bytes, bytes]) -> QueuedGame:
         try:
-            spec = orjson.loads(fields[b"spec"])
-            if not isinstance(spec, dict):
-                raise TournamentError("the entry's tournament is not an object")
             return cls(
-                fields[b"tournament"].decode(),
-                spec,
-                fields[b"base"].decode(),
-                int(fields[b"number"]),
-                fields[b"key"].decode(),
+                fields[b"tournament"].decode(), int(fields[b"number"]), fields[b"key"].decode()
             )
         except (KeyError, ValueError, UnicodeDecodeError) as error:
             raise TournamentError(f"the entry does not read: {error!r}") from error
 
-    def pairing(self) -> tuple[TournamentSpec, Pairing]:
+    def pairing(self, queued: QueuedSpec) -> tuple[TournamentSpec, Pairing]:
         """The tournament and the game, as the queuing command scheduled them."""
         spec = dataclasses.replace(
-            spec_from_mapping(self.spec, Path(self.base)), id=self.tournament_id
+            spec_from_mapping(queued.spec, Path(queued.base)), id=self.tournament_id
         )
         pairings = schedule(spec)
         if not 1 <= self.number <= len(pairings) or pairings[self.number - 1].key != self.key:
@@ -240,9 +266,12 @@ async def run_id(client: aioredis.Redis) -> str:
 
 
 async def queue_games(client: aioredis.Redis, spec: TournamentSpec, games: list[Pairing]) -> int:
-    """Put ``games`` of ``spec`` on the queue for the workers; how many were queued."""
+    """Put ``games`` of ``spec`` on the queue for the workers, the spec first (written again
+    with every batch: Redis may have restarted without it); how many were queued."""
     await ensure_group(client)
     async with client.pipeline(transaction=False) as pipe:
+        if games:
+            pipe.set(spec_key(spec.id), QueuedSpec.of(spec).value(), px=SPEC_KEPT_MS)
         for pairing in games:
             pipe.xadd(STREAM, QueuedGame.of(spec, pairing).fields())  # type: ignore[arg-type]
         await pipe.execute()
@@ -301,6 +330,7 @@ async def run_queued(
     try:
         queued = QueuedTournament(spec, records, link)
         await queued.follow(out)
+        await link.attempt(lambda client: client.delete(spec_key(spec.id)))
     finally:
         await link.close()
     records.tournament_finished(spec.id)
@@ -422,6 +452,7 @@ class Worker:
         self.claim_timeout_ms = claim_timeout_ms
         self.out = out
         self.name = records.owner  # the consumer's name: unique, and names the games' owner
+        self._specs: dict[str, QueuedSpec] = {}  # the last tournaments played, by id
 
     async def run(self) -> None:
         """Play games until cancelled."""
@@ -460,10 +491,22 @@ class Worker:
         entry_id, fields = read[0][1][0]
         return bytes(entry_id), dict(fields)
 
+    async def _spec(self, tournament_id: str) -> QueuedSpec:
+        """A tournament's spec, read from Redis the first time one of its games is taken."""
+        queued = self._specs.get(tournament_id)
+        if queued is None:
+            key = spec_key(tournament_id)
+            value: Any = await self.link.call(lambda client: client.get(key))
+            queued = QueuedSpec.from_value(value, tournament_id)
+            self._specs[tournament_id] = queued
+            while len(self._specs) > SPECS_CACHED:
+                del self._specs[next(iter(self._specs))]
+        return queued
+
     async def _take(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
         try:
             game = QueuedGame.from_fields(fields)
-            spec, pairing = game.pairing()
+            spec, pairing = game.pairing(await self._spec(game.tournament_id))
         except TournamentError as error:
             # Played again by every worker, it would fail the same way: dropped, and said.
             log.error("worker: entry %s dropped: %s", entry_id, error)

@@ -48,6 +48,7 @@ from server.tournament_queue import (
     QueueLink,
     queue_games,
     run_id,
+    spec_key,
     stop_if_cancelled,
 )
 from tavern_cli.play import command_entrant
@@ -294,6 +295,8 @@ async def run_queued_match(
     progress.update()
     try:
         await QueuedMatch(spec, records, link, progress).follow()
+        # Decided: a game still played has its spec already, and no other is handed out.
+        await link.attempt(lambda client: client.delete(spec_key(spec.id)))
     except asyncio.CancelledError:
         with contextlib.suppress(TimeoutError):  # Redis away: its games stay queued
             await asyncio.wait_for(

@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from server.league import tables
 from server.records import Records, backend_for
+from server.tournament.schedule import schedule
+from server.tournament.spec import TournamentError, spec_from_mapping
+from server.tournament_queue import STREAM, QueuedGame, QueuedSpec, queue_games, spec_key
 from tests.services import PostgresServer, RedisServer
 from tests.test_tournament_cli import COMMAND_TIMEOUT_S, ROOT, SLOW_CUP, TAVERN, scratch
 
@@ -303,3 +307,31 @@ def test_a_redis_that_refuses_is_said_in_one_line(
         assert command.returncode == 2, errors
         assert f"tavern: Redis at {url} refused: DB index is out of range\n" in errors
         assert "Traceback" not in errors
+
+
+async def test_a_tournament_is_kept_once_beside_entries_that_name_only_their_game(
+    redis: RedisServer,
+) -> None:
+    """Each entry is the tournament's id and the game's number and key; the spec (the file as
+    read and its folder) is one key beside the stream, which a worker reads the game back from:
+    the same pairing as the queuing command's. Without it (Redis restarted without the key),
+    the entry says so instead of playing a game of another spec."""
+    spec = spec_from_mapping(SLOW_CUP, ROOT)
+    pairings = schedule(spec)
+    client = aioredis.from_url(redis.url)
+    try:
+        assert await queue_games(client, spec, pairings) == len(pairings)
+        entries: Any = await client.xrange(STREAM)
+        assert [set(fields) for _, fields in entries] == [{b"tournament", b"number", b"key"}] * len(
+            pairings
+        )
+        queued = QueuedSpec.from_value(await client.get(spec_key(spec.id)), spec.id)
+        assert queued == QueuedSpec(spec.raw, str(ROOT))
+        for (_, fields), pairing in zip(entries, pairings, strict=True):
+            played, game = QueuedGame.from_fields(fields).pairing(queued)
+            assert (played.id, played.raw, game) == (spec.id, spec.raw, pairing)
+        await client.delete(spec_key(spec.id))
+        with pytest.raises(TournamentError, match=f"tournament {spec.id} is not in the queue"):
+            QueuedSpec.from_value(await client.get(spec_key(spec.id)), spec.id)
+    finally:
+        await client.aclose()
