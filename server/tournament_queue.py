@@ -48,10 +48,10 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from server.config import ArenaConfig, without_password
+from server.config import without_password
 from server.league import GameResult
 from server.records import Records
-from server.tournament.runner import Progress, TournamentRunner, begin
+from server.tournament.runner import Progress, begin
 from server.tournament.schedule import Pairing, schedule
 from server.tournament.spec import (
     TournamentError,
@@ -78,6 +78,9 @@ CHECK_REDIS_S = 1.0  # how often the queuing command asks whether Redis restarte
 REQUEUE_AFTER_S = 2.0  # beyond a bot's start-up: a game taken before a restart is played by then
 SPEC_KEPT_MS = 30 * 24 * 3_600_000  # a tournament's spec outlives its queue's last write by this
 SPECS_CACHED = 16  # tournaments whose spec a worker keeps once read
+DEAD = "tavern:tournament-dead"  # the games the queue gave up on, with why
+DEAD_KEPT = 10_000  # about how many the dead letters keep (XADD's MAXLEN ~)
+MAX_DELIVERIES = 3  # a game handed out this many times and never played is not handed out again
 
 
 def spec_key(tournament_id: str) -> str:
@@ -150,6 +153,48 @@ class QueuedGame:
         if not 1 <= self.number <= len(pairings) or pairings[self.number - 1].key != self.key:
             raise TournamentError(f"game {self.number} of {self.tournament_id} is not {self.key}")
         return spec, pairings[self.number - 1]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeadGame:
+    """A game the queue gave up on (it stopped every worker that took it, or its entry does
+    not read): never handed out again, and shown with its tournament's league."""
+
+    tournament_id: str
+    number: int
+    key: str
+    reason: str
+
+    def fields(self) -> dict[str, bytes]:
+        return {
+            "tournament": self.tournament_id.encode(),
+            "number": str(self.number).encode(),
+            "key": self.key.encode(),
+            "reason": self.reason.encode(),
+        }
+
+    @classmethod
+    def from_fields(cls, fields: dict[bytes, bytes]) -> DeadGame | None:
+        """The dead letter, or None if it does not read (a tournament cannot wait for it)."""
+        try:
+            return cls(
+                fields[b"tournament"].decode(),
+                int(fields[b"number"]),
+                fields[b"key"].decode(),
+                fields[b"reason"].decode(),
+            )
+        except (KeyError, ValueError, UnicodeDecodeError):
+            return None
+
+    def text(self) -> str:
+        return f"game {self.number} ({self.key}): {self.reason}"
+
+
+async def dead_games(client: aioredis.Redis, tournament_id: str) -> dict[str, DeadGame]:
+    """The games of a tournament that the queue gave up on, by pairing key."""
+    entries: Any = await client.xrange(DEAD)
+    dead = (DeadGame.from_fields(fields) for _, fields in entries)
+    return {game.key: game for game in dead if game and game.tournament_id == tournament_id}
 
 
 def stop_if_cancelled() -> None:
@@ -321,8 +366,9 @@ async def run_queued(
     records: Records,
     redis_url: str,
     out: IO[str] = sys.stderr,
-) -> list[GameResult]:
-    """Queue the games not yet finished, follow them until every one has, return the results."""
+) -> tuple[list[GameResult], list[DeadGame]]:
+    """Queue the games not yet finished, follow them until every one has (or was given up on),
+    return the results and the games given up on."""
     check_programs(spec.entrants, spec.game)
     await begin(records, spec)
     await records.flush()
@@ -335,7 +381,10 @@ async def run_queued(
         await link.close()
     records.tournament_finished(spec.id)
     await records.flush()
-    return await asyncio.to_thread(records.results, spec.id)
+    finished = await asyncio.to_thread(records.finished_pairings, spec.id)
+    dead = [game for game in queued.dead.values() if game.key not in finished]
+    results = await asyncio.to_thread(records.results, spec.id)
+    return results, sorted(dead, key=lambda game: game.number)
 
 
 class QueuedTournament:
@@ -348,6 +397,7 @@ class QueuedTournament:
         self.link = link
         self.redis_run = ""  # the run id of the Redis server the games were queued on
         self.suspects = LostGames(spec)
+        self.dead: dict[str, DeadGame] = {}  # the games given up on, by pairing key
 
     async def follow(self, out: IO[str]) -> None:
         """Queue the games not finished and not in the queue, then follow them to the end."""
@@ -379,10 +429,15 @@ class QueuedTournament:
             await self._requeue(finished, playing, now, progress)
 
     async def _played(self) -> tuple[set[str], set[str]]:
-        """The pairings finished, and those being played."""
+        """The pairings done (finished, or given up on by the queue), and those being played."""
         finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
         playing = await asyncio.to_thread(self.records.playing_pairings, self.spec.id)
-        return finished, playing
+        dead = await self.link.attempt(lambda client: dead_games(client, self.spec.id))
+        if dead is not None:  # else Redis is away: those known so far
+            for key in dead.keys() - self.dead.keys() - finished:
+                log.error("tournament %s: %s", self.spec.id, dead[key].text())
+            self.dead = dead
+        return finished | self.dead.keys(), playing
 
     async def _queue(
         self, client: aioredis.Redis, finished: set[str], playing: set[str]
@@ -432,129 +487,3 @@ class QueuedTournament:
         self.suspects.queued(due)
         log.warning("%d games queued again: %s", len(due), ", ".join(p.key for p in due))
         progress.update(f"{len(due)} games queued again")
-
-
-# --- tavern worker -------------------------------------------------------------------------------
-class Worker:
-    """Takes games from the stream one at a time, plays them, acknowledges them once recorded."""
-
-    def __init__(
-        self,
-        config: ArenaConfig,
-        records: Records,
-        link: QueueLink,
-        claim_timeout_ms: int = CLAIM_TIMEOUT_MS,
-        out: IO[str] = sys.stderr,
-    ) -> None:
-        self.config = config
-        self.records = records
-        self.link = link
-        self.claim_timeout_ms = claim_timeout_ms
-        self.out = out
-        self.name = records.owner  # the consumer's name: unique, and names the games' owner
-        self._specs: dict[str, QueuedSpec] = {}  # the last tournaments played, by id
-
-    async def run(self) -> None:
-        """Play games until cancelled."""
-        await self.link.call(ensure_group)
-        while True:
-            stop_if_cancelled()
-            entry = await self._next()
-            if entry is not None:
-                await self._take(*entry)
-
-    async def _next(self) -> tuple[bytes, dict[bytes, bytes]] | None:
-        """The next game to play, once Redis answers; None if there is none yet."""
-        try:
-            return await self.link.call(self._read)
-        except Exception as error:
-            if not lost_group(error):
-                raise
-        log.warning("worker: the queue is not in Redis (it restarted without it): made again")
-        await self.link.call(ensure_group)
-        return None
-
-    async def _read(self, client: aioredis.Redis) -> tuple[bytes, dict[bytes, bytes]] | None:
-        """A game another worker lost (idle past the claim timeout), else a new one."""
-        claimed: Any = await client.xautoclaim(
-            STREAM, GROUP, self.name, self.claim_timeout_ms, start_id="0-0", count=1
-        )
-        if claimed[1]:
-            entry_id, fields = claimed[1][0]
-            log.info("worker: took over %s, a game of a worker that is gone", entry_id)
-            return bytes(entry_id), dict(fields)
-        read: Any = await client.xreadgroup(
-            GROUP, self.name, {STREAM: ">"}, count=1, block=READ_BLOCK_MS
-        )
-        if not read or not read[0][1]:
-            return None
-        entry_id, fields = read[0][1][0]
-        return bytes(entry_id), dict(fields)
-
-    async def _spec(self, tournament_id: str) -> QueuedSpec:
-        """A tournament's spec, read from Redis the first time one of its games is taken."""
-        queued = self._specs.get(tournament_id)
-        if queued is None:
-            key = spec_key(tournament_id)
-            value: Any = await self.link.call(lambda client: client.get(key))
-            queued = QueuedSpec.from_value(value, tournament_id)
-            self._specs[tournament_id] = queued
-            while len(self._specs) > SPECS_CACHED:
-                del self._specs[next(iter(self._specs))]
-        return queued
-
-    async def _take(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
-        try:
-            game = QueuedGame.from_fields(fields)
-            spec, pairing = game.pairing(await self._spec(game.tournament_id))
-        except TournamentError as error:
-            # Played again by every worker, it would fail the same way: dropped, and said.
-            log.error("worker: entry %s dropped: %s", entry_id, error)
-            self.out.write(f"tavern: a queued game was dropped: {error}\n")
-            await self._done(entry_id)
-            return
-        finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
-        if pairing.key not in finished:
-            keeping = asyncio.create_task(self._keep_claim(entry_id))
-            try:
-                runner = TournamentRunner(spec, self.config, self.records, self.out)
-                progress = Progress(1, 0, self.out)
-                await runner.play([pairing], progress)
-                await self.records.flush()  # the game's record is committed: only then, ack
-            finally:
-                keeping.cancel()
-                await asyncio.wait({keeping})  # a cancellation of this task still propagates
-        await self._done(entry_id)
-
-    async def _keep_claim(self, entry_id: bytes) -> None:
-        """Claim the entry again and again while its game is played, so that its idle time
-        never reaches the claim timeout while this worker is alive. While Redis is away the
-        game plays on, and is claimed again once Redis is back (unless Redis lost it)."""
-        while True:
-            await asyncio.sleep(self.claim_timeout_ms / 3000)
-            try:
-                await self.link.attempt(
-                    lambda client: client.xclaim(
-                        STREAM,
-                        GROUP,
-                        self.name,
-                        min_idle_time=0,
-                        message_ids=[entry_id],
-                        justid=True,
-                    )
-                )
-            except Exception as error:
-                if not lost_group(error):
-                    raise
-
-    async def _done(self, entry_id: bytes) -> None:
-        """Acknowledge and delete the entry, once Redis answers (nothing to do if it restarted
-        without it)."""
-
-        async def acknowledge(client: aioredis.Redis) -> None:
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.xack(STREAM, GROUP, entry_id)
-                pipe.xdel(STREAM, entry_id)
-                await pipe.execute()
-
-        await self.link.call(acknowledge)

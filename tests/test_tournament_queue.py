@@ -14,12 +14,21 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis import Redis
 
 from server.league import tables
 from server.records import Records, backend_for
 from server.tournament.schedule import schedule
 from server.tournament.spec import TournamentError, spec_from_mapping
-from server.tournament_queue import STREAM, QueuedGame, QueuedSpec, queue_games, spec_key
+from server.tournament_queue import (
+    DEAD,
+    GROUP,
+    STREAM,
+    QueuedGame,
+    QueuedSpec,
+    queue_games,
+    spec_key,
+)
 from tests.services import PostgresServer, RedisServer
 from tests.test_tournament_cli import COMMAND_TIMEOUT_S, ROOT, SLOW_CUP, TAVERN, scratch
 
@@ -335,3 +344,48 @@ async def test_a_tournament_is_kept_once_beside_entries_that_name_only_their_gam
             QueuedSpec.from_value(await client.get(spec_key(spec.id)), spec.id)
     finally:
         await client.aclose()
+
+
+def test_a_game_that_stopped_three_workers_is_given_up_on_and_the_tournament_ends(
+    tmp_path: Path, redis: RedisServer, processes: Processes
+) -> None:
+    """A game taken by three workers that each stopped before its end (here: consumers that
+    take it and never come back) is not handed out a fourth time: the next worker puts it in
+    the dead letters, the tournament's command counts it done, and prints it under the league
+    as an arena fault; the five other games are played and ranked as usual."""
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(SLOW_CUP))
+    database = str(tmp_path / "arena.db")
+    queued = processes.start(
+        *("tournament", str(path), "--database", database, "--redis", redis.url),
+        *("--log", str(tmp_path / "cup.log")),
+    )
+    client = Redis(port=redis.port)
+    try:
+        deadline = time.monotonic() + 60
+        while client.xlen(STREAM) < 6:
+            assert time.monotonic() < deadline and queued.poll() is None, "nothing queued"
+            time.sleep(0.05)
+        taken: Any = client.xreadgroup(GROUP, "gone-1", {STREAM: ">"}, count=1)
+        entry_id, fields = taken[0][1][0]
+        for consumer in ("gone-2", "gone-3"):
+            client.xclaim(STREAM, GROUP, consumer, min_idle_time=0, message_ids=[entry_id])
+        worker = processes.start(
+            *("worker", "--redis", redis.url, "--database", database),
+            *("--claim-timeout-ms", "300", "--log", str(tmp_path / "w.log")),
+        )
+        out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
+        assert queued.returncode == 0, errors
+        letters: Any = client.xrange(DEAD)
+        (letter,) = [fields for _, fields in letters]
+        assert (letter[b"number"], letter[b"key"]) == (fields[b"number"], fields[b"key"])
+        reason = "stopped the 3 workers that took it: not played"
+        assert letter[b"reason"] == reason.encode()
+        assert client.xlen(STREAM) == 0 and client.xpending(STREAM, GROUP)["pending"] == 0
+    finally:
+        client.close()
+    number, key = int(fields[b"number"]), fields[b"key"].decode()
+    assert "slow cup: 5 games" in out
+    assert out.endswith(f"arena faults, 1 games not played:\n  game {number} ({key}): {reason}\n")
+    assert sum(played for rows in league(database).values() for _, played, *_ in rows) == 10
+    assert worker.poll() is None  # it goes on, for the next tournament

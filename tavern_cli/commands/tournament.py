@@ -17,7 +17,7 @@ from server.records import is_postgres, records_for
 from server.tournament.runner import TournamentRunner
 from server.tournament.schedule import describe_schedule, schedule
 from server.tournament.spec import TournamentError, load_spec
-from server.tournament_queue import run_queued
+from server.tournament_queue import DeadGame, run_queued
 from tavern_cli.config_file import DEFAULT_HELP, RecordsNote
 from tavern_cli.flags import Parser, Subcommands, int_flag, records_to_write, writable_file
 from tavern_cli.log_file import log_beside_records, log_to
@@ -122,19 +122,19 @@ def run_tournament(
             file=sys.stderr,
         )
 
-    async def play() -> list[GameResult]:
+    async def play() -> tuple[list[GameResult], list[DeadGame]]:
         records = records_for(config)
         await asyncio.to_thread(records.open)
         try:
             if not queued:
-                return await TournamentRunner(spec, config, records).run()
+                return await TournamentRunner(spec, config, records).run(), []
             async with local_workers(workers or 0, config, log_file, redis_url):
                 return await run_queued(spec, records, redis_url)
         finally:
             await asyncio.to_thread(records.close)
 
     try:
-        results = asyncio.run(until_signalled(play()))
+        results, given_up = asyncio.run(until_signalled(play()))
     except TournamentError as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 2
@@ -154,4 +154,8 @@ def run_tournament(
         return stopped.code if isinstance(stopped, Stopped) else 130
     print(f"{spec.name}: {len(results)} games")
     print(format_tables(results))
+    if given_up:  # not in the table: no bot lost them
+        print(f"arena faults, {len(given_up)} games not played:")
+        for game in given_up:
+            print(f"  {game.text()}")
     return 0

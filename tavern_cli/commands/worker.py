@@ -11,7 +11,8 @@ from pathlib import Path
 from server.config import ArenaConfig
 from server.records import records_for
 from server.tournament.spec import TournamentError
-from server.tournament_queue import CLAIM_TIMEOUT_MS, MIN_CLAIM_TIMEOUT_MS, QueueLink, Worker
+from server.tournament_queue import CLAIM_TIMEOUT_MS, MIN_CLAIM_TIMEOUT_MS, QueueLink
+from server.tournament_worker import Worker
 from tavern_cli.config_file import DEFAULT_HELP, RecordsNote
 from tavern_cli.flags import Parser, Subcommands, int_flag, records_to_write, writable_file
 from tavern_cli.log_file import log_to
