@@ -20,7 +20,6 @@ from server.holdings import SEEK_BURST
 from server.identity import RegisteredBot, hash_key, new_key
 from server.ladder import TICK_S
 from server.match import Match, Phase
-from server.seat_channel import SeatMessage
 from server.session import (
     NO_EFFECTS,
     TRANSITIONS,
@@ -39,21 +38,19 @@ from server.session import (
 from server.session.keys import MAX_HELD, Outcome, Proof, Registered
 from tests.clock import FakeClock
 from tests.conftest import test_config
+from tests.test_match import Inbox
 
 FREE, ASKED, SEATED_STATE, GONE = SessionState
 
 
-class Channel:
-    """A client as the session sees it: what it was sent, refused and told."""
+class Channel(Inbox):
+    """A client as the session sees it: what it was sent (a match's seat channel, ``Inbox``),
+    refused and told."""
 
     def __init__(self) -> None:
-        self.messages: list[JsonObject] = []
+        super().__init__()
         self.refused: list[str] = []
         self.seats = 0
-        self.closed = False
-
-    def send(self, message: SeatMessage) -> None:
-        self.messages.append(message.body)
 
     def send_data(self, data: bytes) -> None:
         raise AssertionError("only seats played on another node arrive encoded")
@@ -66,18 +63,6 @@ class Channel:
 
     def seated(self) -> None:
         self.seats += 1
-
-    def close(self) -> None:
-        self.closed = True
-
-    def kinds(self) -> list[str]:
-        return [str(message["type"]) for message in self.messages]
-
-    def errors(self) -> list[str]:
-        return [str(m["message"]) for m in self.messages if m["type"] == "error"]
-
-    def last(self, kind: str) -> JsonObject:
-        return next(m for m in reversed(self.messages) if m["type"] == kind)
 
 
 class Heard(Session):
