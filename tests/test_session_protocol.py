@@ -159,31 +159,43 @@ def test_a_random_join_waits_in_a_new_simulation_and_a_move_there_is_early() -> 
     assert here.matches == {}  # a random join's simulation, left by everyone, is dropped
 
 
-def test_every_refusal_is_one_error_line_and_changes_nothing() -> None:
+def test_every_refused_command_is_one_error_and_changes_nothing() -> None:
     here = arena()
     session, heard = session_of(here)
     for message in (
-        {"type": "dance"},
-        {"type": "create-simulation", "seed": -1},
+        {"type": "player-turn", "actions": []},
         {"type": "join-simulation", "simulationId": "nosuch1"},
+        {"type": "join-simulation", "game": "chess"},
+        {"type": "create-simulation", "seed": -1},
+        {"type": "create-simulation", "seed": True},
         {"type": "rejoin", "simulationId": "nosuch1", "token": "t"},
+        {"type": "dance"},
         {"type": "accept", "challenge": "c9"},
         {"type": "decline", "challenge": "c9"},
         {"type": "challenge", "opponent": "Orla"},
         {"type": "seek", "rated": True},
     ):
         assert hand(session, message) == []
+    assert session.state is FREE and not session.seeking and here.matches == {}
+    thud = here.open("thud")
+    hand(session, {"type": "join-simulation", "simulationId": thud.id, "game": "tavern"})
     assert heard.errors() == [
-        BotError.UNKNOWN_MESSAGE_TYPE,
+        BotError.NOT_IN_A_GAME,
+        BotError.WRONG_SIMULATION_ID,
+        BotError.UNKNOWN_GAME,
+        BotError.INVALID_SEED,
         BotError.INVALID_SEED,
         BotError.WRONG_SIMULATION_ID,
-        BotError.WRONG_SIMULATION_ID,
+        BotError.UNKNOWN_MESSAGE_TYPE,
         BotError.UNKNOWN_CHALLENGE,
         BotError.UNKNOWN_CHALLENGE,
         BotError.INVALID_CHALLENGE,
         BotError.INVALID_SEEK,
+        BotError.WRONG_GAME,
     ]
-    assert session.state is FREE and not session.seeking and here.matches == {}
+    assert heard.seats == 0 and session.seat is None and heard.refused == []
+    assert session.state is FREE and not session.seeking
+    assert thud.phase is Phase.WAITING and thud.seats == [None, None]
 
 
 def test_a_seek_waits_until_cancelled() -> None:
@@ -390,35 +402,6 @@ def test_create_then_two_joins_by_id_start_a_game() -> None:
     # A move goes to the seat the session holds (not played yet: the match answers it).
     hand(first, {"type": "player-turn", "turn": 1, "actions": []})
     assert first_heard.errors() == [BotError.GAME_NOT_STARTED]
-
-
-def test_every_refused_command_is_one_error_and_changes_nothing() -> None:
-    here = arena()
-    session, heard = session_of(here)
-    for message in (
-        {"type": "player-turn", "actions": []},
-        {"type": "join-simulation", "simulationId": "nosuch1"},
-        {"type": "join-simulation", "game": "chess"},
-        {"type": "create-simulation", "seed": -1},
-        {"type": "create-simulation", "seed": True},
-        {"type": "rejoin", "simulationId": "nosuch1", "token": "x"},
-        {"type": "dance"},
-    ):
-        hand(session, message)
-    thud = here.open("thud")
-    hand(session, {"type": "join-simulation", "simulationId": thud.id, "game": "tavern"})
-    assert heard.errors() == [
-        BotError.NOT_IN_A_GAME,
-        BotError.WRONG_SIMULATION_ID,
-        BotError.UNKNOWN_GAME,
-        BotError.INVALID_SEED,
-        BotError.INVALID_SEED,
-        BotError.WRONG_SIMULATION_ID,
-        BotError.UNKNOWN_MESSAGE_TYPE,
-        BotError.WRONG_GAME,
-    ]
-    assert heard.seats == 0 and session.seat is None and heard.refused == []
-    assert thud.phase is Phase.WAITING and thud.seats == [None, None]
 
 
 def test_one_game_per_client_and_a_bounded_number_of_creates() -> None:
