@@ -156,6 +156,7 @@ async def chromium_pages(base_url: str, browser: Browser | None = None) -> Async
 #     pytestmark = pytest.mark.asyncio(loop_scope="module")
 #     chromium = module_chromium
 #     served = module_served
+#     pages = module_pages  # under whatever name its tests ask for
 #
 # and its own async fixtures take ``@pytest_asyncio.fixture(loop_scope="module")``.
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -174,6 +175,14 @@ async def module_served(tmp_path: Path) -> AsyncIterator[Served]:
     """The ``served`` fixture (a test's own arena and visor) on the module's event loop."""
     async with serving_visor(test_config(), tmp_path / "arena.db") as running:
         yield running
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def module_pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
+    """A test's pages (``chromium_pages``) in the module's Chromium, of the test's arena: the
+    module's ``chromium`` and ``served`` fixtures, as named above."""
+    async with chromium_pages(served.url, chromium) as pages:
+        yield pages
 
 
 async def canvas_pixels(page: Page) -> str:

@@ -13,23 +13,22 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Page, expect
 
 from bots.house import play_house, replies
 from bots.sdk import ArenaClient, JsonObject
 from server.games.thud.game import THUD
-from tests.browser import REPO, Pages, chromium_pages, module_chromium, module_served
+from tests.browser import REPO, Pages, module_chromium, module_pages, module_served
 from tests.conftest import Served
 
 # One Chromium for the module's tests, on the module's event loop (tests.browser).
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 chromium = module_chromium
 served = module_served
+browsing = module_pages
 
 GAMES_MS = 45_000  # validation plays a whole game against each house player of the other side
 
@@ -101,12 +100,6 @@ ENDLESS = IDLE.replace("  turn() {\n  }\n", "  turn() {\n    while (true) {}\n  
 
 def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def browsing(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url, chromium) as pages:
-        yield pages
 
 
 async def set_source(page: Page, source: str) -> None:

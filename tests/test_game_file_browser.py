@@ -4,15 +4,12 @@ that does not read says which line."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import orjson
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, FilePayload, Page, expect
+from playwright.async_api import FilePayload, Page, expect
 
-from tests.browser import Pages, chromium_pages, module_chromium, module_served
+from tests.browser import Pages, module_chromium, module_pages, module_served
 from tests.conftest import Served
 from tests.test_visor_records_browser import (
     TAVERN_SEED,
@@ -27,12 +24,7 @@ from tests.test_visor_records_browser import (
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 chromium = module_chromium
 served = module_served
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url, chromium) as opened:
-        yield opened
+pages = module_pages
 
 
 async def opened_for_a_file(page: Page) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -174,6 +174,13 @@ def html_game_names(
     return sorted(scan.found)
 
 
+def _found(files: list[Path], scan: Callable[[Path], list[tuple[int, str]]]) -> str:
+    """Every game name a scan finds in the files, a line each: ``path:line: 'name'``."""
+    return "\n".join(
+        f"{path.relative_to(ROOT)}:{line}: {name!r}" for path in files for line, name in scan(path)
+    )
+
+
 def test_the_scan_finds_each_kind_of_game_name_test() -> None:
     names = frozenset({"thud", "tavern"})
     source = "\n".join(
@@ -210,12 +217,8 @@ def test_no_game_name_is_tested_outside_the_games_package() -> None:
     files = _scanned_files()
     assert len(files) > 40  # the whole of the arena, the visor and the bots
     assert {"league.py", "seats.py", "replay_image.py", "house.py"} <= {p.name for p in files}
-    found = [
-        f"{path.relative_to(ROOT)}:{line}: {name!r}"
-        for path in files
-        for line, name in game_name_tests(path.read_text(), names)
-    ]
-    assert not found, "a game's name tested outside server/games/:\n" + "\n".join(found)
+    found = _found(files, lambda path: game_name_tests(path.read_text(), names))
+    assert not found, f"a game's name tested outside server/games/:\n{found}"
 
 
 def test_the_script_scan_finds_each_kind_of_game_name_test() -> None:
@@ -263,12 +266,8 @@ def test_no_game_name_is_tested_in_the_pages_scripts() -> None:
     assert {"watch.js", "replay.js", "lobby.js", "panel.js", "games.js"} <= {
         p.name for p in scripts
     }
-    found = [
-        f"{path.relative_to(ROOT)}:{line}: {name!r}"
-        for path in scripts
-        for line, name in js_game_name_tests(path.read_text(), names)
-    ]
-    assert not found, "a game's name tested in the pages' scripts:\n" + "\n".join(found)
+    found = _found(scripts, lambda path: js_game_name_tests(path.read_text(), names))
+    assert not found, f"a game's name tested in the pages' scripts:\n{found}"
 
 
 def test_the_page_scan_finds_games_in_markup_and_styles() -> None:
@@ -321,16 +320,14 @@ def test_no_game_is_named_in_the_pages_markup_or_styles() -> None:
     assert {"index.html", "watch.html", "not-found.html", "visor.css", "rules.css"} <= {
         p.name for p in files
     }
-    found = [
-        f"{path.relative_to(ROOT)}:{line}: {name!r}"
-        for path in files
-        for line, name in (
-            css_game_names(path.read_text(), names)
-            if path.suffix == ".css"
-            else html_game_names(path.read_text(), names, titles)
-        )
-    ]
-    assert not found, "a game named in the pages' markup or styles:\n" + "\n".join(found)
+
+    def named(path: Path) -> list[tuple[int, str]]:
+        if path.suffix == ".css":
+            return css_game_names(path.read_text(), names)
+        return html_game_names(path.read_text(), names, titles)
+
+    found = _found(files, named)
+    assert not found, f"a game named in the pages' markup or styles:\n{found}"
 
 
 def test_each_game_brings_its_web_side_from_its_package() -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Page, expect
 
 from bots.sdk import ArenaClient, JsonObject
-from tests.browser import Pages, chromium_pages, module_chromium, module_served
+from tests.browser import Pages, chromium_pages, module_chromium, module_pages, module_served
 from tests.conftest import Served, serving_visor, test_config
 from tests.test_identity import added
 from tests.test_ladder import rated
@@ -27,6 +27,7 @@ from tests.test_visor_browser import click_square
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 chromium = module_chromium
 served = module_served
+pages = module_pages
 
 # Each rated game on a day of its own (noon UTC: the same date in any time zone within 11 h).
 RATED_AT = {"g1": 1_764_590_400, "g2": 1_765_368_000, "g3": 1_766_232_000}  # 2025-12-01, -10, -20
@@ -191,12 +192,6 @@ async def test_an_empty_ladder_shows_no_table(tmp_path: Path) -> None:
 
 
 # --- a person seeks on /play/thud ----------------------------------------------------------------
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url, chromium) as opened:
-        yield opened
 
 
 async def guest_seeking(port: int, nick: str, paired: asyncio.Future[JsonObject]) -> JsonObject:

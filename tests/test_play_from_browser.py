@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, expect
+from playwright.async_api import expect
 
 from server.errors import BotError
 from server.replay import frames
-from tests.browser import Pages, chromium_pages, module_chromium, module_served
+from tests.browser import Pages, module_chromium, module_pages, module_served
 from tests.conftest import RawClient, Served
 from tests.test_visor_records_browser import THUD_SEED, get_json, house_game, shows_frame
 
@@ -25,15 +23,10 @@ from tests.test_visor_records_browser import THUD_SEED, get_json, house_game, sh
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 chromium = module_chromium
 served = module_served
+pages = module_pages
 
 TAVERN_TURN = 10  # turns played before the position a bot gives
 THUD_TURN = 12  # plies played before "Play from here": the dwarfs move next
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url, chromium) as opened:
-        yield opened
 
 
 def position_of(replay: dict[str, Any], turn: int, on_move: str) -> dict[str, Any]:

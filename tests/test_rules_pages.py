@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Page, expect
 
 from server.match_options import MatchOptions
-from tests.browser import REPO, Pages, chromium_pages, module_chromium, module_served
+from tests.browser import REPO, Pages, module_chromium, module_pages, module_served
 from tests.conftest import Served
 from visor.house_games import run_house_game, seat_house_player
 
@@ -30,6 +28,7 @@ from visor.house_games import run_house_game, seat_house_player
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 chromium = module_chromium
 served = module_served
+visor = module_pages
 
 TITLES = {"tavern": "Dwarven Tavern", "thud": "Thud"}
 # Each page's sections, in order: the id its table of contents links to, and its heading.
@@ -85,12 +84,6 @@ STYLED = {
     "thud": {".thud-dwarf circle": "rgb(74, 134, 224)", ".troll polygon": "rgb(90, 168, 69)"},
 }
 PHONE_WIDTH, PHONE_HEIGHT = 390, 844
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def visor(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url, chromium) as pages:
-        yield pages
 
 
 async def fits_the_width(page: Page) -> bool:

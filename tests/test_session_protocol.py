@@ -20,7 +20,6 @@ from server.holdings import SEEK_BURST
 from server.identity import RegisteredBot, hash_key, new_key
 from server.ladder import TICK_S
 from server.match import Match, Phase
-from server.seat_channel import SeatMessage
 from server.session import (
     NO_EFFECTS,
     TRANSITIONS,
@@ -39,21 +38,19 @@ from server.session import (
 from server.session.keys import MAX_HELD, Outcome, Proof, Registered
 from tests.clock import FakeClock
 from tests.conftest import test_config
+from tests.test_match import Inbox
 
 FREE, ASKED, SEATED_STATE, GONE = SessionState
 
 
-class Channel:
-    """A client as the session sees it: what it was sent, refused and told."""
+class Channel(Inbox):
+    """A client as the session sees it: what it was sent (a match's seat channel, ``Inbox``),
+    refused and told."""
 
     def __init__(self) -> None:
-        self.messages: list[JsonObject] = []
+        super().__init__()
         self.refused: list[str] = []
         self.seats = 0
-        self.closed = False
-
-    def send(self, message: SeatMessage) -> None:
-        self.messages.append(message.body)
 
     def send_data(self, data: bytes) -> None:
         raise AssertionError("only seats played on another node arrive encoded")
@@ -66,18 +63,6 @@ class Channel:
 
     def seated(self) -> None:
         self.seats += 1
-
-    def close(self) -> None:
-        self.closed = True
-
-    def kinds(self) -> list[str]:
-        return [str(message["type"]) for message in self.messages]
-
-    def errors(self) -> list[str]:
-        return [str(m["message"]) for m in self.messages if m["type"] == "error"]
-
-    def last(self, kind: str) -> JsonObject:
-        return next(m for m in reversed(self.messages) if m["type"] == kind)
 
 
 class Heard(Session):
@@ -174,31 +159,43 @@ def test_a_random_join_waits_in_a_new_simulation_and_a_move_there_is_early() -> 
     assert here.matches == {}  # a random join's simulation, left by everyone, is dropped
 
 
-def test_every_refusal_is_one_error_line_and_changes_nothing() -> None:
+def test_every_refused_command_is_one_error_and_changes_nothing() -> None:
     here = arena()
     session, heard = session_of(here)
     for message in (
-        {"type": "dance"},
-        {"type": "create-simulation", "seed": -1},
+        {"type": "player-turn", "actions": []},
         {"type": "join-simulation", "simulationId": "nosuch1"},
+        {"type": "join-simulation", "game": "chess"},
+        {"type": "create-simulation", "seed": -1},
+        {"type": "create-simulation", "seed": True},
         {"type": "rejoin", "simulationId": "nosuch1", "token": "t"},
+        {"type": "dance"},
         {"type": "accept", "challenge": "c9"},
         {"type": "decline", "challenge": "c9"},
         {"type": "challenge", "opponent": "Orla"},
         {"type": "seek", "rated": True},
     ):
         assert hand(session, message) == []
+    assert session.state is FREE and not session.seeking and here.matches == {}
+    thud = here.open("thud")
+    hand(session, {"type": "join-simulation", "simulationId": thud.id, "game": "tavern"})
     assert heard.errors() == [
-        BotError.UNKNOWN_MESSAGE_TYPE,
+        BotError.NOT_IN_A_GAME,
+        BotError.WRONG_SIMULATION_ID,
+        BotError.UNKNOWN_GAME,
+        BotError.INVALID_SEED,
         BotError.INVALID_SEED,
         BotError.WRONG_SIMULATION_ID,
-        BotError.WRONG_SIMULATION_ID,
+        BotError.UNKNOWN_MESSAGE_TYPE,
         BotError.UNKNOWN_CHALLENGE,
         BotError.UNKNOWN_CHALLENGE,
         BotError.INVALID_CHALLENGE,
         BotError.INVALID_SEEK,
+        BotError.WRONG_GAME,
     ]
-    assert session.state is FREE and not session.seeking and here.matches == {}
+    assert heard.seats == 0 and session.seat is None and heard.refused == []
+    assert session.state is FREE and not session.seeking
+    assert thud.phase is Phase.WAITING and thud.seats == [None, None]
 
 
 def test_a_seek_waits_until_cancelled() -> None:
@@ -405,35 +402,6 @@ def test_create_then_two_joins_by_id_start_a_game() -> None:
     # A move goes to the seat the session holds (not played yet: the match answers it).
     hand(first, {"type": "player-turn", "turn": 1, "actions": []})
     assert first_heard.errors() == [BotError.GAME_NOT_STARTED]
-
-
-def test_every_refused_command_is_one_error_and_changes_nothing() -> None:
-    here = arena()
-    session, heard = session_of(here)
-    for message in (
-        {"type": "player-turn", "actions": []},
-        {"type": "join-simulation", "simulationId": "nosuch1"},
-        {"type": "join-simulation", "game": "chess"},
-        {"type": "create-simulation", "seed": -1},
-        {"type": "create-simulation", "seed": True},
-        {"type": "rejoin", "simulationId": "nosuch1", "token": "x"},
-        {"type": "dance"},
-    ):
-        hand(session, message)
-    thud = here.open("thud")
-    hand(session, {"type": "join-simulation", "simulationId": thud.id, "game": "tavern"})
-    assert heard.errors() == [
-        BotError.NOT_IN_A_GAME,
-        BotError.WRONG_SIMULATION_ID,
-        BotError.UNKNOWN_GAME,
-        BotError.INVALID_SEED,
-        BotError.INVALID_SEED,
-        BotError.WRONG_SIMULATION_ID,
-        BotError.UNKNOWN_MESSAGE_TYPE,
-        BotError.WRONG_GAME,
-    ]
-    assert heard.seats == 0 and session.seat is None and heard.refused == []
-    assert thud.phase is Phase.WAITING and thud.seats == [None, None]
 
 
 def test_one_game_per_client_and_a_bounded_number_of_creates() -> None:

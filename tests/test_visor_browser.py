@@ -18,13 +18,12 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, Page, WebSocketRoute, expect
+from playwright.async_api import Page, WebSocketRoute, expect
 
 from bots.sdk import ArenaClient, JsonObject
 from bots.tavern_dummy import play as play_tavern_dummy
@@ -38,6 +37,7 @@ from tests.browser import (
     canvas_pixels,
     chromium_pages,
     module_chromium,
+    module_pages,
     module_served,
     square_point,
 )
@@ -48,6 +48,7 @@ from visor.house_games import run_house_game
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 chromium = module_chromium
 served = module_served
+visor = module_pages
 
 XSS = "<img src=x onerror=alert(1)>"
 DWARF_NAMES = ["<b>Gimli</b>", "Durin", "Thorin", "Balin", "Dwalin"]
@@ -56,15 +57,6 @@ DIGIT = re.compile(r"^\d$")
 SHORT_GAME_SEED = 33  # dummy against dummy with this seed ends 3-0 after 147 turns
 
 T = TypeVar("T")
-
-
-# --- the browser ---------------------------------------------------------------------------
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def visor(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url, chromium) as pages:
-        yield pages
 
 
 # --- helpers -------------------------------------------------------------------------------

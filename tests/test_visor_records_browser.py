@@ -20,15 +20,13 @@ import io
 import os
 import re
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-import pytest_asyncio
 from PIL import GifImagePlugin, Image
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Page, expect
 
 from server.config import ArenaConfig
 from server.games.picture import CELL, HEADER, MARGIN
@@ -41,8 +39,8 @@ from tests.browser import (
     REPO,
     Pages,
     canvas_pixels,
-    chromium_pages,
     module_chromium,
+    module_pages,
     module_served,
     square_point,
 )
@@ -55,6 +53,7 @@ from visor.replay_image import MAX_FRAMES
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 chromium = module_chromium
 served = module_served
+pages = module_pages
 
 GAME_TIMEOUT_S = 30
 TAVERN_SEED = 5
@@ -98,12 +97,6 @@ TAVERN_CUP: dict[str, Any] = {
 
 
 # --- the browser ---------------------------------------------------------------------------
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def pages(served: Served, chromium: Browser) -> AsyncIterator[Pages]:
-    async with chromium_pages(served.url, chromium) as opened:
-        yield opened
 
 
 @pytest.fixture
