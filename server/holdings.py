@@ -18,6 +18,14 @@ from server.identity import AddressPacer
 SEEK_BURST = 20  # seeks one address may make at once, before seeksPerAddressPerMinute applies
 
 
+def count_down(counts: Counter[str], key: str) -> None:
+    """One fewer held by ``key``; a key that holds none is not kept (counts stay as small as
+    what is held)."""
+    counts[key] -= 1
+    if not counts[key]:
+        del counts[key]
+
+
 class SeekLedger:
     """The seeks waiting here: from which address each came, and which registered bot's."""
 
@@ -52,9 +60,7 @@ class SeekLedger:
         """The seek was paired or withdrawn: its bot and its address hold it no more."""
         address = self._addresses.pop(seek_id, None)
         if address is not None:
-            self._by_address[address] -= 1
-            if not self._by_address[address]:
-                del self._by_address[address]
+            count_down(self._by_address, address)
         self._held.seek_ended(seek_id)
 
 
@@ -95,9 +101,7 @@ class BotHoldings:
     def seek_ended(self, seek_id: str) -> None:
         bot = self._seeking.pop(seek_id, None)
         if bot is not None:
-            self._bot_seeks[bot] -= 1
-            if not self._bot_seeks[bot]:
-                del self._bot_seeks[bot]
+            count_down(self._bot_seeks, bot)
             self._changed(bot)
 
 
