@@ -21,7 +21,7 @@ from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import crashed
 from server.match import MatchEnd
-from server.records import GameFilter, Records
+from server.records import GameFilter, opened
 from server.replay import game_of
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
@@ -85,9 +85,7 @@ async def validate(
     )
     verdicts: list[Verdict] = []
     with tempfile.TemporaryDirectory(prefix="tavern-validate-") as scratch:
-        records = Records(Path(scratch) / "validate.db")
-        await asyncio.to_thread(records.open)
-        try:
+        async with opened(Path(scratch) / "validate.db") as records:
             for round_number in range(games):
                 spec = TournamentSpec(
                     id=f"validate-{round_number}",
@@ -106,8 +104,6 @@ async def validate(
                 record = await asyncio.to_thread(records.game, summary["id"])
                 assert record is not None
                 verdicts.append(judge(record))
-        finally:
-            await asyncio.to_thread(records.close)
     return sorted(verdicts, key=lambda verdict: (verdict.opponent, verdict.game_id))
 
 

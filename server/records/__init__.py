@@ -43,6 +43,7 @@ __all__ = [
     "default_journal",
     "is_postgres",
     "migrate",
+    "opened",
     "recording",
     "records_for",
 ]
@@ -120,15 +121,23 @@ def records_for(config: ArenaConfig) -> Records:
 
 
 @contextlib.asynccontextmanager
-async def recording(
-    listeners: list[Listener], database: str | Path | ArenaConfig
-) -> AsyncIterator[Records]:
-    """Keep every game in the records for the block: ``listeners`` are the arena's; the
-    records a configuration's (``records_for``), or a database with the default journal."""
+async def opened(database: str | Path | ArenaConfig) -> AsyncIterator[Records]:
+    """The records open for the block, closed after it whatever happens (both in a thread:
+    opening may migrate or wait on a lock, closing writes what is left): a configuration's
+    (``records_for``), or a database with the default journal."""
     records = records_for(database) if isinstance(database, ArenaConfig) else Records(database)
     await asyncio.to_thread(records.open)
-    listeners.append(Recorder(records))
     try:
         yield records
     finally:
         await asyncio.to_thread(records.close)
+
+
+@contextlib.asynccontextmanager
+async def recording(
+    listeners: list[Listener], database: str | Path | ArenaConfig
+) -> AsyncIterator[Records]:
+    """Keep every game in the records for the block: ``listeners`` are the arena's."""
+    async with opened(database) as records:
+        listeners.append(Recorder(records))
+        yield records

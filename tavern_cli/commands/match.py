@@ -12,7 +12,7 @@ from pathlib import Path
 
 from server.config import ArenaConfig
 from server.games import GAMES
-from server.records import is_postgres, records_for
+from server.records import is_postgres, opened
 from server.sprt import Sprt
 from server.tournament.spec import TournamentError
 from tavern_cli.config_file import DEFAULT_HELP, RecordsNote
@@ -142,14 +142,10 @@ def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int
     )
 
     async def play() -> MatchReport:
-        records = records_for(config)
-        await asyncio.to_thread(records.open)
-        try:
+        async with opened(config) as records:
             if args.workers:
                 return await run_queued_match(spec, sprt, records, redis_url, sys.stderr)
             return await run_match(spec, sprt, config, records, sys.stderr)
-        finally:
-            await asyncio.to_thread(records.close)
 
     try:
         report = asyncio.run(until_signalled(play()))

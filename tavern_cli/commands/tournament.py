@@ -13,7 +13,7 @@ from pathlib import Path
 
 from server.config import ArenaConfig
 from server.league import GameResult, format_tables
-from server.records import is_postgres, records_for
+from server.records import is_postgres, opened
 from server.tournament.runner import TournamentRunner
 from server.tournament.schedule import describe_schedule, schedule
 from server.tournament.spec import TournamentError, load_spec
@@ -123,15 +123,11 @@ def run_tournament(
         )
 
     async def play() -> tuple[list[GameResult], list[DeadGame]]:
-        records = records_for(config)
-        await asyncio.to_thread(records.open)
-        try:
+        async with opened(config) as records:
             if not queued:
                 return await TournamentRunner(spec, config, records).run(), []
             async with local_workers(workers or 0, config, log_file, redis_url):
                 return await run_queued(spec, records, redis_url)
-        finally:
-            await asyncio.to_thread(records.close)
 
     try:
         results, given_up = asyncio.run(until_signalled(play()))

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from server.config import ArenaConfig
-from server.records import records_for
+from server.records import opened
 from server.tournament.spec import TournamentError
 from server.tournament_queue import CLAIM_TIMEOUT_MS, MIN_CLAIM_TIMEOUT_MS, QueueLink
 from server.tournament_worker import Worker
@@ -59,16 +59,14 @@ def run_worker(
         log_to(log_file)
 
     async def work() -> None:
-        records = records_for(config)
-        await asyncio.to_thread(records.open)
-        link = QueueLink(redis_url)
-        try:
-            worker = Worker(config, records, link, claim_timeout_ms)
-            print(f"tavern: worker {worker.name} takes games from {link.where}", flush=True)
-            await worker.run()
-        finally:
-            await link.close()
-            await asyncio.to_thread(records.close)
+        async with opened(config) as records:
+            link = QueueLink(redis_url)
+            try:
+                worker = Worker(config, records, link, claim_timeout_ms)
+                print(f"tavern: worker {worker.name} takes games from {link.where}", flush=True)
+                await worker.run()
+            finally:
+                await link.close()
 
     try:
         asyncio.run(until_signalled(work()))
