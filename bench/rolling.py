@@ -35,7 +35,7 @@ from bench.common import ROOT, ServerProcess, tavern_serve
 from tests.services import RedisServer, free_port, redis_server
 
 CHECK_INTER_MS = 100  # HAProxy's health checks, every 100 ms, one failure or success decides
-WAIT_S = 20.0  # for any one step: a node's drain, start, a bot's next message
+WAIT_S = 40.0  # for any one step: a node's drain, start, a bot's next message (a busy machine)
 CREATE_TRIES = 50  # creates a bot tries (each on a new connection) before it gives up
 ENDS = (b'{"type":"win-game"', b'{"type":"loss-game"', b'{"type":"draw-game"')
 DWARVES = {"team1": [1, 2, 3, 4, 5], "team2": [6, 7, 8, 9, 10]}
