@@ -384,7 +384,8 @@ class Connection(asyncio.Protocol):
         # an answer: it is paced like any message the bot did not ask for.
         self._handling = False
         try:
-            carry_out(self.arena, self.session, self.session.handle(command))
+            if effects := self.session.handle(command):  # a move to a seat has none
+                carry_out(self.arena, self.session, effects)
         finally:
             self._handling = True
 
@@ -423,7 +424,7 @@ class Connection(asyncio.Protocol):
         self.watch_idle()
 
     def send(self, message: SeatMessage) -> None:
-        self.send_body(message.body)
+        self.send_data(encode(message.body))  # every turn: one call less than ``send_body``
 
     def send_body(self, message: JsonObject) -> None:
         """Queue one message for the bot."""

@@ -117,8 +117,11 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         self, before: State, after: State, events: Sequence[Any]
     ) -> list[tuple[int, JsonObject]]:
         # Every point is announced to both players, team1's first (the original only ever
-        # announced one when both scored in the same turn).
+        # announced one when both scored in the same turn). Most turns score none: the scores
+        # tell, without looking at each event.
         messages: list[tuple[int, JsonObject]] = []
+        if after.scores == before.scores:
+            return messages
         for event in events:
             if isinstance(event, PointScored):
                 score = {"type": "score", "team": TEAM_NAMES[event.team]}
