@@ -90,16 +90,26 @@ def check_orders(state: State, team: int, orders: Sequence[Order]) -> tuple[Orde
         raise ActionRejected(BotError.NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
     if not orders:
         raise ActionRejected(BotError.INVALID_TURN, "a turn needs at least one action")
-    own_ids = {dwarf.id for dwarf in state.dwarves if dwarf.team == team}
+    dwarves = state.dwarves
+    count = len(dwarves)
+    own_ids: set[int] | None = None
     seen: set[int] = set()
     for order in orders:
-        if order.bot_id not in own_ids:
-            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {order.bot_id} is not one of yours")
-        if order.bot_id in seen:
-            raise ActionRejected(
-                BotError.INVALID_TURN, f"dwarf {order.bot_id} has more than one action"
-            )
-        seen.add(order.bot_id)
+        bot_id = order.bot_id
+        # Dwarf n is at index n - 1 (``initial_state``, and every position read); only a
+        # position built by hand makes the set of the team's ids.
+        index = bot_id - 1
+        if 0 <= index < count and dwarves[index].id == bot_id:
+            mine = dwarves[index].team == team
+        else:
+            if own_ids is None:
+                own_ids = {dwarf.id for dwarf in dwarves if dwarf.team == team}
+            mine = bot_id in own_ids
+        if not mine:
+            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {bot_id} is not one of yours")
+        if bot_id in seen:
+            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {bot_id} has more than one action")
+        seen.add(bot_id)
     return tuple(orders)
 
 
