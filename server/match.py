@@ -239,9 +239,8 @@ class Match:
     def submit(self, seat: int, message: JsonObject, channel: SeatChannel) -> TurnResult | None:
         """A seat's ``player-turn``: the turn it played, or ``None`` if it was refused (the
         seat was told why, and nothing changed). The turn being played is ``turn_count + 1``,
-        the number the last ``turn`` message carried.
-
-        Only the seat's current channel acts for it: after a rejoin, the old one cannot.
+        the number the last ``turn`` message carried. Only the seat's current channel acts for
+        it: after a rejoin, the old one cannot.
         """
         occupant = self.seats[seat]
         if occupant is None or occupant.channel is not channel:

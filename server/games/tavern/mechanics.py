@@ -164,7 +164,8 @@ class _Board:
         # One loop for the dwarves' cells and the grid (a comprehension and a second loop took
         # a fifth longer).
         cells = self.cells = [_EMPTY] * len(self.geometry.coords)
-        starts = self.dwarf_starts = []
+        starts: list[int] = []
+        self.dwarf_starts = starts
         number = 0
         for dwarf in state.dwarves:
             coords = dwarf.coords

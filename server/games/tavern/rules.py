@@ -128,7 +128,11 @@ def apply_turn(
     if scorers:
         scores = (scores[0] + (0 in scorers), scores[1] + (1 in scorers))
     current_turn = state.current_turn + 1
-    winners = [scorer for scorer in scorers if scores[scorer] >= settings.points_to_win]
+    winners = (
+        [scorer for scorer in scorers if scores[scorer] >= settings.points_to_win]
+        if (scorers)
+        else []
+    )
     end: Outcome | None = None
     if len(winners) == 2:
         end = Outcome(None, TavernEnd.POINTS_TO_WIN_BY_BOTH)
