@@ -1,15 +1,18 @@
-"""The server's instructions per Thud turn, counted by valgrind: a figure the machine's noise
-does not move, beside other checkouts of this project in one run.
+"""The server's instructions per turn, counted by valgrind: a figure the machine's noise does
+not move, beside other checkouts of this project in one run.
 
-    python bench/instructions.py [--against CHECKOUT ...] [--games 8]
+    python bench/instructions.py [--against CHECKOUT ...] [--games 8] [--mix thud|tavern]
 
 On a shared machine the server's CPU time per turn (``bench/load.py``, ``bench/versus.py``) moves
 by a tenth or more from round to round. This bench runs each server (this checkout's, then each
 ``--against`` checkout's, an older commit in a ``git worktree``, with this interpreter) under
 ``valgrind --tool=cachegrind --cache-sim=no``, which counts every instruction the process runs
-in user space, threads and records included. Each server plays ``--games`` Thud games at once
-to their end (bots playing a random legal move, seeded: every server plays the same games,
-turn for turn), records on in SQLite; a second run of the same server plays none. The
+in user space, threads and records included. Each server plays ``--games`` games at once to
+their end, records on in SQLite: Thud (bots playing a random legal move) or, with ``--mix
+tavern``, Dwarven Tavern (every dwarf of the team ordered one step in a random direction, as
+``bench/load.py``'s bots do). The bots' draws and each game's seed (the server's draws, a
+thrown dwarf's landing) are seeded: every server plays the same games, turn for turn. A
+second run of the same server plays none. The
 difference of the two counts over the turns played is the server's instructions per turn, a
 game's start and end included. The system calls' work in the kernel is not counted: compare
 with ``bench/versus.py``'s CPU time, which counts it, for the whole cost.
@@ -40,7 +43,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import ROOT, known_settings, tavern_module, with_python_path
-from bench.load import ENDS, TURN, random_thud_move
+from bench.load import ENDS, GAME_INFO, NAMES, TURN, random_thud_move, tavern_moves
 
 VALGRIND = ("valgrind", "--tool=cachegrind", "--cachegrind-out-file=/dev/null")
 CACHES = ("--cache-sim=yes", "--LL=2097152,16,64")
@@ -94,30 +97,38 @@ async def counted_server(
             await process.wait()
 
 
-async def bot(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seed: int) -> int:
+async def bot(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seed: int, mix: str
+) -> int:
     """Play one side to the game's end; returns the turns it was asked to play."""
     chance, turns = random.Random(seed), 0
+    dwarves: list[int] = []  # a Tavern team's dwarf ids, once its game-info has come
     while line := await asyncio.wait_for(reader.readline(), 600):
         if line.startswith(TURN):
             turns += 1
-            writer.write(random_thud_move(line, chance))
+            moves = tavern_moves(dwarves, chance) if dwarves else random_thud_move(line, chance)
+            writer.write(moves)
+        elif line.startswith(GAME_INFO) and mix == "tavern":
+            first = 1 if orjson.loads(line)["team"] == "team1" else 6  # botsPerPlayer 5
+            dwarves = list(range(first, first + 5))
         elif line.startswith(ENDS):
             break
     return turns
 
 
-async def game(port: int, seed: int) -> int:
+async def game(port: int, seed: int, mix: str) -> int:
     ends = [await asyncio.open_connection("127.0.0.1", port, limit=1 << 22) for _ in range(2)]
     (first, first_writer), (_, second_writer) = ends
     try:
-        first_writer.write(b'{"type":"create-simulation","game":"thud"}\n')
+        create = {"type": "create-simulation", "game": mix, "seed": seed}
+        first_writer.write(orjson.dumps(create) + b"\n")
         simulation_id = orjson.loads(await asyncio.wait_for(first.readline(), 600))["simulationId"]
         for _, writer in ends:
-            join = {"type": "join-simulation", "game": "thud", "nick": "bench"}
+            join = {"type": "join-simulation", "game": mix, "nick": "bench", "names": NAMES}
             join["simulationId"] = simulation_id
             writer.write(orjson.dumps(join) + b"\n")
         sides = await asyncio.gather(
-            *(bot(reader, writer, seed * 2 + side) for side, (reader, writer) in enumerate(ends))
+            *(bot(*end, seed * 2 + side, mix) for side, end in enumerate(ends))
         )
         return sum(sides)
     finally:
@@ -125,19 +136,19 @@ async def game(port: int, seed: int) -> int:
         second_writer.close()
 
 
-async def count(root: Path, games: int, caches: bool) -> tuple[dict[str, int], int]:
-    """(valgrind's figures, turns) of a server that played ``games`` games."""
+async def count(root: Path, games: int, mix: str, caches: bool) -> tuple[dict[str, int], int]:
+    """(valgrind's figures, turns) of a server that played ``games`` games of ``mix``."""
     counts: list[dict[str, int]] = []
     with tempfile.TemporaryDirectory(prefix="tavern-instructions-") as scratch:
         async with counted_server(root, Path(scratch), caches, counts) as port:
-            turns = sum(await asyncio.gather(*(game(port, seed) for seed in range(games))))
-    return counts[0], turns
+            played = await asyncio.gather(*(game(port, seed, mix) for seed in range(games)))
+    return counts[0], sum(played)
 
 
-async def per_turn(root: Path, games: int, caches: bool) -> tuple[dict[str, float], int]:
+async def per_turn(root: Path, games: int, mix: str, caches: bool) -> tuple[dict[str, float], int]:
     """Each figure per turn and the turns played: a server with games less one without."""
     (busy, turns), (idle, _) = await asyncio.gather(
-        count(root, games, caches), count(root, 0, caches)
+        count(root, games, mix, caches), count(root, 0, mix, caches)
     )
     return {name: (busy[name] - idle[name]) / turns for name in busy}, turns
 
@@ -146,13 +157,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", action="append", default=[], type=Path)
     parser.add_argument("--games", type=int, default=8)
+    parser.add_argument("--mix", choices=("thud", "tavern"), default="thud")
     parser.add_argument("--cache", action="store_true", help="simulate the caches too")
     options = parser.parse_args()
     roots = [ROOT, *(path.resolve() for path in options.against)]
     servers: dict[str, dict[str, float]] = {}
     for root in roots:
         name = "arena" if root == ROOT else root.name
-        servers[name], turns = await per_turn(root, options.games, options.cache)
+        servers[name], turns = await per_turn(root, options.games, options.mix, options.cache)
         shown = ", ".join(f"{value:,.0f} {figure}" for figure, value in servers[name].items())
         print(f"{name:>16}: {shown} a turn ({turns:,} turns)", flush=True)
     for name, figures in servers.items():

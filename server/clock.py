@@ -41,7 +41,10 @@ class LoopClock:
         return loop
 
     def now(self) -> float:
-        return self._running().time()
+        loop = self._loop  # ``_running``, inline: read at least twice a turn
+        if loop is None or loop.is_closed():
+            loop = self._running()
+        return loop.time()
 
     def call_later(self, delay_s: float, callback: Callable[[], object]) -> Timer:
         return self._running().call_later(delay_s, callback)

@@ -30,7 +30,7 @@ from enum import Enum
 from typing import Any
 
 from server.clock import Clock
-from server.debug import debug_text
+from server.debug import DEBUG_KEY, debug_text
 from server.errors import BotError
 from server.games.base import (
     ActionRejected,
@@ -239,9 +239,8 @@ class Match:
     def submit(self, seat: int, message: JsonObject, channel: SeatChannel) -> TurnResult | None:
         """A seat's ``player-turn``: the turn it played, or ``None`` if it was refused (the
         seat was told why, and nothing changed). The turn being played is ``turn_count + 1``,
-        the number the last ``turn`` message carried.
-
-        Only the seat's current channel acts for it: after a rejoin, the old one cannot.
+        the number the last ``turn`` message carried. Only the seat's current channel acts for
+        it: after a rejoin, the old one cannot.
         """
         occupant = self.seats[seat]
         if occupant is None or occupant.channel is not channel:
@@ -255,12 +254,13 @@ class Match:
             )
             return None
         turn = self.timer.turn
-        if not self.is_on:
+        if self.phase is not Phase.PLAYING:  # not ``is_on``: a call less, every move
             channel.send(SeatMessage(error_message(BotError.GAME_OVER, "this game has ended")))
             return None
         try:
             # A late reply is stale whoever is on move now: it must never become a next move.
-            check_answered_turn(message, self.turn_count + 1)
+            if "turn" in message:  # the original's bots never say which turn they answer
+                check_answered_turn(message, self.turn_count + 1)
             if turn is None or seat != turn.seat:
                 raise ActionRejected(BotError.NOT_YOUR_TURN, "wait for a turn message")
             action = self.rules.check(self.state, seat, self.codec.candidate(message))
@@ -274,7 +274,8 @@ class Match:
             self._flag_fell(seat)
             return None
         occupant.replied(elapsed)
-        return self._play(seat, action, now, timed_out=False, debug=debug_text(message))
+        debug = debug_text(message) if DEBUG_KEY in message else None
+        return self._play(seat, action, now, timed_out=False, debug=debug)
 
     def _flag_fell(self, seat: int) -> None:
         """The seat's time bank ran out: it loses, whatever the game's rules on timeouts."""

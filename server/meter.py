@@ -25,7 +25,9 @@ class TokenBucket:
         self._at = now
 
     def take(self, amount: float, now: float) -> None:
-        self._refill(now)
+        if now > self._at:  # refilled first
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+            self._at = now
         self._tokens -= amount
 
     def wait_s(self, now: float) -> float:
@@ -34,13 +36,8 @@ class TokenBucket:
         as it is read several times a message."""
         if self._tokens >= 0:
             return 0.0
-        self._refill(now)
+        self.take(0, now)  # refilled
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
-
-    def _refill(self, now: float) -> None:
-        if now > self._at:
-            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-            self._at = now
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,5 +66,9 @@ class InputMeter:
         self._errors.take(1, now)
 
     def pause_s(self, now: float) -> float:
-        """How long to stop reading the peer: until both budgets are out of debt."""
-        return max(self._bytes.wait_s(now), self._errors.wait_s(now))
+        """How long to stop reading the peer: until both budgets are out of debt (read twice a
+        message: a peer out of debt, the common case, is answered without a call)."""
+        bytes_bucket, errors = self._bytes, self._errors
+        if bytes_bucket._tokens >= 0 and errors._tokens >= 0:
+            return 0.0
+        return max(bytes_bucket.wait_s(now), errors.wait_s(now))

@@ -127,8 +127,12 @@ class MessageReader:
                 if len(data) <= self.max_message_bytes or len(data.strip()) <= (
                     self.max_message_bytes
                 ):
+                    event = _to_event(value)
+                    if isinstance(event, Message):  # every move: ``_value``'s work, inline
+                        self._reported, self._resyncs = False, 0  # the stretch ended
+                        return [event]
                     events: list[ReaderEvent] = []
-                    self._value(events, value)
+                    self._garbage(events, event.reason)
                     if b"\n" in data:
                         self._line_ended()
                     return events

@@ -288,7 +288,7 @@ class Connection(asyncio.Protocol):
         assert self.transport is not None
         if self._closing or self._metered is not None:
             return
-        if self._unhandled():
+        if self._held or self.protocol.more:  # ``_unhandled``, inline: every chunk read
             self._handle_held()
         now = time.monotonic()
         wait_s = self.meter.pause_s(now)
@@ -310,7 +310,7 @@ class Connection(asyncio.Protocol):
             self.transport.pause_reading()
             return
         self._handle(chunk)
-        if (self._pending or self._unhandled()) and not self._closing:
+        if (self._pending or self._held or self.protocol.more) and not self._closing:
             self.transport.pause_reading()
             asyncio.get_running_loop().call_soon(self._resume, b"")
 
@@ -369,7 +369,7 @@ class Connection(asyncio.Protocol):
                 elif isinstance(event, MessageTooLong):
                     limit = f"messages are limited to {event.limit} bytes"
                     self.refuse(BotError.MESSAGE_TOO_LONG, limit)
-                if self._unhandled() and self.meter.pause_s(time.monotonic()) > 0:
+                if (held or self.protocol.more) and self.meter.pause_s(time.monotonic()) > 0:
                     break  # the rest waits until the peer is back within its budget
         finally:
             self._handling = False
@@ -384,7 +384,8 @@ class Connection(asyncio.Protocol):
         # an answer: it is paced like any message the bot did not ask for.
         self._handling = False
         try:
-            carry_out(self.arena, self.session, self.session.handle(command))
+            if effects := self.session.handle(command):  # a move to a seat has none
+                carry_out(self.arena, self.session, effects)
         finally:
             self._handling = True
 
@@ -423,7 +424,7 @@ class Connection(asyncio.Protocol):
         self.watch_idle()
 
     def send(self, message: SeatMessage) -> None:
-        self.send_body(message.body)
+        self.send_data(encode(message.body))  # every turn: one call less than ``send_body``
 
     def send_body(self, message: JsonObject) -> None:
         """Queue one message for the bot."""

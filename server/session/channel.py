@@ -8,8 +8,8 @@ from typing import Protocol
 
 from server.arena import Arena
 from server.games.base import JsonObject
-from server.match import Match
-from server.match_views import Status, TurnResult
+from server.match import Match, Phase
+from server.match_views import TurnResult
 from server.seat_channel import SeatMessage
 
 
@@ -62,7 +62,7 @@ class LocalSeat:
 
     @property
     def playing(self) -> bool:
-        return self.match.status is not Status.FINISHED
+        return self.match.phase is not Phase.FINISHED  # Status.FINISHED, without a lookup
 
     def submit(self, message: JsonObject) -> TurnResult | None:
         return self.match.submit(self.seat, message, self.channel)

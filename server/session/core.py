@@ -176,6 +176,9 @@ class Session:
         Returns its effects, for the front end to carry out in order (``keys.carry_out``): what
         to say to the client, a key to check."""
         out = self.out
+        if type(command) is Move and self.seat is not None and not self.keys.checking:
+            self.seat.submit(command.fields)  # the hot path: a move to a seat says nothing
+            return NO_EFFECTS
         if out.gathering:  # a held command, carried out within ``checked``
             self._handle(command)
             return NO_EFFECTS

@@ -111,14 +111,17 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         return orders_from_wire(message.get("actions"))
 
     def action_to_wire(self, action: tuple[Order, ...]) -> JsonObject:
-        return {"actions": [order_to_wire(order) for order in action]}
+        return {"actions": orders_to_wire(action)}
 
     def after_turn_messages(
         self, before: State, after: State, events: Sequence[Any]
     ) -> list[tuple[int, JsonObject]]:
         # Every point is announced to both players, team1's first (the original only ever
-        # announced one when both scored in the same turn).
+        # announced one when both scored in the same turn). Most turns score none: the scores
+        # tell, without looking at each event.
         messages: list[tuple[int, JsonObject]] = []
+        if after.scores == before.scores:
+            return messages
         for event in events:
             if isinstance(event, PointScored):
                 score = {"type": "score", "team": TEAM_NAMES[event.team]}
@@ -131,7 +134,7 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
         return {"team1": team1, "team2": team2}
 
     def bot_state(self, state: State) -> JsonObject:
-        return self.state_to_wire(state)
+        return state_to_wire(state.dwarves, state.barrels)  # every turn: a call less
 
     def state_to_wire(self, state: State) -> JsonObject:
         return state_to_wire(state.dwarves, state.barrels)
@@ -180,20 +183,27 @@ class TavernCodec(Codec[State, tuple[Order, ...], tuple[Order, ...]]):
 
 
 def state_to_wire(dwarves: Sequence[Dwarf], barrels: Sequence[Coords]) -> JsonObject:
-    """The original's ``state``: barrels keyed by team (with ``team``), then one list per team."""
-    wire: JsonObject = {
+    """The original's ``state``: barrels keyed by team (with ``team``), then one list per team.
+
+    Built in one pass over the dwarves, each appended to its team's list (every turn message
+    holds one: two filtered comprehensions and a zip took half as long again)."""
+    team1_barrel, team2_barrel = barrels
+    team1: list[JsonObject] = []
+    team2: list[JsonObject] = []
+    append_to = (team1.append, team2.append)
+    for dwarf in dwarves:
+        coords = dwarf.coords
+        append_to[dwarf.team](
+            {"id": dwarf.id, "name": dwarf.name, "coords": {"x": coords.x, "y": coords.y}}
+        )
+    return {
         "barrels": {
-            team: {"team": team, "coords": {"x": barrel.x, "y": barrel.y}}
-            for team, barrel in zip(TEAM_NAMES, barrels, strict=True)
-        }
+            "team1": {"team": "team1", "coords": {"x": team1_barrel.x, "y": team1_barrel.y}},
+            "team2": {"team": "team2", "coords": {"x": team2_barrel.x, "y": team2_barrel.y}},
+        },
+        "team1": team1,
+        "team2": team2,
     }
-    for index, team in enumerate(TEAM_NAMES):
-        wire[team] = [
-            {"id": d.id, "name": d.name, "coords": {"x": d.coords.x, "y": d.coords.y}}
-            for d in dwarves
-            if d.team == index
-        ]
-    return wire
 
 
 def event_to_wire(event: Event) -> JsonObject:
@@ -233,33 +243,56 @@ def _order(bot_id: int, direction: Direction | None) -> Order:
     return _ORDERS[direction][bot_id] if bot_id < _KEPT_IDS else Order(bot_id, direction)
 
 
+_MOVE_ORDERS = {direction.name: _ORDERS[direction] for direction in Direction}
+"""The orders of the dwarves' ids by direction name: the common action read in two lookups."""
+
+
 def orders_from_wire(actions: object) -> tuple[Order, ...]:
-    """Parse ``actions`` as the original validated them, plus types it left unchecked."""
+    """Parse ``actions`` as the original validated them, plus types it left unchecked.
+
+    The common action (an object, a plain positive ``botId`` as orjson reads it, ``MOVE`` with
+    a direction or ``PASS``) is read inline; any other goes through ``_order_from_wire``'s
+    checks, which accept or refuse it as they always did."""
     if not isinstance(actions, list) or not actions:
         raise ActionRejected(BotError.INVALID_TURN, '"actions" must be a non-empty list')
     orders: list[Order] = []
+    append = orders.append
     for index, action in enumerate(actions):
-        if not isinstance(action, dict):
-            raise ActionRejected(BotError.INVALID_TURN, f"action {index} is not an object")
-        bot_id = _bot_id(action.get("botId"))
-        if bot_id is None:
-            raise ActionRejected(BotError.INVALID_TURN, f"action {index} has no valid botId")
-        kind = action.get("type")
-        if kind == "PASS":
-            orders.append(_order(bot_id, None))
-        elif kind == "MOVE":
-            direction = action.get("direction")
-            if not isinstance(direction, str) or direction not in _DIRECTIONS:
-                raise ActionRejected(
-                    BotError.INVALID_TURN,
-                    f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
-                )
-            orders.append(_order(bot_id, _DIRECTIONS[direction]))
-        else:
-            raise ActionRejected(
-                BotError.INVALID_TURN, f"action {index}: type must be MOVE or PASS"
-            )
+        if type(action) is dict:
+            bot_id = action.get("botId")
+            if type(bot_id) is int and 0 < bot_id < _KEPT_IDS:
+                kind = action.get("type")
+                if kind == "MOVE":
+                    direction = action.get("direction")
+                    if type(direction) is str and direction in _MOVE_ORDERS:
+                        append(_MOVE_ORDERS[direction][bot_id])
+                        continue
+                elif kind == "PASS":
+                    append(_ORDERS[None][bot_id])
+                    continue
+        append(_order_from_wire(index, action))
     return tuple(orders)
+
+
+def _order_from_wire(index: int, action: object) -> Order:
+    """The order of the action at ``index``, with every check; raises ``ActionRejected``."""
+    if not isinstance(action, dict):
+        raise ActionRejected(BotError.INVALID_TURN, f"action {index} is not an object")
+    bot_id = _bot_id(action.get("botId"))
+    if bot_id is None:
+        raise ActionRejected(BotError.INVALID_TURN, f"action {index} has no valid botId")
+    kind = action.get("type")
+    if kind == "PASS":
+        return _order(bot_id, None)
+    if kind == "MOVE":
+        direction = action.get("direction")
+        if not isinstance(direction, str) or direction not in _DIRECTIONS:
+            raise ActionRejected(
+                BotError.INVALID_TURN,
+                f"action {index}: direction must be NORTH, EAST, SOUTH or WEST",
+            )
+        return _order(bot_id, _DIRECTIONS[direction])
+    raise ActionRejected(BotError.INVALID_TURN, f"action {index}: type must be MOVE or PASS")
 
 
 _DIRECTION_NAMES = tuple(direction.name for direction in Direction)  # by value
@@ -288,3 +321,22 @@ def order_to_wire(order: Order) -> JsonObject:
     if order.direction is None:
         return {"botId": order.bot_id, "type": "PASS"}
     return {"botId": order.bot_id, "type": "MOVE", "direction": _DIRECTION_NAMES[order.direction]}
+
+
+_WIRE_BY_DIRECTION = {
+    direction: tuple(order_to_wire(order) for order in orders)
+    for direction, orders in _ORDERS.items()
+}
+"""``order_to_wire`` of each order of ``_ORDERS``, made once: a turn's action is five of them
+(the records and pages only encode them; nothing changes them)."""
+
+
+def orders_to_wire(orders: tuple[Order, ...]) -> list[JsonObject]:
+    wire = []
+    for order in orders:
+        bot_id = order.bot_id
+        if bot_id < _KEPT_IDS:
+            wire.append(_WIRE_BY_DIRECTION[order.direction][bot_id])
+        else:
+            wire.append(order_to_wire(order))
+    return wire

@@ -90,16 +90,26 @@ def check_orders(state: State, team: int, orders: Sequence[Order]) -> tuple[Orde
         raise ActionRejected(BotError.NOT_YOUR_TURN, f"team{state.to_move + 1} moves now")
     if not orders:
         raise ActionRejected(BotError.INVALID_TURN, "a turn needs at least one action")
-    own_ids = {dwarf.id for dwarf in state.dwarves if dwarf.team == team}
+    dwarves = state.dwarves
+    count = len(dwarves)
+    own_ids: set[int] | None = None
     seen: set[int] = set()
     for order in orders:
-        if order.bot_id not in own_ids:
-            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {order.bot_id} is not one of yours")
-        if order.bot_id in seen:
-            raise ActionRejected(
-                BotError.INVALID_TURN, f"dwarf {order.bot_id} has more than one action"
-            )
-        seen.add(order.bot_id)
+        bot_id = order.bot_id
+        # Dwarf n is at index n - 1 (``initial_state``, and every position read); only a
+        # position built by hand makes the set of the team's ids.
+        index = bot_id - 1
+        if 0 <= index < count and dwarves[index].id == bot_id:
+            mine = dwarves[index].team == team
+        else:
+            if own_ids is None:
+                own_ids = {dwarf.id for dwarf in dwarves if dwarf.team == team}
+            mine = bot_id in own_ids
+        if not mine:
+            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {bot_id} is not one of yours")
+        if bot_id in seen:
+            raise ActionRejected(BotError.INVALID_TURN, f"dwarf {bot_id} has more than one action")
+        seen.add(bot_id)
     return tuple(orders)
 
 
@@ -118,7 +128,11 @@ def apply_turn(
     if scorers:
         scores = (scores[0] + (0 in scorers), scores[1] + (1 in scorers))
     current_turn = state.current_turn + 1
-    winners = [scorer for scorer in scorers if scores[scorer] >= settings.points_to_win]
+    winners = (
+        [scorer for scorer in scorers if scores[scorer] >= settings.points_to_win]
+        if (scorers)
+        else []
+    )
     end: Outcome | None = None
     if len(winners) == 2:
         end = Outcome(None, TavernEnd.POINTS_TO_WIN_BY_BOTH)
