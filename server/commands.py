@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeGuard
 
 from server.arena import MAX_SEED
 from server.errors import BotError, Rejected
@@ -40,10 +40,6 @@ class Create:
     # by a client, built by the replay page's front end.
     played_on: StartingPoint | None = None
 
-    @property
-    def names_bot(self) -> bool:
-        return "bot" in self.fields
-
 
 @dataclass(frozen=True, slots=True)
 class Join:
@@ -53,10 +49,6 @@ class Join:
     simulation_id: str
     game: str | None  # the game the client expects it to be (``Wrong game`` if not)
 
-    @property
-    def names_bot(self) -> bool:
-        return "bot" in self.fields
-
 
 @dataclass(frozen=True, slots=True)
 class RandomJoin:
@@ -65,10 +57,6 @@ class RandomJoin:
     fields: JsonObject = field(repr=False)
     game: str
     seed: int | None  # of the simulation, if a new one is opened for it
-
-    @property
-    def names_bot(self) -> bool:
-        return "bot" in self.fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +104,6 @@ class Seek:
     game: str
     rated: bool
 
-    @property
-    def names_bot(self) -> bool:
-        return "bot" in self.fields
-
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
@@ -135,10 +119,6 @@ class Challenge:
     opponent: str
     rated: bool
     side: str | None  # the challenger's, one of the game's seat names (None: the first seat)
-
-    @property
-    def names_bot(self) -> bool:
-        return "bot" in self.fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +160,11 @@ Command = (
 # The commands whose ``bot`` and ``key`` are checked before they are carried out.
 Identified = Create | Join | RandomJoin | Seek | Challenge
 NO_CHALLENGE: Final = "no open challenge of that id for you"
+
+
+def names_bot(command: Command) -> TypeGuard[Identified]:
+    """Does the command name a registered bot (whose key the session checks first)?"""
+    return isinstance(command, Identified) and "bot" in command.fields
 
 
 def parse(message: JsonObject) -> Command:

@@ -43,6 +43,7 @@ from server.commands import (
     Register,
     Rejoin,
     Seek,
+    names_bot,
 )
 from server.commands import Challenge as ChallengeCommand
 from server.errors import BotError, Rejected
@@ -217,9 +218,7 @@ class Session:
         if isinstance(command, Rejected):
             self.refused(command)
             return
-        if isinstance(command, Register) or (
-            isinstance(command, Identified) and command.names_bot and not self.client.checked
-        ):
+        if isinstance(command, Register) or (names_bot(command) and not self.client.checked):
             keys.checking = True
             self.say(CheckKey(command))
             return
