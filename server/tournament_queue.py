@@ -48,6 +48,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from server.cancelling import stop_if_cancelled
 from server.config import without_password
 from server.league import GameResult
 from server.records import Records
@@ -195,15 +196,6 @@ async def dead_games(client: aioredis.Redis, tournament_id: str) -> dict[str, De
     entries: Any = await client.xrange(DEAD)
     dead = (DeadGame.from_fields(fields) for _, fields in entries)
     return {game.key: game for game in dead if game and game.tournament_id == tournament_id}
-
-
-def stop_if_cancelled() -> None:
-    """Raise the cancellation a Redis call swallowed: redis-py's (8.1) pipelines sometimes
-    return normally when cancelled, which would keep a worker, or the command, going after
-    SIGTERM. A task that was cancelled and not uncancelled is still ``cancelling``."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 class QueueLink:

@@ -15,6 +15,7 @@ import logging
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
+from server.cancelling import stop_if_cancelled
 from server.config import ArenaConfig
 from server.records import Records
 from server.tournament.runner import Progress, TournamentRunner
@@ -34,7 +35,6 @@ from server.tournament_queue import (
     ensure_group,
     lost_group,
     spec_key,
-    stop_if_cancelled,
 )
 
 if TYPE_CHECKING:

@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from server.cancelling import stop_if_cancelled
 from server.config import ArenaConfig
 from server.games import GAMES
 from server.games.base import JsonObject, Outcome, TimeBank
@@ -49,7 +50,6 @@ from server.tournament_queue import (
     queue_games,
     run_id,
     spec_key,
-    stop_if_cancelled,
 )
 from tavern_cli.play import command_entrant
 

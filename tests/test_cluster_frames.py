@@ -548,3 +548,36 @@ async def announce(other: OtherNode, simulation_id: str) -> None:
         "created": 1.0,
     }
     await other.store.publish(keys.LOBBY, orjson.dumps({"node": SENDER, "set": [entry], "del": []}))
+
+
+async def test_a_node_whose_redis_calls_swallow_its_cancellation_still_stops(
+    redis: RedisServer,
+) -> None:
+    """redis-py sometimes answers a cancelled call normally: a heartbeat that went on beating
+    after its node was told to stop kept the node's task group, and the test that ran it, open
+    for ever. A node whose every beat swallows the cancellation stops within its leave's wait."""
+    swallowed: list[float] = []
+    failed = False  # once the test has failed, a beat lets the cancellation through
+    async with contextlib.AsyncExitStack() as stack:
+        node, _ = await stack.enter_async_context(node_and_other(redis))
+        beat = node.beat
+
+        async def swallowing(store: Any) -> None:
+            try:
+                await beat(store)
+                await asyncio.sleep(0.2)  # where a cancellation lands, as inside redis-py
+            except asyncio.CancelledError:
+                if failed:
+                    raise
+                swallowed.append(asyncio.get_running_loop().time())
+
+        node.beat = swallowing  # type: ignore[method-assign,assignment]
+        await asyncio.sleep(0.3)  # beating with it
+        stopping = asyncio.create_task(stack.aclose())
+        stopped, _ = await asyncio.wait({stopping}, timeout=10)
+        failed = not stopped
+        if failed:
+            stopping.cancel()
+            await asyncio.wait({stopping}, timeout=10)
+        assert not failed, "the node went on beating after it was told to stop"
+    assert swallowed  # the stop landed in a beat, which swallowed it

@@ -30,6 +30,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
+from server.cancelling import stop_if_cancelled
 from server.cluster import RedisRefused, wire
 from server.cluster.keys import LOBBY, inbox
 from server.config import without_password
@@ -369,6 +370,7 @@ class Link:
         due = loop.time()
         while True:
             await self.user.beat(redis)
+            stop_if_cancelled()
             due = max(due + self.heartbeat_s, loop.time())
             await asyncio.sleep(due - loop.time())
 
@@ -399,6 +401,7 @@ class Link:
                     failed.exceptions[0],
                     backoff,
                 )
+            stop_if_cancelled()  # a cancelled link, whatever error its last call raised
             was_up = self.up
             if was_up:
                 linked_once = True
