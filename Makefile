@@ -13,9 +13,10 @@ SOURCES := tavern_cli server bots visor tests bench
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
 
-# Two pytest workers a core: the suite's tests spend about half their time waiting (on bot
-# processes starting, timers, Redis and PostgreSQL restarts), which a second worker fills.
-WORKERS ?= $(shell echo $$((2 * $$(nproc))))
+# Three pytest workers for two cores: the suite's tests spend about half their time waiting (on
+# bot processes starting, timers, Redis and PostgreSQL restarts), which a third worker fills; with
+# four, the tests that measure time (a turn's timeout, an idle cut) ran late too often.
+WORKERS ?= $(shell echo $$((3 * $$(nproc) / 2)))
 
 test: $(VENV)/.installed-test node chromium go java c ruby php redis postgres haproxy lint
 	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal

@@ -167,6 +167,7 @@ class Worker:
             except Exception as error:
                 if not lost_group(error):
                     raise
+            stop_if_cancelled()  # the game is over: a cancelled claim that Redis answered anyway
 
     async def _bury(self, entry_id: bytes, fields: dict[bytes, bytes], reason: str) -> None:
         """Give up on an entry: into the dead letters (which the tournament's command reads
