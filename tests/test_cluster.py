@@ -341,7 +341,7 @@ async def play(client: RawClient, team: str, think_s: float, turns: int | None =
     ``turns`` were played; returns the turns played."""
     played = 0
     while turns is None or played < turns:
-        line = await client.receive_line(timeout=WAIT_S)
+        line = await client.receive_line(timeout=HELD_WAIT_S)
         if not line or line.startswith(tuple(b'{"type":"%s"' % end for end in ENDS)):
             break
         if line.startswith(b'{"type":"turn"'):
@@ -605,6 +605,9 @@ ATTACK_ROUNDS = 50
 
 
 HELD_AT = 5  # the turn at which bots wait while the arena is attacked
+# How long a bot waits for its next line: the whole of a hold (a node started meanwhile, on a
+# busy machine), as the other bot of a held game waits for its turn all that time.
+HELD_WAIT_S = 30.0
 
 
 async def play_out(client: RawClient, team: str, held: asyncio.Event) -> bytes:
@@ -612,7 +615,7 @@ async def play_out(client: RawClient, team: str, held: asyncio.Event) -> bytes:
     the game ends: its last line (b"" if the connection closed first)."""
     step = 0
     while True:
-        line = await client.receive_line(timeout=WAIT_S)
+        line = await client.receive_line(timeout=HELD_WAIT_S)
         if not line or line.startswith(tuple(b'{"type":"%s"' % end for end in ENDS)):
             return line
         if line.startswith(b'{"type":"turn"'):
