@@ -29,6 +29,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from server.arena import Arena, SeekTaker
+from server.cancelling import stop_if_cancelled
 from server.cluster import values, wire
 from server.cluster.following import Following
 from server.cluster.keys import node_key, paired_key, seeks_key
@@ -151,7 +152,8 @@ class SharedSeeks:
                     for game in {seeker.game for _, seeker, _ in self.local.values()}:
                         await self._pair(redis, game)
                 except (RedisError, OSError):
-                    continue  # the link says so and links again; the next tick tries again
+                    pass  # the link says so and links again; the next tick tries again
+                stop_if_cancelled()  # the node stops, whatever the pass's calls answered
         finally:
             self._pairing = None
             self._read.clear()
