@@ -14,30 +14,32 @@ from dataclasses import dataclass
 
 class TokenBucket:
     """``rate`` tokens a second, up to ``burst``; taking more than there are runs into debt,
-    which is paid back at ``rate`` before anything more may be taken."""
+    which is paid back at ``rate`` before anything more may be taken. ``tokens`` is what is
+    left as of the last take (negative: in debt); a bucket out of debt stays so as time passes,
+    so a caller may read it instead of calling ``wait_s``."""
 
-    __slots__ = ("_at", "_tokens", "burst", "rate")
+    __slots__ = ("_at", "burst", "rate", "tokens")
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
         self.rate = rate
         self.burst = burst
-        self._tokens = burst
+        self.tokens = burst
         self._at = now
 
     def take(self, amount: float, now: float) -> None:
         if now > self._at:  # refilled first
-            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+            self.tokens = min(self.burst, self.tokens + (now - self._at) * self.rate)
             self._at = now
-        self._tokens -= amount
+        self.tokens -= amount
 
     def wait_s(self, now: float) -> float:
         """How long until the bucket is out of debt (0 if it is not in debt). A bucket out of
         debt stays so as time passes: it is refilled (lazily, from ``_at``) only when in debt,
         as it is read several times a message."""
-        if self._tokens >= 0:
+        if self.tokens >= 0:
             return 0.0
         self.take(0, now)  # refilled
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+        return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,6 @@ class InputMeter:
         """How long to stop reading the peer: until both budgets are out of debt (read twice a
         message: a peer out of debt, the common case, is answered without a call)."""
         bytes_bucket, errors = self._bytes, self._errors
-        if bytes_bucket._tokens >= 0 and errors._tokens >= 0:
+        if bytes_bucket.tokens >= 0 and errors.tokens >= 0:
             return 0.0
         return max(bytes_bucket.wait_s(now), errors.wait_s(now))
