@@ -191,11 +191,20 @@ class DeadGame:
         return f"game {self.number} ({self.key}): {self.reason}"
 
 
-async def dead_games(client: aioredis.Redis, tournament_id: str) -> dict[str, DeadGame]:
-    """The games of a tournament that the queue gave up on, by pairing key."""
-    entries: Any = await client.xrange(DEAD)
-    dead = (DeadGame.from_fields(fields) for _, fields in entries)
-    return {game.key: game for game in dead if game and game.tournament_id == tournament_id}
+async def dead_games(
+    client: aioredis.Redis, tournament_id: str, after: bytes
+) -> tuple[dict[str, DeadGame], bytes]:
+    """The games of a tournament that the queue gave up on since the dead letter ``after``
+    (its id; ``0-0`` for all), by pairing key, and the id of the last letter read: a caller
+    that asks again reads only the new ones."""
+    entries: Any = await client.xrange(DEAD, min=b"(" + after)
+    dead = {}
+    for entry_id, fields in entries:
+        after = bytes(entry_id)
+        game = DeadGame.from_fields(fields)
+        if game is not None and game.tournament_id == tournament_id:
+            dead[game.key] = game
+    return dead, after
 
 
 class QueueLink:
@@ -390,6 +399,7 @@ class QueuedTournament:
         self.redis_run = ""  # the run id of the Redis server the games were queued on
         self.suspects = LostGames(spec)
         self.dead: dict[str, DeadGame] = {}  # the games given up on, by pairing key
+        self._dead_read = b"0-0"  # the last dead letter read
 
     async def follow(self, out: IO[str]) -> None:
         """Queue the games not finished and not in the queue, then follow them to the end."""
@@ -424,11 +434,14 @@ class QueuedTournament:
         """The pairings done (finished, or given up on by the queue), and those being played."""
         finished = await asyncio.to_thread(self.records.finished_pairings, self.spec.id)
         playing = await asyncio.to_thread(self.records.playing_pairings, self.spec.id)
-        dead = await self.link.attempt(lambda client: dead_games(client, self.spec.id))
-        if dead is not None:  # else Redis is away: those known so far
+        read = await self.link.attempt(
+            lambda client: dead_games(client, self.spec.id, self._dead_read)
+        )
+        if read is not None:  # else Redis is away: those known so far
+            dead, self._dead_read = read
             for key in dead.keys() - self.dead.keys() - finished:
                 log.error("tournament %s: %s", self.spec.id, dead[key].text())
-            self.dead = dead
+            self.dead.update(dead)
         return finished | self.dead.keys(), playing
 
     async def _queue(
