@@ -2,7 +2,7 @@
 game on different nodes, against the same load on one node.
 
     python bench/cluster.py [--games 100] [--seconds 10] [--think-ms 0] [--mix tavern|thud|both]
-                            [--loop asyncio|uvloop] [--rounds 1]
+                            [--loop asyncio|uvloop] [--rounds 1] [--against CHECKOUT ...]
 
 Three figures, each with fresh processes:
 
@@ -11,6 +11,10 @@ Three figures, each with fresh processes:
   plays it (what Redis costs when nothing crosses);
 * ``two nodes, seats across``: each game is created on one node (half on each) and its second
   bot connects to the other node, so every turn crosses once (a move in, or a turn out).
+
+With ``--against CHECKOUT`` (an older commit in a ``git worktree``, run with this interpreter),
+each round also measures ``two nodes, seats across`` with that checkout's nodes, right after
+this one's: the cost of a crossing turn, side by side.
 
 For each: turns per second, the reply latency (a bot sending its move to the other bot
 receiving its turn), and the CPU per turn of every process (each node and redis-server: CPU
@@ -35,7 +39,15 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import CLOCK_TICKS, ServerProcess, describe_ms, percentile, tavern_serve, use_loop
+from bench.common import (
+    CLOCK_TICKS,
+    ROOT,
+    ServerProcess,
+    describe_ms,
+    percentile,
+    tavern_serve,
+    use_loop,
+)
 from bench.load import UNCAPPED, Pair
 from tests.services import RedisServer, redis_server
 
@@ -69,10 +81,15 @@ class Figures:
 
 @contextlib.asynccontextmanager
 async def arena_nodes(
-    count: int, redis: RedisServer | None, loop: str, settings: Mapping[str, object] | None = None
+    count: int,
+    redis: RedisServer | None,
+    loop: str,
+    settings: Mapping[str, object] | None = None,
+    root: Path = ROOT,
 ) -> AsyncIterator[list[ServerProcess]]:
-    """``count`` ``tavern serve`` processes, on ``redis`` if given, records in a scratch dir
-    unless ``settings`` (added to every node's) name a database they share."""
+    """``count`` ``tavern serve`` processes of the checkout at ``root``, on ``redis`` if given,
+    records in a scratch dir unless ``settings`` (added to every node's) name a database they
+    share."""
     with tempfile.TemporaryDirectory(prefix="tavern-cluster-") as scratch:
         async with contextlib.AsyncExitStack() as stack:
             servers = []
@@ -88,7 +105,7 @@ async def arena_nodes(
                     config["redis"] = redis.url
                 path = Path(scratch) / f"node-{index}.json"
                 path.write_bytes(orjson.dumps(config))
-                node = tavern_serve(path, "--loop", loop, node=redis is not None)
+                node = tavern_serve(path, "--loop", loop, node=redis is not None, root=root)
                 servers.append(await stack.enter_async_context(node))
             yield servers
 
@@ -127,7 +144,9 @@ async def measure(
     return Figures(name, turns / elapsed, latencies, cpu)
 
 
-async def run(games: int, seconds: float, mix: str, think_s: float, loop: str) -> list[Figures]:
+async def run(
+    games: int, seconds: float, mix: str, think_s: float, loop: str, against: list[Path]
+) -> list[Figures]:
     figures = []
     async with arena_nodes(1, None, loop) as servers:
         await asyncio.sleep(1.0)
@@ -140,6 +159,14 @@ async def run(games: int, seconds: float, mix: str, think_s: float, loop: str) -
                 await asyncio.sleep(1.0)
                 figures.append(
                     await measure(name, servers, redis, across, games, seconds, mix, think_s)
+                )
+    for root in against:
+        with redis_server() as redis:
+            async with arena_nodes(2, redis, loop, root=root) as servers:
+                await asyncio.sleep(1.0)
+                name = f"across, {root.name}"
+                figures.append(
+                    await measure(name, servers, redis, True, games, seconds, mix, think_s)
                 )
     return figures
 
@@ -154,6 +181,7 @@ def main() -> None:
     parser.add_argument("--mix", choices=("tavern", "thud", "both"), default="tavern")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--rounds", type=int, default=1, help="measure everything N times")
+    parser.add_argument("--against", action="append", default=[], type=Path)
     args = parser.parse_args()
     use_loop(args.loop)
     thinking = f", bots think {args.think_ms:g} ms" if args.think_ms else ""
@@ -166,7 +194,14 @@ def main() -> None:
     added_p50: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         figures = asyncio.run(
-            run(args.games, args.seconds, args.mix, args.think_ms / 1000, args.loop)
+            run(
+                args.games,
+                args.seconds,
+                args.mix,
+                args.think_ms / 1000,
+                args.loop,
+                [path.resolve() for path in args.against],
+            )
         )
         report(figures)
         alone = figures[0]

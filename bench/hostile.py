@@ -845,7 +845,7 @@ async def bad_inbox_frame(run: Run) -> Figures:
     async with Redis.from_url(arena.redis.url) as redis:
         for index in range(max(1, math.ceil(run.options.seconds / BAD_FRAME_EVERY_S))):
             node, frame = nodes[index % len(nodes)], frames[index // len(nodes) % len(frames)]
-            listeners = await redis.publish(f"tavern:inbox:{node}", frame)
+            listeners = await redis.spublish(f"tavern:inbox:{node}", frame)
             published[f"{frame[:9]!r} published"] += 1
             published["heard by a node"] += listeners
             next_at = min(start + BAD_FRAME_EVERY_S * (index + 1), start + run.options.seconds)

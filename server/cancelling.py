@@ -10,10 +10,14 @@ was cancelled (a worker after SIGTERM, a node's heartbeat after the node stopped
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 
-def stop_if_cancelled() -> None:
-    """Raise ``CancelledError`` if the running task was cancelled, whatever its last call said."""
-    task = asyncio.current_task()
+def stop_if_cancelled(task: asyncio.Task[Any] | None = None) -> None:
+    """Raise ``CancelledError`` if the running task (or ``task``, the running one as the caller
+    found it once: a loop that checks after every message saves looking it up) was cancelled,
+    whatever its last call said."""
+    if task is None:
+        task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError

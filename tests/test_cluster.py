@@ -51,9 +51,10 @@ def tavern_move(team: str, step: int) -> bytes:
 
 @contextlib.asynccontextmanager
 async def nodes(
-    redis: RedisServer, folder: Path, count: int = 3, **settings: Any
+    store: RedisServer, folder: Path, count: int = 3, **settings: Any
 ) -> AsyncIterator[list[ServerProcess]]:
-    """``count`` nodes on ``redis``, started at once; each logs to ``folder``/node-N.log."""
+    """``count`` nodes on ``store`` (or on the ``redis`` URL the settings give: another user),
+    started at once; each logs to ``folder``/node-N.log."""
     async with contextlib.AsyncExitStack() as stack:
 
         async def start(index: int) -> ServerProcess:
@@ -61,7 +62,7 @@ async def nodes(
                 "port": 0,
                 "httpPort": 0,
                 "database": str(folder / f"node-{index}.db"),
-                "redis": redis.url,
+                "redis": store.url,
                 "nodeHeartbeatMs": 150,
                 "nodeTtlMs": 900,
                 "reconnectGraceMs": 0,
@@ -430,6 +431,44 @@ async def test_redis_restarted_mid_game_local_games_play_on_and_the_arena_comes_
             await client.close()
 
 
+@pytest.mark.parametrize(("blip_at", "cut"), [(4, False), (5, False), (4, True), (5, True)])
+async def test_a_redis_blip_of_two_seconds_loses_no_move_of_a_game_across_nodes(
+    redis: RedisServer, tmp_path: Path, blip_at: int, cut: bool
+) -> None:
+    """Redis stopped for 2 s (SIGSTOP, then SIGCONT) as a move is sent, and with ``cut`` every
+    node's connection cut as it comes back: the seat on node B moves (its move crosses to the
+    game on node A) or the seat on A does (the next turn crosses to B). Every move is played
+    once and in order, and the game goes on: what a lost connection took is sent again by the
+    seat's link."""
+    assert redis.process is not None
+    async with nodes(
+        redis, tmp_path, count=2, nodeTtlMs=5000, reconnectGraceMs=5000, turnTimeoutMs=30_000
+    ) as (a, b):
+        simulation_id = await create(a, seed=11)
+        here, here_info = await join(a, simulation_id)
+        there, there_info = await join(b, simulation_id)
+        by_team = {here_info["team"]: here, there_info["team"]: there}
+        turns: list[int] = []
+        for step, team in enumerate(("team1", "team2") * 5):
+            turns.append((await by_team[team].expect("turn", timeout=WAIT_S))["turn"])
+            if step != blip_at:
+                await by_team[team].send_raw(tavern_move(team, step // 2))
+                continue
+            redis.process.send_signal(signal.SIGSTOP)
+            try:
+                await by_team[team].send_raw(tavern_move(team, step // 2))
+                await asyncio.sleep(2.0)
+            finally:
+                redis.process.send_signal(signal.SIGCONT)
+            if cut:
+                async with Redis.from_url(redis.url) as admin:
+                    for kind in ("normal", "pubsub"):
+                        await admin.client_kill_filter(_type=kind, skipme=True)
+        assert turns == list(range(1, 11))
+        for client in (here, there):
+            await client.close()
+
+
 async def test_the_thud_api_and_matchmaking_on_any_node_reach_a_game_on_another(
     redis: RedisServer, tmp_path: Path
 ) -> None:
@@ -507,6 +546,42 @@ async def test_every_node_serves_its_metrics_and_an_arena_without_redis_too(
             await one.close()
             await two.close()
         assert 0 < (await scrape(session, b))["tavern_redis_round_trip_seconds"] < 1
+
+
+async def test_a_frame_redis_refuses_shows_in_the_log_and_metrics(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """Node A's Redis user may not SPUBLISH (an ACL): the frame seating B's bot in A's game is
+    refused, and A says so in its log and counts it, where a reply-less link never knew."""
+    async with Redis.from_url(redis.url) as admin:
+        await admin.acl_setuser(
+            "nosend", enabled=True, passwords=["+secret"], keys=["*"], channels=["*"],
+            commands=["+@all", "-spublish"],
+        )  # fmt: skip
+    refusing = f"redis://nosend:secret@127.0.0.1:{redis.port}/0"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    async with (
+        nodes(redis, tmp_path / "a", count=1, redis=refusing) as (a,),
+        nodes(redis, tmp_path / "b", count=1) as (b,),
+        aiohttp.ClientSession() as session,
+    ):
+        simulation_id = await create(a)
+        await listed_on(session, b, simulation_id)
+        there = await bot(b)
+        await there.send(
+            {"type": "join-simulation", "game": "tavern", "simulationId": simulation_id}
+        )
+
+        async def counted() -> bool:
+            samples = await scrape(session, a)
+            return samples.get('tavern_redis_errors_total{command="SPUBLISH"}', 0) >= 1
+
+        await eventually(counted)
+        log = (tmp_path / "a" / "node-0.log").read_text()
+        assert "Redis refused SPUBLISH: this user has no permissions" in log, log
+        assert "secret" not in log
+        await there.close()
 
 
 def test_logs_show_the_arena_without_its_password() -> None:
@@ -690,7 +765,7 @@ async def test_bad_frames_on_a_node_s_inbox_cost_only_themselves(
         for _ in range(ATTACK_ROUNDS):
             for node in (a, b):
                 for payload in bad:
-                    await client.publish(inbox(node.node_id or ""), payload)
+                    await client.spublish(inbox(node.node_id or ""), payload)
             await asyncio.sleep(0.01)
         held.set()
         await ended_normally(games)

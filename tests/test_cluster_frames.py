@@ -397,7 +397,7 @@ class OtherNode:
         self.frames: list[wire.Frame] = []
 
     async def publish(self, *frames: tuple[bytes, int, bytes], tail: bytes = b"") -> None:
-        await self.store.publish(keys.inbox(self.node.id), batch(*frames) + tail)
+        await self.store.spublish(keys.inbox(self.node.id), batch(*frames) + tail)
 
     async def next(self, kind: bytes, connection: int) -> bytes:
         """The payload of the next frame of this kind about this connection sent to it."""
@@ -425,7 +425,7 @@ async def node_and_other(redis: RedisServer) -> AsyncIterator[tuple[ClusterNode,
         entry = {"http": "127.0.0.1:1", "wire": wire.VERSION}
         await store.set(keys.node_key(SENDER), orjson.dumps(entry), px=60_000)
         await store.sadd(keys.NODES, SENDER)
-        await pubsub.subscribe(keys.inbox(SENDER))
+        await pubsub.ssubscribe(keys.inbox(SENDER))
         async with arena.running(), node.running({"http": "127.0.0.1:1"}):
             assert node.link.up
             yield node, OtherNode(store, pubsub, node)
@@ -523,7 +523,7 @@ async def test_each_kind_of_frame_reaches_its_part_of_a_real_node(redis: RedisSe
         assert node.watch("far1234")
         assert await other.next(wire.WATCH, 0) == b"far1234"
         forged = wire.frame(wire.SPECTATE, 0, b'far1234 {"type": "forged"}')
-        await other.store.publish(keys.inbox(node.id), b"0f0f0f0f" + forged)  # not its node
+        await other.store.spublish(keys.inbox(node.id), b"0f0f0f0f" + forged)  # not its node
         await other.publish((wire.SPECTATE, 0, b'far1234 {"type": "y"}'))
         await heard(pages, ("relayed", "far1234", '{"type": "y"}', False))
 

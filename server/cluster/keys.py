@@ -37,8 +37,9 @@ All of it has an expiry, so that a node that dies leaves nothing behind:
   time its bucket is full again (GCRA), expiring then.
 * ``tavern:registrations``: the arena's registrations (``registrationsPerHour``), as the time
   its bucket is full again (GCRA), expiring then.
-* ``tavern:inbox:{id}``: the node's channel, where the others publish batches of frames
-  (``server.cluster.wire``): seat requests, moves, what a seat is sent, pages' messages.
+* ``tavern:inbox:{id}``: the node's sharded pub/sub channel (``SSUBSCRIBE``), where the others
+  publish batches of frames (``SPUBLISH``, ``server.cluster.wire``): seat requests, moves,
+  what a seat is sent, pages' messages.
 
 Anyone who reaches the Redis may write any of these keys with another type of value than the
 nodes keep there (``TYPES``): a node that meets one deletes it (``server.cluster.repairs``), and

@@ -1,24 +1,30 @@
 """A node's link to Redis: its connections, what it writes, its heartbeat's rhythm, and linking
 again with a backoff whenever Redis goes away.
 
-The traffic between nodes goes over two connections of the link's own, made by redis-py
-(address, password, database) and then written and read directly (``RawConnection``): every
-loop round's frames go out as pre-encoded PUBLISH commands in one write, on a connection that
-asked Redis for no replies, and the inbox's messages are parsed by hiredis as bytes arrive. The
-heartbeat and the look-ups keep redis-py's ordinary client (``Link.redis`` for the look-ups),
-each with connections of its own, so that look-ups never keep a heartbeat waiting.
+Everything goes through redis-py's public API. The frames between nodes travel by sharded
+pub/sub (``SPUBLISH`` to a node's inbox channel, Redis 7; chosen over a Stream per inbox with
+``bench/transport.py``, docs/operations.md says why): a sender task writes each loop round's
+frames (one message per node) and the node's due commands on its connection, pipelined
+(``send_packed_command``), and reads every reply (``read_response``), logging and counting
+each error Redis answers (``Link.refused``, ``tavern_redis_errors`` in /metrics); a listener
+(redis-py's ``PubSub``) holds the inbox's subscription and the lobby's. The heartbeat and the
+look-ups keep clients of their own (``Link.redis`` for the look-ups), so that neither keeps
+the other waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine
-from typing import Any, Protocol, cast
+import math
+import time
+from collections.abc import AsyncIterator, Collection, Coroutine
+from typing import Any, Protocol
 
-import hiredis
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+from redis.asyncio.client import PubSub
 from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
 from redis.exceptions import (
@@ -42,7 +48,9 @@ FIRST_CONNECT_WAIT_S = 5.0
 LOOK_UPS_AT_ONCE = 64  # connections to Redis for look-ups; more wait for one of them
 LEAVE_WAIT_S = 2.0
 
-Command = tuple[Any, ...]  # a Redis command's arguments, as ``wire.command`` encodes them
+REFUSALS_SAID_EVERY_S = 60.0  # a command's errors are logged at most this often (all counted)
+
+Command = tuple[Any, ...]  # a Redis command's arguments
 
 
 class LinkUser(Protocol):
@@ -66,52 +74,14 @@ class LinkUser(Protocol):
         """The commands due this loop round, written after the frames."""
 
 
-class RawConnection(asyncio.Protocol):
-    """A connection to Redis once redis-py has made it: written to directly, and read by
-    hiredis's parser as bytes arrive (no task wakes up, no reply is awaited)."""
-
-    def __init__(self, lost: asyncio.Future[None], pushed: Callable[[bytes, bytes], None] | None):
-        self.lost = lost
-        self.pushed = pushed
-        self.parser = hiredis.Reader()
-
-    @classmethod
-    def take_over(
-        cls,
-        connection: AbstractConnection,
-        lost: asyncio.Future[None],
-        pushed: Callable[[bytes, bytes], None] | None,
-    ) -> asyncio.Transport:
-        """The connection's transport, now read by a RawConnection: ``pushed`` gets each
-        published message (channel, data), and ``lost`` fails when the connection is lost."""
-        writer = connection._writer  # redis-py's stream, idle: every reply so far was read
-        assert writer is not None
-        transport = cast(asyncio.Transport, writer.transport)
-        transport.set_protocol(cls(lost, pushed))
-        return transport
-
-    def data_received(self, data: bytes) -> None:
-        if self.pushed is None:
-            return  # the sender asked for no replies
-        self.parser.feed(data)
-        while (reply := self.parser.gets()) is not False:
-            if isinstance(reply, list) and reply[0] == b"message":
-                self.pushed(reply[1], reply[2])
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.lost.done():
-            self.lost.set_exception(RedisConnectionError(f"Redis connection lost: {exc}"))
-
-
 class Outbox:
-    """Frames due to other nodes, by node, until the next write: each node's go in one PUBLISH
+    """Frames due to other nodes, by node, until the next send: each node's go in one message
     to its inbox, after this node's id."""
 
     def __init__(self, node_id: str) -> None:
         self.size = 0  # bytes of frames held
         self._frames: dict[str, list[bytes]] = {}
         self._header = node_id.encode()
-        self._heads: dict[str, bytes] = {}  # each node's PUBLISH, up to its message's length
 
     def add(self, node: str, frame: bytes) -> None:
         frames = self._frames.get(node)
@@ -131,31 +101,17 @@ class Outbox:
         for node in nodes:
             self.size -= sum(map(len, self._frames.pop(node, ())))
 
-    def publishes(self, held: Collection[str] = ()) -> list[bytes]:
-        """Everything due, as encoded PUBLISH commands (taken), but the frames of the ``held``
-        nodes, which stay."""
+    def batches(self, held: Collection[str] = ()) -> list[tuple[str, bytes]]:
+        """Everything due, as (inbox channel, message) pairs (taken), but the frames of the
+        ``held`` nodes, which stay."""
         frames_by_node, self._frames, self.size = self._frames, {}, 0
         for node in held:
             kept = frames_by_node.pop(node, None)
             if kept is not None:
                 self._frames[node] = kept
                 self.size += sum(map(len, kept))
-        parts: list[bytes] = []
-        for node, frames in frames_by_node.items():
-            head = self._heads.get(node)
-            if head is None:
-                head = self._heads[node] = wire.publish_head(inbox(node))
-            size = len(self._header) + sum(map(len, frames))
-            parts += (head, b"$%d\r\n" % size, self._header, *frames, b"\r\n")
-        return parts
-
-    def batches(self) -> list[tuple[str, bytes]]:
-        """Everything held, as (channel, message) pairs (taken)."""
-        frames_by_node, self._frames, self.size = self._frames, {}, 0
-        return [
-            (inbox(node), self._header + b"".join(frames))
-            for node, frames in frames_by_node.items()
-        ]
+        header = self._header
+        return [(inbox(node), header + b"".join(frames)) for node, frames in frames_by_node.items()]
 
 
 class Link:
@@ -173,9 +129,14 @@ class Link:
         self._up = asyncio.Event()  # linked, and the node registered and following the others
         self.connected = asyncio.Event()
         self._tasks: asyncio.TaskGroup | None = None  # the link's own, and look-ups through it
-        self._sender: asyncio.Transport | None = None  # toward Redis, while linked
+        # Set when something is due to Redis, while the link's sender runs (None otherwise).
+        self._due: asyncio.Event | None = None
+        self._lost: asyncio.Future[None] | None = None  # fails when the link is lost
         self._outbox = Outbox(node_id)
-        self._flush_due = False
+        # The errors Redis answered to the link's commands, by command (tavern_redis_errors
+        # in /metrics), and when each command's were last logged.
+        self.refused: collections.Counter[str] = collections.Counter()
+        self._refusal_said: dict[str, float] = {}
         # Nodes whose frames wait in the outbox while the link is down, until they are seen
         # in the arena again (``seen``): the seats that cross to them are held meanwhile.
         self.held: set[str] = set()
@@ -218,37 +179,79 @@ class Link:
         """Queue a frame for ``node``: sent with everything else due to it this loop round."""
         # Sent once connected, before the node is up too: a seat's link resumes in the first
         # heartbeat after a lost link (see ``LinkUser.beat``).
-        if (self._sender is None and node not in self.held) or (
-            self._outbox.size > MAX_OUTGOING_BYTES
-        ):
-            return  # past the bound, the link is about to be made again (see _flush)
-        self._outbox.add(node, wire.frame(kind, connection, payload))
-        if not self._flush_due:
-            self.flush_soon()
-
-    def flush_soon(self) -> None:
-        if not self._flush_due and self._sender is not None:
-            self._flush_due = True
-            asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self) -> None:
-        """Everything due this loop round, in one write: the frames for each node (a PUBLISH
-        per node), then the node's commands. The sender asked Redis for no replies, so no
-        write waits for one."""
-        self._flush_due = False
-        sender = self._sender
-        if sender is None:
+        if self._due is None and node not in self.held:
             return
-        if sender.get_write_buffer_size() + self._outbox.size > MAX_OUTGOING_BYTES:
+        if self._outbox.size > MAX_OUTGOING_BYTES:
             # Redis takes less than this node sends: the link counts as lost, and is made
             # again, rather than let the backlog grow.
-            log.warning("node %s: %d bytes queued toward Redis", self.node_id, self._outbox.size)
-            sender.abort()
+            self._lose(f"{self._outbox.size} bytes queued toward Redis")
             return
-        parts = self._outbox.publishes(self.held)
-        parts += (wire.command(*command) for command in self.user.due())
-        if parts:
-            sender.write(b"".join(parts))
+        self._outbox.add(node, wire.frame(kind, connection, payload))
+        self.flush_soon()
+
+    def flush_soon(self) -> None:
+        """Wake the sender: what is due goes once this loop round is over."""
+        if self._due is not None:
+            self._due.set()
+
+    def _lose(self, why: str) -> None:
+        if self._lost is not None and not self._lost.done():
+            log.warning("node %s: %s", self.node_id, why)
+            self._lost.set_exception(RedisConnectionError(why))
+
+    async def _send_due(self, connection: AbstractConnection, due: asyncio.Event) -> None:
+        """Everything due, pipelined on the sender's connection: each loop round, the frames
+        for each node (one SPUBLISH each to its inbox), then the node's commands, written
+        without waiting for the replies to the ones before (a frame never waits a round trip
+        behind another); the replies are read as they come (``_read_replies``). A connection
+        lost fails the link (the seats' own sequence numbers send again what it lost)."""
+        replies_due: collections.deque[str] = collections.deque()
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._read_replies(connection, replies_due))
+            while True:
+                await due.wait()
+                due.clear()
+                sent: list[Command] = [
+                    ("SPUBLISH", channel, message)
+                    for channel, message in self._outbox.batches(self.held)
+                ]
+                sent += self.user.due()
+                if not sent:
+                    continue
+                replies_due.extend(str(command[0]) for command in sent)
+                await connection.send_packed_command(
+                    connection.pack_commands(sent), check_health=False
+                )
+                stop_if_cancelled()
+
+    async def _read_replies(
+        self, connection: AbstractConnection, replies_due: collections.deque[str]
+    ) -> None:
+        """The replies to what the sender wrote, in order: an error Redis answers costs only
+        its command (logged and counted)."""
+        task = asyncio.current_task()
+        while True:
+            try:
+                await connection.read_response(timeout=math.inf)
+            except ResponseError as error:
+                self._refused(replies_due.popleft(), error)
+            else:
+                replies_due.popleft()
+            stop_if_cancelled(task)
+
+    def _refused(self, command: str, error: ResponseError) -> None:
+        """Counted, and logged at most once a minute per command."""
+        self.refused[command] += 1
+        now = time.monotonic()
+        if now - self._refusal_said.get(command, -math.inf) >= REFUSALS_SAID_EVERY_S:
+            self._refusal_said[command] = now
+            log.warning(
+                "node %s: Redis refused %s: %s (%d refused so far)",
+                self.node_id,
+                command,
+                error,
+                self.refused[command],
+            )
 
     # --- holding frames while the link is down -----------------------------------------------
     def hold(self, nodes: set[str]) -> None:
@@ -298,7 +301,7 @@ class Link:
             async with asyncio.timeout(LEAVE_WAIT_S):
                 pipe = redis.pipeline(transaction=False)
                 for channel, message in self._outbox.batches():
-                    pipe.publish(channel, message)
+                    pipe.execute_command("SPUBLISH", channel, message)
                 for command in commands:
                     pipe.execute_command(*command)
                 await pipe.execute()
@@ -325,42 +328,71 @@ class Link:
                 self.url, max_connections=1, timeout=timeout, socket_timeout=timeout, **options
             )
         )
-        # The traffic goes over two connections of its own, made (address, password, database)
-        # by redis-py, then written and read directly (see RawConnection).
-        pool = ConnectionPool.from_url(self.url, protocol=2, **options)
-        sender = pool.connection_class(**pool.connection_kwargs)
-        listener = pool.connection_class(**pool.connection_kwargs)
+        # The frames go out on a connection of their own (pipelined, see _send_due) and come
+        # in on the listener's: neither waits behind a look-up or a heartbeat. No write timeout
+        # on the sender: a write waits only while the socket's buffer is full, and the
+        # heartbeat (with its timeouts) finds a Redis that stopped answering.
+        sending = ConnectionPool.from_url(self.url, socket_timeout=None, **options)
+        listening = Redis.from_url(self.url, socket_timeout=timeout, **options)
+        pubsub = listening.pubsub()
         lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        due = asyncio.Event()
         try:
-            await sender.connect()  # type: ignore[no-untyped-call]
-            await sender.send_command("CLIENT", "REPLY", "OFF")
-            await listener.connect()  # type: ignore[no-untyped-call]
-            listening = RawConnection.take_over(listener, lost, self.user.pushed)
-            listening.write(wire.command("SUBSCRIBE", inbox(self.node_id), LOBBY))
-            self._sender = RawConnection.take_over(sender, lost, None)
+            sender: AbstractConnection = await sending.get_connection()  # type: ignore[no-untyped-call]
+            async with asyncio.timeout(timeout):  # (TimeoutError: an OSError, the link failed)
+                await self._subscribe(pubsub)
+            self._lost, self._due = lost, due
             self.redis = redis
             self.user.relinked()
-            self.flush_soon()
-            await self.user.beat(beating)  # which follows the other nodes' simulations
-            self.up = True
-            self.connected.set()
-            log.info("node %s: in the arena on %s", self.node_id, without_password(self.url))
+            due.set()
             async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._send_due(sender, due))
+                tasks.create_task(self._listen(pubsub))
+                await self.user.beat(beating)  # which follows the other nodes' simulations
+                self.up = True
+                self.connected.set()
+                log.info("node %s: in the arena on %s", self.node_id, without_password(self.url))
                 tasks.create_task(self._heartbeat(beating))
                 await lost
         finally:
-            self.redis = self._sender = None
-            self._flush_due = False
+            self.redis = self._due = self._lost = None
             if not lost.done():
                 lost.cancel()  # closed here, not lost
             elif not lost.cancelled():
                 lost.exception()  # raised above already, or never awaited: retrieved
-            for connection in (sender, listener):
-                with contextlib.suppress(RedisError, OSError):
-                    await connection.disconnect(nowait=True)
-            for client in (redis, beating):
+            with contextlib.suppress(RedisError, OSError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+            for client in (redis, beating, listening):
                 with contextlib.suppress(RedisError, OSError):
                     await client.aclose()
+            with contextlib.suppress(RedisError, OSError):
+                await sending.disconnect()
+
+    async def _subscribe(self, pubsub: PubSub) -> None:
+        """Subscribe to the node's inbox (sharded) and to the lobby, and wait until Redis says
+        both are held: only then may other nodes be told this one is here."""
+        await pubsub.ssubscribe(inbox(self.node_id))
+        await pubsub.subscribe(LOBBY)
+        confirmed = 0
+        while confirmed < 2:
+            message = await pubsub.get_message(timeout=None)
+            stop_if_cancelled()
+            if message is None:
+                continue
+            if message["type"] in ("ssubscribe", "subscribe"):
+                confirmed += 1
+            elif message["type"] in ("smessage", "message"):
+                self.user.pushed(message["channel"], message["data"])
+
+    async def _listen(self, pubsub: PubSub) -> None:
+        """Hand each message on the inbox or the lobby to the node, as it comes (waiting for
+        each as long as it takes: a Redis that stops answering is found by the heartbeat)."""
+        pushed, task = self.user.pushed, asyncio.current_task()
+        while True:
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            stop_if_cancelled(task)
+            if message is not None:
+                pushed(message["channel"], message["data"])
 
     async def _heartbeat(self, redis: Redis) -> None:
         """A beat every ``heartbeat_s`` on a fixed rhythm, not ``heartbeat_s`` after the last one

@@ -1,12 +1,9 @@
 """What nodes send each other through Redis: frames, batched per destination node.
 
-One PUBLISH to a node's inbox channel carries the sender's id and every frame due to that node
-in one round of the sender's event loop. A frame is a kind, the connection it is about (a
-number the node holding the connection chose), and a payload: a seat's message in its wire
-form, unchanged, or a small JSON object.
-
-Commands go to Redis already encoded (RESP), written straight to the connection's transport:
-a crossing turn costs less without a client library's layers between the frame and the socket.
+One message to a node's inbox channel (``SPUBLISH``, sharded pub/sub) carries the sender's id
+and every frame due to that node in one round of the sender's event loop. A frame is a kind,
+the connection it is about (a number the node holding the connection chose), and a payload: a
+seat's message in its wire form, unchanged, or a small JSON object.
 """
 
 from __future__ import annotations
@@ -121,18 +118,3 @@ def read_batch(data: bytes) -> Batch:
             dropped, fault = dropped + 1, fault or f"a frame of the unknown kind {kind!r}"
         offset += length
     return Batch(data[:NODE_ID_BYTES].decode(), frames, dropped, fault)
-
-
-def command(*args: bytes | str | int) -> bytes:
-    """A Redis command, encoded."""
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out += (b"$%d\r\n" % len(data), data, b"\r\n")
-    return b"".join(out)
-
-
-def publish_head(channel: str) -> bytes:
-    """A PUBLISH to ``channel``, up to its message's length."""
-    name = channel.encode()
-    return b"*3\r\n$7\r\nPUBLISH\r\n$%d\r\n%s\r\n" % (len(name), name)

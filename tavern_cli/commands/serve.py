@@ -122,6 +122,13 @@ async def serve(config: ArenaConfig) -> None:
             "key",
             lambda: {} if node is None else node.complaints.counts,
         )
+        metrics.count(
+            "tavern_redis_errors",
+            "Errors Redis answered to the node's commands (the frames it sent other nodes, its "
+            "entries), by command: each one also logged, at most once a minute per command",
+            "command",
+            lambda: {} if node is None else node.link.refused,
+        )
     drain = Drain(arena, (lambda: len(node.asked.handles)) if node is not None else lambda: 0)
     loop.add_signal_handler(signal.SIGUSR1, drain.start)
     async with recording(arena.listeners, config) as records:
