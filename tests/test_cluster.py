@@ -870,9 +870,9 @@ async def test_bad_claims_and_aliases_refuse_no_join_and_fail_no_request(
         second, second_info = await join(b, None, game="thud")
         assert second_info["simulationId"] == first_info["simulationId"]
         # Aliases: one that is not JSON, one naming a node whose entry is not JSON, one naming
-        # a node whose address is not HOST:PORT.
+        # a node whose entry does not read (a version of the frames that is none).
         await store.set("tavern:node:deadbeef", "not json")
-        await store.set("tavern:node:0badadd0", orjson.dumps({"http": "evil/path:80"}))
+        await store.set("tavern:node:0badadd0", orjson.dumps({"wire": 0}))
         forged = {
             "forged-1": b"not json",
             "forged-2": orjson.dumps({"simulationId": "abc1234", "node": "deadbeef"}),
@@ -957,8 +957,8 @@ def test_bad_values_are_said_once_a_minute_per_key(caplog: pytest.LogCaptureFixt
         (values.alias, b'{"simulationId": "abc1234", "node": "../../x"}'),
         (values.claim, b"\xff\xfe"),
         (values.claim, b"garbage"),
-        (values.node_http, b'{"http": "evil/path:80"}'),
-        (values.node_http, b"not json"),
+        (values.node_wire, b"not json"),
+        (values.node_wire, b'{"wire": "3"}'),
         (values.lobby_change, b'{"node": "deadbeef", "set": "x", "del": 5}'),
         (values.join_request, b'{"simulationId": 5, "message": []}'),
         (values.refusal, b'{"message": 3}'),

@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from server.arena import Arena
-from server.cluster import Deliver, keys, values, wire
+from server.cluster import Deliver, Unanswered, keys, requests, values, wire
 from server.cluster.claims import Claims
 from server.cluster.following import Following
 from server.cluster.inbox import Handler, Inbox
@@ -581,3 +581,54 @@ async def test_a_node_whose_redis_calls_swallow_its_cancellation_still_stops(
             await asyncio.wait({stopping}, timeout=10)
         assert not failed, "the node went on beating after it was told to stop"
     assert swallowed  # the stop landed in a beat, which swallowed it
+
+
+async def test_a_request_between_nodes_is_answered_through_redis_and_bounded(
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node asks another (``OtherNodes.ask``) and answers the other's requests through its
+    answerer, by frames on Redis (no HTTP between nodes); a node that floods it with requests
+    is answered 503 past ``ANSWERED_AT_ONCE`` at once; one that never answers is Unanswered."""
+    monkeypatch.setattr(requests, "ANSWER_WAIT_S", 0.5)
+    release = asyncio.Event()
+    asked: list[tuple[str, bytes]] = []
+
+    async def answerer(path: str, body: bytes) -> tuple[int, bytes]:
+        asked.append((path, body))
+        if path == "/slow":
+            await release.wait()
+        return 200, b'{"path": "%s"}' % path.encode()
+
+    def reply(payload: bytes) -> tuple[int, bytes]:
+        return requests.STATUS.unpack_from(payload)[0], payload[requests.STATUS.size :]
+
+    async with node_and_other(redis) as (node, other):
+        # No answerer yet: the node says so.
+        await other.publish((wire.REQUEST, 1, b"/game\n{}"))
+        assert reply(await other.next(wire.REPLY, 1)) == (503, requests.NO_ANSWERER)
+        node.answer_requests(answerer)
+        await other.publish((wire.REQUEST, 2, b'/api/games/abc1234/turns?from=3\n{"x": 1}'))
+        assert reply(await other.next(wire.REPLY, 2)) == (
+            200,
+            b'{"path": "/api/games/abc1234/turns?from=3"}',
+        )
+        assert asked == [("/api/games/abc1234/turns?from=3", b'{"x": 1}')]
+        # A flood: the node answers so many at once, the rest 503 at once.
+        flood = requests.ANSWERED_AT_ONCE + 3
+        await other.publish(*((wire.REQUEST, 10 + n, b"/slow\n") for n in range(flood)))
+        for n in range(requests.ANSWERED_AT_ONCE, flood):
+            assert reply(await other.next(wire.REPLY, 10 + n)) == (503, requests.BUSY)
+        release.set()
+        for n in range(requests.ANSWERED_AT_ONCE):
+            assert reply(await other.next(wire.REPLY, 10 + n))[0] == 200
+        # The node asks the other: the request goes as a frame, the answer comes back.
+        asking = asyncio.create_task(node.ask(SENDER, "/game", b'{"game": "t"}'))
+        number = 1
+        assert await other.next(wire.REQUEST, number) == b'/game\n{"game": "t"}'
+        await other.publish((wire.REPLY, number, requests.STATUS.pack(409) + b'{"error": "x"}'))
+        assert await asking == (409, b'{"error": "x"}')
+        # A request without its path is a bad frame; one nobody answers is Unanswered.
+        await other.publish((wire.REQUEST, 99, b"no newline"))
+        with pytest.raises(Unanswered, match=r"did not answer within 0\.5 s"):
+            await node.ask(SENDER, "/game", b"{}")
+        assert node.complaints.counts["frames"] == 1

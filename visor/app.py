@@ -29,30 +29,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import html
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 import orjson
 from aiohttp import WSMsgType, web
 
 from server.arena import Arena
-from server.cluster import OtherNodes
+from server.cluster import OtherNodes, Unanswered
 from server.commentary import replay_result_text
 from server.game_file import record_lines
 from server.games.base import JsonObject
 from server.league import league_to_wire
 from server.records import GameFilter, Records, RecordsOutOfReach
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
-from visor import game_pages, ladder, play_from, replay_image, tv
+from visor import game_pages, ladder, node_requests, play_from, replay_image, tv
 from visor.connections import HttpConnections, serving_http
 from visor.errors import RECORDS_UNAVAILABLE, PageError
 from visor.health import Health
 from visor.house_games import HouseGames
 from visor.hub import SpectatorHub, running
 from visor.metrics import Metrics
-from visor.nodes import FORWARDED, NodeClient, NodeUnreachable
 from visor.page_connection import PageConnection
 from visor.pages import Page, PageQuota, page_socket, refuse_page
 from visor.responses import json_error, json_response
@@ -77,7 +77,6 @@ HUB = web.AppKey("hub", SpectatorHub)
 RECORDS = web.AppKey("records", Records)
 PAGE_QUOTA = web.AppKey("page_quota", PageQuota)
 HOUSE_GAMES = web.AppKey("house_games", HouseGames)
-NODES = web.AppKey("nodes", NodeClient)
 
 
 @web.middleware
@@ -149,8 +148,6 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     config = arena.config
     app[PAGE_QUOTA] = quota = PageQuota(config.max_pages, config.max_pages_per_address)
     app[HOUSE_GAMES] = HouseGames(arena)
-    app[NODES] = NodeClient()
-    app.on_cleanup.append(lambda _: app[NODES].close())
     app.router.add_get("/", page("index.html"))
     app.router.add_get("/watch/{simulation_id}", page("watch.html"))
     app.router.add_get("/replay/{game_id}", page("replay.html"))
@@ -175,7 +172,10 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
     game_pages.add_routes(app)
     app.router.add_static("/static", STATIC)
     # The earlier Python Thud server's HTTP API and matchmaking socket (docs/thud-api.md).
-    thud_api.add_routes(app, arena, records, quota, hub.others)
+    api = thud_api.add_routes(app, arena, records, quota, hub.others)
+    if hub.others is not None:  # what the other nodes ask of this one, through Redis
+        turns = functools.partial(local_turns, app)
+        hub.others.answer_requests(node_requests.answerer(turns, thud_api.endpoints(api)))
     ladder.add_routes(app, arena, records)  # /api/ladder, /api/bots/{name}
     tv.add_routes(app, arena, hub)  # /api/tv
     return app
@@ -282,34 +282,37 @@ async def api_turns(request: web.Request) -> web.Response:
     """Turns ``from`` to ``to`` (both included, at most MAX_TURNS_READ) of a game, live or
     recorded, with their events: the move list of a page that came late (docs/records.md).
 
-    A live game's latest turns may still wait for the records' writer: the node playing it
-    writes them out first, so the answer holds every turn played when it was asked for; a
-    game another node plays is asked of that node, whose records have its turns."""
+    A game another node plays is asked of that node (through Redis), whose records have its
+    turns."""
     game_id = request.match_info["game_id"]
+    app = request.app
+    others = app[HUB].others
+    node = None if others is None or app[ARENA].get(game_id) else others.node_of(game_id)
+    if others is not None and node is not None:
+        try:
+            status, body = await others.ask(node, request.path_qs)
+        except Unanswered as error:
+            return json_error(502, f"the node playing this game does not answer: {error}")
+        return compressed(web.Response(body=body, status=status, content_type="application/json"))
+    return compressed(await local_turns(app, game_id, request.query))
+
+
+async def local_turns(app: web.Application, game_id: str, query: Mapping[str, str]) -> web.Response:
+    """``api_turns`` of a game this node plays or has in its records. A live game's latest
+    turns may still wait for the records' writer: they are written out first, so the answer
+    holds every turn played when it was asked for."""
     try:
-        first = int(request.query.get("from", "1"))
-        last = int(request.query.get("to", str(first + MAX_TURNS_READ - 1)))
+        first = int(query.get("from", "1"))
+        last = int(query.get("to", str(first + MAX_TURNS_READ - 1)))
     except ValueError:
         return json_error(400, "from and to must be integers")
     if not 1 <= first <= last:
         return json_error(400, "from must be 1 or more, and to no less than from")
     last = min(last, first + MAX_TURNS_READ - 1)
-    app = request.app
-    others = app[HUB].others
     if app[ARENA].get(game_id) is not None:
         with contextlib.suppress(TimeoutError):  # then what is written so far
             async with asyncio.timeout(FLUSH_WAIT_S):
                 await app[RECORDS].flush()
-    elif others is not None and FORWARDED not in request.headers:
-        address = await others.address_of(game_id)
-        if address is not None:
-            try:
-                status, body = await app[NODES].request("GET", address, request.path_qs)
-            except NodeUnreachable as error:
-                return json_error(502, f"the node playing this game does not answer: {error}")
-            return compressed(
-                web.Response(body=body, status=status, content_type="application/json")
-            )
 
     def read() -> JsonObject | None:
         record = app[RECORDS].game(game_id)
@@ -323,7 +326,7 @@ async def api_turns(request: web.Request) -> web.Response:
         return damaged(error)
     if turns is None:
         return json_error(404, "no recorded game with this id")
-    return compressed(json_response(turns))
+    return json_response(turns)
 
 
 def compressed(response: web.Response) -> web.Response:

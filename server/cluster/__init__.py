@@ -9,7 +9,7 @@ redis-py, and are imported only by an arena configured with ``redis``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from server.games.base import JsonObject
@@ -19,6 +19,15 @@ class RedisRefused(Exception):
     """The Redis of the arena answers but refuses this node (a wrong password, a database it
     does not have) at its first link: that will not mend itself, unlike a Redis that is away."""
 
+
+class Unanswered(Exception):
+    """Another node did not answer a request (``OtherNodes.ask``): lost, too slow, or the link
+    to Redis is down."""
+
+
+Answerer = Callable[[str, bytes], Awaitable[tuple[int, bytes]]]
+"""What answers another node's request here: its path (with its query) and body (JSON, or
+nothing) to a status (as HTTP's) and a body (JSON)."""
 
 Deliver = Callable[[str], None]
 """Where a page's message for another node's watchers goes."""
@@ -66,7 +75,15 @@ class OtherNodes(Protocol):
         which the other nodes find it while it lives; written once this returns."""
 
     async def locate(self, name: str) -> str | None:
-        """The HTTP address of the other node with a live simulation of this name, if any."""
+        """The id of the other node with a live simulation of this name, if any."""
 
-    async def address_of(self, simulation_id: str) -> str | None:
-        """The HTTP address of the other node that plays this live simulation, if one does."""
+    def node_of(self, simulation_id: str) -> str | None:
+        """The id of the other node that plays this live simulation, if one does."""
+
+    async def ask(self, node: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        """Another node's answer (status, JSON) to a request only it can answer (a move of a
+        Thud API game it plays, a live game's turns), through Redis; ``Unanswered`` if none
+        comes."""
+
+    def answer_requests(self, answerer: Answerer) -> None:
+        """Answer the other nodes' requests here through ``answerer``."""

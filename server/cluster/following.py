@@ -258,7 +258,9 @@ class Following:
             return None
 
     async def locate(self, name: str) -> str | None:
-        """The HTTP address of the other node with a live simulation of this name, if any."""
+        """The id of the other node with a live simulation of this name, if any, and if its
+        entry (``tavern:node:{id}``) says it is in the arena: an alias may outlive its node,
+        or name a node that never was."""
         key = alias_key(name)
         raw = await self._read(key, name)
         if raw is None:
@@ -268,26 +270,18 @@ class Following:
         except values.BadValue as bad:
             self.complaints(key, bad)
             return None
-        return None if node == self.link.node_id else await self._http_address(node, name)
-
-    async def address_of(self, simulation_id: str) -> str | None:
-        """The HTTP address of the other node that plays this live simulation, if one does."""
-        entry = self.directory.get(simulation_id)
+        if node == self.link.node_id:
+            return None
+        entry_key = node_key(node)
+        entry = await self._read(entry_key, name)
         if entry is None:
             return None
-        return await self._http_address(str(entry["node"]), simulation_id)
-
-    async def _http_address(self, node: str, looked_for: str) -> str | None:
-        """Where ``node`` serves HTTP, from the addresses it registered."""
-        key = node_key(node)
-        addresses = await self._read(key, looked_for)
-        if addresses is None:
-            return None
         try:
-            return values.node_http(addresses)
+            values.node_wire(entry)  # an entry that reads
         except values.BadValue as bad:
-            self.complaints(key, bad)
+            self.complaints(entry_key, bad)
             return None
+        return node
 
     async def _read(self, key: str, looked_for: str) -> bytes | str | None:
         """A key's value; None when Redis is out of reach (said in the log)."""

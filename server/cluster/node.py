@@ -41,7 +41,7 @@ from redis.asyncio import Redis
 
 from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker, Standing
 from server.challenges import Challenge
-from server.cluster import Spectators, values, wire
+from server.cluster import Answerer, Spectators, values, wire
 from server.cluster.bots import SharedBots
 from server.cluster.challenges import RemoteChallenges
 from server.cluster.claims import Claims
@@ -52,6 +52,7 @@ from server.cluster.link import Command, Link
 from server.cluster.listing import Listing
 from server.cluster.relays import Relays, Watching
 from server.cluster.repairs import Repairs
+from server.cluster.requests import Requests
 from server.cluster.seats import LINK_LOST_REASON, PeerSeat, SeatsAsked, SeatsGiven
 from server.cluster.seeks import PAIRED_KEPT_S, SharedSeeks
 from server.config import ArenaConfig, without_password
@@ -97,6 +98,7 @@ class ClusterNode:
         self.seeks = SharedSeeks(self.link, arena, self.following, self.repairs, paired_kept_s)
         self.challenges = RemoteChallenges(self.link, arena)
         self.bots = SharedBots(self.link, arena, self.following, self.repairs)
+        self.requests = Requests(self.link)
         arena.roster.pacer = arena.roster.budget = self.bots
         frame_table: dict[bytes, Handler] = {
             # To the node playing the match:
@@ -116,6 +118,9 @@ class ClusterNode:
             wire.PAIRED: self.seeks.paired,
             wire.CHALLENGE: self.challenges.offered,
             wire.ANSWERED: self.challenges.answered,
+            # Either way:
+            wire.REQUEST: self.requests.requested,
+            wire.REPLY: self.requests.replied,
         }
         self.inbox = Inbox(frame_table, complaints)
         self._grace: asyncio.TimerHandle | None = None
@@ -143,8 +148,15 @@ class ClusterNode:
     async def locate(self, name: str) -> str | None:
         return await self.following.locate(name)
 
-    async def address_of(self, simulation_id: str) -> str | None:
-        return await self.following.address_of(simulation_id)
+    def node_of(self, simulation_id: str) -> str | None:
+        entry = self.following.directory.get(simulation_id)
+        return None if entry is None else str(entry["node"])
+
+    async def ask(self, node: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        return await self.requests.ask(node, path, body)
+
+    def answer_requests(self, answerer: Answerer) -> None:
+        self.requests.answerer = answerer
 
     # --- what the sessions ask (server.arena.Elsewhere) ---------------------------------------
     def seat(
@@ -269,6 +281,7 @@ class ClusterNode:
             self._grace = asyncio.get_running_loop().call_later(self.grace_s, self._grace_over)
         self._lost(self._known_nodes(), BotError.ARENA_LINK_LOST, LINK_LOST_REASON, self.link.held)
         self.asked.unlinked()  # seats still waiting for an owner
+        self.requests.lost()  # their answers would come over the link lost
         self.following.clear()
 
     def _grace_over(self) -> None:
@@ -330,6 +343,7 @@ class ClusterNode:
             return
         log.warning("node %s: lost %s: %s", self.id, ", ".join(sorted(nodes)), reason)
         dropped = self.following.drop(nodes)
+        self.requests.lost(set(nodes))
         seats_lost = set(nodes).difference(held)
         self.asked.lost(seats_lost, encode(error_message(message, reason)))
         self.watching.lost(nodes, message, reason)

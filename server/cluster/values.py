@@ -32,7 +32,6 @@ from server.match_views import Status
 log = logging.getLogger(__name__)
 
 SIMULATION_ID = re.compile(r"[0-9a-z][0-9a-z-]{0,63}")
-HTTP_ADDRESS = re.compile(r"[0-9A-Za-z.\-]{1,253}:\d{1,5}|\[[0-9A-Fa-f:.]{2,45}\]:\d{1,5}")
 STATUSES = frozenset(status.value for status in Status)
 COMPLAIN_EVERY_S = 60.0
 COMPLAINT_KEYS = 1024  # keys and senders remembered; any more share one line a minute
@@ -51,15 +50,6 @@ def node_id(value: object) -> str:
     if isinstance(value, str) and value.isascii() and wire.NODE_ID.fullmatch(value.encode()):
         return value
     raise BadValue(f"{_shown(value)} is not a node id")
-
-
-def node_http(raw: bytes | str) -> str:
-    """The HTTP address (``HOST:PORT``) in a node's entry (``tavern:node:{id}``)."""
-    entry = _object(_json(raw), "a node's entry")
-    address = _text(entry, "http")
-    if not HTTP_ADDRESS.fullmatch(address):
-        raise BadValue(f"the node's HTTP address {_shown(address)} is not HOST:PORT")
-    return address
 
 
 def node_wire(raw: bytes | str) -> int:

@@ -12,10 +12,11 @@ import re
 import struct
 from dataclasses import dataclass
 
-VERSION = 2
+VERSION = 3
 """The frames' format, in every node's entry (``tavern:node:{id}``): a node that sees another
 speak a different one says so in its log, as seats cannot cross between them (an entry without
-it is version 1, before seats' links were sequenced). docs/operations.md, a rolling upgrade."""
+it is version 1, before seats' links were sequenced; version 2 asked other nodes by HTTP, not
+with ``REQUEST``). docs/operations.md, a rolling upgrade."""
 NODE_ID_BYTES = 8  # a node id: 8 hex digits
 NODE_ID = re.compile(rb"[0-9a-f]{%d}" % NODE_ID_BYTES)
 HEADER = struct.Struct(">cII")  # kind, connection, payload length
@@ -37,8 +38,13 @@ SPECTATE = b"P"  # simulation id, a space, a page's message
 PAIRED = b"Q"  # {"seek", "simulationId"}: a seek of the receiver's, paired into the sender's match
 CHALLENGE = b"X"  # a challenge for a bot present on the receiver (server.cluster.challenges)
 ANSWERED = b"A"  # {"challenge", "simulationId", "reason"}: the answer to one
+# Either way (server.cluster.requests), the frame's connection being the request's number:
+REQUEST = b"H"  # a path (with its query), a newline, a body: asked of the node playing a game
+REPLY = b"Y"  # a status (two bytes, as HTTP's) and a body: the answer to a REQUEST
 KINDS = frozenset(
     {
+        REQUEST,
+        REPLY,
         JOIN,
         MOVE,
         LEAVE,

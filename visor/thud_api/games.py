@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import orjson
 
 from server.arena import Arena
-from server.cluster import OtherNodes
+from server.cluster import OtherNodes, Unanswered
 from server.commands import Join, Move
 from server.errors import Rejected
 from server.games.base import ActionRejected, JoinRejected, JsonObject, Outcome
@@ -36,7 +36,6 @@ from server.replay import DamagedRecord, frames
 from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from visor.errors import RECORDS_UNAVAILABLE
-from visor.nodes import NodeClient, NodeUnreachable
 from visor.thud_api.codec import (
     START,
     Answer,
@@ -170,7 +169,6 @@ class ThudGames:
     ) -> None:
         self.arena = arena
         self.others = others  # the arena's other nodes: requests for their games go to them
-        self._nodes = NodeClient()
         self.records = records
         self._opponent_moved = opponent_moved
         self._ended = ended
@@ -426,25 +424,23 @@ class ThudGames:
         return not game.over()
 
     async def _forward(self, token: str, path: str, body: JsonObject) -> tuple[Any] | None:
-        """The answer of the node that plays this game, if another node does (None if not)."""
+        """The answer of the node that plays this game, if another node does (None if not),
+        asked through Redis."""
         if self.others is None:
             return None
-        address = await self.others.locate(node_name(token))
-        if address is None:
+        node = await self.others.locate(node_name(token))
+        if node is None:
             return None
         try:
-            status, raw = await self._nodes.request("POST", address, path, orjson.dumps(body))
+            status, raw = await self.others.ask(node, path, orjson.dumps(body))
             answer = orjson.loads(raw)
-        except (NodeUnreachable, orjson.JSONDecodeError) as error:
+        except (Unanswered, orjson.JSONDecodeError) as error:
             raise Unavailable(f"the node playing this game does not answer: {error}") from None
         if status != 200:
             error_text = answer.get("error") if isinstance(answer, dict) else None
             kind = {400: BadRequest, 409: Damaged, 429: TooMany}.get(status, Unavailable)
             raise kind(str(error_text or f"the arena node playing this game answered {status}"))
         return (answer,)
-
-    async def close(self) -> None:
-        await self._nodes.close()
 
 
 def node_name(token: str) -> str:

@@ -99,6 +99,21 @@ async def _json_body(request: web.Request, timeout_s: float) -> JsonObject:
     return body
 
 
+async def answered(work: Endpoint, body: JsonObject, address: str) -> tuple[object, int]:
+    """An API call's answer and its status, as the client is answered (or another node that
+    passed it on)."""
+    try:
+        return await work(body, address), 200
+    except BadRequest as error:
+        return {"error": str(error)}, 400
+    except Damaged as error:
+        return {"error": str(error)}, 409
+    except TooMany as error:
+        return {"error": str(error)}, 429
+    except Unavailable as error:
+        return {"error": str(error)}, 503
+
+
 def _endpoint(work: Endpoint, body_timeout_s: float) -> Handler:
     """A request's body must arrive within ``body_timeout_s``, as its head must
     (``httpIdleTimeoutMs``): a client that stops halfway is answered 408 and cut off."""
@@ -106,19 +121,13 @@ def _endpoint(work: Endpoint, body_timeout_s: float) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
             body = await _json_body(request, body_timeout_s)
-            return answer(await work(body, request.remote or ""))
         except TooSlow as error:
             response = answer({"error": str(error)}, 408)
             response.force_close()
             return response
         except BadRequest as error:
             return answer({"error": str(error)}, 400)
-        except Damaged as error:
-            return answer({"error": str(error)}, 409)
-        except TooMany as error:
-            return answer({"error": str(error)}, 429)
-        except Unavailable as error:
-            return answer({"error": str(error)}, 503)
+        return answer(*await answered(work, body, request.remote or ""))
 
     return handle
 
@@ -130,9 +139,9 @@ async def preflight(request: web.Request) -> web.StreamResponse:
 THUD_API = web.AppKey("thud_api", ThudApi)
 
 
-def _routes(app: web.Application, api: ThudApi) -> None:
+def endpoints(api: ThudApi) -> dict[str, Endpoint]:
+    """The API's calls by path."""
     games = api.games
-    body_timeout_s = games.arena.config.http_idle_timeout_ms / 1000
 
     async def move(body: JsonObject, address: str) -> Answer:
         return await games.move(parse_move(body), play=True)
@@ -149,7 +158,7 @@ def _routes(app: web.Application, api: ThudApi) -> None:
     async def load(body: JsonObject, address: str) -> bool:
         return await games.load(string(body, "game"), address)
 
-    endpoints: dict[str, Endpoint] = {
+    return {
         "/start": api.start,
         "/move": move,
         "/move/validate": validate,
@@ -157,7 +166,15 @@ def _routes(app: web.Application, api: ThudApi) -> None:
         "/save": save,
         "/load": load,
     }
-    for path, work in endpoints.items():
+
+
+PASSED_ON = frozenset({"/move", "/move/validate", "/game", "/save"})
+"""The calls about a game that another node passes to the node playing it (``ThudGames``)."""
+
+
+def _routes(app: web.Application, api: ThudApi) -> None:
+    body_timeout_s = api.games.arena.config.http_idle_timeout_ms / 1000
+    for path, work in endpoints(api).items():
         app.router.add_post(path, _endpoint(work, body_timeout_s))
         app.router.add_route("OPTIONS", path, preflight)
     app.router.add_get("/match/{playername}", api.matchmaking.socket)
@@ -177,7 +194,6 @@ def add_routes(
     api = ThudApi(arena, records, quota, others)
     app[THUD_API] = api
     _routes(app, api)
-    app.on_cleanup.append(lambda _: api.games.close())
     return api
 
 
