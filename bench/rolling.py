@@ -92,6 +92,7 @@ class Node:
             "httpPort": self.http_port,
             "database": str(self.database),
             "redis": self.redis.url,
+            "nodeName": f"node{self.index + 1}",  # its server's name in deploy/haproxy.cfg
             "nodeHeartbeatMs": 150,
             "nodeTtlMs": 900,
             "reconnectGraceMs": 5000,

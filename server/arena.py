@@ -248,8 +248,10 @@ class Arena:
         # the command that opens the records says so here.
         self.records_full: Callable[[], bool] = lambda: False
         # Ends every new game's id: a node's own tag where several nodes share one database
-        # (``Records.id_tag``), so that no two of them give a game the same id.
+        # (``Records.id_tag``), so that no two of them give a game the same id; then its name
+        # behind the load balancer, if it has one (``nodeName``), which routes a join by id.
         self.id_tag = ""
+        self._name_tag = f"-{config.node_name}" if config.node_name else ""
         self.roster = Roster(
             self.clock,
             registration_open=config.registration == "open",
@@ -489,7 +491,7 @@ class Arena:
     def new_id(self) -> str:
         """An id no match here has (ids are random: other nodes' collide with it only by a
         chance of one in billions)."""
-        while (match_id := random_id() + self.id_tag) in self.matches:
+        while (match_id := random_id() + self.id_tag + self._name_tag) in self.matches:
             pass
         return match_id
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -96,6 +97,9 @@ class ArenaConfig:
     # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it,
     # and tournaments queue their games there for `tavern worker`s.
     redis: str | None = None
+    # The node's name behind the load balancer (its ``server`` in deploy/haproxy.cfg): the ids
+    # of the games it creates end with it, so that a join by id reaches it (docs/operations.md).
+    node_name: str = ""
     node_heartbeat_ms: int = 1000  # how often a node says it is alive and refreshes its games
     node_ttl_ms: int = 3000  # a node silent this long is dead: its games leave every lobby
     # A draining node (SIGUSR1) stops after this even if games still play (kept unfinished),
@@ -180,8 +184,10 @@ _STR_KEYS: dict[str, str] = {
     "host": "host",
     "database": "database",
     "redis": "redis",
+    "nodeName": "node_name",
     "recordsJournal": "records_journal",
 }
+NODE_NAME = re.compile(r"[a-z0-9]{1,16}")
 REGISTRATION = ("organiser", "open")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = (
@@ -290,6 +296,10 @@ def check_cluster(config: ArenaConfig) -> None:
         raise ConfigError(
             f"key 'redis': must be a URL starting with {', '.join(REDIS_SCHEMES)}, "
             f"got {config.redis!r}"
+        )
+    if config.node_name and not NODE_NAME.fullmatch(config.node_name):
+        raise ConfigError(
+            f"key 'nodeName': 1 to 16 lowercase letters and digits, got {config.node_name!r}"
         )
     if config.node_ttl_ms < 2 * config.node_heartbeat_ms:
         raise ConfigError(

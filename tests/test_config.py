@@ -108,6 +108,8 @@ def positions_with_barrel(x: int, y: int) -> dict[str, object]:
         ({"redis": "localhost:6379"}, "'redis'", "redis://"),
         ({"redis": 6379}, "'redis'", "non-empty string"),
         ({"nodeHeartbeatMs": 1000, "nodeTtlMs": 1500}, "'nodeTtlMs'", "twice"),
+        ({"nodeName": "Node-1"}, "'nodeName'", "lowercase letters and digits"),
+        ({"nodeName": "n" * 17}, "'nodeName'", "1 to 16"),
         ({"balancers": "127.0.0.2"}, "'balancers'", "must be a list"),
         ({"balancers": ["127.0.0.2", "haproxy.local"]}, "'balancers'", "'haproxy.local' is not"),
         ({"balancers": [7]}, "'balancers'", "7 is not an IP address"),

@@ -302,3 +302,59 @@ async def test_half_sent_http_requests_through_haproxy_leave_the_bots_their_shar
         assert answer.startswith(b"HTTP/1.1 408 "), answer
         for sock in holding:
             sock.close()
+
+
+async def seats_by_place(session: aiohttp.ClientSession, node: Any) -> dict[str, float]:
+    """A node's ``tavern_seats`` gauge, by ``where``."""
+    async with session.get(f"http://127.0.0.1:{node.http_port}/metrics") as response:
+        text = await response.text()
+    return {
+        where: float(value)
+        for where, value in re.findall(r'^tavern_seats\{where="(\w+)"\} (\S+)$', text, re.M)
+    }
+
+
+async def test_a_join_or_rejoin_by_id_through_haproxy_reaches_the_game_s_node(
+    tmp_path: Path,
+) -> None:
+    """With the shipped config, games created through HAProxy land on any node (leastconn), and
+    every join by id, and a rejoin, reaches the node that plays the game: no seat is held
+    through another node (each node's tavern_seats{where="remote"} stays 0), where balancing
+    alone sends about two joins in three elsewhere."""
+    async with balanced_arena(tmp_path, turns=50) as balanced, aiohttp.ClientSession() as session:
+        port = balanced.bots_port
+        games = []
+        for number in range(6):
+            creator = await Line.open(f"127.0.7.{number + 1}", port)
+            ready = await creator.ask({"type": "create-simulation"})
+            assert re.fullmatch(r"[0-9a-r]{7}-node[123]", ready["simulationId"]), ready
+            games.append(ready["simulationId"])
+            creator.writer.close()
+        seated: list[tuple[Line, dict[str, Any]]] = []
+        for number, simulation_id in enumerate(games):
+            for side in range(2):
+                line = await Line.open(f"127.0.8.{2 * number + side + 1}", port)
+                join = {"type": "join-simulation", "simulationId": simulation_id}
+                info = await line.ask({**join, "nick": f"bot{side}"})
+                assert info["type"] == "game-info", info
+                seated.append((line, info))
+        homes = {f"node{node.index + 1}": node for node in balanced.nodes}
+        assert len({simulation_id.rsplit("-", 1)[1] for simulation_id in games}) > 1, games
+        places = [await seats_by_place(session, node) for node in balanced.nodes]
+        assert all(place["remote"] == 0 for place in places), places
+        assert sum(place["local"] for place in places) == 12, places
+        for simulation_id in games:  # each game's node holds both its seats
+            local = await seats_by_place(session, homes[simulation_id.rsplit("-", 1)[1]])
+            assert local["local"] >= 2, (simulation_id, local)
+        # A rejoin through HAProxy comes home too.
+        line, info = seated[0]
+        line.writer.close()
+        again = await Line.open("127.0.9.1", port)
+        rejoin = {"type": "rejoin", "simulationId": info["simulationId"]}
+        answer = await again.ask({**rejoin, "token": info["token"]})
+        assert answer["type"] in ("game-info", "turn"), answer
+        places = [await seats_by_place(session, node) for node in balanced.nodes]
+        assert all(place["remote"] == 0 for place in places), places
+        again.writer.close()
+        for line, _ in seated[1:]:
+            line.writer.close()

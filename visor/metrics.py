@@ -15,7 +15,12 @@ from collections.abc import Callable, Iterator, Mapping
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.utils import floatToGoString
 
 from server.arena import Arena
@@ -45,15 +50,22 @@ class GameTurns:
 
 
 class CountsCollector:
-    """A counter by one label, its counts read when Prometheus asks."""
+    """A counter (or, with ``gauge``, a gauge) by one label, its values read when Prometheus
+    asks."""
 
     def __init__(
-        self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, int]]
+        self,
+        name: str,
+        documentation: str,
+        label: str,
+        read: Callable[[], Mapping[str, int]],
+        gauge: bool = False,
     ) -> None:
         self.name, self.documentation, self.label, self.read = name, documentation, label, read
+        self.family = GaugeMetricFamily if gauge else CounterMetricFamily
 
     def collect(self) -> Iterator[Metric]:
-        family = CounterMetricFamily(self.name, self.documentation, labels=[self.label])
+        family = self.family(self.name, self.documentation, labels=[self.label])
         for value, count in sorted(self.read().items()):
             family.add_metric([value], count)
         yield family
@@ -105,6 +117,12 @@ class Metrics:
     ) -> None:
         """A counter by ``label``, read when Prometheus asks (what a node skipped in Redis)."""
         self.registry.register(CountsCollector(name, documentation, label, read))
+
+    def measure_by(
+        self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, int]]
+    ) -> None:
+        """A gauge by ``label``, read when Prometheus asks (the seats held here and elsewhere)."""
+        self.registry.register(CountsCollector(name, documentation, label, read, gauge=True))
 
     def on_update(self, update: Update) -> None:
         if isinstance(update, TurnPlayed):

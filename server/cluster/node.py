@@ -158,6 +158,10 @@ class ClusterNode:
     def answer_requests(self, answerer: Answerer) -> None:
         self.requests.answerer = answerer
 
+    def remote_seats(self) -> int:
+        """The seats of this node's games held through another node (for /metrics)."""
+        return len(self.given.channels)
+
     # --- what the sessions ask (server.arena.Elsewhere) ---------------------------------------
     def seat(
         self,

@@ -129,6 +129,19 @@ async def serve(config: ArenaConfig) -> None:
             "command",
             lambda: {} if node is None else node.link.refused,
         )
+
+    def seats() -> dict[str, int]:
+        held = sum(seat is not None for match in arena.matches.values() for seat in match.seats)
+        remote = 0 if node is None else node.remote_seats()
+        return {"local": held - remote, "remote": remote}
+
+    metrics.measure_by(
+        "tavern_seats",
+        "The seats of this node's games, by where their bot or person is connected: here, or "
+        "through another node (through Redis)",
+        "where",
+        seats,
+    )
     drain = Drain(arena, (lambda: len(node.asked.handles)) if node is not None else lambda: 0)
     loop.add_signal_handler(signal.SIGUSR1, drain.start)
     async with recording(arena.listeners, config) as records:
