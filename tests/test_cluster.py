@@ -329,6 +329,19 @@ async def test_a_node_killed_mid_game_is_dropped_and_its_remote_seats_and_pages_
                 assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
         for node in (b, c):
             await listed_on(session, node, doomed, present=False)
+        # A's entries (which have no expiry of their own) were deleted by a node that found it
+        # dead, with its list of them; B's stay. No node ever scanned the arena's keys.
+        async with Redis.from_url(redis.url) as store:
+
+            async def deleted() -> bool:
+                return not await store.exists(f"tavern:sim:{doomed}", f"tavern:owned:{a.node_id}")
+
+            await eventually(deleted)
+            assert await store.exists(f"tavern:sim:{kept}")
+            assert f"tavern:sim:{kept}".encode() in await store.smembers(
+                f"tavern:owned:{b.node_id}"
+            )
+            assert "cmdstat_scan" not in await store.info("commandstats")
         # Nothing else stopped: B's own game plays on.
         for step, team in enumerate(("team1", "team2", "team1")):
             await by_team[team].expect("turn")
@@ -780,10 +793,10 @@ async def test_bad_frames_on_a_node_s_inbox_cost_only_themselves(
 async def test_bad_values_in_redis_are_skipped_and_no_node_stops(
     redis: RedisServer, tmp_path: Path
 ) -> None:
-    """Directory entries, nodes, finished games and lobby messages that do not read (not JSON,
-    JSON of the wrong shape or types, a fake node) are skipped and said, while a node joins
-    and every node loads the directory again: no node stops, the games in play finish, new
-    ones start across the nodes."""
+    """Directory entries (listed among a node's keys), nodes, finished games and lobby messages
+    that do not read (not JSON, JSON of the wrong shape or types, a fake node) are skipped and
+    said, while a node joins and reads every node's entries: no node stops, the games in play
+    finish, new ones start across the nodes."""
     async with (
         nodes(redis, tmp_path, count=2, turnLimit=60) as (a, b),
         Redis.from_url(redis.url) as client,
@@ -812,8 +825,9 @@ async def test_bad_values_in_redis_are_skipped_and_no_node_stops(
             orjson.dumps({**row, "free": [7]}),
             orjson.dumps({**row, "created": None}),
         ]
-        for number, value in enumerate(bad_rows):
+        for number, value in enumerate(bad_rows):  # listed among node B's keys
             await client.set(f"tavern:sim:zzzzzz{number}", value)
+            await client.sadd(f"tavern:owned:{b.node_id}", f"tavern:sim:zzzzzz{number}")
         await client.set("tavern:node:deadbeef", "not json")  # a node no one runs
         await client.sadd("tavern:nodes", "deadbeef", "not-a-node", b"\xff\xfe")
         await client.lpush("tavern:finished", "not json", '{"simulationId": 3}', "[]")
@@ -825,7 +839,7 @@ async def test_bad_values_in_redis_are_skipped_and_no_node_stops(
             orjson.dumps({"node": b.node_id, "set": [{**row, "turn": "x"}], "del": []}),
         ):
             await client.publish("tavern:lobby", message)
-        # A node joins: it loads the directory, and so does every node once it sees it.
+        # A node joins: it reads every node's entries, and the others read its own.
         (tmp_path / "later").mkdir()
         async with nodes(redis, tmp_path / "later", count=1) as (c,):
             await asyncio.sleep(1.0)  # several heartbeats: every node has seen the new one
@@ -839,10 +853,11 @@ async def test_bad_values_in_redis_are_skipped_and_no_node_stops(
             await ended_normally(
                 await crossing_games(c, a, 1, held) + await crossing_games(b, c, 1, held)
             )
-            quiet_log(tmp_path / "later" / "node-0.log")
+            later = quiet_log(tmp_path / "later" / "node-0.log")
+            # The node that joined read B's entries, the bad ones among them.
+            assert "tavern:sim:zzzzzz0" in later and "not JSON" in later, later
         for index in range(2):
-            log = quiet_log(tmp_path / f"node-{index}.log")
-            assert "tavern:sim:zzzzzz0" in log and "not JSON" in log, log
+            quiet_log(tmp_path / f"node-{index}.log")
 
 
 async def test_bad_claims_and_aliases_refuse_no_join_and_fail_no_request(

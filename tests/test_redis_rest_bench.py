@@ -1,5 +1,7 @@
 """bench/redis_rest.py still runs: two nodes on a real redis-server, at rest, then with games
-waiting, as a user types it; its counts come from Redis itself, so they are checked as such."""
+waiting, as a user types it; its counts come from Redis itself, so they are checked as such:
+games that wait cost Redis nothing at rest (issue 32: what a node writes grows with what
+changes, not with what it holds)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ def test_the_rest_bench_counts_what_idle_nodes_ask_of_redis() -> None:
     )
     assert [games for games, _, _ in figures] == ["0", "6"], ran.stdout
     idle, waiting = (int(total.replace(",", "")) for _, total, _ in figures)
-    # Each node's heartbeat asks something every second; six games waiting add to it.
-    assert 0 < idle < waiting, ran.stdout
+    # Each node's heartbeat asks something every second; six games waiting add nothing (but a
+    # heartbeat more or less in the window).
+    assert idle > 0 and waiting <= idle + 6, ran.stdout
     assert "set " in ran.stdout.splitlines()[-1], ran.stdout

@@ -161,6 +161,7 @@ async def test_every_kind_of_key_holding_another_type_costs_only_itself(
         every = [
             keys.node_key(a.node_id),
             keys.NODES,
+            keys.owned_key(a.node_id),
             keys.sim_key(simulation_id),
             keys.FINISHED,
             keys.alias_key(node_name(token)),

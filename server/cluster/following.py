@@ -16,7 +16,17 @@ from redis.exceptions import RedisError, ResponseError
 
 from server.cluster import Spectators, values, wire
 from server.cluster.directory import Directory
-from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, NODES, alias_key, node_key, sim_key
+from server.cluster.keys import (
+    FINISHED,
+    FINISHED_KEPT,
+    LOBBY,
+    NODES,
+    alias_key,
+    kind_of,
+    node_key,
+    owned_key,
+    sim_key,
+)
 from server.cluster.link import Link
 from server.cluster.repairs import Repairs
 from server.games.base import JsonObject
@@ -26,7 +36,15 @@ log = logging.getLogger(__name__)
 
 LOOK_UP_FIRST_PAUSE_S = 0.005
 LOOK_UP_WAIT_S = 1.0
-SCAN_BATCH = 1000
+READ_BATCH = 1000  # keys read at once (MGET) of a node's entries
+# A dead node's keys (those listed in KEYS[1], its ``tavern:owned:{id}``) deleted, and the list:
+# at once, so that nothing its node adds meanwhile goes unlisted. Answers how many there were.
+DELETE_OWNED = """local keys = redis.call('SMEMBERS', KEYS[1])
+for start = 1, #keys, 1000 do
+  redis.call('DEL', unpack(keys, start, math.min(start + 999, #keys)))
+end
+redis.call('DEL', KEYS[1])
+return #keys"""
 
 
 class Following:
@@ -59,13 +77,27 @@ class Following:
             alive = {node for node, entry in zip(ordered, entries, strict=True) if entry}
             self._check_wire(dict(zip(ordered, entries, strict=True)))
             alive |= await self._unreadable(redis, sorted(ids - alive))
-        gone: list[str | bytes] = [*(ids - alive), *strangers]
+        dead = ids - alive
+        for node in sorted(dead):
+            await self._delete_owned(redis, node)
+        gone: list[str | bytes] = [*dead, *strangers]
         if gone and members is not None:
             try:
                 await redis.srem(NODES, *gone)
             except ResponseError as error:  # another type since it was read
                 self.repairs.check(NODES, error)
         return alive
+
+    async def _delete_owned(self, redis: Redis, node: str) -> None:
+        """A dead node's entries and names go (its list of them is of another type: deleted)."""
+        key = owned_key(node)
+        try:
+            deleted = await redis.eval(DELETE_OWNED, 1, key)
+        except ResponseError as error:
+            self.repairs.check(key, error)
+            return
+        if deleted:
+            log.info("node %s: %d keys of dead node %s deleted", self.link.node_id, deleted, node)
 
     async def _unreadable(self, redis: Redis, nodes: list[str]) -> set[str]:
         """Those of these nodes whose key is there though it did not read: it holds another type
@@ -119,11 +151,19 @@ class Following:
         self.other_wire = other
 
     async def follow(self, redis: Redis, alive: set[str]) -> None:
-        """These nodes are alive now: the whole directory is loaded again when one is new (or
-        was taken for dead and was only slow)."""
-        if alive - self.alive:
-            await self._load(redis)
+        """These nodes are alive now: the entries of those that are new (or were taken for
+        dead and were only slow) are read from their lists of keys; the first time (or after
+        a lost link), the arena's last finished games too."""
+        new = alive - self.alive
+        first = not self.alive
         self.alive = alive
+        if new:
+            for node in sorted(new):
+                await self._load(redis, node)
+        if first and self.spectators is not None:
+            await self._load_finished(redis)
+        if new and self.spectators is not None:
+            self.spectators.lobby_changed()
 
     def _node_ids(self, members: set[bytes]) -> tuple[set[str], list[bytes]]:
         """The node ids in ``tavern:nodes``, and what else is there (said, to be removed)."""
@@ -136,39 +176,48 @@ class Following:
                 strangers.append(member)
         return ids, strangers
 
-    async def _load(self, redis: Redis) -> None:
-        """Every other node's live simulations, and the arena's last finished games; an entry
-        that does not read is said and skipped."""
-        directory: list[JsonObject] = []
-        keys = [key async for key in redis.scan_iter(match=sim_key("*"), count=SCAN_BATCH)]
-        for start in range(0, len(keys), SCAN_BATCH):
-            batch = keys[start : start + SCAN_BATCH]
-            for key, raw in zip(batch, await redis.mget(batch), strict=True):
+    async def _load(self, redis: Redis, node: str) -> None:
+        """A node's live simulations, read from its list of keys; an entry that does not read,
+        or says it is another node's, is said and skipped."""
+        key = owned_key(node)
+        try:
+            owned = await redis.smembers(key)
+        except ResponseError as error:
+            self.repairs.check(key, error)
+            return
+        listed = (n.decode(errors="replace") if isinstance(n, bytes) else n for n in owned)
+        names = sorted(name for name in listed if kind_of(name) == "sim")
+        for start in range(0, len(names), READ_BATCH):
+            batch = names[start : start + READ_BATCH]
+            for name, raw in zip(batch, await redis.mget(batch), strict=True):
                 if raw is None:
                     continue
                 try:
                     entry = values.directory_entry(raw)
                 except values.BadValue as bad:
-                    self.complaints(key.decode(errors="replace"), bad)
+                    self.complaints(name, bad)
                     continue
-                if entry["node"] != self.link.node_id:
-                    directory.append(entry)
-        self.directory.replace(directory)
-        if self.spectators is not None:
+                if entry["node"] == node:
+                    self.directory.put(entry)
+                else:
+                    self.complaints(name, f"an entry of node {entry['node']} listed by {node}")
+
+    async def _load_finished(self, redis: Redis) -> None:
+        """The arena's last finished games, for this node's lobby."""
+        assert self.spectators is not None
+        try:
+            finished = await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)
+        except ResponseError as error:
+            self.repairs.check(FINISHED, error)
+            finished = []
+        for raw in reversed(finished):
             try:
-                finished = await redis.lrange(FINISHED, 0, FINISHED_KEPT - 1)
-            except ResponseError as error:
-                self.repairs.check(FINISHED, error)
-                finished = []
-            for raw in reversed(finished):
-                try:
-                    entry = values.finished_entry(raw)
-                except values.BadValue as bad:
-                    self.complaints(FINISHED, bad)
-                    continue
-                if entry["node"] != self.link.node_id:
-                    self.spectators.finished_elsewhere(entry)
-            self.spectators.lobby_changed()
+                entry = values.finished_entry(raw)
+            except values.BadValue as bad:
+                self.complaints(FINISHED, bad)
+                continue
+            if entry["node"] != self.link.node_id:
+                self.spectators.finished_elsewhere(entry)
 
     def drop(self, nodes: set[str]) -> int:
         """These nodes are lost: their simulations leave the directory; how many there were."""
@@ -247,9 +296,15 @@ class Following:
             pause *= 2
 
     async def _stored_entry(self, redis: Redis, key: str) -> JsonObject | None:
+        """An entry as Redis has it, if its node is alive: entries live as long as their node,
+        and a dead node's go only once a node has found it dead."""
         try:
             raw = await redis.get(key)
-            return None if raw is None else values.directory_entry(raw)
+            entry = None if raw is None else values.directory_entry(raw)
+            node = None if entry is None else str(entry["node"])
+            if node is not None and node not in self.alive and node != self.link.node_id:
+                return entry if await redis.exists(node_key(node)) else None
+            return entry
         except (RedisError, OSError) as error:
             self.repairs.wrong_type(key, error)
             return None

@@ -1,19 +1,25 @@
 """What an arena keeps in Redis, and under which names: every part of a node names its keys here.
 
-All of it has an expiry, so that a node that dies leaves nothing behind:
+A node that dies leaves nothing behind: what it writes has an expiry, or lives as long as its
+node (listed in ``tavern:owned:{id}``) and is deleted by the first node that finds it dead:
 
-* ``tavern:node:{id}``: the node's addresses (TCP, HTTP), refreshed every heartbeat; a node whose
-  key has expired is dead. ``tavern:nodes`` lists the ids ever seen, to find them.
+* ``tavern:node:{id}``: the node's addresses (TCP, HTTP) and frames' version, refreshed every
+  heartbeat: the node's liveness, the one key its heartbeat writes whatever it plays; a node
+  whose key has expired is dead. ``tavern:nodes`` lists the ids ever seen, to find them.
+* ``tavern:owned:{id}``: the keys that live as long as the node (its directory entries and
+  aliases), added as it writes them: a node that finds it dead deletes them all, and a node
+  that sees it appear reads its entries from there (no ``SCAN`` of the arena's keys).
 * ``tavern:sim:{id}``: the directory, one entry per live simulation (its node, game, status,
-  seats and nicks, turn, scores, when it was created), refreshed by its node every heartbeat,
-  deleted when it ends. Changes are also published on ``tavern:lobby`` so that every node's
-  lobby follows them live.
+  seats and nicks, turn, scores, when it was created), written when it changes (its turn and
+  scores at most once a heartbeat), deleted when it ends, with no expiry of its own (see
+  ``tavern:owned``). Changes are also published on ``tavern:lobby`` so that every node's lobby
+  follows them live.
 * ``tavern:finished``: the lobby rows (with their result) of the arena's last finished games,
   newest first, as many as a lobby lists; its expiry is renewed by every node's heartbeat. A
   finished game leaves the directory for this list, and is published on ``tavern:lobby`` too,
   so that every node's lobby lists it and its ``/watch`` page shows its result.
 * ``tavern:alias:{name}``: another name of a live simulation (a Thud API game's token digest),
-  refreshed with it, so that any node finds the node to pass an API request to.
+  kept as its entry is, so that any node finds the node to pass an API request to.
 * ``tavern:claim:{game}``: ``{node} {simulation id}``, the match a random join that found nothing
   waiting opens, set only if absent (``SET NX GET``, atomic) so that random joins arriving
   through different nodes at once meet in one match; deleted once that match is full, and
@@ -60,6 +66,7 @@ FINISHED_KEPT = 100  # as many as a lobby lists (visor.lobby.FINISHED_KEPT)
 TYPES = {
     "node": "string",
     "nodes": "set",
+    "owned": "set",
     "sim": "string",
     "finished": "list",
     "alias": "string",
@@ -86,6 +93,10 @@ def value_type(key: str) -> str:
 
 def node_key(node_id: str) -> str:
     return f"{PREFIX}node:{node_id}"
+
+
+def owned_key(node_id: str) -> str:
+    return f"{PREFIX}owned:{node_id}"
 
 
 def sim_key(simulation_id: str) -> str:

@@ -73,6 +73,19 @@ class LinkUser(Protocol):
     def due(self) -> list[Command]:
         """The commands due this loop round, written after the frames."""
 
+    def refused(self, key: str, error: ResponseError) -> None:
+        """Redis refused one of ``due``'s commands, on ``key`` (its first argument): a key of
+        another type, say, which the node may repair."""
+
+
+def _key_of(command: Command) -> str:
+    """The (first) key a command is about: its first argument, a script's first key."""
+    index = 3 if str(command[0]).upper() in ("EVAL", "EVALSHA") else 1
+    if len(command) <= index:
+        return ""
+    key = command[index]
+    return key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+
 
 class Outbox:
     """Frames due to other nodes, by node, until the next send: each node's go in one message
@@ -205,7 +218,7 @@ class Link:
         without waiting for the replies to the ones before (a frame never waits a round trip
         behind another); the replies are read as they come (``_read_replies``). A connection
         lost fails the link (the seats' own sequence numbers send again what it lost)."""
-        replies_due: collections.deque[str] = collections.deque()
+        replies_due: collections.deque[tuple[str, str]] = collections.deque()
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self._read_replies(connection, replies_due))
             while True:
@@ -218,14 +231,14 @@ class Link:
                 sent += self.user.due()
                 if not sent:
                     continue
-                replies_due.extend(str(command[0]) for command in sent)
+                replies_due.extend((str(command[0]), _key_of(command)) for command in sent)
                 await connection.send_packed_command(
                     connection.pack_commands(sent), check_health=False
                 )
                 stop_if_cancelled()
 
     async def _read_replies(
-        self, connection: AbstractConnection, replies_due: collections.deque[str]
+        self, connection: AbstractConnection, replies_due: collections.deque[tuple[str, str]]
     ) -> None:
         """The replies to what the sender wrote, in order: an error Redis answers costs only
         its command (logged and counted)."""
@@ -234,7 +247,9 @@ class Link:
             try:
                 await connection.read_response(timeout=math.inf)
             except ResponseError as error:
-                self._refused(replies_due.popleft(), error)
+                command, key = replies_due.popleft()
+                self._refused(command, error)
+                self.user.refused(key, error)
             else:
                 replies_due.popleft()
             stop_if_cancelled(task)

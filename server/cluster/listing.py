@@ -1,7 +1,9 @@
 """This node's live simulations as the arena sees them: their directory entries and other names,
-written to Redis and announced on the lobby as they change (in the link's next write),
-refreshed every heartbeat with their latest turn; and the games finished here, announced once.
-"""
+written to Redis and announced on the lobby as they change (in the link's next write; a turn
+played at most once a heartbeat per game, with the others of that heartbeat), listed in the
+node's ``tavern:owned:{id}`` so that they go with it; and the games finished here, announced
+once. Nothing is written again that did not change: a node's work in Redis grows with what
+happens in its games, not with how many it holds."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import time
 import orjson
 from redis.exceptions import RedisError
 
-from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, alias_key, sim_key
+from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, alias_key, owned_key, sim_key
 from server.cluster.link import Command, Link
 from server.games.base import JsonObject
 from server.match_events import GameFinished, GameStarted, Removed, SeatsChanged, TurnPlayed, Update
@@ -37,7 +39,7 @@ class Listing:
         self.link = link
         self.entries: dict[str, JsonObject] = {}  # by simulation id
         self._created: dict[str, float] = {}
-        self._turned: dict[str, TurnResult] = {}  # last turn of each, written every heartbeat
+        self._turned: dict[str, TurnResult] = {}  # last turn of each since the last heartbeat
         self._aliases: dict[str, set[str]] = {}  # other names of each
         # Due in the link's next write:
         self._changed: set[str] = set()  # entries to write and announce
@@ -74,8 +76,12 @@ class Listing:
         redis = self.link.redis
         if redis is None:
             return
+        key = alias_key(name)
         try:
-            await redis.set(alias_key(name), self._alias_value(simulation_id), px=self.link.ttl_ms)
+            async with redis.pipeline(transaction=False) as pipe:
+                pipe.sadd(owned_key(self.link.node_id), key)
+                pipe.set(key, self._alias_value(simulation_id))
+                await pipe.execute()
         except (RedisError, OSError) as error:
             log.warning("node %s: cannot name %s: %s", self.link.node_id, simulation_id, error)
 
@@ -90,23 +96,18 @@ class Listing:
             return []  # the common case: a loop round's frames and nothing else
         changed, self._changed = self._changed, set()
         removed, self._removed = self._removed, set()
-        ttl_ms = self.link.ttl_ms
-        commands: list[Command] = []
+        owned = owned_key(self.link.node_id)
         entries = [self.entries[name] for name in changed if name in self.entries]
-        for entry in entries:
-            key = sim_key(entry["simulationId"])
-            commands.append(("SET", key, orjson.dumps(entry), "PX", ttl_ms))
-            commands += self._alias_writes(entry["simulationId"])
-        if removed:
-            commands.append(("DEL", *(sim_key(name) for name in removed)))
+        commands = self._entry_writes(entries)
         removed_aliases, self._removed_aliases = self._removed_aliases, set()
-        if removed_aliases:
-            commands.append(("DEL", *(alias_key(name) for name in removed_aliases)))
+        gone = [sim_key(name) for name in removed] + [alias_key(n) for n in removed_aliases]
+        if gone:
+            commands += [("DEL", *gone), ("SREM", owned, *gone)]
         finished, self._finished = self._finished, []
         if finished:
             commands.append(("LPUSH", FINISHED, *(orjson.dumps(entry) for entry in finished)))
             commands.append(("LTRIM", FINISHED, 0, FINISHED_KEPT - 1))
-            commands.append(("PEXPIRE", FINISHED, ttl_ms))
+            commands.append(("PEXPIRE", FINISHED, self.link.ttl_ms))
         if entries or removed:
             change = {
                 "node": self.link.node_id,
@@ -118,28 +119,42 @@ class Listing:
         return commands
 
     def refresh(self) -> list[Command]:
-        """A heartbeat's: every entry (with its latest turn) and name written whole, not just
-        given more time, so that an entry that expired while this node was too busy to say it
-        is alive comes back; the entries whose turn changed announced."""
+        """A heartbeat's: the entries whose turn changed since the last one, written and
+        announced together (however many turns each played meanwhile); the others are not
+        written again."""
         turned, self._turned = self._turned, {}
-        commands: list[Command] = []
         updated = []
-        for name, entry in self.entries.items():
-            result = turned.get(name)
-            if result is not None:
+        for name, result in turned.items():
+            entry = self.entries.get(name)
+            if entry is not None:
                 entry["turn"], entry["scores"] = result.number, result.scores
                 updated.append(entry)
-            commands.append(("SET", sim_key(name), orjson.dumps(entry), "PX", self.link.ttl_ms))
-            commands += self._alias_writes(name)
-        if updated:
-            change = {"node": self.link.node_id, "set": updated, "del": []}
-            commands.append(("PUBLISH", LOBBY, orjson.dumps(change)))
-        return commands
+        if not updated:
+            return []
+        change = {"node": self.link.node_id, "set": updated, "del": []}
+        return [*self._entry_writes(updated), ("PUBLISH", LOBBY, orjson.dumps(change))]
 
-    def _alias_writes(self, simulation_id: str) -> list[Command]:
-        names = self._aliases.get(simulation_id, ())
-        value = self._alias_value(simulation_id)
-        return [("SET", alias_key(name), value, "PX", self.link.ttl_ms) for name in names]
+    def _entry_writes(self, entries: list[JsonObject]) -> list[Command]:
+        """These entries and their names written, each listed as the node's first (so that a
+        node that dies between the two leaves no key unlisted)."""
+        if not entries:
+            return []
+        keys, commands = [], []
+        for entry in entries:
+            name = entry["simulationId"]
+            keys.append(sim_key(name))
+            commands.append(("SET", sim_key(name), orjson.dumps(entry)))
+            value = self._alias_value(name)
+            for alias in self._aliases.get(name, ()):
+                keys.append(alias_key(alias))
+                commands.append(("SET", alias_key(alias), value))
+        return [("SADD", owned_key(self.link.node_id), *keys), *commands]
+
+    def keys(self) -> list[str]:
+        """The keys of this node's entries and their names, as they should be in Redis."""
+        return [sim_key(name) for name in self.entries] + [
+            alias_key(alias) for aliases in self._aliases.values() for alias in aliases
+        ]
 
     def _alias_value(self, simulation_id: str) -> bytes:
         return orjson.dumps({"simulationId": simulation_id, "node": self.link.node_id})

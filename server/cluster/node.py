@@ -38,6 +38,7 @@ from collections.abc import AsyncIterator, Collection
 
 import orjson
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
 from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker, Standing
 from server.challenges import Challenge
@@ -47,7 +48,16 @@ from server.cluster.challenges import RemoteChallenges
 from server.cluster.claims import Claims
 from server.cluster.following import Following
 from server.cluster.inbox import Handler, Inbox
-from server.cluster.keys import FINISHED, LOBBY, NODES, inbox, node_key, sim_key
+from server.cluster.keys import (
+    FINISHED,
+    LOBBY,
+    NODES,
+    TYPES,
+    inbox,
+    kind_of,
+    node_key,
+    owned_key,
+)
 from server.cluster.link import Command, Link
 from server.cluster.listing import Listing
 from server.cluster.relays import Relays, Watching
@@ -213,6 +223,13 @@ class ClusterNode:
         else:
             self.following.announced(data)
 
+    def refused(self, key: str, error: ResponseError) -> None:
+        """A key of another type the link's write met is repaired (deleted); this node's own
+        list of its keys then written again whole, as after a lost link."""
+        repaired = kind_of(key) in TYPES and self.repairs.wrong_type(key, error)
+        if repaired and key == owned_key(self.id):
+            self.listing.relinked()
+
     def relinked(self) -> None:
         self._refreshed = []  # every entry is written again anyway
         self.listing.relinked()
@@ -337,6 +354,7 @@ class ClusterNode:
         self.watching.lost(pages, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
         self.relays.lost(pages)
         self.seeks.relinked()
+        self.listing.relinked()  # the others deleted its entries: written again
 
     # --- nodes lost ---------------------------------------------------------------------------
     def _lost(self, nodes: set[str], message: str, reason: str, held: Collection[str] = ()) -> None:
@@ -380,7 +398,7 @@ class ClusterNode:
 
     async def _leave_arena(self) -> None:
         """A clean stop: the remote seats of this node's games hear why, and this node's keys
-        go at once rather than when they expire."""
+        go at once rather than when the others find it dead."""
         if self.link.redis is None:
             return
         self.given.close_all(
@@ -390,7 +408,7 @@ class ClusterNode:
         change = {"node": self.id, "set": [], "del": own}
         await self.link.leave(
             [
-                ("DEL", node_key(self.id), *(sim_key(name) for name in own)),
+                ("DEL", node_key(self.id), owned_key(self.id), *self.listing.keys()),
                 ("SREM", NODES, self.id),
                 ("PUBLISH", LOBBY, orjson.dumps(change)),
             ]
