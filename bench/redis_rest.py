@@ -1,6 +1,7 @@
 """What arena nodes ask of their Redis at rest: commands per second, per node, as the arena grows.
 
     python bench/redis_rest.py [--nodes 3 6 10] [--games 0 100 1000] [--seconds 10] [--warmup 3]
+                               [--light 0]
 
 For each number of nodes and of games: one ``redis-server`` on loopback and that many ``tavern
 serve`` nodes on it (real processes, records in a scratch SQLite file each); ``--games``
@@ -8,6 +9,11 @@ simulations created and waiting for their second player, spread over the nodes (
 creator's connection and one bot seated, both kept open). Nothing else happens: no turn is
 played, no bot seeks, no page watches. After ``--warmup`` seconds, Redis's own count of the
 commands it ran (``INFO commandstats``) is read twice, ``--seconds`` apart.
+
+With ``--light N``, N light nodes more, in this process: each an arena of its own with no game
+and a real ``ClusterNode`` on it (the control plane a ``tavern serve`` node runs: heartbeat,
+directory, lobby, seeks when seeking), to reach fifty nodes on a machine that holds only a few
+real ones. They count among the nodes; their CPU is this process's.
 
 Printed for each figure: Redis's commands per second in all and per node, the commands that
 make most of them, Redis's CPU per second (``INFO cpu``) and the nodes' (``/proc``): the work
@@ -31,6 +37,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import CLOCK_TICKS, ServerProcess, tavern_serve
+from server.arena import Arena
+from server.cluster.node import ClusterNode
+from server.config import config_from_mapping
 from tests.services import RedisServer, redis_server
 
 START_S = 60.0  # how long one node, or one bot, may take to start
@@ -39,11 +48,13 @@ START_S = 60.0  # how long one node, or one bot, may take to start
 @dataclass
 class Figure:
     nodes: int
+    light: int
     games: int
     seconds: float
     commands: dict[str, int]  # each command's calls over ``seconds``
     redis_cpu_s: float
     nodes_cpu_s: float
+    light_cpu_s: float
 
     def per_second(self) -> float:
         return sum(self.commands.values()) / self.seconds
@@ -110,6 +121,21 @@ async def arena_nodes(
         yield nodes
 
 
+@contextlib.asynccontextmanager
+async def light_nodes(redis: RedisServer, count: int) -> AsyncIterator[None]:
+    """``count`` light nodes in this process (see the module's docstring), each linked and in
+    the arena when the block starts."""
+    config = config_from_mapping({"redis": redis.url})
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(count):
+            arena = Arena(config)
+            node = ClusterNode(arena, config)
+            arena.elsewhere = node
+            await stack.enter_async_context(arena.running())
+            await stack.enter_async_context(node.running({"http": "127.0.0.1:1"}))
+        yield
+
+
 class Line:
     """One bot's connection: JSON lines each way."""
 
@@ -148,18 +174,25 @@ async def waiting_games(nodes: list[ServerProcess], games: int) -> list[Line]:
     return lines
 
 
-async def measure(nodes_count: int, games: int, seconds: float, warmup: float) -> Figure:
+async def measure(
+    nodes_count: int, light: int, games: int, seconds: float, warmup: float
+) -> Figure:
     with tempfile.TemporaryDirectory(prefix="tavern-rest-") as scratch, redis_server() as redis:
-        async with arena_nodes(redis, nodes_count, Path(scratch)) as nodes:
+        async with (
+            arena_nodes(redis, nodes_count, Path(scratch)) as nodes,
+            light_nodes(redis, light),
+        ):
             lines = await waiting_games(nodes, games)
             try:
                 await asyncio.sleep(warmup)
                 before, redis_before = await command_calls(redis), await redis_cpu(redis)
                 nodes_before = sum(process_cpu(node.process.pid) for node in nodes)
+                light_before = time.process_time()
                 started = time.monotonic()
                 await asyncio.sleep(seconds)
                 after, redis_after = await command_calls(redis), await redis_cpu(redis)
                 nodes_after = sum(process_cpu(node.process.pid) for node in nodes)
+                light_cpu = time.process_time() - light_before
                 took = time.monotonic() - started
             finally:
                 for line in lines:
@@ -168,21 +201,26 @@ async def measure(nodes_count: int, games: int, seconds: float, warmup: float) -
     commands = {name: calls for name, calls in commands.items() if calls and name != "info"}
     return Figure(
         nodes_count,
+        light,
         games,
         took,
         commands,
         redis_after - redis_before,
         nodes_after - nodes_before,
+        light_cpu,
     )
 
 
 def report(figure: Figure) -> Iterator[str]:
     per_second = figure.per_second()
+    nodes = figure.nodes + figure.light
+    light = f" ({figure.light} light)" if figure.light else ""
+    light_cpu = f", the light ones' {figure.light_cpu_s / figure.seconds:.3f} s/s" * bool(light)
     yield (
-        f"{figure.nodes} nodes, {figure.games} waiting games: "
-        f"{per_second:,.0f} Redis commands/s ({per_second / figure.nodes:,.0f} a node); "
+        f"{nodes} nodes{light}, {figure.games} waiting games: "
+        f"{per_second:,.0f} Redis commands/s ({per_second / nodes:,.1f} a node); "
         f"Redis CPU {figure.redis_cpu_s / figure.seconds:.3f} s/s, the nodes' "
-        f"{figure.nodes_cpu_s / figure.seconds:.3f} s/s"
+        f"{figure.nodes_cpu_s / figure.seconds:.3f} s/s{light_cpu}"
     )
     ranked = sorted(figure.commands.items(), key=lambda item: -item[1])
     yield "   " + ", ".join(f"{name} {calls / figure.seconds:,.0f}/s" for name, calls in ranked[:8])
@@ -191,7 +229,7 @@ def report(figure: Figure) -> Iterator[str]:
 async def main(args: argparse.Namespace) -> None:
     for nodes in args.nodes:
         for games in args.games:
-            figure = await measure(nodes, games, args.seconds, args.warmup)
+            figure = await measure(nodes, args.light, games, args.seconds, args.warmup)
             for line in report(figure):
                 print(line, flush=True)
 
@@ -202,4 +240,5 @@ if __name__ == "__main__":
     parser.add_argument("--games", type=int, nargs="+", default=[0, 100, 1000])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--light", type=int, default=0, help="light nodes more, in this process")
     asyncio.run(main(parser.parse_args()))

@@ -248,10 +248,8 @@ class Arena:
         # the command that opens the records says so here.
         self.records_full: Callable[[], bool] = lambda: False
         # Ends every new game's id: a node's own tag where several nodes share one database
-        # (``Records.id_tag``), so that no two of them give a game the same id; then its name
-        # behind the load balancer, if it has one (``nodeName``), which routes a join by id.
+        # (``Records.id_tag``), so that no two of them give a game the same id.
         self.id_tag = ""
-        self._name_tag = f"-{config.node_name}" if config.node_name else ""
         self.roster = Roster(
             self.clock,
             registration_open=config.registration == "open",
@@ -489,9 +487,9 @@ class Arena:
                 taker.paired(match, seat)
 
     def new_id(self) -> str:
-        """An id no match here has (ids are random: other nodes' collide with it only by a
-        chance of one in billions)."""
-        while (match_id := random_id() + self.id_tag + self._name_tag) in self.matches:
+        """An id no match here has, ending with the node's name (``nodeName``) if it has one."""
+        tag = self.id_tag + (f"-{self.config.node_name}" if self.config.node_name else "")
+        while (match_id := random_id() + tag) in self.matches:
             pass
         return match_id
 

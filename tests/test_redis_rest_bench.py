@@ -21,7 +21,7 @@ def test_the_rest_bench_counts_what_idle_nodes_ask_of_redis() -> None:
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-3000:]
     figures = re.findall(
-        r"^2 nodes, (\d+) waiting games: ([\d,]+) Redis commands/s \(([\d,]+) a node\)",
+        r"^2 nodes, (\d+) waiting games: ([\d,]+) Redis commands/s \(([\d,.]+) a node\)",
         ran.stdout,
         re.MULTILINE,
     )

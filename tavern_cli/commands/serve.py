@@ -9,6 +9,7 @@ import math
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from server.arena import Arena
 from server.cluster import RedisRefused
@@ -22,6 +23,9 @@ from tavern_cli.flags import Parser, Subcommands, setting_flag
 from visor import app as visor
 from visor.health import Health
 from visor.metrics import Metrics
+
+if TYPE_CHECKING:  # only an arena on Redis imports the client (see serve)
+    from server.cluster.node import ClusterNode
 
 
 def add(commands: Subcommands) -> Parser:
@@ -110,38 +114,7 @@ async def serve(config: ArenaConfig) -> None:
 
         node = ClusterNode(arena, config)
         arena.elsewhere = node
-        metrics.measure(
-            "tavern_redis_round_trip_seconds",
-            "The last heartbeat's round trip to Redis (NaN while Redis is out of reach)",
-            lambda: math.nan if node is None or node.round_trip_s is None else node.round_trip_s,
-        )
-        metrics.count(
-            "tavern_redis_bad_values",
-            "Values and frames read from Redis that the node could not use (skipped, or a key "
-            "of another type deleted), by the kind of key",
-            "key",
-            lambda: {} if node is None else node.complaints.counts,
-        )
-        metrics.count(
-            "tavern_redis_errors",
-            "Errors Redis answered to the node's commands (the frames it sent other nodes, its "
-            "entries), by command: each one also logged, at most once a minute per command",
-            "command",
-            lambda: {} if node is None else node.link.refused,
-        )
-
-    def seats() -> dict[str, int]:
-        held = sum(seat is not None for match in arena.matches.values() for seat in match.seats)
-        remote = 0 if node is None else node.remote_seats()
-        return {"local": held - remote, "remote": remote}
-
-    metrics.measure_by(
-        "tavern_seats",
-        "The seats of this node's games, by where their bot or person is connected: here, or "
-        "through another node (through Redis)",
-        "where",
-        seats,
-    )
+    measure_node(metrics, arena, node)
     drain = Drain(arena, (lambda: len(node.asked.handles)) if node is not None else lambda: 0)
     loop.add_signal_handler(signal.SIGUSR1, drain.start)
     async with recording(arena.listeners, config) as records:
@@ -169,6 +142,45 @@ async def serve(config: ArenaConfig) -> None:
                     print(f"tavern: arena {node.arena_name()}, node {node.id}", flush=True)
                     await until_stopped(stop, drain, config)
             print("tavern: shutting down", flush=True)
+
+
+def measure_node(metrics: Metrics, arena: Arena, node: ClusterNode | None) -> None:
+    """The node's figures on /metrics: the seats of its games by where they are held, and on
+    Redis, its link's."""
+
+    def seats() -> dict[str, int]:
+        held = sum(seat is not None for match in arena.matches.values() for seat in match.seats)
+        remote = 0 if node is None else node.remote_seats()
+        return {"local": held - remote, "remote": remote}
+
+    metrics.measure_by(
+        "tavern_seats",
+        "The seats of this node's games, by where their bot or person is connected: here, or "
+        "through another node (through Redis)",
+        "where",
+        seats,
+    )
+    if node is None:
+        return
+    metrics.measure(
+        "tavern_redis_round_trip_seconds",
+        "The last heartbeat's round trip to Redis (NaN while Redis is out of reach)",
+        lambda: math.nan if node.round_trip_s is None else node.round_trip_s,
+    )
+    metrics.count(
+        "tavern_redis_bad_values",
+        "Values and frames read from Redis that the node could not use (skipped, or a key "
+        "of another type deleted), by the kind of key",
+        "key",
+        lambda: node.complaints.counts,
+    )
+    metrics.count(
+        "tavern_redis_errors",
+        "Errors Redis answered to the node's commands (the frames it sent other nodes, its "
+        "entries), by command: each one also logged, at most once a minute per command",
+        "command",
+        lambda: node.link.refused,
+    )
 
 
 async def until_stopped(stop: asyncio.Event, drain: Drain, config: ArenaConfig) -> None:
