@@ -1,7 +1,7 @@
 """What arena nodes ask of their Redis at rest: commands per second, per node, as the arena grows.
 
     python bench/redis_rest.py [--nodes 3 6 10] [--games 0 100 1000] [--seconds 10] [--warmup 3]
-                               [--light 0]
+                               [--light 0 47]
 
 For each number of nodes and of games: one ``redis-server`` on loopback and that many ``tavern
 serve`` nodes on it (real processes, records in a scratch SQLite file each); ``--games``
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import sys
 import tempfile
 import time
@@ -227,9 +228,9 @@ def report(figure: Figure) -> Iterator[str]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    for nodes in args.nodes:
+    for nodes, light in itertools.product(args.nodes, args.light):
         for games in args.games:
-            figure = await measure(nodes, args.light, games, args.seconds, args.warmup)
+            figure = await measure(nodes, light, games, args.seconds, args.warmup)
             for line in report(figure):
                 print(line, flush=True)
 
@@ -240,5 +241,7 @@ if __name__ == "__main__":
     parser.add_argument("--games", type=int, nargs="+", default=[0, 100, 1000])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=3.0)
-    parser.add_argument("--light", type=int, default=0, help="light nodes more, in this process")
+    parser.add_argument(
+        "--light", type=int, nargs="+", default=[0], help="light nodes more, in this process"
+    )
     asyncio.run(main(parser.parse_args()))
