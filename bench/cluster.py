@@ -44,6 +44,7 @@ from bench.common import (
     ROOT,
     ServerProcess,
     describe_ms,
+    known_settings,
     percentile,
     tavern_serve,
     use_loop,
@@ -104,7 +105,7 @@ async def arena_nodes(
                 if redis is not None:
                     config["redis"] = redis.url
                 path = Path(scratch) / f"node-{index}.json"
-                path.write_bytes(orjson.dumps(config))
+                path.write_bytes(orjson.dumps(known_settings(root, config)))
                 node = tavern_serve(path, "--loop", loop, node=redis is not None, root=root)
                 servers.append(await stack.enter_async_context(node))
             yield servers
