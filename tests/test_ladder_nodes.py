@@ -390,3 +390,44 @@ async def test_a_flood_of_challenges_across_nodes_never_reaches_its_target(
 
 def fields(name: str, keys: dict[str, str]) -> dict[str, str]:
     return {"bot": name, "key": keys[name]}
+
+
+async def test_one_node_at_a_time_reads_and_pairs_a_game_s_seek_pool(
+    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Seekers of one game wait on both nodes (two seeks of one bot, which never meet): only the
+    node holding the game's pairing lease reads the pool, four times a second, not both; a
+    seeker on the other node is paired by it all the same."""
+    url = postgres.create_database("pairing_lease")
+    keys = {name: added(url, name) for name in BOTS}
+    async with (
+        nodes(redis, tmp_path, count=2, database=url) as (a, b),
+        Redis.from_url(redis.url) as store,
+    ):
+        waiting = [await RawClient.connect(node.tcp_port) for node in (a, b)]
+        for client in waiting:
+            await client.send(seek("Grimli", keys["Grimli"]))
+        pool, lease = redis_keys.seeks_key("thud"), redis_keys.pairing_key("thud")
+        await eventually(lambda: _equals(store.zcard(pool), 2))
+        holder = (await eventually(lambda: store.get(lease))).decode()
+        assert holder in (a.node_id, b.node_id)
+
+        async def pool_reads() -> int:
+            return int((await store.info("commandstats"))["cmdstat_zrange"]["calls"])
+
+        before, started = await pool_reads(), time.monotonic()
+        await asyncio.sleep(2.0)
+        reads, took = await pool_reads() - before, time.monotonic() - started
+        assert reads <= took / 0.25 + 2, (reads, took)  # one node's passes; two would be twice
+        assert await store.get(lease) == holder.encode()
+        # Ugluk seeks through the node that does not pair: the pairing node pairs it.
+        other = b if holder == a.node_id else a
+        ugluk = await RawClient.connect(other.tcp_port)
+        await ugluk.send(seek("Ugluk", keys["Ugluk"]))
+        assert (await ugluk.expect("game-info"))["game"] == "thud"
+        for client in (*waiting, ugluk):
+            await client.close()
+
+
+async def _equals(check: Any, expected: object) -> bool:
+    return bool(await check == expected)

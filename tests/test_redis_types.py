@@ -168,6 +168,7 @@ async def test_every_kind_of_key_holding_another_type_costs_only_itself(
             keys.claim_key("tavern"),
             keys.seeks_key("thud"),
             keys.paired_key("thud"),
+            keys.pairing_key("thud"),
             keys.bot_key("ugluk"),
             keys.held_key("grimli"),
             keys.last_key("grimli"),

@@ -28,6 +28,8 @@ node (listed in ``tavern:owned:{id}``) and is deleted by the first node that fin
   scored by rating; a seek is removed when it is paired (two at once, atomically) or withdrawn,
   and by any node that finds its node gone. A node puts back those of its seeks it does not
   find there (the pool was reset, or Redis lost it), unless they were paired.
+* ``tavern:pairing:{game}``: the node that pairs the game's seek pool now (a lease, renewed at
+  each of its passes, expiring a second after its last).
 * ``tavern:paired:{game}``: the seeks paired in the last minutes (a sorted set scored by the
   time), written by the script that pairs them, so that a seek whose pairing is on its way to
   its node is not put back in the pool.
@@ -73,6 +75,7 @@ TYPES = {
     "claim": "string",
     "seeks": "zset",
     "paired": "zset",
+    "pairing": "string",
     "bot": "string",
     "held": "hash",
     "last": "string",
@@ -113,6 +116,10 @@ def claim_key(game: str) -> str:
 
 def seeks_key(game: str) -> str:
     return f"{PREFIX}seeks:{game}"
+
+
+def pairing_key(game: str) -> str:
+    return f"{PREFIX}pairing:{game}"
 
 
 def paired_key(game: str) -> str:

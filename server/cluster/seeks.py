@@ -1,17 +1,19 @@
 """The seek pool of an arena on Redis: a seeker on any node meets one on any other.
 
 Each seek is a member of the game's sorted set ``tavern:seeks:{game}`` (scored by rating): its
-node, its id there, and what the pairing policy needs (``server.ladder``). A node with seekers
-reads its games' sets every ``TICK_S`` and pairs them with the same pure policy as an arena
-alone, a slice at a time (``server.ladder.Pairing``), letting the event loop run between
-slices; a pair is this node's to make when its longer-waiting seeker is here. A slice's pairs
-are claimed by one script, each atomically (both members removed, or neither; noted in
-``tavern:paired:{game}``), so that no seeker is paired twice; the match opens here, this node's
-seeker takes its seat, and the other seeker's node, if another, is told (``wire.PAIRED``) and
-asks for the remaining seat the ordinary way. Members of nodes that are gone are removed by
-whichever node reads them. A pair claimed after its seeker here left (its withdrawal not in
-Redis yet) is not played: the other seeker goes back to the pool as it was, its wait counted
-from its seek.
+node, its id there, and what the pairing policy needs (``server.ladder``). One node at a time
+pairs a game's pool: the node with seekers that holds the game's lease (``tavern:pairing:{game}``,
+taken when free and renewed at each of its passes, so that it passes to another node with
+seekers within ``LEASE_MS`` once this one has none or stops). Every ``TICK_S`` the holder reads
+the set and pairs it with the same pure policy as an arena alone, a slice at a time
+(``server.ladder.Pairing``), letting the event loop run between slices; the other nodes read
+nothing of it. A slice's pairs are claimed by one script, each atomically (both members
+removed, or neither; noted in ``tavern:paired:{game}``), so that no seeker is paired twice; the
+match opens on the pairing node, its own seekers take their seats, and the node of each other
+seeker is told (``wire.PAIRED``) and asks for that seat the ordinary way. Members of nodes
+that are gone are removed by the node that reads them. A pair claimed after its seeker here
+left (its withdrawal not in Redis yet) is not played: the other seeker goes back to the pool
+as it was, its wait counted from its seek.
 
 A node that does not find a seek of its own in the pool (the pool held another type of value
 and was reset, or Redis lost it) puts it back, unless it was paired (noted in
@@ -32,7 +34,7 @@ from server.arena import Arena, SeekTaker
 from server.cancelling import stop_if_cancelled
 from server.cluster import values, wire
 from server.cluster.following import Following
-from server.cluster.keys import node_key, paired_key, seeks_key
+from server.cluster.keys import node_key, paired_key, pairing_key, seeks_key
 from server.cluster.link import Command, Link
 from server.cluster.repairs import Repairs
 from server.ladder import TICK_S, Pairing, Seeker
@@ -68,6 +70,15 @@ SEEK_AGAIN = """for index = 1, #ARGV, 2 do
   end
 end
 return 0"""
+# The game's pairing lease (KEYS[1]) taken by ARGV[1] if free (or already its), for ARGV[2] ms;
+# answers 1 if it is ARGV[1]'s. A value of another type is deleted first.
+LEASE = """local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'string' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1"""
+LEASE_MS = 4 * int(TICK_S * 1000)  # a pairing node that stops is replaced within this
 READ_SLICE = 512  # members read (parsed) between two yields to the event loop
 PAIRED_KEPT_S = 120.0  # how long a pairing is noted, at least
 
@@ -150,7 +161,10 @@ class SharedSeeks:
                     continue
                 try:
                     for game in {seeker.game for _, seeker, _ in self.local.values()}:
-                        await self._pair(redis, game)
+                        if await redis.eval(
+                            LEASE, 1, pairing_key(game), self.link.node_id, LEASE_MS
+                        ):
+                            await self._pair(redis, game)
                 except (RedisError, OSError):
                     pass  # the link says so and links again; the next tick tries again
                 stop_if_cancelled()  # the node stops, whatever the pass's calls answered
@@ -177,14 +191,9 @@ class SharedSeeks:
         self._seek_again(game, set(read))
         pairing = Pairing(seekers, time.time())
         while not pairing.done:
-            mine = [
-                (first, second)
-                for first, second in pairing.slice()
-                if members[min((first, second), key=lambda s: (s.since, s.id)).id][0]
-                == self.link.node_id  # the older seeker's node pairs them
-            ]
-            if mine:
-                await self._claim(redis, game, mine, members)
+            pairs = pairing.slice()
+            if pairs:
+                await self._claim(redis, game, pairs, members)
             else:
                 await asyncio.sleep(0)  # the next slice in the next loop round
 
