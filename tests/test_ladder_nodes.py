@@ -427,7 +427,3 @@ async def test_one_node_at_a_time_reads_and_pairs_a_game_s_seek_pool(
         assert (await ugluk.expect("game-info"))["game"] == "thud"
         for client in (*waiting, ugluk):
             await client.close()
-
-
-async def _equals(check: Any, expected: object) -> bool:
-    return bool(await check == expected)
