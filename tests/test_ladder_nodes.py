@@ -29,7 +29,7 @@ from server.identity import KEY_BURST, KEY_REFILL_S, new_key
 from server.ladder import Seeker
 from tests.conftest import RawClient
 from tests.services import PostgresServer, RedisServer
-from tests.test_cluster import eventually, nodes
+from tests.test_cluster import eventually, nodes, scrape
 from tests.test_cluster_frames import SENDER, node_and_other
 from tests.test_identity import added, asked
 from tests.test_ladder import answers_to, kinds
@@ -124,16 +124,20 @@ async def test_bots_seeking_through_two_nodes_meet_and_only_finished_games_are_r
         moved = ratings(url)
         assert moved == {"Grimli": (1, 1, 0), "Ugluk": (1, 0, 1)}
         await challenges_across(redis, a, b, keys)
-        # A rated game whose node is killed: never rated.
+        # A rated game whose node is killed (the node that paired it: either): never rated.
         grimli, third = await RawClient.connect(a.tcp_port), await RawClient.connect(b.tcp_port)
         await grimli.send(seek("Grimli", keys["Grimli"]))
         await third.send(seek("Third", keys["Third"]))
         await grimli.expect("game-info")
         await third.expect("game-info")
-        a.process.kill()
-        await a.process.wait()
-        assert await end_of(third) == "Arena node lost"
-        await third.close()
+        async with aiohttp.ClientSession() as session:
+            playing = [n for n in (a, b) if (await scrape(session, n))["tavern_games_playing"]]
+        assert len(playing) == 1, playing
+        survivor = third if playing[0] is a else grimli
+        playing[0].process.kill()
+        await playing[0].process.wait()
+        assert await end_of(survivor) == "Arena node lost"
+        await survivor.close()
     assert ratings(url) == moved
 
 

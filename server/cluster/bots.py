@@ -7,9 +7,10 @@ A guesser switching nodes behind a balancer is paced as on one node: a check rea
 address's bucket in Redis (and waits until it holds a token), and a wrong key spends a token of
 it (one script, atomically). A registration takes one of the arena's budget, in one script too,
 whichever node it reaches. Each
-node writes what a bot holds there as its own field of the bot's hash, and renews it with its
-heartbeat; a reader counts the fields of the living nodes only, so what a node that dies held
-stops counting as soon as the others see it gone. While Redis is away, each node paces and
+node writes what a bot holds there as its own field of the bot's hash as it changes (and lists
+the hash in its ``tavern:owned:{id}``, so that the node that finds it dead removes its field);
+a reader counts the fields of the living nodes only, so what a node that dies held stops
+counting as soon as the others see it gone. While Redis is away, each node paces and
 counts by what it knows.
 """
 
@@ -23,7 +24,7 @@ from redis.exceptions import RedisError
 from server.arena import Arena, Standing
 from server.cluster import values
 from server.cluster.following import Following
-from server.cluster.keys import REGISTRATIONS, bot_key, held_key, last_key, paced_key
+from server.cluster.keys import REGISTRATIONS, bot_key, held_key, last_key, owned_key, paced_key
 from server.cluster.link import Command, Link
 from server.cluster.repairs import Repairs
 from server.identity import KEY_BURST, KEY_REFILL_S, AddressPacer, RegistrationBudget
@@ -65,6 +66,7 @@ class SharedBots:
         self.burst, self.refill_s = KEY_BURST, KEY_REFILL_S
         self._held: dict[str, int] = {}  # casefolded name -> what it holds here (not 0)
         self._cleared: set[str] = set()  # those that hold nothing here now, cleared again once
+        # the link is made again (their clearing may not have reached Redis)
         self._writes: list[Command] = []
 
     # --- pacing (server.identity.Pacer) -------------------------------------------------------
@@ -116,13 +118,16 @@ class SharedBots:
     def held(self, bot: str, games: int) -> None:
         """``server.arena.Elsewhere.held``."""
         name = bot.casefold()
+        owned = owned_key(self.link.node_id)
         if games:
             self._held[name] = games
+            self._cleared.discard(name)
+            self._write(("SADD", owned, held_key(name)))
             self._write(("HSET", held_key(name), self.link.node_id, games))
-            self._write(("PEXPIRE", held_key(name), self.link.ttl_ms))
         elif self._held.pop(name, None) is not None:
-            self._cleared.add(name)  # again at the heartbeat, in case Redis was away now
+            self._cleared.add(name)
             self._write(("HDEL", held_key(name), self.link.node_id))
+            self._write(("SREM", owned, held_key(name)))
 
     def paired(self, first: str, second: str) -> None:
         """``server.arena.Elsewhere.paired``: the last game of the registered ones."""
@@ -185,18 +190,16 @@ class SharedBots:
         return found
 
     # --- writing ------------------------------------------------------------------------------
-    def refresh(self) -> list[Command]:
-        """At each heartbeat: what the bots hold here, again (Redis may have lost it, or
-        missed its clearing)."""
-        node = self.link.node_id
-        commands: list[Command] = [("HDEL", held_key(name), node) for name in self._cleared]
+    def relinked(self) -> None:
+        """What the bots hold here, written again whole (Redis may have lost it, or missed a
+        clearing while it was away)."""
+        node, owned = self.link.node_id, owned_key(self.link.node_id)
+        for name in self._cleared:
+            self._write(("HDEL", held_key(name), node))
         self._cleared = set()
         for name, games in self._held.items():
-            commands += (
-                ("HSET", held_key(name), self.link.node_id, games),
-                ("PEXPIRE", held_key(name), self.link.ttl_ms),
-            )
-        return commands
+            self._write(("SADD", owned, held_key(name)))
+            self._write(("HSET", held_key(name), node, games))
 
     def writes(self) -> list[Command]:
         writes, self._writes = self._writes, []

@@ -1,10 +1,12 @@
 """Challenges across nodes: a bot challenged on the node where it is present.
 
-A node where a registered bot is present keeps ``tavern:bot:{name}`` (its node id) alive with its
-heartbeat; a challenge for a bot not present here goes, as a ``wire.CHALLENGE`` frame, to the
-node that key names, whose ``server.challenges`` board offers it to the bot; the answer comes
-back as a ``wire.ANSWERED`` frame (the match's id, or why not), and the challenger's session
-asks for its seat the ordinary way. A challenge the other node never answers expires here too.
+A node where a registered bot is present writes ``tavern:bot:{name}`` (its node id) when the
+bot comes, lists it in its ``tavern:owned:{id}``, and deletes it when the bot goes (if it is
+still its own: the bot may be present on another node by then); a challenge for a bot not
+present here goes, as a ``wire.CHALLENGE`` frame, to the node that key names if it is alive,
+whose ``server.challenges`` board offers it to the bot; the answer comes back as a
+``wire.ANSWERED`` frame (the match's id, or why not), and the challenger's session asks for
+its seat the ordinary way. A challenge the other node never answers expires here too.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ from redis.exceptions import RedisError
 from server.arena import Arena
 from server.challenges import Challenge
 from server.cluster import values, wire
-from server.cluster.keys import bot_key
+from server.cluster.following import Following
+from server.cluster.keys import bot_key, owned_key
 from server.cluster.link import Command, Link
+
+# A bot's presence (KEYS[1]) deleted if it is still this node's (ARGV[1]).
+DELETE_IF_MINE = """if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0"""
 
 NOT_CONNECTED = "{} is not connected"
 
@@ -26,9 +33,10 @@ NOT_CONNECTED = "{} is not connected"
 class RemoteChallenges:
     """This node's challenges that cross nodes, both ways, and its bots' presence in Redis."""
 
-    def __init__(self, link: Link, arena: Arena) -> None:
+    def __init__(self, link: Link, arena: Arena, following: Following) -> None:
         self.link = link
         self.arena = arena
+        self.following = following
         self.sent: dict[str, Challenge] = {}  # this node's challengers', awaiting an answer
         self._present: set[str] = set()  # casefolded names written to Redis
         self._writes: list[Command] = []
@@ -38,15 +46,33 @@ class RemoteChallenges:
         name = bot.casefold()
         if name not in self._present:
             self._present.add(name)
-            self._writes.append(("SET", bot_key(name), self.link.node_id, "PX", self.link.ttl_ms))
+            self._writes += self._presence(name)
             self.link.flush_soon()
 
-    def refresh(self) -> list[Command]:
-        """At each heartbeat: the bots still present here stay found here."""
-        self._present = {name for name in self._present if self.arena.challenges.find(name)}
+    def _presence(self, name: str) -> list[Command]:
         return [
-            ("SET", bot_key(n), self.link.node_id, "PX", self.link.ttl_ms) for n in self._present
+            ("SADD", owned_key(self.link.node_id), bot_key(name)),
+            ("SET", bot_key(name), self.link.node_id),
         ]
+
+    def refresh(self) -> list[Command]:
+        """At each heartbeat: the bots no longer present here are no longer found here (their
+        keys deleted, if still this node's); the others are not written again."""
+        gone = {name for name in self._present if not self.arena.challenges.find(name)}
+        self._present -= gone
+        owned, node = owned_key(self.link.node_id), self.link.node_id
+        commands: list[Command] = []
+        for name in gone:
+            commands += (
+                ("EVAL", DELETE_IF_MINE, 1, bot_key(name), node),
+                ("SREM", owned, bot_key(name)),
+            )
+        return commands
+
+    def relinked(self) -> None:
+        """Every bot present here is written again (Redis may have lost them)."""
+        for name in self._present:
+            self._writes += self._presence(name)
 
     def writes(self) -> list[Command]:
         writes, self._writes = self._writes, []
@@ -69,7 +95,7 @@ class RemoteChallenges:
                 node = None if raw is None else values.node_id(raw)
             except (RedisError, OSError, values.BadValue):
                 node = None
-        if node is None or node == self.link.node_id:
+        if node is None or node == self.link.node_id or node not in self.following.alive:
             challenge.answer(None, NOT_CONNECTED.format(challenge.opponent))
             return
         self.sent[challenge.id] = challenge

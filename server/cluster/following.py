@@ -37,11 +37,19 @@ log = logging.getLogger(__name__)
 LOOK_UP_FIRST_PAUSE_S = 0.005
 LOOK_UP_WAIT_S = 1.0
 READ_BATCH = 1000  # keys read at once (MGET) of a node's entries
-# A dead node's keys (those listed in KEYS[1], its ``tavern:owned:{id}``) deleted, and the list:
+# A dead node's keys (those listed in KEYS[1], its ``tavern:owned:{id}``: its entries and names,
+# its field of a bot's holdings, a bot's presence while still its own) deleted, and the list:
 # at once, so that nothing its node adds meanwhile goes unlisted. Answers how many there were.
-DELETE_OWNED = """local keys = redis.call('SMEMBERS', KEYS[1])
-for start = 1, #keys, 1000 do
-  redis.call('DEL', unpack(keys, start, math.min(start + 999, #keys)))
+DELETE_OWNED = """local node, held, bot = ARGV[1], 'tavern:held:', 'tavern:bot:'
+local keys = redis.call('SMEMBERS', KEYS[1])
+for _, key in ipairs(keys) do
+  if string.sub(key, 1, #held) == held then
+    redis.pcall('HDEL', key, node)
+  elseif string.sub(key, 1, #bot) == bot then
+    if redis.pcall('GET', key) == node then redis.call('DEL', key) end
+  else
+    redis.call('DEL', key)
+  end
 end
 redis.call('DEL', KEYS[1])
 return #keys"""
@@ -92,7 +100,7 @@ class Following:
         """A dead node's entries and names go (its list of them is of another type: deleted)."""
         key = owned_key(node)
         try:
-            deleted = await redis.eval(DELETE_OWNED, 1, key)
+            deleted = await redis.eval(DELETE_OWNED, 1, key, node)
         except ResponseError as error:
             self.repairs.check(key, error)
             return

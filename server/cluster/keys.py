@@ -34,11 +34,13 @@ node (listed in ``tavern:owned:{id}``) and is deleted by the first node that fin
   time), written by the script that pairs them, so that a seek whose pairing is on its way to
   its node is not put back in the pool.
 * ``tavern:bot:{name}``: the node where a registered bot (its name casefolded) is present, to
-  be challenged (``server.cluster.challenges``), refreshed by that node's heartbeat.
+  be challenged (``server.cluster.challenges``): written when it comes, deleted when it goes
+  (if still that node's), listed in that node's ``tavern:owned``.
 * ``tavern:held:{name}``: what a registered bot (its name casefolded) holds on each node, its
   games not finished and its seeks waiting, by node id (``server.cluster.bots``), for
-  ``maxGamesPerBot``; each node writes its own field as it changes and renews the expiry with
-  its heartbeat; a dead node's field is not counted (nor kept past the key's expiry).
+  ``maxGamesPerBot``; each node writes its own field as it changes and lists the hash in its
+  ``tavern:owned``; a dead node's field is not counted, and is removed by the node that finds
+  it dead.
 * ``tavern:last:{name}``: a registered bot's last ladder game (its opponent, and whether it had
   the first seat), for the pool's rematch avoidance and side alternation; kept a day.
 * ``tavern:paced:{address}``: the wrong-key pacing of an address (``server.identity``), as the
@@ -51,7 +53,8 @@ node (listed in ``tavern:owned:{id}``) and is deleted by the first node that fin
 
 Anyone who reaches the Redis may write any of these keys with another type of value than the
 nodes keep there (``TYPES``): a node that meets one deletes it (``server.cluster.repairs``), and
-what the nodes keep there is written again by its owner within a heartbeat.
+what the nodes keep there is written again by its owner (at its next change, or whole when its
+``tavern:owned`` was the key).
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ TYPES = {
     "paced": "string",
     "registrations": "string",
 }
+
+
+OWNED_KINDS = frozenset({"owned", "sim", "alias", "held", "bot"})
+"""The kinds of keys (or of fields, ``held``) a node lists in its ``tavern:owned``."""
 
 
 def kind_of(key: str) -> str:

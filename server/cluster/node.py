@@ -52,6 +52,7 @@ from server.cluster.keys import (
     FINISHED,
     LOBBY,
     NODES,
+    OWNED_KINDS,
     TYPES,
     inbox,
     kind_of,
@@ -91,7 +92,7 @@ class ClusterNode:
         self.link = Link(
             self, self.id, config.redis, config.node_heartbeat_ms / 1000, config.node_ttl_ms
         )
-        self.repairs = Repairs(self.link, complaints)
+        self.repairs = Repairs(self.link, complaints, self._deleted)
         self.listing = Listing(self.link)
         self.claims = Claims(self.link, self.repairs)
         self.following = Following(self.link, self.repairs)
@@ -106,7 +107,7 @@ class ClusterNode:
         # A pairing is noted longer than its frame may wait for its node's link to come back.
         paired_kept_s = max(PAIRED_KEPT_S, 2 * self.grace_s)
         self.seeks = SharedSeeks(self.link, arena, self.following, self.repairs, paired_kept_s)
-        self.challenges = RemoteChallenges(self.link, arena)
+        self.challenges = RemoteChallenges(self.link, arena, self.following)
         self.bots = SharedBots(self.link, arena, self.following, self.repairs)
         self.requests = Requests(self.link)
         arena.roster.pacer = arena.roster.budget = self.bots
@@ -224,25 +225,36 @@ class ClusterNode:
             self.following.announced(data)
 
     def refused(self, key: str, error: ResponseError) -> None:
-        """A key of another type the link's write met is repaired (deleted); this node's own
-        list of its keys then written again whole, as after a lost link."""
-        repaired = kind_of(key) in TYPES and self.repairs.wrong_type(key, error)
-        if repaired and key == owned_key(self.id):
-            self.listing.relinked()
+        """A key of another type the link's write met is repaired (deleted)."""
+        if kind_of(key) in TYPES:
+            self.repairs.wrong_type(key, error)
+
+    def _deleted(self, key: str) -> None:
+        """A key of another type is to be deleted: if it is of the kinds a node lists as its
+        own (its entries, names, bots' holdings and presence, the list), this node's are
+        written again whole after the deletion, as after a lost link."""
+        if kind_of(key) in OWNED_KINDS:
+            self._owned_again()
+
+    def _owned_again(self) -> None:
+        """What this node lists as its own (``tavern:owned``) is due in Redis again."""
+        self.listing.relinked()
+        self.bots.relinked()
+        self.challenges.relinked()
 
     def relinked(self) -> None:
         self._refreshed = []  # every entry is written again anyway
-        self.listing.relinked()
+        self._owned_again()
         self.seeks.relinked()
         self._registered = False
 
     async def beat(self, redis: Redis) -> None:
-        """Say this node is alive, refresh its entries (with their latest turn), and find the
-        nodes that are not. Each reply is read on its own: a key that holds another type of
-        value costs only itself (``server.cluster.repairs``)."""
+        """Say this node is alive (its one key), write what changed since the last beat (the
+        games' turns, the bots gone), and find the nodes that are not. Each reply is read on
+        its own: a key that holds another type of value costs only itself
+        (``server.cluster.repairs``)."""
         started = time.perf_counter()
-        # The entries (SET, which no other type of value fails, and PUBLISH) go with the link's
-        # next write, which waits for no reply; what may fail is read in the pipeline's replies.
+        # What changed goes with the link's next write, whose replies the link reads.
         self._refreshed = [*self.listing.refresh(), *self.challenges.refresh()]
         self.link.flush_soon()
         pipe = redis.pipeline(transaction=False)
@@ -250,14 +262,11 @@ class ClusterNode:
         pipe.set(node_key(self.id), orjson.dumps(self.addresses), px=self.link.ttl_ms)
         pipe.sadd(NODES, self.id)
         pipe.pexpire(FINISHED, self.link.ttl_ms)  # kept while any node of the arena lives
-        refreshed = self.bots.refresh()
-        for command in refreshed:
-            pipe.execute_command(*command)
         pipe.smembers(NODES)
         results = await pipe.execute(raise_on_error=False)
         self.round_trip_s = time.perf_counter() - started
         exists, *replies = results
-        keys = [node_key(self.id), NODES, FINISHED, *(str(c[1]) for c in refreshed), NODES]
+        keys = [node_key(self.id), NODES, FINISHED, NODES]
         for key, result in zip(keys, replies, strict=True):
             self.repairs.check(key, result)
         if self._registered and exists == 0:
@@ -354,7 +363,7 @@ class ClusterNode:
         self.watching.lost(pages, BotError.ARENA_LINK_LOST, LINK_LOST_REASON)
         self.relays.lost(pages)
         self.seeks.relinked()
-        self.listing.relinked()  # the others deleted its entries: written again
+        self._owned_again()  # the others deleted what it listed: written again
 
     # --- nodes lost ---------------------------------------------------------------------------
     def _lost(self, nodes: set[str], message: str, reason: str, held: Collection[str] = ()) -> None:

@@ -5,11 +5,14 @@ with ``WRONGTYPE``. A node reads each reply on its own (a pipeline's too), so th
 costs only its own entry: the node says so (``values.Complaints``: logged at most once a minute
 per key, and counted for /metrics), and deletes the key in the link's next write if it still
 holds another type (one script, atomically: a key another node has written again meanwhile is
-kept). What the nodes keep there is written again by its owner within a heartbeat
-(``server.cluster.keys``), the seek pool by the nodes whose seeks it held.
+kept). What the nodes keep there is written again by its owner (``server.cluster.keys``): at
+once, after the deletion, for what a node lists as its own; the seek pool by the nodes whose
+seeks it held.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from redis.exceptions import ResponseError
 
@@ -34,9 +37,15 @@ def is_wrong_type(reply: object) -> bool:
 class Repairs:
     """The keys of another type this node met, deleted in the link's next write."""
 
-    def __init__(self, link: Link, complaints: values.Complaints) -> None:
+    def __init__(
+        self,
+        link: Link,
+        complaints: values.Complaints,
+        deleted: Callable[[str], None] = lambda key: None,
+    ) -> None:
         self.link = link
         self.complaints = complaints
+        self.deleted = deleted  # told of each key to be deleted: its owner may write it again
         self._due: dict[str, str] = {}  # key -> the type it should hold
 
     def wrong_type(self, key: str, reply: object) -> bool:
@@ -53,6 +62,7 @@ class Repairs:
         self.complaints(key, f"another type of value than a {kind}, deleted")
         if key not in self._due:
             self._due[key] = kind
+            self.deleted(key)  # written again after the deletion, in the same write
             self.link.flush_soon()
 
     def check(self, key: str, reply: object) -> None:
