@@ -258,6 +258,9 @@ async def connected(
         if answer["type"] != expected:
             if answer.get("message") == "Server draining":
                 figures.turned_away += 1
+                # As a bot would, a moment before asking again: the balancer takes the
+                # draining node out within a check or two, on a busy machine too.
+                await asyncio.sleep(CHECK_INTER_MS / 1000)
             else:
                 figures.refused += 1
             bot.close()
