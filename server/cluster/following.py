@@ -67,6 +67,7 @@ class Following:
         self.other_wire: dict[str, int] = {}  # the living nodes speaking other frames, said once
         self._other_type: dict[str, float] = {}  # nodes whose key holds another type: since when
         self.spectators: Spectators | None = None  # this node's pages, told of changes
+        self._finished_read = False  # the arena's finished games, since the link was made
 
     # --- the heartbeat ------------------------------------------------------------------------
     async def living(self, redis: Redis, members: set[bytes] | None, known: set[str]) -> set[str]:
@@ -76,6 +77,10 @@ class Following:
         ones, and whatever else is there, are removed from it. ``members`` None: the set could
         not be read (it held another type of value, and is deleted)."""
         ids, strangers = (set(), []) if members is None else self._node_ids(members)
+        # Whose keys may go if it is dead: a node listed (it set its key before listing itself)
+        # or alive at the last heartbeat. Not one only ``known``: after a Redis restart, a
+        # node rewrites its keys before its own, and must not lose them to a node that looks.
+        listed = (ids | self.alive) - {self.link.node_id}
         ids |= self.alive | known
         ids.discard(self.link.node_id)
         alive: set[str] = set()
@@ -86,7 +91,7 @@ class Following:
             self._check_wire(dict(zip(ordered, entries, strict=True)))
             alive |= await self._unreadable(redis, sorted(ids - alive))
         dead = ids - alive
-        for node in sorted(dead):
+        for node in sorted(dead & listed):
             await self._delete_owned(redis, node)
         gone: list[str | bytes] = [*dead, *strangers]
         if gone and members is not None:
@@ -163,13 +168,12 @@ class Following:
         dead and were only slow) are read from their lists of keys; the first time (or after
         a lost link), the arena's last finished games too."""
         new = alive - self.alive
-        first = not self.alive
         self.alive = alive
-        if new:
-            for node in sorted(new):
-                await self._load(redis, node)
-        if first and self.spectators is not None:
+        for node in sorted(new):
+            await self._load(redis, node)
+        if not self._finished_read and self.spectators is not None:
             await self._load_finished(redis)
+            self._finished_read = True
         if new and self.spectators is not None:
             self.spectators.lobby_changed()
 
@@ -235,6 +239,7 @@ class Following:
         """Redis is out of reach: no other node is followed."""
         self.directory.clear()
         self.alive.clear()
+        self._finished_read = False
         if self.spectators is not None:
             self.spectators.lobby_changed()
 

@@ -121,7 +121,7 @@ class Listing:
     def refresh(self) -> list[Command]:
         """A heartbeat's: the entries whose turn changed since the last one, written and
         announced together (however many turns each played meanwhile); the others are not
-        written again."""
+        written again, nor the names and the list, which a turn does not change."""
         turned, self._turned = self._turned, {}
         updated = []
         for name, result in turned.items():
@@ -132,7 +132,10 @@ class Listing:
         if not updated:
             return []
         change = {"node": self.link.node_id, "set": updated, "del": []}
-        return [*self._entry_writes(updated), ("PUBLISH", LOBBY, orjson.dumps(change))]
+        writes: list[Command] = [
+            ("SET", sim_key(e["simulationId"]), orjson.dumps(e)) for e in updated
+        ]
+        return [*writes, ("PUBLISH", LOBBY, orjson.dumps(change))]
 
     def _entry_writes(self, entries: list[JsonObject]) -> list[Command]:
         """These entries and their names written, each listed as the node's first (so that a
