@@ -37,6 +37,7 @@ from bench.probes import (
     readiness,
     records_api,
 )
+from server.cluster import keys
 
 if TYPE_CHECKING:
     from bench.hostile import Run
@@ -304,7 +305,7 @@ async def measured_window(run: Run, seconds: float) -> Figures:
 def wrong_type(key: str) -> Act:
     """An act that puts a value of the wrong type in one of the arena's Redis keys
     (``nodes``: ``tavern:nodes`` a list; ``held``: Honest1's ``tavern:held:honest1`` a string;
-    ``seeks``: ``tavern:seeks:thud`` a string) for ``--seconds``, then takes it away (what a
+    ``seeks``: ``tavern:seeks:{thud}`` a string) for ``--seconds``, then takes it away (what a
     node rewrote meanwhile is left), while registered bots seek rated games and every node's
     /readyz is asked."""
 
@@ -353,7 +354,7 @@ async def wrong_value(redis: Redis, which: str) -> AsyncIterator[tuple[str, str]
         await redis.delete(name)
         await redis.set(name, "not a hash")
     else:
-        name, right = "tavern:seeks:thud", "zset"
+        name, right = keys.seeks_key("thud"), "zset"
         await redis.delete(name)
         await redis.set(name, "not a sorted set")
     try:
@@ -543,7 +544,7 @@ ISSUE_30 = (
     ),
     balanced(
         "wrong-type-seeks",
-        "tavern:seeks:thud a string in Redis, registered bots seeking (issue 30, item 10)",
+        "tavern:seeks:{thud} a string in Redis, registered bots seeking (issue 30, item 10)",
         wrong_type("seeks"),
         prepare=register_ladder_bots,
     ),

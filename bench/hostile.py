@@ -806,10 +806,10 @@ async def wrong_types(redis: Redis, arena: Target, seconds: float, figures: Figu
     entry deleted or overwritten is taken for dead, as a node whose entry expired: that is
     what an entry says), and every second for ``seconds`` each live simulation's, the shared
     sets, lists and pools, a bot's and an address's (the issue's list in ``tavern:nodes``, in
-    ``tavern:held:NAME``, a string in ``tavern:seeks:thud``)."""
-    names = {"paced": "127.0.0.1", "claim": "tavern", "seeks": "thud", "paired": "thud"}
+    ``tavern:held:NAME``, a string in ``tavern:seeks:{thud}``)."""
+    names = {"paced": "127.0.0.1", "claim": "tavern"}
     names |= {"bot": "grimli", "held": "grimli", "last": "grimli", "alias": "zzzz"}
-    shared = [keys.NODES, keys.FINISHED]
+    shared = [keys.NODES, keys.FINISHED, keys.seeks_key("thud"), keys.paired_key("thud")]
     shared += [f"{keys.PREFIX}{kind}:{name}" for kind, name in names.items()]
     every = {keys.node_key(server.node_id or "") for server in arena.servers.values()}
     started, written, kinds = time.perf_counter(), 0, set()

@@ -95,7 +95,8 @@ class ArenaConfig:
     # header naming the client (server.proxy_header), whose address the per-address caps count.
     balancers: tuple[str, ...] = ()
     # "redis://HOST:PORT/DB": this process is a node of the arena shared by every node on it,
-    # and tournaments queue their games there for `tavern worker`s.
+    # and tournaments queue their games there for `tavern worker`s. A Redis Cluster is named by
+    # any of its servers, or several, comma-separated (a list in the config file), tried in turn.
     redis: str | None = None
     # The node's name behind the load balancer (its ``server`` in deploy/haproxy.cfg): the ids
     # of the games it creates end with it, so that a join by id reaches it (docs/operations.md).
@@ -183,7 +184,6 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
 _STR_KEYS: dict[str, str] = {
     "host": "host",
     "database": "database",
-    "redis": "redis",
     "nodeName": "node_name",
     "recordsJournal": "records_journal",
 }
@@ -193,7 +193,7 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 KNOWN_KEYS = (
     frozenset(_INT_KEYS)
     | frozenset(_STR_KEYS)
-    | frozenset({"registration", "balancers"})
+    | frozenset({"registration", "balancers", "redis"})
     | frozenset(GAMES)
     | frozenset(key for game in GAMES.values() for key in game.top_level_keys)
 )
@@ -248,10 +248,25 @@ def config_from_mapping(raw: object) -> ArenaConfig:
         values["registration"] = raw["registration"]
     if "balancers" in raw:
         values["balancers"] = read_balancers(raw["balancers"])
+    if "redis" in raw:
+        values["redis"] = read_redis(raw["redis"])
     values["game_settings"] = read_game_settings(raw)
     config = dataclasses.replace(ArenaConfig(), **values)
     check_cluster(config)
     return config
+
+
+def read_redis(value: object) -> str:
+    """The arena's Redis: a URL, or a non-empty list of them (a Redis Cluster's servers),
+    kept comma-separated as ``--redis`` takes them."""
+    urls = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(urls, list)
+        or not urls
+        or not all(isinstance(url, str) and url and "," not in url for url in urls)
+    ):
+        raise ConfigError(f"key 'redis': must be a URL or a non-empty list of URLs, got {value!r}")
+    return ",".join(urls)
 
 
 def read_balancers(value: object) -> tuple[str, ...]:
@@ -292,11 +307,11 @@ def read_game_settings(raw: Mapping[str, Any]) -> dict[str, JsonObject]:
 def check_cluster(config: ArenaConfig) -> None:
     """A Redis URL Redis understands, and a node that says it is alive before it is taken for
     dead."""
-    if config.redis is not None and not config.redis.startswith(REDIS_SCHEMES):
-        raise ConfigError(
-            f"key 'redis': must be a URL starting with {', '.join(REDIS_SCHEMES)}, "
-            f"got {config.redis!r}"
-        )
+    for url in [] if config.redis is None else config.redis.split(","):
+        if not url.startswith(REDIS_SCHEMES):
+            raise ConfigError(
+                f"key 'redis': must be a URL starting with {', '.join(REDIS_SCHEMES)}, got {url!r}"
+            )
     if config.node_name and not NODE_NAME.fullmatch(config.node_name):
         raise ConfigError(
             f"key 'nodeName': 1 to 16 lowercase letters and digits, got {config.node_name!r}"
@@ -325,7 +340,10 @@ def _int_in_range(key: str, value: object, low: int, high: int) -> int:
 
 
 def without_password(url: str) -> str:
-    """A Redis or PostgreSQL URL as logs and messages may show it."""
+    """A Redis or PostgreSQL URL (or several, comma-separated) as logs and messages may show
+    it."""
+    if "," in url:
+        return ",".join(map(without_password, url.split(",")))
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -38,6 +38,7 @@ is being played by then, and is not queued twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import sys
@@ -62,7 +63,7 @@ from server.tournament.spec import (
 )
 
 if TYPE_CHECKING:
-    import redis.asyncio as aioredis
+    from server.redis_client import Client
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -192,7 +193,7 @@ class DeadGame:
 
 
 async def dead_games(
-    client: aioredis.Redis, tournament_id: str, after: bytes
+    client: Client, tournament_id: str, after: bytes
 ) -> tuple[dict[str, DeadGame], bytes]:
     """The games of a tournament that the queue gave up on since the dead letter ``after``
     (its id; ``0-0`` for all), by pairing key, and the id of the last letter read: a caller
@@ -216,10 +217,10 @@ class QueueLink:
     without Redis never loads it."""
 
     def __init__(self, redis_url: str, say: Callable[[str], object] | None = None) -> None:
-        import redis.asyncio as aioredis  # noqa: PLC0415
         from redis import exceptions  # noqa: PLC0415
 
-        self.client: aioredis.Redis = aioredis.from_url(redis_url)
+        self.url = redis_url
+        self.client: Client | None = None  # made at the first call, and again after a failure
         self.where = without_password(redis_url)
         self.say = say  # besides the log: where the line is shown (the command's progress)
         self.away = False
@@ -230,7 +231,7 @@ class QueueLink:
         )
         self._away_errors = (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
 
-    async def call(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
+    async def call(self, operation: Callable[[Client], Awaitable[T]]) -> T:
         """What ``operation`` answers, once Redis answers it."""
         pause = RETRY_FIRST_S
         while True:
@@ -241,14 +242,18 @@ class QueueLink:
             await asyncio.sleep(pause)
             pause = min(pause * 2, RETRY_MAX_S)
 
-    async def attempt(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T | None:
+    async def attempt(self, operation: Callable[[Client], Awaitable[T]]) -> T | None:
         """What ``operation`` answers, or None at once if Redis is away."""
         answered = await self._made(operation)
         return None if answered is None else answered[0]
 
-    async def _made(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> tuple[T] | None:
+    async def _made(self, operation: Callable[[Client], Awaitable[T]]) -> tuple[T] | None:
         """``operation``'s answer, or None if Redis is away."""
+        from server import redis_client  # noqa: PLC0415
+
         try:
+            if self.client is None:
+                self.client = await redis_client.connect(self.url)
             answer = await operation(self.client)
         except self._refusals as error:
             raise self._refused(error) from None
@@ -266,8 +271,12 @@ class QueueLink:
         return TournamentError(f"Redis at {self.where} refused: {error}")
 
     async def _gone(self, error: Exception) -> None:
-        # Every connection of the pool is dropped: after a restart each would fail once more.
-        await self.client.connection_pool.disconnect()
+        # The client goes, with every connection (after a restart each would fail once more):
+        # the next call makes another, which finds a cluster's servers again too.
+        client, self.client = self.client, None
+        if client is not None:
+            with contextlib.suppress(*self._away_errors):
+                await client.aclose()
         if not self.away:
             self.away = True
             self._tell(f"waiting for Redis at {self.where}: {error}; retrying")
@@ -283,10 +292,11 @@ class QueueLink:
             self.say(line)
 
     async def close(self) -> None:
-        await self.client.aclose()
+        if self.client is not None:
+            await self.client.aclose()
 
 
-async def ensure_group(client: aioredis.Redis) -> None:
+async def ensure_group(client: Client) -> None:
     """The stream and its consumer group, from the stream's start (idempotent)."""
     from redis.exceptions import ResponseError  # noqa: PLC0415
 
@@ -305,13 +315,14 @@ def lost_group(error: Exception) -> bool:
     return isinstance(error, ResponseError) and str(error).startswith("NOGROUP")
 
 
-async def run_id(client: aioredis.Redis) -> str:
-    """The Redis server's run id: another one once it restarted."""
-    info: Any = await client.info("server")
-    return str(info["run_id"])
+async def run_id(client: Client) -> str:
+    """The run id of the Redis server holding the queue: another one once it restarted."""
+    from server import redis_client  # noqa: PLC0415
+
+    return await redis_client.run_id(client, STREAM)
 
 
-async def queue_games(client: aioredis.Redis, spec: TournamentSpec, games: list[Pairing]) -> int:
+async def queue_games(client: Client, spec: TournamentSpec, games: list[Pairing]) -> int:
     """Put ``games`` of ``spec`` on the queue for the workers, the spec first (written again
     with every batch: Redis may have restarted without it); how many were queued."""
     await ensure_group(client)
@@ -445,7 +456,7 @@ class QueuedTournament:
         return finished | self.dead.keys(), playing
 
     async def _queue(
-        self, client: aioredis.Redis, finished: set[str], playing: set[str]
+        self, client: Client, finished: set[str], playing: set[str]
     ) -> tuple[list[Pairing], int]:
         """Queue the games neither finished, nor in the queue, nor being played. Returns the
         games neither finished nor in the queue, and how many of them were queued."""
@@ -454,7 +465,7 @@ class QueuedTournament:
         games = [p for p in missing if p.key not in playing]
         return missing, await queue_games(client, self.spec, games)
 
-    async def _unqueued(self, client: aioredis.Redis, finished: set[str]) -> list[Pairing]:
+    async def _unqueued(self, client: Client, finished: set[str]) -> list[Pairing]:
         """The games neither finished nor in the queue."""
         entries: Any = await client.xrange(STREAM)
         queued = {(fields.get(b"tournament"), fields.get(b"number")) for _, fields in entries}
@@ -469,7 +480,7 @@ class QueuedTournament:
         """Has Redis restarted since the games were queued? It may have lost them: each game
         not finished and not in the queue is queued again unless played before long."""
 
-        async def restarted(client: aioredis.Redis) -> tuple[str, list[Pairing]] | None:
+        async def restarted(client: Client) -> tuple[str, list[Pairing]] | None:
             run = await run_id(client)
             return None if run == self.redis_run else (run, await self._unqueued(client, finished))
 

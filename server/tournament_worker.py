@@ -38,7 +38,7 @@ from server.tournament_queue import (
 )
 
 if TYPE_CHECKING:
-    import redis.asyncio as aioredis
+    from server.redis_client import Client
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Worker:
         await self.link.call(ensure_group)
         return None
 
-    async def _read(self, client: aioredis.Redis) -> Entry | None:
+    async def _read(self, client: Client) -> Entry | None:
         """A game another worker lost (idle past the claim timeout), with how many times it
         was handed out (Redis counts them), else a new one."""
         claimed: Any = await client.xautoclaim(
@@ -177,7 +177,7 @@ class Worker:
         letter = {name: fields[name] for name in QUEUED_FIELDS if name in fields}
         letter.update({b"reason": reason.encode(), b"entry": entry_id})
 
-        async def bury(client: aioredis.Redis) -> None:
+        async def bury(client: Client) -> None:
             async with client.pipeline(transaction=False) as pipe:
                 pipe.xadd(DEAD, letter, maxlen=DEAD_KEPT, approximate=True)  # type: ignore[arg-type]
                 pipe.xack(STREAM, GROUP, entry_id)
@@ -190,7 +190,7 @@ class Worker:
         """Acknowledge and delete the entry, once Redis answers (nothing to do if it restarted
         without it)."""
 
-        async def acknowledge(client: aioredis.Redis) -> None:
+        async def acknowledge(client: Client) -> None:
             async with client.pipeline(transaction=True) as pipe:
                 pipe.xack(STREAM, GROUP, entry_id)
                 pipe.xdel(STREAM, entry_id)

@@ -54,7 +54,7 @@ from server.tournament_queue import (
 from tavern_cli.play import command_entrant
 
 if TYPE_CHECKING:
-    import redis.asyncio as aioredis
+    from server.redis_client import Client
 
 NAMES = ("A", "B")
 
@@ -373,7 +373,7 @@ class QueuedMatch:
                 self.counted.add(result.game_id)
                 self.progress.recorded(a_won_result(result))
 
-    async def _queued(self, client: aioredis.Redis) -> set[str]:
+    async def _queued(self, client: Client) -> set[str]:
         """The match's games in the queue (waiting for a worker, or being played), by key."""
         entries: Any = await client.xrange(STREAM)
         tournament = self.spec.id.encode()
@@ -383,7 +383,7 @@ class QueuedMatch:
             if fields.get(b"tournament") == tournament and b"key" in fields
         }
 
-    async def _add(self, client: aioredis.Redis, games: list[Pairing]) -> int:
+    async def _add(self, client: Client, games: list[Pairing]) -> int:
         """Queue ``games``, and remember them; how many were queued."""
         queued = await queue_games(client, self.spec, games)
         self.sent.update((pairing.key, pairing) for pairing in games)
@@ -413,7 +413,7 @@ class QueuedMatch:
             self.progress.say(f"tavern: {len(due)} games queued again")
 
 
-async def _drop_untaken(client: aioredis.Redis, spec: TournamentSpec) -> int:
+async def _drop_untaken(client: Client, spec: TournamentSpec) -> int:
     """Take the match's games no worker has taken off the queue; how many there were."""
     dropped: Any = await client.eval(DROP_UNTAKEN, 1, STREAM, GROUP, spec.id)
     return int(dropped)

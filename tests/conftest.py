@@ -20,7 +20,14 @@ from server.match_events import Listener, TurnPlayed, Update
 from server.match_views import TurnResult
 from server.records import Records, recording
 from server.tcp import Connection, TcpServer
-from tests.services import PostgresServer, RedisServer, postgres_server, redis_server
+from tests.services import (
+    PostgresServer,
+    RedisCluster,
+    RedisServer,
+    postgres_server,
+    redis_cluster,
+    redis_server,
+)
 from visor import app as visor_app
 
 RECEIVE_TIMEOUT_S = 10.0
@@ -256,6 +263,18 @@ def redis() -> Iterator[RedisServer]:
     """A redis-server of the test's own (tests kill and restart it)."""
     with redis_server() as server:
         yield server
+
+
+@pytest.fixture(params=["one-redis", "redis-cluster"])
+def arena_redis(request: pytest.FixtureRequest) -> Iterator[RedisServer | RedisCluster]:
+    """The arena's Redis, once a redis-server and once a Redis Cluster of three masters: the
+    tests that take it pass unchanged on both (issue 32)."""
+    if request.param == "one-redis":
+        with redis_server() as server:
+            yield server
+    else:
+        with redis_cluster() as cluster:
+            yield cluster
 
 
 @pytest.fixture(scope="session")

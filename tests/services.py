@@ -87,11 +87,13 @@ def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
 
 @dataclass
 class RedisServer:
-    """A `redis-server` process; `restart()` stops it and starts it again on the same port."""
+    """A `redis-server` process; `restart()` stops it and starts it again on the same port. With
+    ``bus_port``, a server of a Redis Cluster (`RedisCluster`), its cluster bus there."""
 
     port: int
     folder: Path
     process: subprocess.Popen[bytes] | None = None
+    bus_port: int | None = None
 
     @property
     def url(self) -> str:
@@ -110,11 +112,21 @@ class RedisServer:
                 "--appendonly", "no",
                 "--dir", str(self.folder),
                 "--logfile", str(self.folder / "redis.log"),
+                *self._cluster_options(),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         _wait_for_port(self.port, self.process, "redis-server")
+
+    def _cluster_options(self) -> list[str]:
+        if self.bus_port is None:
+            return []
+        return [
+            "--cluster-enabled", "yes",
+            "--cluster-port", str(self.bus_port),
+            "--cluster-config-file", str(self.folder / "nodes.conf"),
+        ]  # fmt: skip
 
     def stop(self) -> None:
         if self.process is not None:
@@ -130,6 +142,67 @@ class RedisServer:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+@dataclass
+class RedisCluster:
+    """A Redis Cluster of three masters (no replicas), made with `redis-cli --cluster create`;
+    ``url`` names it by its first server, as a node's config may."""
+
+    servers: list[RedisServer]
+
+    @property
+    def url(self) -> str:
+        return self.servers[0].url
+
+    def create(self) -> None:
+        executable = shutil.which("redis-cli")
+        if executable is None:
+            raise RuntimeError("redis-cli is not installed (make test installs it)")
+        addresses = [f"127.0.0.1:{server.port}" for server in self.servers]
+        subprocess.run(
+            [
+                executable,
+                "--cluster",
+                "create",
+                *addresses,
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=START_TIMEOUT_S,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for server in self.servers:  # every server knows every slot's server
+            while (
+                b"cluster_state:ok"
+                not in subprocess.run(
+                    [executable, "-p", str(server.port), "cluster", "info"],
+                    check=True,
+                    capture_output=True,
+                    timeout=START_TIMEOUT_S,
+                ).stdout
+            ):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the Redis Cluster did not come up")
+                time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def redis_cluster() -> Iterator[RedisCluster]:
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for _ in range(3):
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavern-rc-")))
+            server = RedisServer(free_port(), folder, bus_port=free_port())
+            server.start()
+            stack.callback(server.stop)
+            servers.append(server)
+        cluster = RedisCluster(servers)
+        cluster.create()
+        yield cluster
 
 
 @contextlib.contextmanager

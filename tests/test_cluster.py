@@ -34,7 +34,7 @@ from server.games.thud.pieces import initial_state
 from server.protocol import encode, error_message
 from tests.browser import Pages, chromium_pages
 from tests.conftest import RawClient
-from tests.services import RedisServer
+from tests.services import RedisCluster, RedisServer
 from visor.thud_api.games import node_name
 
 WAIT_S = 10.0
@@ -51,7 +51,7 @@ def tavern_move(team: str, step: int) -> bytes:
 
 @contextlib.asynccontextmanager
 async def nodes(
-    store: RedisServer, folder: Path, count: int = 3, **settings: Any
+    store: RedisServer | RedisCluster, folder: Path, count: int = 3, **settings: Any
 ) -> AsyncIterator[list[ServerProcess]]:
     """``count`` nodes on ``store`` (or on the ``redis`` URL the settings give: another user),
     started at once; each logs to ``folder``/node-N.log."""
@@ -125,9 +125,9 @@ async def join(
 
 
 async def test_a_simulation_is_joined_played_and_rejoined_through_any_node(
-    redis: RedisServer, tmp_path: Path
+    arena_redis: RedisServer | RedisCluster, tmp_path: Path
 ) -> None:
-    async with nodes(redis, tmp_path, reconnectGraceMs=2000) as (a, b, c):
+    async with nodes(arena_redis, tmp_path, reconnectGraceMs=2000) as (a, b, c):
         assert len({a.node_id, b.node_id, c.node_id}) == 3  # as `tavern serve` printed them
         simulation_id = await create(a)
         local, local_info = await join(a, simulation_id, nick="here")

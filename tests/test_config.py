@@ -10,7 +10,13 @@ import orjson
 import pytest
 
 from server.arena import Arena
-from server.config import ArenaConfig, ConfigError, config_from_mapping, load_config
+from server.config import (
+    ArenaConfig,
+    ConfigError,
+    config_from_mapping,
+    load_config,
+    without_password,
+)
 from server.games import GAMES
 from tavern_cli.cli import build_parser, config_for
 from tavern_cli.config_file import SettingsFile
@@ -106,7 +112,9 @@ def positions_with_barrel(x: int, y: int) -> dict[str, object]:
         ({"thud": 500}, "'thud'", "must be an object"),
         ({"host": ""}, "'host'", "non-empty string"),
         ({"redis": "localhost:6379"}, "'redis'", "redis://"),
-        ({"redis": 6379}, "'redis'", "non-empty string"),
+        ({"redis": 6379}, "'redis'", "a URL or a non-empty list of URLs"),
+        ({"redis": []}, "'redis'", "a URL or a non-empty list of URLs"),
+        ({"redis": ["redis://a:1", "b:2"]}, "'redis'", "got 'b:2'"),
         ({"nodeHeartbeatMs": 1000, "nodeTtlMs": 1500}, "'nodeTtlMs'", "twice"),
         ({"nodeName": "Node-1"}, "'nodeName'", "lowercase letters and digits"),
         ({"nodeName": "n" * 17}, "'nodeName'", "1 to 16"),
@@ -191,6 +199,11 @@ def test_redis_from_the_file_or_the_command_line(tmp_path: Path) -> None:
     assert config_for(build_parser().parse_args(flagged))[0].redis == "redis://:pw@10.0.0.6:6379/2"
     with pytest.raises(ConfigError, match="'redis'"):
         config_for(build_parser().parse_args(["serve", "--config", str(path), "--redis", "x"]))
+    # A Redis Cluster by several of its servers: a list in the file, commas on the command line.
+    path.write_text('{"redis": ["redis://10.0.0.5:7000/0", "redis://:pw@10.0.0.6:7000/0"]}')
+    listed = config_for(build_parser().parse_args(["serve", "--config", str(path)]))[0].redis
+    assert listed == "redis://10.0.0.5:7000/0,redis://:pw@10.0.0.6:7000/0"
+    assert without_password(listed or "") == "redis://10.0.0.5:7000/0,redis://:***@10.0.0.6:7000/0"
 
 
 def test_bad_config_stops_start_up_with_the_key(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from server.cluster.keys import REGISTRATIONS, bot_key, held_key, last_key, owne
 from server.cluster.link import Command, Link
 from server.cluster.repairs import Repairs
 from server.identity import KEY_BURST, KEY_REFILL_S, AddressPacer, RegistrationBudget
+from server.redis_client import read_many
 
 LAST_GAME_KEPT_MS = 24 * 3600 * 1000
 # GCRA: the key holds the time the address's bucket is full again (a node's wall clock, passed
@@ -176,7 +177,7 @@ class SharedBots:
         if redis is None or not self.link.up or not bots:
             return set()
         try:
-            nodes = await redis.mget([bot_key(bot.casefold()) for bot in bots])
+            nodes = await read_many(redis, [bot_key(bot.casefold()) for bot in bots])
         except (RedisError, OSError):
             return set()
         living = self.following.alive

@@ -19,13 +19,9 @@ from redis.exceptions import RedisError
 from server.arena import Arena
 from server.challenges import Challenge
 from server.cluster import values, wire
-from server.cluster.following import Following
+from server.cluster.following import DELETE_IF_NODE, Following
 from server.cluster.keys import bot_key, owned_key
 from server.cluster.link import Command, Link
-
-# A bot's presence (KEYS[1]) deleted if it is still this node's (ARGV[1]).
-DELETE_IF_MINE = """if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 0"""
 
 NOT_CONNECTED = "{} is not connected"
 
@@ -64,7 +60,7 @@ class RemoteChallenges:
         commands: list[Command] = []
         for name in gone:
             commands += (
-                ("EVAL", DELETE_IF_MINE, 1, bot_key(name), node),
+                ("EVAL", DELETE_IF_NODE, 1, bot_key(name), node),
                 ("SREM", owned, bot_key(name)),
             )
         return commands

@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from server.cluster import Spectators, values, wire
@@ -21,6 +20,8 @@ from server.cluster.keys import (
     FINISHED_KEPT,
     LOBBY,
     NODES,
+    OWNED_KINDS,
+    PREFIX,
     alias_key,
     kind_of,
     node_key,
@@ -31,28 +32,17 @@ from server.cluster.link import Link
 from server.cluster.repairs import Repairs
 from server.games.base import JsonObject
 from server.match_views import Status
+from server.redis_client import Client, read_many
 
 log = logging.getLogger(__name__)
 
 LOOK_UP_FIRST_PAUSE_S = 0.005
 LOOK_UP_WAIT_S = 1.0
 READ_BATCH = 1000  # keys read at once (MGET) of a node's entries
-# A dead node's keys (those listed in KEYS[1], its ``tavern:owned:{id}``: its entries and names,
-# its field of a bot's holdings, a bot's presence while still its own) deleted, and the list:
-# at once, so that nothing its node adds meanwhile goes unlisted. Answers how many there were.
-DELETE_OWNED = """local node, held, bot = ARGV[1], 'tavern:held:', 'tavern:bot:'
-local keys = redis.call('SMEMBERS', KEYS[1])
-for _, key in ipairs(keys) do
-  if string.sub(key, 1, #held) == held then
-    redis.pcall('HDEL', key, node)
-  elseif string.sub(key, 1, #bot) == bot then
-    if redis.pcall('GET', key) == node then redis.call('DEL', key) end
-  else
-    redis.call('DEL', key)
-  end
-end
-redis.call('DEL', KEYS[1])
-return #keys"""
+# A key holding a node's id (a bot's presence: KEYS[1]) deleted if it is still that node's
+# (ARGV[1]).
+DELETE_IF_NODE = """if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0"""
 
 
 class Following:
@@ -70,7 +60,7 @@ class Following:
         self._finished_read = False  # the arena's finished games, since the link was made
 
     # --- the heartbeat ------------------------------------------------------------------------
-    async def living(self, redis: Redis, members: set[bytes] | None, known: set[str]) -> set[str]:
+    async def living(self, redis: Client, members: set[bytes] | None, known: set[str]) -> set[str]:
         """The other nodes alive (those whose key has not expired) among ``tavern:nodes``'s
         ``members``, those alive at the last heartbeat and the ``known`` ones (a node adds
         itself to the set again at its next heartbeat, should the set have lost it); the dead
@@ -86,7 +76,7 @@ class Following:
         alive: set[str] = set()
         if ids:
             ordered = sorted(ids)
-            entries = await redis.mget([node_key(node) for node in ordered])
+            entries = await read_many(redis, [node_key(node) for node in ordered])
             alive = {node for node, entry in zip(ordered, entries, strict=True) if entry}
             self._check_wire(dict(zip(ordered, entries, strict=True)))
             alive |= await self._unreadable(redis, sorted(ids - alive))
@@ -101,18 +91,43 @@ class Following:
                 self.repairs.check(NODES, error)
         return alive
 
-    async def _delete_owned(self, redis: Redis, node: str) -> None:
-        """A dead node's entries and names go (its list of them is of another type: deleted)."""
+    async def _delete_owned(self, redis: Client, node: str) -> None:
+        """A dead node's keys go (those listed in its ``tavern:owned:{id}``: its entries and
+        names, its field of a bot's holdings, a bot's presence while still its own), then the
+        list. One command per key, each in its key's slot (a Redis Cluster spreads them).
+        Should the node come back meanwhile, it writes them all again at its next heartbeats
+        (``ClusterNode._taken_for_lost``). A list of another type is deleted."""
         key = owned_key(node)
         try:
-            deleted = await redis.eval(DELETE_OWNED, 1, key, node)
+            listed = await redis.smembers(key)
         except ResponseError as error:
             self.repairs.check(key, error)
             return
-        if deleted:
-            log.info("node %s: %d keys of dead node %s deleted", self.link.node_id, deleted, node)
+        # Only the kinds a node lists: anything else written there is no key of the node's.
+        names = sorted(
+            name
+            for name in (n.decode(errors="replace") if isinstance(n, bytes) else n for n in listed)
+            if name.startswith(PREFIX) and kind_of(name) in OWNED_KINDS - {"owned"}
+        )
+        pipe = redis.pipeline(transaction=False)
+        for name in names:
+            kind = kind_of(name)
+            if kind == "held":
+                pipe.hdel(name, node)
+            elif kind == "bot":
+                pipe.eval(DELETE_IF_NODE, 1, name, node)
+            else:
+                pipe.delete(name)
+        pipe.delete(key)
+        replies = await pipe.execute(raise_on_error=False)
+        for name, reply in zip([*names, key], replies, strict=True):
+            self.repairs.check(name, reply)
+        if names:
+            log.info(
+                "node %s: %d keys of dead node %s deleted", self.link.node_id, len(names), node
+            )
 
-    async def _unreadable(self, redis: Redis, nodes: list[str]) -> set[str]:
+    async def _unreadable(self, redis: Client, nodes: list[str]) -> set[str]:
         """Those of these nodes whose key is there though it did not read: it holds another type
         of value, which a living node writes over at its next heartbeat. Such a node is taken
         for alive for ``nodeTtlMs`` from then; past it, for dead, and the key is deleted."""
@@ -163,7 +178,7 @@ class Following:
                     )
         self.other_wire = other
 
-    async def follow(self, redis: Redis, alive: set[str]) -> None:
+    async def follow(self, redis: Client, alive: set[str]) -> None:
         """These nodes are alive now: the entries of those that are new (or were taken for
         dead and were only slow) are read from their lists of keys; the first time (or after
         a lost link), the arena's last finished games too."""
@@ -188,7 +203,7 @@ class Following:
                 strangers.append(member)
         return ids, strangers
 
-    async def _load(self, redis: Redis, node: str) -> None:
+    async def _load(self, redis: Client, node: str) -> None:
         """A node's live simulations, read from its list of keys; an entry that does not read,
         or says it is another node's, is said and skipped."""
         key = owned_key(node)
@@ -201,7 +216,7 @@ class Following:
         names = sorted(name for name in listed if kind_of(name) == "sim")
         for start in range(0, len(names), READ_BATCH):
             batch = names[start : start + READ_BATCH]
-            for name, raw in zip(batch, await redis.mget(batch), strict=True):
+            for name, raw in zip(batch, await read_many(redis, batch), strict=True):
                 if raw is None:
                     continue
                 try:
@@ -214,7 +229,7 @@ class Following:
                 else:
                     self.complaints(name, f"an entry of node {entry['node']} listed by {node}")
 
-    async def _load_finished(self, redis: Redis) -> None:
+    async def _load_finished(self, redis: Client) -> None:
         """The arena's last finished games, for this node's lobby."""
         assert self.spectators is not None
         try:
@@ -308,7 +323,7 @@ class Following:
             waited += pause
             pause *= 2
 
-    async def _stored_entry(self, redis: Redis, key: str) -> JsonObject | None:
+    async def _stored_entry(self, redis: Client, key: str) -> JsonObject | None:
         """An entry as Redis has it, if its node is alive: entries live as long as their node,
         and a dead node's go only once a node has found it dead."""
         try:

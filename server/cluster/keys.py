@@ -51,6 +51,13 @@ node (listed in ``tavern:owned:{id}``) and is deleted by the first node that fin
   publish batches of frames (``SPUBLISH``, ``server.cluster.wire``): seat requests, moves,
   what a seat is sent, pages' messages.
 
+On a Redis Cluster every command and script stays in one hash slot: a game's seek pool and
+its paired set carry the game as their hash tag (``tavern:seeks:{thud}`` and
+``tavern:paired:{thud}``, one slot, for the scripts that take both), and so does its pairing
+lease; every other command is on one key, or on keys each in a pipeline of its own slot's
+commands (a dead node's keys are deleted one command each). The nodes' inboxes are sharded
+channels, each on the server of its slot.
+
 Anyone who reaches the Redis may write any of these keys with another type of value than the
 nodes keep there (``TYPES``): a node that meets one deletes it (``server.cluster.repairs``), and
 what the nodes keep there is written again by its owner (at its next change, or whole when its
@@ -121,16 +128,18 @@ def claim_key(game: str) -> str:
     return f"{PREFIX}claim:{game}"
 
 
+# A game's seek keys are tagged with the game (braces: a Redis Cluster hashes only what is
+# inside), so that they share one slot.
 def seeks_key(game: str) -> str:
-    return f"{PREFIX}seeks:{game}"
+    return f"{PREFIX}seeks:{{{game}}}"
 
 
 def pairing_key(game: str) -> str:
-    return f"{PREFIX}pairing:{game}"
+    return f"{PREFIX}pairing:{{{game}}}"
 
 
 def paired_key(game: str) -> str:
-    return f"{PREFIX}paired:{game}"
+    return f"{PREFIX}paired:{{{game}}}"
 
 
 def bot_key(folded_name: str) -> str:

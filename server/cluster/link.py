@@ -4,12 +4,13 @@ again with a backoff whenever Redis goes away.
 Everything goes through redis-py's public API. The frames between nodes travel by sharded
 pub/sub (``SPUBLISH`` to a node's inbox channel, Redis 7; chosen over a Stream per inbox with
 ``bench/transport.py``, docs/operations.md says why): a sender task writes each loop round's
-frames (one message per node) and the node's due commands on its connection, pipelined
-(``send_packed_command``), and reads every reply (``read_response``), logging and counting
-each error Redis answers (``Link.refused``, ``tavern_redis_errors`` in /metrics); a listener
-(redis-py's ``PubSub``) holds the inbox's subscription and the lobby's. The heartbeat and the
-look-ups keep clients of their own (``Link.redis`` for the look-ups), so that neither keeps
-the other waiting.
+frames (one message per node) and the node's due commands in one pipeline, and reads every
+reply, logging and counting each error Redis answers (``Link.refused``,
+``tavern_redis_errors`` in /metrics); a listener (redis-py's ``PubSub``, on the server of the
+inbox's slot when Redis is a cluster) holds the inbox's subscription and the lobby's. The
+heartbeat and the look-ups keep clients of their own (``Link.redis`` for the look-ups), so
+that neither keeps the other waiting. One Redis or a Redis Cluster alike
+(``server.redis_client``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ import time
 from collections.abc import AsyncIterator, Collection, Coroutine
 from typing import Any, Protocol
 
-from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
-from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
 from redis.exceptions import (
     AuthenticationError,
@@ -36,10 +36,12 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
+from server import redis_client
 from server.cancelling import stop_if_cancelled
 from server.cluster import RedisRefused, wire
 from server.cluster.keys import LOBBY, inbox
 from server.config import without_password
+from server.redis_client import Client
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ class LinkUser(Protocol):
         """The link is made (again): whatever the node keeps in Redis is due again, since
         Redis may have lost it all."""
 
-    async def beat(self, redis: Redis) -> None:
+    async def beat(self, redis: Client) -> None:
         """Say the node is alive and follow the others: first thing once linked, then every
         heartbeat."""
 
@@ -138,7 +140,7 @@ class Link:
         self.url = url
         self.heartbeat_s = heartbeat_s
         self.ttl_ms = ttl_ms
-        self.redis: Redis | None = None  # redis-py's client, while linked
+        self.redis: Client | None = None  # redis-py's client, while linked
         self._up = asyncio.Event()  # linked, and the node registered and following the others
         self.connected = asyncio.Event()
         self._tasks: asyncio.TaskGroup | None = None  # the link's own, and look-ups through it
@@ -212,47 +214,32 @@ class Link:
             log.warning("node %s: %s", self.node_id, why)
             self._lost.set_exception(RedisConnectionError(why))
 
-    async def _send_due(self, connection: AbstractConnection, due: asyncio.Event) -> None:
-        """Everything due, pipelined on the sender's connection: each loop round, the frames
-        for each node (one SPUBLISH each to its inbox), then the node's commands, written
-        without waiting for the replies to the ones before (a frame never waits a round trip
-        behind another); the replies are read as they come (``_read_replies``). A connection
-        lost fails the link (the seats' own sequence numbers send again what it lost)."""
-        replies_due: collections.deque[tuple[str, str]] = collections.deque()
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self._read_replies(connection, replies_due))
-            while True:
-                await due.wait()
-                due.clear()
-                sent: list[Command] = [
-                    ("SPUBLISH", channel, message)
-                    for channel, message in self._outbox.batches(self.held)
-                ]
-                sent += self.user.due()
-                if not sent:
-                    continue
-                replies_due.extend((str(command[0]), _key_of(command)) for command in sent)
-                await connection.send_packed_command(
-                    connection.pack_commands(sent), check_health=False
-                )
-                stop_if_cancelled()
-
-    async def _read_replies(
-        self, connection: AbstractConnection, replies_due: collections.deque[tuple[str, str]]
-    ) -> None:
-        """The replies to what the sender wrote, in order: an error Redis answers costs only
-        its command (logged and counted)."""
-        task = asyncio.current_task()
+    async def _send_due(self, client: Client, due: asyncio.Event) -> None:
+        """Everything due, pipelined on the sender's client: each loop round, the frames for
+        each node (one SPUBLISH each to its inbox), then the node's commands, in one pipeline
+        (on a Redis Cluster, one per server, redis-py routing each command by its key); what
+        becomes due meanwhile goes in the next. Every reply is read: an error Redis answers
+        costs only its command (logged and counted). A connection lost fails the link (the
+        seats' own sequence numbers send again what it lost)."""
         while True:
-            try:
-                await connection.read_response(timeout=math.inf)
-            except ResponseError as error:
-                command, key = replies_due.popleft()
-                self._refused(command, error)
-                self.user.refused(key, error)
-            else:
-                replies_due.popleft()
-            stop_if_cancelled(task)
+            await due.wait()
+            due.clear()
+            sent: list[Command] = [
+                ("SPUBLISH", channel, message)
+                for channel, message in self._outbox.batches(self.held)
+            ]
+            sent += self.user.due()
+            if not sent:
+                continue
+            pipe = client.pipeline(transaction=False)
+            for command in sent:
+                pipe.execute_command(*command)
+            replies = await pipe.execute(raise_on_error=False)
+            stop_if_cancelled()
+            for command, reply in zip(sent, replies, strict=True):
+                if isinstance(reply, ResponseError):
+                    self._refused(str(command[0]), reply)
+                    self.user.refused(_key_of(command), reply)
 
     def _refused(self, command: str, error: ResponseError) -> None:
         """Counted, and logged at most once a minute per command."""
@@ -325,35 +312,37 @@ class Link:
     async def _linked(self) -> None:
         """Connect, register, follow the others and serve them until the link fails."""
         # No retries inside redis-py: a failed command means the link is down, handled here.
+        # (A cluster client follows a redirection to a slot's new server all the same.)
         options: dict[str, Any] = {"retry": Retry(NoBackoff(), 0), "socket_connect_timeout": 2}
         timeout = max(2.0, self.ttl_ms / 1000)
-        # The look-ups (seats, claims, the seek pool, bots...) share a bounded pool, in which a
-        # command waits for a free connection rather than fails; the heartbeat has a connection
-        # of its own, which no number of look-ups at once can take from it.
-        look_ups = BlockingConnectionPool.from_url(
-            self.url,
-            max_connections=LOOK_UPS_AT_ONCE,
-            timeout=timeout,
-            socket_timeout=timeout,
-            **options,
-        )
-        redis = Redis.from_pool(look_ups)
-        beating = Redis.from_pool(
-            BlockingConnectionPool.from_url(
-                self.url, max_connections=1, timeout=timeout, socket_timeout=timeout, **options
-            )
-        )
-        # The frames go out on a connection of their own (pipelined, see _send_due) and come
-        # in on the listener's: neither waits behind a look-up or a heartbeat. No write timeout
-        # on the sender: a write waits only while the socket's buffer is full, and the
-        # heartbeat (with its timeouts) finds a Redis that stopped answering.
-        sending = ConnectionPool.from_url(self.url, socket_timeout=None, **options)
-        listening = Redis.from_url(self.url, socket_timeout=timeout, **options)
-        pubsub = listening.pubsub()
+        clients: list[Client] = []
+        pubsub: PubSub | None = None
         lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         due = asyncio.Event()
+
+        async def connected(**more: Any) -> Client:
+            client = await redis_client.connect(self.url, **options, **more)
+            clients.append(client)
+            return client
+
         try:
-            sender: AbstractConnection = await sending.get_connection()  # type: ignore[no-untyped-call]
+            # The look-ups (seats, claims, the seek pool, bots...) share a bounded pool, in
+            # which a command waits for a free connection rather than fails; the heartbeat has
+            # a connection of its own, which no number of look-ups at once can take from it.
+            redis = await connected(pool=LOOK_UPS_AT_ONCE, socket_timeout=timeout)
+            beating = await connected(pool=1, socket_timeout=timeout)
+            # The frames go out on a client of their own (pipelined, see _send_due) and come in
+            # on the listener's, a connection to the server of the node's inbox: neither waits
+            # behind a look-up or a heartbeat. No read timeout on the sender: the heartbeat
+            # (with its timeouts) finds a Redis that stopped answering.
+            sending = await connected(socket_timeout=None)
+            listening = Redis.from_url(
+                redis_client.server_url(redis, self.url, inbox(self.node_id)),
+                socket_timeout=timeout,
+                **options,
+            )
+            clients.append(listening)
+            pubsub = listening.pubsub()
             async with asyncio.timeout(timeout):  # (TimeoutError: an OSError, the link failed)
                 await self._subscribe(pubsub)
             self._lost, self._due = lost, due
@@ -361,7 +350,7 @@ class Link:
             self.user.relinked()
             due.set()
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._send_due(sender, due))
+                tasks.create_task(self._send_due(sending, due))
                 tasks.create_task(self._listen(pubsub))
                 await self.user.beat(beating)  # which follows the other nodes' simulations
                 self.up = True
@@ -375,13 +364,12 @@ class Link:
                 lost.cancel()  # closed here, not lost
             elif not lost.cancelled():
                 lost.exception()  # raised above already, or never awaited: retrieved
-            with contextlib.suppress(RedisError, OSError):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
-            for client in (redis, beating, listening):
+            if pubsub is not None:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            for client in clients:
                 with contextlib.suppress(RedisError, OSError):
                     await client.aclose()
-            with contextlib.suppress(RedisError, OSError):
-                await sending.disconnect()
 
     async def _subscribe(self, pubsub: PubSub) -> None:
         """Subscribe to the node's inbox (sharded) and to the lobby, and wait until Redis says
@@ -401,15 +389,23 @@ class Link:
 
     async def _listen(self, pubsub: PubSub) -> None:
         """Hand each message on the inbox or the lobby to the node, as it comes (waiting for
-        each as long as it takes: a Redis that stops answering is found by the heartbeat)."""
+        each as long as it takes: a Redis that stops answering is found by the heartbeat). A
+        cluster whose inbox's slot moved to another server ends the subscription: the link
+        is made again, to that server."""
         pushed, task = self.user.pushed, asyncio.current_task()
         while True:
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            message = await pubsub.get_message(timeout=None)
             stop_if_cancelled(task)
-            if message is not None:
+            if message is None:
+                continue
+            if message["type"] in ("smessage", "message"):
                 pushed(message["channel"], message["data"])
+            elif message["type"] in ("sunsubscribe", "unsubscribe"):
+                raise RedisConnectionError(
+                    f"Redis ended the subscription to {message['channel']!r}"
+                )
 
-    async def _heartbeat(self, redis: Redis) -> None:
+    async def _heartbeat(self, redis: Client) -> None:
         """A beat every ``heartbeat_s`` on a fixed rhythm, not ``heartbeat_s`` after the last one
         ended: a beat that waits long on Redis (or on a busy loop) does not put the next ones
         later; one past its time goes at once."""

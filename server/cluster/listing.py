@@ -102,7 +102,8 @@ class Listing:
         removed_aliases, self._removed_aliases = self._removed_aliases, set()
         gone = [sim_key(name) for name in removed] + [alias_key(n) for n in removed_aliases]
         if gone:
-            commands += [("DEL", *gone), ("SREM", owned, *gone)]
+            # One DEL a key: on a Redis Cluster, the keys are in slots of their own.
+            commands += [*(("DEL", key) for key in gone), ("SREM", owned, *gone)]
         finished, self._finished = self._finished, []
         if finished:
             commands.append(("LPUSH", FINISHED, *(orjson.dumps(entry) for entry in finished)))

@@ -37,7 +37,6 @@ import time
 from collections.abc import AsyncIterator, Collection
 
 import orjson
-from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from server.arena import Arena, RandomJoiner, RemotePeer, SeekTaker, Standing
@@ -71,6 +70,7 @@ from server.errors import BotError
 from server.games.base import JsonObject
 from server.ladder import Seeker
 from server.protocol import encode, error_message
+from server.redis_client import Client
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,9 @@ class ClusterNode:
         self._refreshed: list[Command] = []  # the heartbeat's, due in the link's next write
         self._inbox_channel = inbox(self.id).encode()
         self._registered = False  # this node's key was written since the link was made
+        # Taken for lost at the last heartbeat: what it owns is written again at this one too,
+        # since a node that found it dead may have deleted it after the first time.
+        self._owned_due_again = False
         arena.listeners += (self.listing.on_update, self.claims.on_update)
 
     # --- what the visor asks (server.cluster.OtherNodes) --------------------------------------
@@ -248,7 +251,7 @@ class ClusterNode:
         self.seeks.relinked()
         self._registered = False
 
-    async def beat(self, redis: Redis) -> None:
+    async def beat(self, redis: Client) -> None:
         """Say this node is alive (its one key), write what changed since the last beat (the
         games' turns, the bots gone), and find the nodes that are not. Each reply is read on
         its own: a key that holds another type of value costs only itself
@@ -269,8 +272,12 @@ class ClusterNode:
         keys = [node_key(self.id), NODES, FINISHED, NODES]
         for key, result in zip(keys, replies, strict=True):
             self.repairs.check(key, result)
+        if self._owned_due_again:
+            self._owned_due_again = False
+            self._owned_again()
         if self._registered and exists == 0:
             self._taken_for_lost()
+            self._owned_due_again = True
         self._registered = True
         members = results[-1]
         alive = await self.following.living(
@@ -417,7 +424,11 @@ class ClusterNode:
         change = {"node": self.id, "set": [], "del": own}
         await self.link.leave(
             [
-                ("DEL", node_key(self.id), owned_key(self.id), *self.listing.keys()),
+                # One DEL a key: on a Redis Cluster, the keys are in slots of their own.
+                *(
+                    ("DEL", key)
+                    for key in (node_key(self.id), owned_key(self.id), *self.listing.keys())
+                ),
                 ("SREM", NODES, self.id),
                 ("PUBLISH", LOBBY, orjson.dumps(change)),
             ]

@@ -27,7 +27,6 @@ import itertools
 import time
 
 import orjson
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from server.arena import Arena, SeekTaker
@@ -38,6 +37,7 @@ from server.cluster.keys import node_key, paired_key, pairing_key, seeks_key
 from server.cluster.link import Command, Link
 from server.cluster.repairs import Repairs
 from server.ladder import TICK_S, Pairing, Seeker
+from server.redis_client import Client, read_many
 
 # Pairs of seekers (ARGV[3], ARGV[4], then the next pair...) each taken both at once or
 # neither, all in one script; those taken are noted in the pool's paired set (KEYS[2]) at
@@ -172,7 +172,7 @@ class SharedSeeks:
             self._pairing = None
             self._read.clear()
 
-    async def _pair(self, redis: Redis, game: str) -> None:
+    async def _pair(self, redis: Client, game: str) -> None:
         """A pass over the game's pool: this node's pairs claimed and met, a slice at a time."""
         key, paired = seeks_key(game), paired_key(game)
         async with redis.pipeline(transaction=False) as pipe:
@@ -198,7 +198,7 @@ class SharedSeeks:
                 await asyncio.sleep(0)  # the next slice in the next loop round
 
     async def _members(
-        self, redis: Redis, key: str, game: str, read: list[bytes]
+        self, redis: Client, key: str, game: str, read: list[bytes]
     ) -> tuple[dict[str, tuple[str, bytes]], list[Seeker]]:
         """The pool's members by seek id, each with its node, and their seeks, but those of
         bots banned or without a key (their nodes withdraw them once they know); those that do
@@ -253,7 +253,7 @@ class SharedSeeks:
 
     async def _claim(
         self,
-        redis: Redis,
+        redis: Client,
         game: str,
         pairs: list[tuple[Seeker, Seeker]],
         members: dict[str, tuple[str, bytes]],
@@ -284,14 +284,14 @@ class SharedSeeks:
                     self._writes += (("ZREM", paired, member), ("ZADD", key, seeker.rating, member))
             self.link.flush_soon()
 
-    async def _back(self, redis: Redis, nodes: set[str]) -> set[str]:
+    async def _back(self, redis: Client, nodes: set[str]) -> set[str]:
         """Those of ``nodes``, which this node has not seen alive at its last heartbeat, that
         are alive now: one taken for lost that came back put its seeks in the pool again
         before the next heartbeat here could see it, and they stay."""
         if not nodes:
             return set()
         ordered = sorted(nodes)
-        keys = await redis.mget([node_key(node) for node in ordered])
+        keys = await read_many(redis, [node_key(node) for node in ordered])
         return {node for node, alive in zip(ordered, keys, strict=True) if alive is not None}
 
     def _still_seeking(self, seeker: Seeker, members: dict[str, tuple[str, bytes]]) -> bool:

@@ -43,7 +43,8 @@ def add(commands: Subcommands) -> Parser:
     serve.add_argument(
         "--redis",
         metavar="URL",
-        help="join the arena shared by every node on this Redis (redis://HOST:PORT/DB)",
+        help="join the arena shared by every node on this Redis (redis://HOST:PORT/DB; a Redis "
+        "Cluster: any of its servers, or several comma-separated)",
     )
     serve.add_argument(
         "--loop",
