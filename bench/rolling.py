@@ -32,7 +32,7 @@ import orjson
 
 from bench.balancer import BALANCER_ADDRESS, NODES, haproxy_in_front
 from bench.common import ROOT, ServerProcess, tavern_serve
-from tests.services import RedisServer, free_port, redis_server
+from tests.services import RedisCluster, RedisServer, free_port, redis_cluster, redis_server
 
 CHECK_INTER_MS = 100  # HAProxy's health checks, every 100 ms, one failure or success decides
 WAIT_S = 40.0  # for any one step: a node's drain, start, a bot's next message (a busy machine)
@@ -74,7 +74,7 @@ class Node:
 
     index: int
     folder: Path
-    redis: RedisServer
+    redis: RedisServer | RedisCluster
     turns: int
     settings: dict[str, Any] = dataclasses.field(default_factory=dict)  # more of node-N.json
     tcp_port: int = dataclasses.field(default_factory=free_port)
@@ -177,11 +177,13 @@ async def balanced_arena(
     turns: int,
     settings: dict[str, Any] | None = None,
     variables: dict[str, str] | None = None,
+    cluster: bool = False,
 ) -> AsyncIterator[Balanced]:
-    """Three nodes on a redis-server of their own (``settings``: more of each node's
-    node-N.json), behind HAProxy (``variables``: more of its environment); every node ready
-    (and seen so by HAProxy) when the block starts."""
-    with redis_server() as redis:
+    """Three nodes on a redis-server of their own (``cluster``: on a Redis Cluster of three
+    masters; ``settings``: more of each node's node-N.json), behind HAProxy (``variables``:
+    more of its environment); every node ready (and seen so by HAProxy) when the block
+    starts."""
+    with redis_cluster() if cluster else redis_server() as redis:
         nodes = [Node(index, folder, redis, turns, settings or {}) for index in range(NODES)]
         try:
             await asyncio.gather(*(node.start() for node in nodes))

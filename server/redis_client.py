@@ -28,9 +28,10 @@ def addresses(urls: str) -> list[str]:
     return [url.strip() for url in urls.split(",") if url.strip()]
 
 
-async def connect(urls: str, *, pool: int | None = None, **options: Any) -> Client:
-    """A client of the arena's Redis (``options`` are redis-py's, for every connection): a
-    cluster client if the first server that answers says it is a node of a Redis Cluster.
+async def connect(urls: str, *, pool: int | None = None, **options: Any) -> tuple[Client, str]:
+    """A client of the arena's Redis (``options`` are redis-py's, for every connection), and
+    the URL that answered: a cluster client if the first server that answers says it is a
+    node of a Redis Cluster.
     ``pool``: at most this many connections to one server, a command waiting for a free one
     up to ``socket_timeout`` (a cluster client's pool per server is larger, and refuses a
     command past it rather than make it wait). Raises what the last address raised if none
@@ -54,29 +55,42 @@ async def connect(urls: str, *, pool: int | None = None, **options: Any) -> Clie
             except BaseException:
                 await cluster.aclose()
                 raise
-            return cluster
+            return cluster, url
         if pool is None:
-            return Redis.from_url(url, **options)
+            return Redis.from_url(url, **options), url
         wait = options.get("socket_timeout")
-        return Redis.from_pool(
-            BlockingConnectionPool.from_url(url, max_connections=pool, timeout=wait, **options)
+        blocking = BlockingConnectionPool.from_url(
+            url, max_connections=pool, timeout=wait, **options
         )
+        return Redis.from_pool(blocking), url
     raise failed
 
 
-def server_url(client: Client, url: str, key: str) -> str:
-    """The URL of the server that holds ``key`` (a cluster's node of its slot), with ``url``'s
-    credentials and options: for a connection that must reach that server itself (a sharded
-    channel's subscription)."""
-    if isinstance(client, Redis):
+class Servers:
+    """Which server holds a key, by its URL (``url``'s credentials and options, the address
+    of the key's slot's server on a cluster): for connections that must reach that server
+    themselves (a sharded channel's subscription, commands written on a connection of one's
+    own)."""
+
+    def __init__(self, client: Client, url: str) -> None:
+        self.client = client
+        self.url = url
+        self._urls: dict[str, str] = {}  # a cluster's server names ("host:port"): their URLs
+
+    def of(self, key: str) -> str:
+        if isinstance(self.client, Redis):
+            return self.url
+        node = self.client.get_node_from_key(key)
+        if node is None:  # the cluster has no server for the key's slot now
+            raise RedisConnectionError(f"no server of the cluster holds {key!r}")
+        url = self._urls.get(node.name)
+        if url is None:
+            parts = urlsplit(self.url)
+            credentials = parts.netloc.rpartition("@")[0]
+            address = f"{node.host}:{node.port}"
+            netloc = f"{credentials}@{address}" if credentials else address
+            url = self._urls[node.name] = urlunsplit(parts._replace(netloc=netloc))
         return url
-    node = client.get_node_from_key(key)
-    if node is None:  # the cluster has no server for the key's slot now
-        raise RedisConnectionError(f"no server of the cluster holds {key!r}")
-    parts = urlsplit(url)
-    credentials = parts.netloc.rpartition("@")[0]
-    address = f"{node.host}:{node.port}"
-    return urlunsplit(parts._replace(netloc=f"{credentials}@{address}" if credentials else address))
 
 
 async def read_many(client: Client, keys: list[str]) -> list[bytes | None]:

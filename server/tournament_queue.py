@@ -253,7 +253,7 @@ class QueueLink:
 
         try:
             if self.client is None:
-                self.client = await redis_client.connect(self.url)
+                self.client, _ = await redis_client.connect(self.url)
             answer = await operation(self.client)
         except self._refusals as error:
             raise self._refused(error) from None

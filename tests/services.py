@@ -18,9 +18,11 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from server import redis_client
 
 START_TIMEOUT_S = 30.0
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -156,38 +158,44 @@ class RedisCluster:
         return self.servers[0].url
 
     def create(self) -> None:
-        executable = shutil.which("redis-cli")
-        if executable is None:
-            raise RuntimeError("redis-cli is not installed (make test installs it)")
         addresses = [f"127.0.0.1:{server.port}" for server in self.servers]
-        subprocess.run(
-            [
-                executable,
-                "--cluster",
-                "create",
-                *addresses,
-                "--cluster-replicas",
-                "0",
-                "--cluster-yes",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            timeout=START_TIMEOUT_S,
-        )
+        create = ["--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"]
+        self._cli(*create)
+        self._wait_until_ok()
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+    def start(self) -> None:
+        """Every server started again: the cluster comes back from each one's nodes.conf, with
+        its slots and no data (as after a restart without persistence)."""
+        for server in self.servers:
+            server.start()
+        self._wait_until_ok()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def _wait_until_ok(self) -> None:
+        """Until every server knows every slot's server."""
         deadline = time.monotonic() + START_TIMEOUT_S
-        for server in self.servers:  # every server knows every slot's server
-            while (
-                b"cluster_state:ok"
-                not in subprocess.run(
-                    [executable, "-p", str(server.port), "cluster", "info"],
-                    check=True,
-                    capture_output=True,
-                    timeout=START_TIMEOUT_S,
-                ).stdout
-            ):
+        for server in self.servers:
+            while b"cluster_state:ok" not in self._cli("-p", str(server.port), "cluster", "info"):
                 if time.monotonic() > deadline:
                     raise RuntimeError("the Redis Cluster did not come up")
                 time.sleep(0.05)
+
+    @staticmethod
+    def _cli(*arguments: str) -> bytes:
+        executable = shutil.which("redis-cli")
+        if executable is None:
+            raise RuntimeError("redis-cli is not installed (make test installs it)")
+        done = subprocess.run(
+            [executable, *arguments], check=True, capture_output=True, timeout=START_TIMEOUT_S
+        )
+        return done.stdout
 
 
 @contextlib.contextmanager
@@ -203,6 +211,16 @@ def redis_cluster() -> Iterator[RedisCluster]:
         cluster = RedisCluster(servers)
         cluster.create()
         yield cluster
+
+
+@contextlib.asynccontextmanager
+async def redis_store(url: str) -> AsyncIterator[redis_client.Client]:
+    """A client of the arena's Redis as the nodes make it (a cluster's, for a cluster)."""
+    client, _ = await redis_client.connect(url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 @contextlib.contextmanager

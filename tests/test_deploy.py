@@ -21,6 +21,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 
 from bench.balancer import HAPROXY_CONFIG
 from bench.common import ROOT, connect_from
@@ -61,12 +62,15 @@ def test_the_systemd_unit_template_verifies_and_drains_on_reload(tmp_path: Path)
     assert "%i" in service["ExecStart"]
 
 
-async def test_a_rolling_restart_behind_haproxy_loses_no_game(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cluster", [False, True], ids=["one-redis", "redis-cluster"])
+async def test_a_rolling_restart_behind_haproxy_loses_no_game(
+    tmp_path: Path, cluster: bool
+) -> None:
     """30 games play through HAProxy while each of the three nodes is drained (SIGUSR1),
     waited for and started again in turn, and new games keep starting: every game ends
     normally, each is in the records once, finished; no connection is refused; every node
-    exits 0."""
-    async with balanced_arena(tmp_path, turns=40) as balanced:
+    exits 0. On one Redis and on a Redis Cluster alike."""
+    async with balanced_arena(tmp_path, turns=40, cluster=cluster) as balanced:
         figures, _, statuses = await rolling_restart(balanced, games=30, think_s=0.02)
     assert statuses == [0, 0, 0]
     assert figures.abnormal() == {}

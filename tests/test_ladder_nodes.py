@@ -27,8 +27,9 @@ from server.cluster import values
 from server.cluster.keys import bot_key
 from server.identity import KEY_BURST, KEY_REFILL_S, new_key
 from server.ladder import Seeker
+from server.redis_client import Client
 from tests.conftest import RawClient
-from tests.services import PostgresServer, RedisServer
+from tests.services import PostgresServer, RedisCluster, RedisServer, redis_store
 from tests.test_cluster import eventually, nodes, scrape
 from tests.test_cluster_frames import SENDER, node_and_other
 from tests.test_identity import added, asked
@@ -75,13 +76,13 @@ async def end_of(client: RawClient) -> str:
 
 
 async def challenges_across(
-    redis: RedisServer, a: ServerProcess, b: ServerProcess, keys: dict[str, str]
+    redis: RedisServer | RedisCluster, a: ServerProcess, b: ServerProcess, keys: dict[str, str]
 ) -> None:
     """Ugluk, present on B, declines Grimli's challenge from A, then accepts the next one,
     and they play it out (Grimli leaves: Ugluk wins)."""
     ugluk, grimli = await RawClient.connect(b.tcp_port), await RawClient.connect(a.tcp_port)
     await ugluk.send({"type": "seek", "game": "tavern", "bot": "Ugluk", "key": keys["Ugluk"]})
-    async with Redis.from_url(redis.url) as client:
+    async with redis_store(redis.url) as client:
         await eventually(lambda: client.get(bot_key("ugluk")))
     challenge = {"type": "challenge", "opponent": "Ugluk", "game": "thud", "side": "dwarf"}
     challenge |= {"bot": "Grimli", "key": keys["Grimli"]}
@@ -101,9 +102,10 @@ async def challenges_across(
 
 
 async def test_bots_seeking_through_two_nodes_meet_and_only_finished_games_are_rated(
-    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
+    arena_redis: RedisServer | RedisCluster, postgres: PostgresServer, tmp_path: Path
 ) -> None:
-    url = postgres.create_database("ladder_nodes")
+    redis = arena_redis
+    url = postgres.create_database(f"ladder_nodes_{type(redis).__name__.lower()}")
     keys = {name: added(url, name) for name in BOTS}
     async with nodes(redis, tmp_path, count=2, database=url) as (a, b):
         grimli, ugluk = await RawClient.connect(a.tcp_port), await RawClient.connect(b.tcp_port)
@@ -147,17 +149,18 @@ async def online(session: aiohttp.ClientSession, node: ServerProcess, bot: str) 
         return bool((await response.json())["online"])
 
 
-async def held(store: Redis, bot: str) -> dict[bytes | str, bytes | str]:
+async def held(store: Client, bot: str) -> dict[bytes | str, bytes | str]:
     """What a bot holds on each node, as the nodes wrote it."""
     return await store.hgetall(redis_keys.held_key(bot.casefold()))
 
 
 async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_node_s(
-    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
+    arena_redis: RedisServer | RedisCluster, postgres: PostgresServer, tmp_path: Path
 ) -> None:
     """Three registered bots through two nodes, `maxGamesPerBot` 1: each thing the nodes share
     about bots, seen from the node that did not write it."""
-    url = postgres.create_database("ladder_shared")
+    redis = arena_redis
+    url = postgres.create_database(f"ladder_shared_{type(redis).__name__.lower()}")
     keys = {name: added(url, name) for name in BOTS}
     open_registration = {"registration": "open", "registrationsPerHour": 2}
     async with (
@@ -165,7 +168,7 @@ async def test_pacing_holdings_last_games_and_presence_are_the_arena_s_not_a_nod
             a,
             b,
         ),
-        Redis.from_url(redis.url) as store,
+        redis_store(redis.url) as store,
         aiohttp.ClientSession() as http,
     ):
         assert a.node_id is not None and b.node_id is not None

@@ -29,7 +29,7 @@ from server.tournament_queue import (
     queue_games,
     spec_key,
 )
-from tests.services import PostgresServer, RedisServer
+from tests.services import PostgresServer, RedisCluster, RedisServer
 from tests.test_tournament_cli import COMMAND_TIMEOUT_S, ROOT, SLOW_CUP, TAVERN, scratch
 
 CLAIM_TIMEOUT_MS = 1000  # short, so that a killed worker's game is taken over quickly
@@ -163,10 +163,12 @@ def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
 
 
 def test_a_tournament_with_its_own_workers_on_an_sqlite_file(
-    tmp_path: Path, redis: RedisServer, processes: Processes
+    tmp_path: Path, arena_redis: RedisServer | RedisCluster, processes: Processes
 ) -> None:
     """``--workers 2``: the command starts its workers, which record in its SQLite file (they
-    are on its machine), and stops them at the end; the league is the local run's."""
+    are on its machine), and stops them at the end; the league is the local run's. On one
+    Redis and on a Redis Cluster alike."""
+    redis = arena_redis
     path = tmp_path / "cup.json"
     path.write_text(json.dumps(SLOW_CUP))
     database = str(tmp_path / "arena.db")

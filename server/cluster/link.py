@@ -24,12 +24,15 @@ import time
 from collections.abc import AsyncIterator, Collection, Coroutine
 from typing import Any, Protocol
 
-from redis.asyncio import Redis
+from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.client import PubSub
+from redis.asyncio.connection import AbstractConnection
 from redis.backoff import NoBackoff
 from redis.exceptions import (
+    AskError,
     AuthenticationError,
     AuthorizationError,
+    MovedError,
     RedisError,
     ResponseError,
 )
@@ -41,7 +44,7 @@ from server.cancelling import stop_if_cancelled
 from server.cluster import RedisRefused, wire
 from server.cluster.keys import LOBBY, inbox
 from server.config import without_password
-from server.redis_client import Client
+from server.redis_client import Client, Servers
 
 log = logging.getLogger(__name__)
 
@@ -214,32 +217,69 @@ class Link:
             log.warning("node %s: %s", self.node_id, why)
             self._lost.set_exception(RedisConnectionError(why))
 
-    async def _send_due(self, client: Client, due: asyncio.Event) -> None:
-        """Everything due, pipelined on the sender's client: each loop round, the frames for
-        each node (one SPUBLISH each to its inbox), then the node's commands, in one pipeline
-        (on a Redis Cluster, one per server, redis-py routing each command by its key); what
-        becomes due meanwhile goes in the next. Every reply is read: an error Redis answers
-        costs only its command (logged and counted). A connection lost fails the link (the
-        seats' own sequence numbers send again what it lost)."""
+    async def _send_due(self, servers: Servers, due: asyncio.Event, **options: Any) -> None:
+        """Everything due, pipelined: each loop round, the frames for each node (one SPUBLISH
+        each to its inbox), then the node's commands, each written on a connection of the
+        sender's to the server that holds its key (one server, or a cluster's), without
+        waiting for the replies to the ones before (a frame never waits a round trip behind
+        another); the replies are read as they come (``_read_replies``). A connection lost,
+        or a cluster whose slots moved, fails the link (the seats' own sequence numbers send
+        again what it lost)."""
+        connections: dict[str, tuple[AbstractConnection, collections.deque[Command]]] = {}
+        pools: list[ConnectionPool] = []
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                while True:
+                    await due.wait()
+                    due.clear()
+                    sent: list[Command] = [
+                        ("SPUBLISH", channel, message)
+                        for channel, message in self._outbox.batches(self.held)
+                    ]
+                    sent += self.user.due()
+                    by_server: dict[str, list[Command]] = {}
+                    for command in sent:
+                        by_server.setdefault(servers.of(_key_of(command)), []).append(command)
+                    for url, commands in by_server.items():
+                        if url not in connections:
+                            # No read timeout: the heartbeat (with its timeouts) finds a Redis
+                            # that stopped answering.
+                            pool = ConnectionPool.from_url(url, socket_timeout=None, **options)
+                            pools.append(pool)
+                            connection: AbstractConnection = await pool.get_connection()  # type: ignore[no-untyped-call]
+                            connections[url] = (connection, collections.deque())
+                            tasks.create_task(self._read_replies(*connections[url]))
+                        connection, replies_due = connections[url]
+                        replies_due.extend(commands)
+                        await connection.send_packed_command(
+                            connection.pack_commands(commands), check_health=False
+                        )
+                    stop_if_cancelled()
+        finally:
+            for pool in pools:
+                with contextlib.suppress(RedisError, OSError):
+                    await pool.disconnect()
+
+    async def _read_replies(
+        self, connection: AbstractConnection, replies_due: collections.deque[Command]
+    ) -> None:
+        """The replies to what the sender wrote on a connection, in order: an error Redis
+        answers costs only its command (logged and counted), but a redirection (a cluster's
+        slot moved to another server), which fails the link: it is made again on the
+        cluster's new map."""
+        task = asyncio.current_task()
         while True:
-            await due.wait()
-            due.clear()
-            sent: list[Command] = [
-                ("SPUBLISH", channel, message)
-                for channel, message in self._outbox.batches(self.held)
-            ]
-            sent += self.user.due()
-            if not sent:
-                continue
-            pipe = client.pipeline(transaction=False)
-            for command in sent:
-                pipe.execute_command(*command)
-            replies = await pipe.execute(raise_on_error=False)
-            stop_if_cancelled()
-            for command, reply in zip(sent, replies, strict=True):
-                if isinstance(reply, ResponseError):
-                    self._refused(str(command[0]), reply)
-                    self.user.refused(_key_of(command), reply)
+            try:
+                await connection.read_response(timeout=math.inf)
+            except (MovedError, AskError) as moved:
+                raise RedisConnectionError(f"Redis Cluster slots moved: {moved}") from None
+            except ResponseError as error:
+                command = replies_due.popleft()
+                self._refused(str(command[0]), error)
+                self.user.refused(_key_of(command), error)
+            else:
+                replies_due.popleft()
+            stop_if_cancelled(task)
 
     def _refused(self, command: str, error: ResponseError) -> None:
         """Counted, and logged at most once a minute per command."""
@@ -320,26 +360,23 @@ class Link:
         lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         due = asyncio.Event()
 
-        async def connected(**more: Any) -> Client:
-            client = await redis_client.connect(self.url, **options, **more)
+        async def connected(urls: str, **more: Any) -> tuple[Client, str]:
+            client, url = await redis_client.connect(urls, **options, **more)
             clients.append(client)
-            return client
+            return client, url
 
         try:
             # The look-ups (seats, claims, the seek pool, bots...) share a bounded pool, in
             # which a command waits for a free connection rather than fails; the heartbeat has
             # a connection of its own, which no number of look-ups at once can take from it.
-            redis = await connected(pool=LOOK_UPS_AT_ONCE, socket_timeout=timeout)
-            beating = await connected(pool=1, socket_timeout=timeout)
-            # The frames go out on a client of their own (pipelined, see _send_due) and come in
-            # on the listener's, a connection to the server of the node's inbox: neither waits
-            # behind a look-up or a heartbeat. No read timeout on the sender: the heartbeat
-            # (with its timeouts) finds a Redis that stopped answering.
-            sending = await connected(socket_timeout=None)
+            redis, url = await connected(self.url, pool=LOOK_UPS_AT_ONCE, socket_timeout=timeout)
+            beating, _ = await connected(url, pool=1, socket_timeout=timeout)
+            # The frames go out on connections of their own (pipelined, see _send_due) and
+            # come in on the listener's, a connection to the server of the node's inbox:
+            # neither waits behind a look-up or a heartbeat.
+            servers = Servers(redis, url)
             listening = Redis.from_url(
-                redis_client.server_url(redis, self.url, inbox(self.node_id)),
-                socket_timeout=timeout,
-                **options,
+                servers.of(inbox(self.node_id)), socket_timeout=timeout, **options
             )
             clients.append(listening)
             pubsub = listening.pubsub()
@@ -350,7 +387,7 @@ class Link:
             self.user.relinked()
             due.set()
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._send_due(sending, due))
+                tasks.create_task(self._send_due(servers, due, **options))
                 tasks.create_task(self._listen(pubsub))
                 await self.user.beat(beating)  # which follows the other nodes' simulations
                 self.up = True
