@@ -75,8 +75,9 @@ php:
 	@command -v php >/dev/null || { apt-get update && apt-get install -y php-cli; }
 
 # The cluster and records tests start their own redis-server and PostgreSQL on loopback.
+# redis-cli (redis-tools) makes the tests' Redis Cluster.
 redis:
-	@command -v redis-server >/dev/null || { apt-get update && apt-get install -y redis-server; }
+	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { apt-get update && apt-get install -y redis-server redis-tools; }
 
 postgres:
 	@test -x /usr/lib/postgresql/15/bin/postgres || { apt-get update && apt-get install -y postgresql; }

@@ -2,7 +2,8 @@
 game on different nodes, against the same load on one node.
 
     python bench/cluster.py [--games 100] [--seconds 10] [--think-ms 0] [--mix tavern|thud|both]
-                            [--loop asyncio|uvloop] [--rounds 1] [--against CHECKOUT ...]
+                            [--loop asyncio|uvloop] [--rounds 1] [--cluster]
+                            [--against CHECKOUT ...]
 
 Three figures, each with fresh processes:
 
@@ -12,7 +13,9 @@ Three figures, each with fresh processes:
 * ``two nodes, seats across``: each game is created on one node (half on each) and its second
   bot connects to the other node, so every turn crosses once (a move in, or a turn out).
 
-With ``--against CHECKOUT`` (an older commit in a ``git worktree``, run with this interpreter),
+With ``--cluster``, each round also measures ``two nodes, seats across`` on a Redis Cluster of
+three masters (``across, Redis Cluster``; every server's CPU counted). With ``--against
+CHECKOUT`` (an older commit in a ``git worktree``, run with this interpreter),
 each round also measures ``two nodes, seats across`` with that checkout's nodes, right after
 this one's: the cost of a crossing turn, side by side.
 
@@ -50,7 +53,7 @@ from bench.common import (
     use_loop,
 )
 from bench.load import UNCAPPED, Pair
-from tests.services import RedisServer, redis_server
+from tests.services import RedisCluster, RedisServer, redis_cluster, redis_server
 
 SETTINGS = {
     "maxConnectionsPerAddress": 100_000,
@@ -83,7 +86,7 @@ class Figures:
 @contextlib.asynccontextmanager
 async def arena_nodes(
     count: int,
-    redis: RedisServer | None,
+    redis: RedisServer | RedisCluster | None,
     loop: str,
     settings: Mapping[str, object] | None = None,
     root: Path = ROOT,
@@ -114,7 +117,7 @@ async def arena_nodes(
 async def measure(
     name: str,
     servers: list[ServerProcess],
-    redis: RedisServer | None,
+    redis: RedisServer | RedisCluster | None,
     across: bool,
     games: int,
     seconds: float,
@@ -131,8 +134,12 @@ async def measure(
         kind = kinds[index % len(kinds)]
         pairs.append(Pair(first.tcp_port, kind, deadline, latencies, think_s, second.tcp_port))
     processes = {f"node {index}": s.process.pid for index, s in enumerate(servers)}
-    if redis is not None and redis.process is not None:
+    if isinstance(redis, RedisServer) and redis.process is not None:
         processes["redis-server"] = redis.process.pid
+    elif isinstance(redis, RedisCluster):
+        for index, server in enumerate(redis.servers):
+            if server.process is not None:
+                processes[f"redis {index}"] = server.process.pid
     before = {label: process_cpu_seconds(pid) for label, pid in processes.items()}
     started = time.perf_counter()
     await asyncio.gather(*(pair.run() for pair in pairs))
@@ -146,7 +153,13 @@ async def measure(
 
 
 async def run(
-    games: int, seconds: float, mix: str, think_s: float, loop: str, against: list[Path]
+    games: int,
+    seconds: float,
+    mix: str,
+    think_s: float,
+    loop: str,
+    against: list[Path],
+    cluster: bool,
 ) -> list[Figures]:
     figures = []
     async with arena_nodes(1, None, loop) as servers:
@@ -160,6 +173,14 @@ async def run(
                 await asyncio.sleep(1.0)
                 figures.append(
                     await measure(name, servers, redis, across, games, seconds, mix, think_s)
+                )
+    if cluster:
+        with redis_cluster() as three:
+            async with arena_nodes(2, three, loop) as servers:
+                await asyncio.sleep(1.0)
+                name = "across, Redis Cluster"
+                figures.append(
+                    await measure(name, servers, three, True, games, seconds, mix, think_s)
                 )
     for root in against:
         with redis_server() as redis:
@@ -183,6 +204,9 @@ def main() -> None:
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--rounds", type=int, default=1, help="measure everything N times")
     parser.add_argument("--against", action="append", default=[], type=Path)
+    parser.add_argument(
+        "--cluster", action="store_true", help="also seats across on a three-master Redis Cluster"
+    )
     args = parser.parse_args()
     use_loop(args.loop)
     thinking = f", bots think {args.think_ms:g} ms" if args.think_ms else ""
@@ -202,6 +226,7 @@ def main() -> None:
                 args.think_ms / 1000,
                 args.loop,
                 [path.resolve() for path in args.against],
+                args.cluster,
             )
         )
         report(figures)

@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from playwright.async_api import expect
 from redis.asyncio import Redis
+from redis.asyncio import RedisCluster as ClusterClient
 
 from bench.common import ServerProcess, tavern_serve
 from server.cluster import values, wire
@@ -34,7 +35,7 @@ from server.games.thud.pieces import initial_state
 from server.protocol import encode, error_message
 from tests.browser import Pages, chromium_pages
 from tests.conftest import RawClient
-from tests.services import RedisCluster, RedisServer, redis_store
+from tests.services import RedisCluster, RedisServer, redis_cluster, redis_store
 from visor.thud_api.games import node_name
 
 WAIT_S = 10.0
@@ -484,6 +485,63 @@ async def test_a_redis_blip_of_two_seconds_loses_no_move_of_a_game_across_nodes(
         assert turns == list(range(1, 11))
         for client in (here, there):
             await client.close()
+
+
+async def move_slot(cluster: RedisCluster, key: str) -> None:
+    """The slot of ``key`` moved to another server of the cluster, its keys with it, as
+    `redis-cli --cluster reshard` moves a slot (IMPORTING, MIGRATING, MIGRATE, NODE)."""
+    async with redis_store(cluster.url) as store:
+        assert isinstance(store, ClusterClient)
+        slot, owner = store.keyslot(key), store.get_node_from_key(key)
+    assert owner is not None
+    servers = {server.port: Redis(port=server.port) for server in cluster.servers}
+
+    async def ask(port: int, *command: object) -> Any:
+        return await servers[port].execute_command(*command)  # type: ignore[no-untyped-call]
+
+    try:
+        ids = {port: (await ask(port, "CLUSTER", "MYID")).decode() for port in servers}
+        source, target = int(owner.port), next(port for port in servers if port != owner.port)
+        await ask(target, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source])
+        await ask(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target])
+        while keys := await ask(source, "CLUSTER", "GETKEYSINSLOT", slot, 100):
+            await ask(source, "MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *keys)
+        for port in (target, source, *servers):
+            await ask(port, "CLUSTER", "SETSLOT", slot, "NODE", ids[target])
+    finally:
+        for client in servers.values():
+            await client.aclose()
+
+
+async def test_a_cluster_that_moves_the_nodes_inboxes_loses_no_move_of_a_game_across_them(
+    tmp_path: Path,
+) -> None:
+    """A Redis Cluster moves the slots of both nodes' inboxes to other servers mid-game: Redis
+    ends each node's subscription and answers MOVED to what was sent to the old server; each
+    node links again on the cluster's new map, and every move is played once, in order."""
+    with redis_cluster() as cluster:
+        async with nodes(
+            cluster, tmp_path, count=2, nodeTtlMs=5000, reconnectGraceMs=5000, turnTimeoutMs=30_000
+        ) as (a, b):
+            assert a.node_id is not None and b.node_id is not None
+            simulation_id = await create(a, seed=11)
+            here, here_info = await join(a, simulation_id)
+            there, there_info = await join(b, simulation_id)
+            by_team = {here_info["team"]: here, there_info["team"]: there}
+            turns: list[int] = []
+            for step, team in enumerate(("team1", "team2") * 4):
+                turns.append((await by_team[team].expect("turn", timeout=WAIT_S))["turn"])
+                if step == 3:
+                    await move_slot(cluster, inbox(a.node_id))
+                    await move_slot(cluster, inbox(b.node_id))
+                await by_team[team].send_raw(tavern_move(team, step // 2))
+            assert turns == list(range(1, 9))
+            for client in (here, there):
+                await client.close()
+    for index in range(2):
+        log = (tmp_path / f"node-{index}.log").read_text()
+        assert "Redis ended the subscription to" in log, log
+        assert log.count("in the arena on") == 2, log
 
 
 async def test_the_thud_api_and_matchmaking_on_any_node_reach_a_game_on_another(
