@@ -5,7 +5,7 @@ Everything goes through redis-py's public API. The frames between nodes travel b
 pub/sub (``SPUBLISH`` to a node's inbox channel, Redis 7; chosen over a Stream per inbox with
 ``bench/transport.py``, docs/operations.md says why): a sender task writes each loop round's
 frames (one message per node) and the node's due commands in one pipeline, and reads every
-reply, logging and counting each error Redis answers (``Link.refused``,
+reply, logging and counting each error Redis answers (``Refusals``,
 ``tavern_redis_errors`` in /metrics); a listener (redis-py's ``PubSub``, on the server of the
 inbox's slot when Redis is a cluster) holds the inbox's subscription and the lobby's. The
 heartbeat and the look-ups keep clients of their own (``Link.redis`` for the look-ups), so
@@ -92,6 +92,29 @@ def _key_of(command: Command) -> str:
     return key.decode(errors="replace") if isinstance(key, bytes) else str(key)
 
 
+class Refusals:
+    """The errors Redis answered to a link's commands, by command (``tavern_redis_errors`` in
+    /metrics): each counted, and logged at most once a minute per command."""
+
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._said: dict[str, float] = {}  # when each command's were last logged
+
+    def add(self, command: str, error: ResponseError) -> None:
+        self.counts[command] += 1
+        now = time.monotonic()
+        if now - self._said.get(command, -math.inf) >= REFUSALS_SAID_EVERY_S:
+            self._said[command] = now
+            log.warning(
+                "node %s: Redis refused %s: %s (%d refused so far)",
+                self.node_id,
+                command,
+                error,
+                self.counts[command],
+            )
+
+
 class Outbox:
     """Frames due to other nodes, by node, until the next send: each node's go in one message
     to its inbox, after this node's id."""
@@ -151,10 +174,7 @@ class Link:
         self._due: asyncio.Event | None = None
         self._lost: asyncio.Future[None] | None = None  # fails when the link is lost
         self._outbox = Outbox(node_id)
-        # The errors Redis answered to the link's commands, by command (tavern_redis_errors
-        # in /metrics), and when each command's were last logged.
-        self.refused: collections.Counter[str] = collections.Counter()
-        self._refusal_said: dict[str, float] = {}
+        self.refusals = Refusals(node_id)
         # Nodes whose frames wait in the outbox while the link is down, until they are seen
         # in the arena again (``seen``): the seats that cross to them are held meanwhile.
         self.held: set[str] = set()
@@ -275,25 +295,11 @@ class Link:
                 raise RedisConnectionError(f"Redis Cluster slots moved: {moved}") from None
             except ResponseError as error:
                 command = replies_due.popleft()
-                self._refused(str(command[0]), error)
+                self.refusals.add(str(command[0]), error)
                 self.user.refused(_key_of(command), error)
             else:
                 replies_due.popleft()
             stop_if_cancelled(task)
-
-    def _refused(self, command: str, error: ResponseError) -> None:
-        """Counted, and logged at most once a minute per command."""
-        self.refused[command] += 1
-        now = time.monotonic()
-        if now - self._refusal_said.get(command, -math.inf) >= REFUSALS_SAID_EVERY_S:
-            self._refusal_said[command] = now
-            log.warning(
-                "node %s: Redis refused %s: %s (%d refused so far)",
-                self.node_id,
-                command,
-                error,
-                self.refused[command],
-            )
 
     # --- holding frames while the link is down -----------------------------------------------
     def hold(self, nodes: set[str]) -> None:

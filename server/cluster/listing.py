@@ -13,7 +13,16 @@ import time
 import orjson
 from redis.exceptions import RedisError
 
-from server.cluster.keys import FINISHED, FINISHED_KEPT, LOBBY, alias_key, owned_key, sim_key
+from server.cluster.keys import (
+    FINISHED,
+    FINISHED_KEPT,
+    LOBBY,
+    NODES,
+    alias_key,
+    node_key,
+    owned_key,
+    sim_key,
+)
 from server.cluster.link import Command, Link
 from server.games.base import JsonObject
 from server.match_events import GameFinished, GameStarted, Removed, SeatsChanged, TurnPlayed, Update
@@ -154,10 +163,17 @@ class Listing:
                 commands.append(("SET", alias_key(alias), value))
         return [("SADD", owned_key(self.link.node_id), *keys), *commands]
 
-    def keys(self) -> list[str]:
-        """The keys of this node's entries and their names, as they should be in Redis."""
-        return [sim_key(name) for name in self.entries] + [
-            alias_key(alias) for aliases in self._aliases.values() for alias in aliases
+    def leaving(self) -> list[Command]:
+        """A clean stop: this node's keys deleted (one DEL a key: on a Redis Cluster, each in
+        a slot of its own), its id out of the arena's, and every lobby told."""
+        node = self.link.node_id
+        keys = [node_key(node), owned_key(node), *map(sim_key, self.entries)]
+        keys += [alias_key(alias) for aliases in self._aliases.values() for alias in aliases]
+        change = {"node": node, "set": [], "del": list(self.entries)}
+        return [
+            *(("DEL", key) for key in keys),
+            ("SREM", NODES, node),
+            ("PUBLISH", LOBBY, orjson.dumps(change)),
         ]
 
     def _alias_value(self, simulation_id: str) -> bytes:

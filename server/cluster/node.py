@@ -49,14 +49,12 @@ from server.cluster.following import Following
 from server.cluster.inbox import Handler, Inbox
 from server.cluster.keys import (
     FINISHED,
-    LOBBY,
     NODES,
     OWNED_KINDS,
     TYPES,
     inbox,
     kind_of,
     node_key,
-    owned_key,
 )
 from server.cluster.link import Command, Link
 from server.cluster.listing import Listing
@@ -420,19 +418,7 @@ class ClusterNode:
         self.given.close_all(
             encode(error_message(BotError.SERVER_SHUTTING_DOWN, "the arena is stopping"))
         )
-        own = list(self.listing.entries)
-        change = {"node": self.id, "set": [], "del": own}
-        await self.link.leave(
-            [
-                # One DEL a key: on a Redis Cluster, the keys are in slots of their own.
-                *(
-                    ("DEL", key)
-                    for key in (node_key(self.id), owned_key(self.id), *self.listing.keys())
-                ),
-                ("SREM", NODES, self.id),
-                ("PUBLISH", LOBBY, orjson.dumps(change)),
-            ]
-        )
+        await self.link.leave(self.listing.leaving())
 
     def arena_name(self) -> str:
         """Which arena this node joined, as logs may show it."""

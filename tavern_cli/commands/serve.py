@@ -180,7 +180,7 @@ def measure_node(metrics: Metrics, arena: Arena, node: ClusterNode | None) -> No
         "Errors Redis answered to the node's commands (the frames it sent other nodes, its "
         "entries), by command: each one also logged, at most once a minute per command",
         "command",
-        lambda: node.link.refused,
+        lambda: node.link.refusals.counts,
     )
 
 
