@@ -541,7 +541,8 @@ async def test_a_cluster_that_moves_the_nodes_inboxes_loses_no_move_of_a_game_ac
     for index in range(2):
         log = (tmp_path / f"node-{index}.log").read_text()
         assert "Redis ended the subscription to" in log, log
-        assert log.count("in the arena on") == 2, log
+        # Linked again at least once (twice if the other inbox's move came after: a MOVED).
+        assert log.count("in the arena on") >= 2, log
 
 
 async def test_the_thud_api_and_matchmaking_on_any_node_reach_a_game_on_another(
