@@ -2,7 +2,7 @@
 ``tavern serve`` nodes on one redis-server, against the same bots playing without the ladder.
 
     python bench/ladder.py [--bots 2000] [--seconds 40] [--think-ms 500] [--turn-limit 20]
-                           [--clients 2] [--loop asyncio|uvloop] [--scrypt-n 256]
+                           [--clients 2] [--loop asyncio|uvloop] [--scrypt-n 256] [--light 0]
 
 The set-up, started fresh for each of the two runs: a redis-server and three nodes on loopback
 ephemeral ports (``bench/cluster.py``'s nodes, ``tests/services.py``'s Redis), their records in
@@ -25,6 +25,11 @@ setting), so that each bot plays many games in a run. The two runs:
   have their bots on different nodes, as the ladder's pairings do); the first of a pair creates
   each game on its node and both join it by id, as bench/cluster.py's pairs do, game after game;
 * ``with the ladder``: every bot sends a rated ``seek`` and, when its game ends, seeks again.
+
+With ``--light N``, N light nodes join the arena besides the three (``bench/redis_rest.py``'s:
+an arena each, in the bench's process, running only the control plane: heartbeat, directory,
+lobby), so that the pairings are measured in an arena of ``N + 3`` nodes; they seek nothing, and
+their CPU is the bench's.
 
 Printed for each run: the pairing delay p50/p99/max over every pairing (a bot sending its seek,
 or the first of a pair its ``create-simulation``, to the bot receiving its ``game-info``), the
@@ -75,6 +80,7 @@ import server.identity
 from bench.cluster import arena_nodes, process_cpu_seconds
 from bench.common import cluster_cpu_seconds, percentile, use_loop
 from bench.load import ENDS, GAME_INFO, TURN, random_thud_move
+from bench.redis_rest import light_nodes
 from server.identity import RegisteredBot, hash_key, new_key
 from server.league import NEW_RATING, Rating, rate_game
 from server.records import Records
@@ -326,11 +332,12 @@ async def measure(
     turn_limit: int,
     clients: int,
     loop: str,
+    light: int = 0,
 ) -> Run:
     registered = register(url, count)
     settings = {"database": url, "thud": {"turnLimit": turn_limit}}
     with redis_server() as redis:
-        async with arena_nodes(NODES, redis, loop, settings) as nodes:
+        async with arena_nodes(NODES, redis, loop, settings) as nodes, light_nodes(redis, light):
             await asyncio.sleep(1.0)  # the nodes settle (their rosters are read as they start)
             bots = [
                 Bot(name, key, nodes[index % NODES].tcp_port)
@@ -480,6 +487,7 @@ async def run_both(cluster: PostgresServer, args: argparse.Namespace) -> RatingC
             args.turn_limit,
             args.clients,
             args.loop,
+            args.light,
         )
         report(run, baseline)
         baseline = baseline or run
@@ -497,6 +505,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop")
     parser.add_argument("--scrypt-n", type=int, default=256, help="the bots' keys' scrypt N")
+    parser.add_argument(
+        "--light",
+        type=int,
+        default=0,
+        help="light nodes more in the arena, in this process (bench/redis_rest.py's): the "
+        "pairings measured among fifty nodes",
+    )
     args = parser.parse_args()
     real_key_s = real_key_cost()
     server.identity.SCRYPT_N = args.scrypt_n

@@ -450,8 +450,10 @@ class QueuedTournament:
         )
         if read is not None:  # else Redis is away: those known so far
             dead, self._dead_read = read
-            for key in dead.keys() - self.dead.keys() - finished:
+            for key in sorted(dead.keys() - self.dead.keys() - finished):
                 log.error("tournament %s: %s", self.spec.id, dead[key].text())
+                # In the records, for the league's pages: the arena's fault, no bot's.
+                self.records.tournament_fault(self.spec.id, key, dead[key].number, dead[key].reason)
             self.dead.update(dead)
         return finished | self.dead.keys(), playing
 

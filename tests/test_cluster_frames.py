@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
 import orjson
@@ -382,7 +382,7 @@ class Pages:
     def finished_elsewhere(self, entry: JsonObject) -> None:
         """Not heard in these tests."""
 
-    def lobby_changed(self) -> None:
+    def lobby_changed(self, simulation_ids: Collection[str] | None = None) -> None:
         """Not heard in these tests."""
 
 

@@ -45,8 +45,15 @@ async def test_the_league_page_counts_crashes_and_timeouts(served: Served, pages
         results = await TournamentRunner(spec, ArenaConfig(), served.records, io.StringIO()).run()
     dwarfs = tables(results)["dwarf"]
     assert [(s.bot, s.crashes) for s in dwarfs] == [("house dwarf", 0), ("crash", 1)]
+    # A game the tournament's queue gave up on (as its organiser records it): the arena's.
+    given_up = "stopped the 3 workers that took it: not played"
+    served.records.tournament_fault(spec.id, "9:crash-silent", 9, given_up)
+    await served.records.flush()
 
     page = await pages.open(f"/league?tournament={spec.id}", connected=False)
+    await expect(page.locator("#not-played li")).to_have_text(
+        f"Game 9 (9:crash-silent): {given_up}"
+    )
     rows = page.locator('table[data-table="dwarf"] tbody tr')
     await expect(rows).to_have_count(2)
     await expect(rows.nth(1).locator('[data-col="bot"]')).to_have_text("crash")

@@ -391,3 +391,8 @@ def test_a_game_that_stopped_three_workers_is_given_up_on_and_the_tournament_end
     assert out.endswith(f"arena faults, 1 games not played:\n  game {number} ({key}): {reason}\n")
     assert sum(played for rows in league(database).values() for _, played, *_ in rows) == 10
     assert worker.poll() is None  # it goes on, for the next tournament
+    records = Records(database)  # and the league's pages show it, from the records
+    records.open_to_read()
+    (tournament,) = records.tournaments()
+    fault = {"number": number, "pairing": key, "reason": reason, "fault": "arena"}
+    assert records.tournament_faults(tournament["id"]) == [fault]

@@ -229,17 +229,21 @@ async def api_tournaments(request: web.Request) -> web.Response:
 
 
 async def api_league(request: web.Request) -> web.Response:
-    """The league of a tournament (?tournament=ID), or of every game between named bots."""
+    """The league of a tournament (?tournament=ID), or of every game between named bots; a
+    tournament's with the games its queue gave up on (``notPlayed``: the arena's faults)."""
     records = request.app[RECORDS]
     tournament_id = request.query.get("tournament")
+    not_played: list[JsonObject] = []
     if tournament_id is not None:
         tournament = await asyncio.to_thread(records.tournament, tournament_id)
         if tournament is None:
             return json_error(404, "no tournament with this id")
+        not_played = await asyncio.to_thread(records.tournament_faults, tournament_id)
     else:
         tournament = None
     results = await asyncio.to_thread(records.results, tournament_id)
-    return json_response({"tournament": tournament, **league_to_wire(results)})
+    league = league_to_wire(results)
+    return json_response({"tournament": tournament, **league, "notPlayed": not_played})
 
 
 async def api_replay(request: web.Request) -> web.Response:

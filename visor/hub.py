@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Collection
 from typing import Any
 
 import orjson
@@ -72,6 +73,7 @@ class SpectatorHub:
             match_id = update.match_id
             view_or_none = self.live.get(match_id)
             if view_or_none is not None:
+                self.lobby.changed(match_id)
                 seat_name = view_or_none.codec.seat_names[update.seat]
                 text = orjson.dumps({"type": "left", "seat": seat_name, "nick": update.nick})
         elif isinstance(update, GameFinished):
@@ -149,8 +151,8 @@ class SpectatorHub:
     def finished_elsewhere(self, entry: JsonObject) -> None:
         self.lobby.finished_elsewhere(entry)
 
-    def lobby_changed(self) -> None:
-        self.lobby.changed()
+    def lobby_changed(self, simulation_ids: Collection[str] | None = None) -> None:
+        self.lobby.others_changed(simulation_ids)
 
 
 @contextlib.asynccontextmanager

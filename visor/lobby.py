@@ -9,11 +9,9 @@ follows it, and replaces on each page the one it was not sent yet.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 
 import orjson
 
@@ -23,40 +21,23 @@ from server.games import GAMES
 from server.games.base import JsonObject
 from server.match_views import MatchView
 from visor.live_views import LiveViews
+from visor.lobby_order import STATUSES, LobbyOrder, finished_key, order_key
 from visor.pages import Page
 
 LOBBY_INTERVAL_S = 0.2
 LOBBY_ROWS = 50  # rows one lobby message lists; its counts cover every simulation
 FINISHED_KEPT = 100
-STATUSES = ("playing", "waiting", "finished")
-
-
-def lobby_order(status: str, seated: bool, spectators: int, age_s: float) -> tuple[int, int, float]:
-    """Where a live simulation sits in the lobby (lowest first); finished games come after."""
-    if status == "playing":
-        return (0, -spectators, age_s)
-    return (1 if seated else 2, 0, age_s)
-
-
-@dataclass(frozen=True, slots=True)
-class LobbyEntry:
-    """One simulation as the lobby orders it; its row is built only if it is listed."""
-
-    order: tuple[int, int, float]
-    game: str
-    status: str
-    source: MatchView | JsonObject  # a live match here, or another node's or a finished row
-    age_s: float | None  # since it was opened, when known
-
-    @property
-    def simulation_id(self) -> str:
-        source = self.source
-        return source.match_id if isinstance(source, MatchView) else str(source["simulationId"])
 
 
 class Lobby:
     """The lobby's rows and the pages that follow it. ``watchers``: the pages watching each
-    match here (``visor.watching``'s), counted in its row."""
+    match here (``visor.watching``'s), counted in its row.
+
+    The order (``visor.lobby_order``): games being played (the most watched first, then the
+    newest), then simulations in which a player waits, then empty ones, then finished games;
+    newest first within each. A simulation nobody has joined never sits above a game being
+    played. Each simulation is placed again only when it changed (``changed`` with its id,
+    ``others_changed``)."""
 
     def __init__(
         self,
@@ -72,25 +53,49 @@ class Lobby:
         self.pages: set[Page] = set()  # the pages that follow the lobby
         self.finished: OrderedDict[str, JsonObject] = OrderedDict()  # id -> lobby entry
         self.opened_at: dict[str, float] = {}  # loop time each lobby row was first seen
+        self.order = LobbyOrder()
+        self._finished_count = 0  # games kept finished so far: each one's place among them
+        self._finished_places: dict[str, int] = {}
+        self._moved: set[str] = set()  # simulations to place again
+        self._all_moved = True  # every simulation to place again (the other nodes changed)
         self._dirty = asyncio.Event()
         self._messages: dict[str | None, bytes] = {}  # by filter, until the lobby changes
 
-    def changed(self) -> None:
-        """Something a lobby shows changed: a new lobby is sent shortly."""
+    def changed(self, simulation_id: str | None = None) -> None:
+        """Something a lobby shows changed: a new lobby is sent shortly. With an id: that
+        simulation's place may have changed (its status, players or spectators)."""
+        if simulation_id is not None:
+            self._moved.add(simulation_id)
+        self._dirty.set()
+
+    def others_changed(self, simulation_ids: Collection[str] | None) -> None:
+        """These of the other nodes' simulations changed (None: any of them may have)."""
+        if simulation_ids is None:
+            self._all_moved = True
+        else:
+            self._moved.update(simulation_ids)
         self._dirty.set()
 
     def opened(self, match_id: str) -> None:
         self.opened_at.setdefault(match_id, asyncio.get_running_loop().time())
+        self.changed(match_id)
 
     def removed(self, match_id: str) -> None:
         """A simulation closed before it started: it leaves the lobby."""
         self.opened_at.pop(match_id, None)
+        self.changed(match_id)
 
     def keep_finished(self, entry: JsonObject) -> None:
-        self.finished[entry["simulationId"]] = entry
+        simulation_id = entry["simulationId"]
+        self.finished[simulation_id] = entry
+        self._finished_count += 1
+        self._finished_places[simulation_id] = self._finished_count
+        self.changed(simulation_id)
         while len(self.finished) > FINISHED_KEPT:
-            self.opened_at.pop(self.finished.popitem(last=False)[0], None)
-        self._dirty.set()
+            dropped = self.finished.popitem(last=False)[0]
+            self.opened_at.pop(dropped, None)
+            self._finished_places.pop(dropped, None)
+            self.changed(dropped)
 
     def finished_elsewhere(self, entry: JsonObject) -> None:
         if entry["simulationId"] not in self.finished:
@@ -110,53 +115,77 @@ class Lobby:
     def lobbies(self, games: Iterable[str | None]) -> dict[str | None, JsonObject]:
         """The lobby of every game (``None``) or of one, for each of ``games``: its first
         ``LOBBY_ROWS`` rows in the lobby's order, and how many simulations each game has in each
-        status.
-
-        The order: games being played (the most watched first, then the newest), then
-        simulations in which a player waits, then empty ones, then finished games; newest
-        first within each. A simulation nobody has joined never sits above a game being played.
-        """
+        status."""
         loop_now, wall_now = asyncio.get_running_loop().time(), time.time()
-        entries: list[LobbyEntry] = []
-        for view in self.live.values():
-            age_s = loop_now - self.opened_at.get(view.match_id, loop_now)
-            spectators = len(self.watchers.get(view.match_id, ()))
-            seated = any(player is not None for player in view.players)
-            order = lobby_order(view.status.value, seated, spectators, age_s)
-            entries.append(LobbyEntry(order, view.game, view.status.value, view, age_s))
-        for row in self.others.simulations() if self.others is not None else ():
-            age_s = wall_now - row.get("created", wall_now)
-            seated = any(player is not None for player in row["players"])
-            order = lobby_order(row["status"], seated, row["spectators"], age_s)
-            entries.append(LobbyEntry(order, row["game"], row["status"], row, age_s))
-        live_ids = {entry.simulation_id for entry in entries}
-        for index, finished in enumerate(reversed(self.finished.values())):
-            if finished["simulationId"] not in live_ids:
-                opened = self.opened_at.get(finished["simulationId"])
-                age = None if opened is None else loop_now - opened
-                entries.append(
-                    LobbyEntry((3, 0, index), finished["game"], "finished", finished, age)
-                )
+        self._place_moved(loop_now, wall_now)
         counts = {name: dict.fromkeys(STATUSES, 0) for name in self.arena.games}
-        for entry in entries:
-            counts.setdefault(entry.game, dict.fromkeys(STATUSES, 0))[entry.status] += 1
-        entries.sort(key=lambda entry: entry.order)
+        for name, by_status in self.order.counts.items():
+            counts[name] = dict(by_status)
         lobbies: dict[str | None, JsonObject] = {}
         for game in games:
-            shown = (entry for entry in entries if game is None or entry.game == game)
+            shown = self.order.first(game, LOBBY_ROWS)
             lobbies[game] = {
                 "type": "lobby",
                 "game": game,
-                "simulations": [self._lobby_row(e) for e in itertools.islice(shown, LOBBY_ROWS)],
+                "simulations": [self._lobby_row(name, loop_now, wall_now) for name in shown],
                 "counts": counts,
                 "house": house_players(),
             }
         return lobbies
 
-    def _lobby_row(self, entry: LobbyEntry) -> JsonObject:
-        source = entry.source
-        row = self.summary(source) if isinstance(source, MatchView) else dict(source)
-        row["ageMs"] = None if entry.age_s is None else round(1000 * entry.age_s)
+    def _place_moved(self, loop_now: float, wall_now: float) -> None:
+        """The simulations that changed in their places (all of them after the other nodes
+        changed wholesale: a node lost, the link made again)."""
+        if self._all_moved:
+            self._all_moved = False
+            moved = set(self.order.ids()) | set(self.live) | set(self.finished)
+            if self.others is not None:
+                moved.update(row["simulationId"] for row in self.others.simulations())
+            self._moved.clear()
+        else:
+            moved, self._moved = self._moved, set()
+        for name in moved:
+            self._place(name, loop_now, wall_now)
+
+    def _place(self, simulation_id: str, loop_now: float, wall_now: float) -> None:
+        """One simulation in its place: live here, live on another node, finished, or gone."""
+        view = self.live.get(simulation_id)
+        if view is not None:
+            status = view.status.value
+            spectators = len(self.watchers.get(simulation_id, ()))
+            seated = any(player is not None for player in view.players)
+            opened = self.opened_at.get(simulation_id, loop_now)
+            key = order_key(status, seated, spectators, opened)
+            self.order.put(simulation_id, view.game, status, key)
+            return
+        row = self.others.simulation(simulation_id) if self.others is not None else None
+        if row is not None:
+            opened = loop_now - (wall_now - row.get("created", wall_now))  # on the loop's clock
+            seated = any(player is not None for player in row["players"])
+            key = order_key(row["status"], seated, row["spectators"], opened)
+            self.order.put(simulation_id, row["game"], row["status"], key)
+            return
+        finished = self.finished.get(simulation_id)
+        if finished is not None:
+            key = finished_key(self._finished_places[simulation_id])
+            self.order.put(simulation_id, finished["game"], "finished", key)
+            return
+        self.order.remove(simulation_id)
+
+    def _lobby_row(self, simulation_id: str, loop_now: float, wall_now: float) -> JsonObject:
+        view = self.live.get(simulation_id)
+        if view is not None:
+            row = self.summary(view)
+            row["ageMs"] = round(1000 * (loop_now - self.opened_at.get(simulation_id, loop_now)))
+            return row
+        other = self.others.simulation(simulation_id) if self.others is not None else None
+        if other is not None:
+            row = dict(other)
+            row["ageMs"] = round(1000 * (wall_now - other.get("created", wall_now)))
+            return row
+        row = dict(self.finished[simulation_id])
+        opened = self.opened_at.get(simulation_id)
+        row["ageMs"] = None if opened is None else round(1000 * (loop_now - opened))
         return row
 
     def lobby_message(self, game: str | None) -> bytes:

@@ -113,7 +113,7 @@ class Watching:
             return
         page.watching = simulation_id
         self.watchers.setdefault(simulation_id, set()).add(page)
-        self.lobby.changed()
+        self.lobby.changed(simulation_id)
         page.send(self.snapshot(view), droppable=True)
 
     def stop_watching(self, page: Page) -> None:
@@ -127,8 +127,8 @@ class Watching:
                 if page.watching in self.elsewhere and self.others is not None:
                     self.elsewhere.discard(page.watching)
                     self.others.unwatch(page.watching)
+        self.lobby.changed(page.watching)
         page.watching = None
-        self.lobby.changed()
 
     def relayed(self, simulation_id: str, text: str, last: bool) -> None:
         """A message of another node's match for the pages here watching it; ``last``: its

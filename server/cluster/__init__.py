@@ -9,7 +9,7 @@ redis-py, and are imported only by an arena configured with ``redis``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Protocol
 
 from server.games.base import JsonObject
@@ -51,8 +51,8 @@ class Spectators(Protocol):
         """Another node's game finished: its lobby row, with its result, joins the finished
         ones here."""
 
-    def lobby_changed(self) -> None:
-        """The other nodes' simulations changed."""
+    def lobby_changed(self, simulation_ids: Collection[str] | None = None) -> None:
+        """These of the other nodes' simulations changed (None: any of them may have)."""
 
 
 class OtherNodes(Protocol):
@@ -60,6 +60,10 @@ class OtherNodes(Protocol):
 
     def simulations(self) -> list[JsonObject]:
         """The other nodes' live simulations, as lobby rows."""
+
+    def simulation(self, simulation_id: str) -> JsonObject | None:
+        """One of the other nodes' live simulations, as its lobby row (None if none plays
+        it)."""
 
     def watch(self, simulation_id: str) -> bool:
         """Pages here start watching another node's match; False if no node plays it."""

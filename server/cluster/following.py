@@ -276,7 +276,8 @@ class Following:
         node = change.node
         if node == self.link.node_id:
             return
-        for entry in self._entries_of(node, change.set, values.directory_entry):
+        taken = self._entries_of(node, change.set, values.directory_entry)
+        for entry in taken:
             if entry["status"] == Status.FINISHED.value:
                 self.directory.pop(entry["simulationId"])
             else:
@@ -287,7 +288,8 @@ class Following:
         if self.spectators is not None:
             for entry in self._entries_of(node, change.ended, values.finished_entry):
                 self.spectators.finished_elsewhere(entry)
-            self.spectators.lobby_changed()
+            changed = [str(entry["simulationId"]) for entry in taken]
+            self.spectators.lobby_changed([*changed, *change.deleted])
 
     def _entries_of(
         self, node: str, entries: list[object], read: Callable[[object], JsonObject]

@@ -148,6 +148,9 @@ class ClusterNode:
     def simulations(self) -> list[JsonObject]:
         return sorted(self.following.directory.values(), key=lambda entry: entry["created"])
 
+    def simulation(self, simulation_id: str) -> JsonObject | None:
+        return self.following.directory.get(simulation_id)
+
     def watch(self, simulation_id: str) -> bool:
         return self.watching.watch(simulation_id)
 

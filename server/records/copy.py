@@ -38,6 +38,11 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     ("turn_chunks", ("game_id", "first_number", "count", "turns"), "game_id, first_number"),
     (
+        "tournament_faults",
+        ("tournament_id", "pairing", "number", "reason", "recorded_at"),
+        "tournament_id, pairing",
+    ),
+    (
         "thud_api_games",
         (
             "token_digest", "game_id", "player_one_digest", "player_two_digest", "player_one",

@@ -183,6 +183,19 @@ class Queries:
         return None if row is None else _tournament(row)
 
     @read
+    def tournament_faults(self, reader: Connection, tournament_id: str) -> list[JsonObject]:
+        """The games of a tournament its queue gave up on (the arena's faults), by number."""
+        rows = reader.execute(
+            "SELECT number, pairing, reason FROM tournament_faults WHERE tournament_id = ? "
+            "ORDER BY number",
+            (tournament_id,),
+        )
+        return [
+            {"number": number, "pairing": pairing, "reason": reason, "fault": "arena"}
+            for number, pairing, reason in rows
+        ]
+
+    @read
     def results(self, reader: Connection, tournament_id: str | None = None) -> list[GameResult]:
         """Finished games between named bots (a tournament's, or all), in the order they ended,
         with how each seat's bot process ended and how many of its turns timed out.

@@ -213,6 +213,19 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE ratings ADD COLUMN change_number INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX ratings_by_change ON ratings (season, change_number);
     """,
+    # 8 -> 9: the games of a tournament its queue gave up on (server.tournament_queue's dead
+    # letters: each stopped every worker that took it, or its entry did not read), with why:
+    # the league lists them as the arena's faults, which score no bot.
+    """
+    CREATE TABLE tournament_faults (
+        tournament_id TEXT NOT NULL REFERENCES tournaments (id),
+        pairing TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        recorded_at REAL NOT NULL,
+        PRIMARY KEY (tournament_id, pairing)
+    );
+    """,
 )
 
 

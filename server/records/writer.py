@@ -256,6 +256,11 @@ class Writer:
     def tournament_finished(self, tournament_id: str) -> None:
         self.submit(Write("tournament-finished", tournament_id, time.time()))
 
+    def tournament_fault(self, tournament_id: str, pairing: str, number: int, reason: str) -> None:
+        """Keep a game of a tournament its queue gave up on, and why (the arena's fault)."""
+        row = [tournament_id, pairing, number, reason, time.time()]
+        self.submit(Write("tournament-fault", row))
+
     def seat_stderr(self, game_id: str, seat: int, stderr: str) -> None:
         """Keep what a tournament bot wrote to stderr with its game's record."""
         self.submit(Write("seat-stderr", game_id, seat, stderr, about=game_id))

@@ -309,6 +309,15 @@ def write_tournament_finished(
     db.execute("UPDATE tournaments SET finished_at = ? WHERE id = ?", (at, tournament_id))
 
 
+@kind("tournament-fault")
+def write_tournament_fault(backend: Backend, db: Connection, row: list[Any]) -> None:
+    db.execute(
+        "INSERT INTO tournament_faults (tournament_id, pairing, number, reason, recorded_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        row,
+    )
+
+
 @kind("seat-stderr")
 def write_seat_stderr(
     backend: Backend, db: Connection, game_id: str, seat: int, stderr: str

@@ -2,7 +2,7 @@
 // Thud's dwarf and troll tables, else one per game), as the
 // challenge kept them, with each bot's crashes and timed-out turns (a bot that crashed ranks
 // below one that played), its openskill rating, and a head-to-head table of every pair that met;
-// click a bot to list its games.
+// click a bot to list its games. Games the arena gave up on are listed apart, as its faults.
 //
 // The address keeps the choice: ?tournament=ID (default: the newest), or ?all=1 for every game
 // between named bots; &bot=NAME&table=dwarf opens that bot's games.
@@ -30,6 +30,8 @@ const ui = {
   error: byId("error"),
   empty: byId("empty"),
   tables: byId("tables"),
+  notPlayedSection: byId("not-played-section"),
+  notPlayed: byId("not-played"),
   ratingsSection: byId("ratings-section"),
   ratingsBody: byId("ratings-body"),
   h2hSection: byId("h2h-section"),
@@ -111,6 +113,7 @@ function render() {
   show(ui.empty, Boolean(data) && tables.length === 0);
   ui.tables.replaceChildren(...tables.map(([name, rows]) => tableSection(name, rows)));
   ui.tables.dataset.count = String(tables.length);
+  renderNotPlayed(data ? data.notPlayed || [] : []);
   renderRatings(data ? data.ratings : []);
   renderHeadToHead(data ? data.headToHead || [] : []);
   if (!data) {
@@ -197,6 +200,21 @@ function tableSection(name, rows) {
     { className: `card league-card table-${name}`, dataset: { table: name }, attrs: { "aria-label": tableTitle(name) } },
     el("h2", { className: `seat-${name}` }, el("span", { className: "swatch", attrs: { "aria-hidden": "true" } }), ` ${tableTitle(name)}`),
     el("div", { className: "table-wrap" }, table),
+  );
+}
+
+/** The games the tournament's queue gave up on: the arena's faults, which score no bot. */
+function renderNotPlayed(games) {
+  show(ui.notPlayedSection, games.length > 0);
+  ui.notPlayed.replaceChildren(
+    ...games.map((game) =>
+      el(
+        "li",
+        { dataset: { pairing: game.pairing, fault: game.fault } },
+        el("strong", { text: `Game ${game.number}` }),
+        ` (${game.pairing}): ${game.reason}`,
+      ),
+    ),
   );
 }
 
