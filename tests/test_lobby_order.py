@@ -1,6 +1,6 @@
 """The lobby's order kept by changes (visor.lobby_order, issue 32, item 2): after any sequence of
-simulations placed, moved and removed, each lobby lists what a sort of them all would, and the
-counts are those of the simulations placed."""
+simulations placed, moved and removed, each lobby lists what a sort of them all would (and what
+placing them all at once does), and the counts are those of the simulations placed."""
 
 from __future__ import annotations
 
@@ -45,17 +45,23 @@ def test_the_order_kept_by_changes_is_the_order_sorted_whole(steps: list[object]
         key = key_of(status, seated, spectators, created)
         order.put(name, game, status, key)
         expected[name] = (key, game, status)
+    # The same simulations placed at once (after a node is lost): the same order.
+    placed_at_once = LobbyOrder()
+    placed_at_once.replace(
+        (name, game, status, key) for name, (key, game, status) in expected.items()
+    )
     ranked = sorted((key, name) for name, (key, _, _) in expected.items())
-    for count in (0, 3, len(IDS)):
-        assert order.first(None, count) == [name for _, name in ranked][:count]
-        for game in GAMES:
-            of_game = [name for _, name in ranked if expected[name][1] == game]
-            assert order.first(game, count) == of_game[:count]
     counted = Counter((game, status) for _, game, status in expected.values())
-    for game, by_status in order.counts.items():
-        for status, count in by_status.items():
-            assert count == counted[(game, status)]
-    assert len(order) == len(expected)
+    for kept in (order, placed_at_once):
+        for count in (0, 3, len(IDS)):
+            assert kept.first(None, count) == [name for _, name in ranked][:count]
+            for game in GAMES:
+                of_game = [name for _, name in ranked if expected[name][1] == game]
+                assert kept.first(game, count) == of_game[:count]
+        for game, by_status in kept.counts.items():
+            for status, count in by_status.items():
+                assert count == counted[(game, status)]
+        assert len(kept) == len(expected)
 
 
 def test_played_games_come_first_most_watched_then_newest_then_waiting_empty_finished() -> None:

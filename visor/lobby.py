@@ -21,7 +21,7 @@ from server.games import GAMES
 from server.games.base import JsonObject
 from server.match_views import MatchView
 from visor.live_views import LiveViews
-from visor.lobby_order import STATUSES, LobbyOrder, finished_key, order_key
+from visor.lobby_order import STATUSES, LobbyOrder, OrderKey, finished_key, order_key
 from visor.pages import Page
 
 LOBBY_INTERVAL_S = 0.2
@@ -134,43 +134,47 @@ class Lobby:
         return lobbies
 
     def _place_moved(self, loop_now: float, wall_now: float) -> None:
-        """The simulations that changed in their places (all of them after the other nodes
-        changed wholesale: a node lost, the link made again)."""
+        """The simulations that changed in their places; all of them, in one sort, after the
+        other nodes changed wholesale (a node lost, the link made again)."""
         if self._all_moved:
             self._all_moved = False
-            moved = set(self.order.ids()) | set(self.live) | set(self.finished)
-            if self.others is not None:
-                moved.update(row["simulationId"] for row in self.others.simulations())
             self._moved.clear()
-        else:
-            moved, self._moved = self._moved, set()
+            names = set(self.live) | set(self.finished)
+            if self.others is not None:
+                names.update(row["simulationId"] for row in self.others.simulations())
+            placed = ((name, self._placement(name, loop_now, wall_now)) for name in names)
+            self.order.replace((name, *found) for name, found in placed if found is not None)
+            return
+        moved, self._moved = self._moved, set()
         for name in moved:
-            self._place(name, loop_now, wall_now)
+            found = self._placement(name, loop_now, wall_now)
+            if found is None:
+                self.order.remove(name)
+            else:
+                self.order.put(name, *found)
 
-    def _place(self, simulation_id: str, loop_now: float, wall_now: float) -> None:
-        """One simulation in its place: live here, live on another node, finished, or gone."""
+    def _placement(
+        self, simulation_id: str, loop_now: float, wall_now: float
+    ) -> tuple[str, str, OrderKey] | None:
+        """A simulation's game, status and place: live here, live on another node, finished;
+        None if it is gone."""
         view = self.live.get(simulation_id)
         if view is not None:
             status = view.status.value
             spectators = len(self.watchers.get(simulation_id, ()))
             seated = any(player is not None for player in view.players)
             opened = self.opened_at.get(simulation_id, loop_now)
-            key = order_key(status, seated, spectators, opened)
-            self.order.put(simulation_id, view.game, status, key)
-            return
+            return view.game, status, order_key(status, seated, spectators, opened)
         row = self.others.simulation(simulation_id) if self.others is not None else None
         if row is not None:
             opened = loop_now - (wall_now - row.get("created", wall_now))  # on the loop's clock
             seated = any(player is not None for player in row["players"])
             key = order_key(row["status"], seated, row["spectators"], opened)
-            self.order.put(simulation_id, row["game"], row["status"], key)
-            return
+            return row["game"], row["status"], key
         finished = self.finished.get(simulation_id)
         if finished is not None:
-            key = finished_key(self._finished_places[simulation_id])
-            self.order.put(simulation_id, finished["game"], "finished", key)
-            return
-        self.order.remove(simulation_id)
+            return finished["game"], "finished", finished_key(self._finished_places[simulation_id])
+        return None
 
     def _lobby_row(self, simulation_id: str, loop_now: float, wall_now: float) -> JsonObject:
         view = self.live.get(simulation_id)

@@ -51,6 +51,17 @@ class LobbyOrder:
     def ids(self) -> Iterable[str]:
         return self._placed.keys()
 
+    def replace(self, placed: Iterable[tuple[str, str, str, OrderKey]]) -> None:
+        """Every simulation placed anew (id, game, status, key): one sort, not an insertion
+        each."""
+        self._placed = {name: (key, game, status) for name, game, status, key in placed}
+        self._arena = sorted((key, name) for name, (key, _, _) in self._placed.items())
+        self._by_game, self.counts = {}, {}
+        for key, name in self._arena:
+            _, game, status = self._placed[name]
+            self._by_game.setdefault(game, []).append((key, name))
+            self.counts.setdefault(game, dict.fromkeys(STATUSES, 0))[status] += 1
+
     def put(self, simulation_id: str, game: str, status: str, key: OrderKey) -> None:
         """The simulation in its place (moved there if it was elsewhere)."""
         placed = (key, game, status)
