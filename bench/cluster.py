@@ -21,7 +21,10 @@ this one's: the cost of a crossing turn, side by side.
 
 For each: turns per second, the reply latency (a bot sending its move to the other bot
 receiving its turn), and the CPU per turn of every process (each node and redis-server: CPU
-seconds over turns played), then all processes together as a ratio to the one node's. With
+seconds over turns played), then all processes together as a ratio to the one node's; on
+Redis, the commands Redis ran a turn (its ``INFO commandstats``, every server of a cluster) and
+the share of the seats held through another node (the nodes' ``tavern_seats`` gauges, read
+halfway through). With
 ``--rounds N`` the three figures are measured N times over, interleaved, and the medians of the
 ratios close the report: this shared machine's load drifts by more than the differences measured.
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import statistics
 import sys
 import tempfile
@@ -39,6 +43,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -53,6 +58,7 @@ from bench.common import (
     use_loop,
 )
 from bench.load import UNCAPPED, Pair
+from bench.redis_rest import command_calls
 from tests.services import RedisCluster, RedisServer, redis_cluster, redis_server
 
 SETTINGS = {
@@ -77,6 +83,9 @@ class Figures:
     turns_per_s: float
     latencies: list[float]
     cpu_per_turn: dict[str, float]  # process -> CPU seconds per turn
+    redis_commands: int = 0  # the commands Redis ran meanwhile (INFO commandstats)
+    turns: int = 0  # turns played
+    seats: tuple[int, int] = (0, 0)  # the nodes' tavern_seats mid-run: local, remote
 
     @property
     def total_cpu_per_turn(self) -> float:
@@ -140,8 +149,11 @@ async def measure(
         for index, server in enumerate(redis.servers):
             if server.process is not None:
                 processes[f"redis {index}"] = server.process.pid
+    stores = [] if redis is None else redis.servers if isinstance(redis, RedisCluster) else [redis]
+    commands_before = [sum((await command_calls(store)).values()) for store in stores]
     before = {label: process_cpu_seconds(pid) for label, pid in processes.items()}
     started = time.perf_counter()
+    seats = asyncio.create_task(seats_mid_run(servers, seconds / 2))
     await asyncio.gather(*(pair.run() for pair in pairs))
     elapsed = time.perf_counter() - started
     turns = max(sum(pair.turns for pair in pairs), 1)
@@ -149,7 +161,27 @@ async def measure(
         label: (process_cpu_seconds(pid) - before[label]) / turns
         for label, pid in processes.items()
     }
-    return Figures(name, turns / elapsed, latencies, cpu)
+    commands = [sum((await command_calls(store)).values()) for store in stores]
+    ran = sum(commands) - sum(commands_before)
+    return Figures(
+        name, turns / elapsed, latencies, cpu, redis_commands=ran, turns=turns, seats=await seats
+    )
+
+
+async def seats_mid_run(servers: list[ServerProcess], after_s: float) -> tuple[int, int]:
+    """The seats of every node's games, held there and through another node (each node's
+    ``tavern_seats`` gauge), ``after_s`` into the run."""
+    await asyncio.sleep(after_s)
+    counts = {"local": 0, "remote": 0}
+    async with aiohttp.ClientSession() as session:
+        for server in servers:
+            url = f"http://127.0.0.1:{server.http_port}/metrics"
+            async with session.get(url) as response:
+                text = await response.text()
+            for where in counts:
+                found = re.search(rf'^tavern_seats{{where="{where}"}} (\d+)', text, re.MULTILINE)
+                counts[where] += int(found.group(1)) if found else 0
+    return counts["local"], counts["remote"]
 
 
 async def run(
@@ -254,10 +286,18 @@ def report(figures: list[Figures]) -> None:
         )
         cpu_ratio = figure.total_cpu_per_turn / alone.total_cpu_per_turn
         p50_added = percentile(figure.latencies, 0.5) - percentile(alone.latencies, 0.5)
+        local, remote = figure.seats
+        crossing = (
+            f"; Redis {figure.redis_commands / figure.turns:.2f} commands a turn, seats "
+            f"{remote / max(local + remote, 1):.0%} remote"
+            if figure.redis_commands
+            else ""
+        )
         print(
             f"{figure.name:>24}: {figure.turns_per_s:>7,.0f} turns/s; reply "
             f"{describe_ms(figure.latencies)} (p50 {p50_added * 1000:+.1f} ms); CPU per turn "
-            f"{figure.total_cpu_per_turn * 1e6:.0f} us ({processes}), {cpu_ratio:.2f}x one node's",
+            f"{figure.total_cpu_per_turn * 1e6:.0f} us ({processes}), {cpu_ratio:.2f}x one "
+            f"node's{crossing}",
             flush=True,
         )
 

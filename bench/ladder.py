@@ -78,7 +78,13 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import server.identity
 from bench.cluster import arena_nodes, process_cpu_seconds
-from bench.common import cluster_cpu_seconds, percentile, use_loop
+from bench.common import (
+    addresses_for,
+    cluster_cpu_seconds,
+    connect_from,
+    percentile,
+    use_loop,
+)
 from bench.load import ENDS, GAME_INFO, TURN, random_thud_move
 from bench.redis_rest import light_nodes
 from server.identity import RegisteredBot, hash_key, new_key
@@ -89,6 +95,7 @@ from server.records.ladder import rate
 from tests.services import PostgresServer, postgres_server, redis_server
 
 NODES = 3
+BOTS_PER_ADDRESS = 8
 ERROR = b'{"type":"error"'
 RATED_SAMPLE = 200  # rated games rated again to time ``rate``
 SEEK_RETRY_S = 0.5  # a refused seek (say, a key not yet in a node's roster) is sent again after
@@ -99,6 +106,7 @@ class Bot:
     name: str
     key: str
     port: int  # its node's TCP port
+    source: str  # the loopback address it connects from
 
 
 @dataclass
@@ -134,9 +142,8 @@ class Player:
     async def connect(self) -> None:
         """A connection for the next game, unless one is open already."""
         if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(
-                "127.0.0.1", self.bot.port, limit=1 << 22
-            )
+            sock = await connect_from(self.bot.source, self.bot.port)
+            self.reader, self.writer = await asyncio.open_connection(sock=sock, limit=1 << 22)
 
     def hang_up(self) -> None:
         if self.writer is not None:
@@ -339,8 +346,11 @@ async def measure(
     with redis_server() as redis:
         async with arena_nodes(NODES, redis, loop, settings) as nodes, light_nodes(redis, light):
             await asyncio.sleep(1.0)  # the nodes settle (their rosters are read as they start)
+            # A few bots an address, as from machines of their own: each address's checks of
+            # keys not verified yet wait their turn on a node (server.identity, at most 16).
+            sources = addresses_for(count, BOTS_PER_ADDRESS)
             bots = [
-                Bot(name, key, nodes[index % NODES].tcp_port)
+                Bot(name, key, nodes[index % NODES].tcp_port, sources[index % len(sources)])
                 for index, (name, key) in enumerate(registered)
             ]
             pairs_across = None

@@ -12,7 +12,10 @@ cgroup holds every descendant of the process put in it, whatever they do. So eac
 * a **memory** limit on the whole group: v2 ``memory.max`` (with ``memory.oom.group``) where
   the memory controller is enabled for the runner's groups, else the v1 memory controller's
   ``memory.limit_in_bytes`` in a group of its own, else none (a warning says what is missing;
-  ``RLIMIT_AS`` per process remains).
+  ``RLIMIT_AS`` per process remains);
+* a **process** limit, ``MAX_PROCESSES`` at once (a fork bomb stops there): v2 ``pids.max``
+  where the pids controller is enabled for the runner's groups, else the v1 pids controller's
+  in a group of its own, else none.
 
 The bot's launcher (``server.limited``) writes its own pid into the groups' ``cgroup.procs``
 before it runs the bot, so everything the bot starts is inside from the first instruction. The
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 POLL_S = 0.05  # how often a bot's exit, CPU time and memory kills are checked
+MAX_PROCESSES = 256  # a bot's processes and threads at once (pids.max)
 GONE_WAIT_S = 2.0  # how long a killed group may take to empty before its folder is left
 MOUNTS = Path("/proc/self/mounts")
 OWN_CGROUPS = Path("/proc/self/cgroup")
@@ -42,11 +46,13 @@ class Hierarchies:
 
     v2: Path | None  # this process's cgroup in the v2 hierarchy
     v1_memory: Path | None  # its group in the v1 memory hierarchy
+    v1_pids: Path | None = None  # its group in the v1 pids hierarchy
 
 
 def find_hierarchies(mounts: str, own: str) -> Hierarchies:
     """Read ``/proc/self/mounts`` and ``/proc/self/cgroup`` (their texts)."""
-    v2_mount = v1_memory_mount = None
+    v2_mount = None
+    v1_mounts: dict[str, Path] = {}  # of the v1 controllers used: memory, pids
     for line in mounts.splitlines():
         fields = line.split()
         if len(fields) < 4:
@@ -54,18 +60,21 @@ def find_hierarchies(mounts: str, own: str) -> Hierarchies:
         kind, mount, options = fields[2], Path(fields[1]), fields[3].split(",")
         if kind == "cgroup2" and v2_mount is None:
             v2_mount = mount
-        elif kind == "cgroup" and "memory" in options and v1_memory_mount is None:
-            v1_memory_mount = mount
-    v2 = v1_memory = None
+        elif kind == "cgroup":
+            for controller in {"memory", "pids"}.intersection(options):
+                v1_mounts.setdefault(controller, mount)
+    v2 = None
+    v1: dict[str, Path] = {}
     for line in own.splitlines():
         number, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
         relative = path.lstrip("/")
         if number == "0" and not controllers and v2_mount is not None:
             v2 = v2_mount / relative
-        elif "memory" in controllers.split(",") and v1_memory_mount is not None:
-            v1_memory = v1_memory_mount / relative
-    return Hierarchies(v2, v1_memory)
+        for controller in controllers.split(","):
+            if controller in v1_mounts:
+                v1[controller] = v1_mounts[controller] / relative
+    return Hierarchies(v2, v1.get("memory"), v1.get("pids"))
 
 
 def _read(path: Path) -> str:
@@ -107,12 +116,18 @@ def _pids(folder: Path) -> list[int]:
 class BotGroup:
     """The cgroups of one bot: ``procs`` are the files its launcher writes its pid into."""
 
-    def __init__(self, v2: Path | None, v1_memory: Path | None, memory_v2: bool) -> None:
+    def __init__(
+        self,
+        v2: Path | None,
+        v1_memory: Path | None,
+        memory_v2: bool,
+        v1_pids: Path | None = None,
+    ) -> None:
         self.v2 = v2
         self.v1_memory = v1_memory
         self.memory_v2 = memory_v2
-        folders = (v2, v1_memory)
-        self.procs = [folder / "cgroup.procs" for folder in folders if folder is not None]
+        self.folders = [folder for folder in (v2, v1_memory, v1_pids) if folder is not None]
+        self.procs = [folder / "cgroup.procs" for folder in self.folders]
 
     @property
     def groups_processes(self) -> bool:
@@ -136,21 +151,19 @@ class BotGroup:
         """SIGKILL every process of the group, however far it went (new sessions included)."""
         if self.v2 is not None and _write(self.v2 / "cgroup.kill", "1"):
             return
-        for folder in (self.v2, self.v1_memory):
-            if folder is not None:
-                for pid in _pids(folder):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+        for folder in self.folders:
+            for pid in _pids(folder):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     async def remove(self) -> None:
         """Kill what is left in the group, wait for it to be gone, then remove the folders."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + GONE_WAIT_S
-        folders = [folder for folder in (self.v2, self.v1_memory) if folder is not None]
-        while any(_pids(folder) for folder in folders) and loop.time() < deadline:
+        while any(_pids(folder) for folder in self.folders) and loop.time() < deadline:
             self.kill()  # again: a process may have forked while the first kill went round
             await asyncio.sleep(0.01)
-        for folder in folders:
+        for folder in self.folders:
             with contextlib.suppress(OSError):
                 folder.rmdir()
 
@@ -161,7 +174,9 @@ class Sandbox:
 
     v2: Path | None = None  # the runner's folder in the v2 hierarchy
     memory_v2: bool = False  # whether the bots' v2 groups have memory.max
+    pids_v2: bool = False  # whether they have pids.max
     v1_memory: Path | None = None  # the runner's folder in the v1 memory hierarchy
+    v1_pids: Path | None = None  # and in the v1 pids hierarchy
     warning: str | None = None  # what is missing, in a sentence, when something is
     groups: list[BotGroup] = field(default_factory=list)
     # The folders of runners that are gone, removed with this runner's (``_take_over_gone``).
@@ -176,11 +191,16 @@ class Sandbox:
         sandbox = cls()
         if hierarchies.v2 is not None and _mkdir(hierarchies.v2 / name):
             sandbox.v2 = hierarchies.v2 / name
-            enabled = "memory" in _read(sandbox.v2 / "cgroup.controllers").split()
-            sandbox.memory_v2 = enabled and _write(sandbox.v2 / "cgroup.subtree_control", "+memory")
+            enabled = _read(sandbox.v2 / "cgroup.controllers").split()
+            control = sandbox.v2 / "cgroup.subtree_control"
+            sandbox.memory_v2 = "memory" in enabled and _write(control, "+memory")
+            sandbox.pids_v2 = "pids" in enabled and _write(control, "+pids")
         v1 = hierarchies.v1_memory
         if not sandbox.memory_v2 and v1 is not None and _mkdir(v1 / name):
             sandbox.v1_memory = v1 / name
+        pids = hierarchies.v1_pids
+        if not sandbox.pids_v2 and pids is not None and _mkdir(pids / name):
+            sandbox.v1_pids = pids / name
         sandbox.warning = _missing(sandbox, hierarchies)
         sandbox._take_over_gone(hierarchies)
         return sandbox
@@ -190,7 +210,7 @@ class Sandbox:
         killed with SIGKILL cleans up nothing): what runs in their bots' groups still (a
         process a bot started, which outlives it) is killed now, and the folders are removed
         with this runner's own. A runner is gone when its pid, in the folder's name, is."""
-        for parent in (hierarchies.v2, hierarchies.v1_memory):
+        for parent in (hierarchies.v2, hierarchies.v1_memory, hierarchies.v1_pids):
             if parent is None:
                 continue
             for folder in parent.glob("tavern-*-*"):
@@ -210,15 +230,22 @@ class Sandbox:
         v1 = None
         if self.v1_memory is not None and _mkdir(self.v1_memory / name):
             v1 = self.v1_memory / name
+        pids = None
+        if self.v1_pids is not None and _mkdir(self.v1_pids / name):
+            pids = self.v1_pids / name
         limit = str(memory_mb * 1024 * 1024)
         if v2 is not None and self.memory_v2:
             _write(v2 / "memory.max", limit)
             _write(v2 / "memory.swap.max", "0")
             _write(v2 / "memory.oom.group", "1")
+        if v2 is not None and self.pids_v2:
+            _write(v2 / "pids.max", str(MAX_PROCESSES))
         if v1 is not None:
             _write(v1 / "memory.limit_in_bytes", limit)
             _write(v1 / "memory.memsw.limit_in_bytes", limit)  # where swap is counted
-        group = BotGroup(v2, v1, self.memory_v2)
+        if pids is not None:
+            _write(pids / "pids.max", str(MAX_PROCESSES))
+        group = BotGroup(v2, v1, self.memory_v2, pids)
         self.groups.append(group)
         return group
 
@@ -227,7 +254,7 @@ class Sandbox:
         for group in self.groups:
             await group.remove()
         self.groups.clear()
-        for folder in (self.v2, self.v1_memory, *self.gone):
+        for folder in (self.v2, self.v1_memory, self.v1_pids, *self.gone):
             if folder is not None:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
