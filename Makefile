@@ -1,14 +1,14 @@
 # `make run` installs the arena into .venv (with ICU's headers and a C++ compiler from Debian
 # when missing, which PyICU is built with) and runs it; `make test` installs everything the
 # tests need (Python packages; Node.js, Go, a JDK, a C compiler with Jansson, Ruby, PHP,
-# Chromium, Redis, PostgreSQL and HAProxy from Debian when missing) and runs the checks and the
+# Chromium, Redis, PostgreSQL, HAProxy and bubblewrap from Debian when missing) and runs the checks and the
 # suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := tavern_cli server bots visor tests bench
 
-.PHONY: run test lint icu node chromium go java c ruby php redis postgres haproxy
+.PHONY: run test lint icu node chromium go java c ruby php redis postgres haproxy bubblewrap
 
 run: $(VENV)/.installed-run
 	$(BIN)/tavern serve
@@ -18,7 +18,7 @@ run: $(VENV)/.installed-run
 # four, the tests that measure time (a turn's timeout, an idle cut) ran late too often.
 WORKERS ?= $(shell echo $$((3 * $$(nproc) / 2)))
 
-test: $(VENV)/.installed-test node chromium go java c ruby php redis postgres haproxy lint
+test: $(VENV)/.installed-test node chromium go java c ruby php redis postgres haproxy bubblewrap lint
 	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 
 lint: $(VENV)/.installed-test
@@ -78,6 +78,10 @@ php:
 # redis-cli (redis-tools) makes the tests' Redis Cluster.
 redis:
 	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { apt-get update && apt-get install -y redis-server redis-tools; }
+
+# Isolated bots run under it (server/jail.py).
+bubblewrap:
+	@command -v bwrap >/dev/null || { apt-get update && apt-get install -y bubblewrap; }
 
 postgres:
 	@test -x /usr/lib/postgresql/15/bin/postgres || { apt-get update && apt-get install -y postgresql; }

@@ -16,6 +16,7 @@ import sys
 
 from server.debug import MAX_STDERR_BYTES, stderr_text
 from server.games.base import Outcome
+from server.jail import jailed, relay
 from server.league import GAME_OVER
 from server.match import Match, MatchEnd
 from server.match_options import SeatRequest
@@ -124,6 +125,7 @@ class BotProcess:
         self._killed_for: str | None = None  # the limit the bot went over
         self._ended: str | None = None  # how it ended by itself; None if it was stopped
         self._stopping: asyncio.Task[None] | None = None
+        self._relay: asyncio.Task[None] | None = None  # an isolated bot's, to the arena
 
     async def start(self, values: dict[str, str], sandbox: Sandbox) -> None:
         command = [part.format(**values) for part in self.entrant.command]
@@ -133,7 +135,12 @@ class BotProcess:
         }
         self.group = sandbox.group(f"{self.match_id}-{self.seat}", self.limits.memory_mb)
         cgroups = [argument for procs in self.group.procs for argument in ("--cgroup", str(procs))]
+        isolated = self.entrant.isolated
+        if isolated:  # its game's values only: nothing else of the runner's environment
+            game_values = {f"TAVERN_{key.upper()}": value for key, value in values.items()}
+            command = jailed(command, self.entrant.cwd, game_values)
         pipe, stderr = os.pipe()
+        piped = asyncio.subprocess.PIPE if isolated else asyncio.subprocess.DEVNULL
         try:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -146,8 +153,8 @@ class BotProcess:
                 *command,
                 cwd=self.entrant.cwd,
                 env=environment,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
+                stdin=piped,
+                stdout=piped,
                 stderr=stderr,
                 start_new_session=True,
             )
@@ -162,6 +169,8 @@ class BotProcess:
         self._pipe = pipe
         asyncio.get_running_loop().add_reader(pipe, self._read, 1)
         self._watcher = asyncio.create_task(self._watch(self.process, self.group))
+        if isolated:  # it speaks over its stdin and stdout: relayed to the arena
+            self._relay = asyncio.create_task(relay(self.process, int(values["port"])))
 
     def _read(self, reads: int) -> None:
         """Read what the bot wrote on stderr, at most ``reads`` times ``READ_BYTES`` of it."""
@@ -267,6 +276,10 @@ class BotProcess:
             self._close_pipe()
         if self.group is not None:
             await self.group.remove()
+        if self._relay is not None:
+            self._relay.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError, OSError):
+                await self._relay
 
     def _ending(self, returncode: int) -> str | None:
         """How the process ended, if not by the runner's kill."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from server import jail
 from server.errors import Rejected
 from server.games import GAMES
 from server.games.base import JsonObject, TimeBank
@@ -31,7 +32,7 @@ from server.games.base import JsonObject, TimeBank
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
 KEYS = ("name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots")
 LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms", "clock")
-BOT_KEYS = ("name", "side", "command", "file")
+BOT_KEYS = ("name", "side", "command", "file", "isolated")
 MAX_NICK = 64
 
 
@@ -45,6 +46,9 @@ class Entrant:
     command: tuple[str, ...]
     sides: tuple[str, ...]  # the seats it may take
     cwd: Path
+    # Run under bubblewrap (server.jail), seeing only its folder (``cwd``), with no network: it
+    # plays over its stdin and stdout.
+    isolated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +197,14 @@ def _entrant(
     if side != "both" and side not in seat_names:
         raise TournamentError(f"key '{prefix}side': must be both or one of {', '.join(seat_names)}")
     sides = seat_names if side == "both" else (side,)
-    return Entrant(name, parts, sides, base)
+    if "isolated" not in raw:
+        return Entrant(name, parts, sides, base)
+    folder = (base / _get(raw, "isolated", str, prefix=prefix)).resolve()
+    if not folder.is_dir():
+        raise TournamentError(f"key '{prefix}isolated': {folder} is not a folder")
+    if (why := jail.missing()) is not None:
+        raise TournamentError(f"key '{prefix}isolated': {why}")
+    return Entrant(name, parts, sides, folder, isolated=True)
 
 
 def check_placeholders(parts: Sequence[str], what: str) -> None:
@@ -223,7 +234,8 @@ def placeholder_values(entrant: Entrant, game: str) -> dict[str, str]:
         "simulation": "",
         "side": entrant.sides[0],
         "seed": "0",
-        "python": sys.executable,
+        # An isolated bot sees the system's Python, not the arena's.
+        "python": "python3" if entrant.isolated else sys.executable,
         "game": game,
     }
 

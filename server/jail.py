@@ -1,0 +1,94 @@
+"""Bot code the arena cannot trust, run under bubblewrap (Debian's ``bubblewrap``), speaking
+over its stdin and stdout.
+
+An isolated bot sees the system read-only (``/usr``, and the links to it of a merged ``/usr``),
+its own folder read-only at the same path (nothing else of the machine's: no other bot's
+files, no records, no home), a private ``/tmp`` (its home is ``/tmp/home``), its own ``/proc``
+and ``/dev``, and no network (``--unshare-all``: its own network namespace, with no interface
+up, and its own pid, IPC, UTS and cgroup namespaces). ``--die-with-parent`` and the bot's
+cgroups (``server.sandbox``, entered before bubblewrap starts) end every process of it with
+its game, however it forked or whatever session it started (``--new-session`` also keeps it
+off the runner's terminal). Its environment is only ``PATH``, ``HOME``, ``TMPDIR``, ``LANG``
+and the ``TAVERN_*`` values of its game.
+
+Having no network, it plays over its stdin and stdout, in the arena's line protocol as over
+TCP: ``relay`` carries both ways between them and a connection to the arena of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+BWRAP = "bwrap"
+SYSTEM_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")  # merged /usr's
+SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime")
+PATH = "/usr/local/bin:/usr/bin:/bin"
+RELAY_BYTES = 65_536
+
+
+def missing() -> str | None:
+    """Why no bot may run isolated here (bubblewrap is not installed), or None."""
+    if shutil.which(BWRAP) is None:
+        return "bubblewrap (bwrap) is not installed: isolated bots cannot run here"
+    return None
+
+
+def jailed(command: Sequence[str], folder: Path, environment: Mapping[str, str]) -> list[str]:
+    """``command`` as bubblewrap runs it, isolated, in ``folder`` (see the module's text)."""
+    folder = folder.resolve()
+    argv = [BWRAP, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in SYSTEM_LINKS:
+        path = Path("/", name)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    for name in SYSTEM_FILES:
+        argv += ["--ro-bind-try", name, name]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    argv += ["--ro-bind", str(folder), str(folder), "--chdir", str(folder)]
+    settings = {"PATH": PATH, "HOME": "/tmp/home", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+    for name, value in {**settings, **environment}.items():
+        argv += ["--setenv", name, value]
+    return [*argv, "--", *command]
+
+
+async def relay(process: asyncio.subprocess.Process, port: int) -> None:
+    """Carry what the bot writes on stdout to a connection of its own to the arena on ``port``,
+    and what the arena sends it to its stdin, until either side closes: the arena then sees the
+    bot leave (the bot's stdin closed), as over TCP."""
+    assert process.stdin is not None and process.stdout is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    bot_in, bot_out = process.stdin, process.stdout
+
+    async def to_arena() -> None:
+        while chunk := await bot_out.read(RELAY_BYTES):
+            writer.write(chunk)
+            await writer.drain()
+
+    async def to_bot() -> None:
+        while chunk := await reader.read(RELAY_BYTES):
+            bot_in.write(chunk)
+            await bot_in.drain()
+
+    try:
+        directions = [asyncio.create_task(to_arena()), asyncio.create_task(to_bot())]
+        try:
+            await asyncio.wait(directions, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for direction in directions:
+                direction.cancel()
+            for direction in directions:
+                with contextlib.suppress(asyncio.CancelledError, ConnectionError, OSError):
+                    await direction
+    finally:
+        writer.close()
+        bot_in.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await writer.wait_closed()

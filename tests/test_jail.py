@@ -1,0 +1,153 @@
+"""Bots isolated under bubblewrap (server/jail.py, issue 33, item 3): a tournament in which real
+bot programs, each in a folder of its own, try to get out: open a socket, read another bot's
+file and the records, write outside their tmp, fork without end, fill memory, sleep past their
+game, leave a process in a session of its own. Each is stopped, its game's record names it as
+the bot's fault, and an isolated bot that plays honestly plays its game through the relay
+beside them, to its end."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+from pathlib import Path
+from typing import Any
+
+from server.config import config_from_mapping
+from server.league import tables
+from server.records import Records
+from server.records.queries import GameFilter
+from server.sandbox import MAX_PROCESSES
+from server.tournament.runner import TournamentRunner
+from server.tournament.spec import TournamentError, spec_from_mapping
+from tests.test_tournament import ROOT, house
+
+JAILED = ROOT / "tests" / "bots" / "jailed.py"
+MEMORY_MB = 256
+
+
+def jailed_bot(folder: Path, kind: str, *arguments: str) -> dict[str, Any]:
+    """An isolated dwarf of ``kind`` (tests/bots/jailed.py), alone in a folder of its own."""
+    own = folder / kind
+    own.mkdir()
+    shutil.copy(JAILED, own / "jailed.py")
+    (own / "secret.txt").write_text(f"the secret of {kind}\n")
+    command = ["{python}", "jailed.py", kind, *arguments]
+    return {"name": kind, "side": "dwarf", "isolated": str(own), "command": command}
+
+
+def escaped_processes() -> list[str]:
+    """The processes left running by the ``setsid`` bot, if any got out."""
+    left = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if cmdline.read_bytes() == b"sleep\x004321.5\x00":
+                left.append(cmdline.parent.name)
+        except OSError:
+            continue
+    return left
+
+
+async def test_isolated_bots_that_try_to_get_out_are_stopped_and_lose_by_their_fault(
+    tmp_path: Path,
+) -> None:
+    bots_folder = tmp_path / "bots"
+    bots_folder.mkdir()
+    records_path = tmp_path / "arena.db"
+    other_bot = bots_folder / "honest" / "secret.txt"
+    cup = {
+        "name": "jail",
+        "game": "thud",
+        "seed": 3,
+        "parallel": 2,
+        "limits": {"turn_timeout_ms": 1000, "startup_ms": 5000, "memory_mb": MEMORY_MB},
+        "bots": [
+            house("thud", "troll", "troll"),
+            jailed_bot(bots_folder, "honest"),
+            jailed_bot(bots_folder, "socket", "{port}"),
+            jailed_bot(bots_folder, "read", str(other_bot), str(records_path)),
+            jailed_bot(bots_folder, "write"),
+            jailed_bot(bots_folder, "forkbomb"),
+            jailed_bot(bots_folder, "memory"),
+            jailed_bot(bots_folder, "sleep"),
+            jailed_bot(bots_folder, "setsid"),
+        ],
+    }
+    spec = spec_from_mapping(cup, ROOT)
+    config = config_from_mapping({"thud": {"turnLimit": 30}})
+    records = Records(records_path)
+    await asyncio.to_thread(records.open)
+    try:
+        async with asyncio.timeout(240):
+            results = await TournamentRunner(spec, config, records, io.StringIO()).run()
+        assert len(results) == 8
+        page = await asyncio.to_thread(records.games, GameFilter(tournament=spec.id))
+        games = {}
+        for summary in page["games"]:
+            record = await asyncio.to_thread(records.game, summary["id"])
+            assert record is not None
+            games[record["players"][0]["bot"]] = record
+    finally:
+        await asyncio.to_thread(records.close)
+
+    def stderr(bot: str) -> str:
+        return str(games[bot]["players"][0]["stderr"])
+
+    for bot, record in games.items():
+        assert "ESCAPED" not in stderr(bot), (bot, stderr(bot))
+        if bot != "honest":  # every other dwarf lost, by its own fault
+            assert record["result"]["winner"] == "troll", (bot, record["result"])
+    # The honest one played through the relay, to the game's end (30 plies).
+    honest = games["honest"]
+    assert honest["result"]["reason"] not in ("Turn timeout", "Player disconnected")
+    assert honest["turnCount"] == 30, honest["result"]
+    assert honest["players"][0]["exit"].endswith("at the end of the game")
+    # No network: not even the arena's port on the loopback.
+    assert stderr("socket").count("ATTACK socket: blocked") == 2
+    assert "Network is unreachable" in stderr("socket")
+    # Neither another bot's files nor the records are there to read.
+    assert stderr("read").count("ATTACK read: blocked") == 2
+    assert "No such file or directory" in stderr("read")
+    # Its own folder and the system are read-only; its tmp is its own to write.
+    assert stderr("write").count("ATTACK write: blocked") == 2
+    assert "Read-only file system" in stderr("write")
+    assert "wrote /tmp/home/written" in stderr("write")
+    assert not (bots_folder / "write" / "written").exists()
+    for bot in ("socket", "read", "write", "setsid"):
+        assert games[bot]["players"][0]["exit"] == "exited with code 1", games[bot]["players"]
+        assert games[bot]["result"]["reason"] == "Player disconnected"
+    # A fork bomb stops at the process limit, and the bot loses on time.
+    assert "ATTACK forkbomb: blocked after" in stderr("forkbomb")
+    blocked_after = int(stderr("forkbomb").split("blocked after ")[1].split()[0])
+    assert blocked_after < MAX_PROCESSES
+    assert games["forkbomb"]["result"]["reason"] == "Turn timeout"
+    # Filling memory in four processes, each within its own address space's limit: the whole
+    # bot is killed at its limit, counted over all of them.
+    assert games["memory"]["players"][0]["exit"] == f"killed: memory limit ({MEMORY_MB} MB)"
+    # A bot that sleeps past its turn loses on time, and is stopped with its game.
+    assert games["sleep"]["result"]["reason"] == "Turn timeout"
+    # The process started in a session of its own went with its bot.
+    assert "started a process in a session of its own" in stderr("setsid")
+    assert escaped_processes() == []
+    # The league counts each fault against its bot.
+    dwarfs = {standing.bot: standing for standing in tables(results)["dwarf"]}
+    assert {bot for bot, standing in dwarfs.items() if standing.crashes} >= {
+        "socket", "read", "write", "setsid", "memory"
+    }  # fmt: skip
+
+
+def test_an_isolated_bot_needs_a_folder_of_its_own(tmp_path: Path) -> None:
+    cup = {
+        "name": "jail",
+        "game": "thud",
+        "bots": [
+            house("thud", "troll", "troll"),
+            {"name": "x", "command": "python3 bot.py", "isolated": "nowhere", "side": "dwarf"},
+        ],
+    }
+    try:
+        spec_from_mapping(cup, tmp_path)
+    except TournamentError as error:
+        assert "key 'bots[1].isolated'" in str(error) and "is not a folder" in str(error)
+    else:
+        raise AssertionError("a missing folder was taken")
