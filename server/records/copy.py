@@ -51,6 +51,14 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "token_digest",
     ),
     ("bots", ("name", "folded", "key_hash", "created_at", "changed_at", "banned"), "name"),
+    (
+        "bot_versions",
+        (
+            "bot", "number", "content_hash", "run", "archive", "archive_bytes", "unpacked_bytes",
+            "files", "uploaded_at", "state",
+        ),
+        "bot, number",
+    ),
     ("ladder_seasons", ("name", "started_at"), "name"),
     (
         "ratings",

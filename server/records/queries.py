@@ -22,6 +22,7 @@ from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import GameResult
+from server.records import versions
 from server.records.backends import Backend, Connection, RecordsOutOfReach
 from server.records.identities import RosterChanges, RosterRead, roster_changes
 from server.records.ladder import bot_record, ladder_table, seasons
@@ -181,6 +182,19 @@ class Queries:
     def tournament(self, reader: Connection, tournament_id: str) -> JsonObject | None:
         row = reader.execute("SELECT * FROM tournaments WHERE id = ?", (tournament_id,)).fetchone()
         return None if row is None else _tournament(row)
+
+    @read
+    def bot_versions(self, reader: Connection, bot: str) -> list[JsonObject]:
+        """A hosted bot's versions, newest first (``server.records.versions``)."""
+        return versions.versions(reader, bot)
+
+    @read
+    def version_archive(self, reader: Connection, content_hash: str) -> tuple[bytes, str] | None:
+        return versions.version_archive(reader, content_hash)
+
+    @read
+    def active_version(self, reader: Connection, bot: str) -> tuple[str, str] | None:
+        return versions.active_version(reader, bot)
 
     @read
     def tournament_faults(self, reader: Connection, tournament_id: str) -> list[JsonObject]:

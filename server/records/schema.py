@@ -226,6 +226,26 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (tournament_id, pairing)
     );
     """,
+    # 9 -> 10: hosted bots' versions (server.bot_versions): each its normalized archive, its
+    # run command and their hash; one version of a bot is active (what it plays), the others
+    # candidates (waiting to be tried) or retired.
+    """
+    CREATE TABLE bot_versions (
+        bot TEXT NOT NULL REFERENCES bots (name),
+        number INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        run TEXT NOT NULL,
+        archive BLOB NOT NULL,
+        archive_bytes INTEGER NOT NULL,
+        unpacked_bytes INTEGER NOT NULL,
+        files INTEGER NOT NULL,
+        uploaded_at REAL NOT NULL,
+        state TEXT NOT NULL,
+        PRIMARY KEY (bot, number),
+        UNIQUE (bot, content_hash)
+    );
+    CREATE INDEX bot_versions_by_hash ON bot_versions (content_hash);
+    """,
 )
 
 
@@ -237,6 +257,7 @@ def _postgres_types(sql: str) -> str:
     )
     sql = re.sub(r"\bINTEGER\b", "BIGINT", sql)
     sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
+    sql = re.sub(r"\bBLOB\b", "BYTEA", sql)
     return sql.replace(") WITHOUT ROWID", ")")
 
 

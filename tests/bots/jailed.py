@@ -7,9 +7,9 @@ KIND: ``honest`` plays the first legal move of every turn; the others join, then
 out, each saying on stderr ``ATTACK KIND: blocked (why)`` or ``ATTACK KIND: ESCAPED``:
 ``socket`` connects to the arena's port (PATH, a number) and to another address; ``read``
 reads each PATH (another bot's file, the records); ``write`` writes in its own folder and in
-``/usr``, then in ``/tmp``; ``forkbomb`` forks until it cannot, then never answers; ``memory``
-fills memory in four processes until it is stopped; ``sleep`` never answers; ``setsid`` starts a process in a
-session of its own (``sleep 4321.5``) and exits.
+``/usr``, then in ``/tmp``; ``forkbomb`` forks until it cannot, then never answers;
+``memory`` fills memory in four processes until it is stopped; ``sleep`` never answers;
+``setsid`` starts a process in a session of its own (``sleep 4321.5``) and exits.
 """
 
 from __future__ import annotations

@@ -1,0 +1,127 @@
+"""Hosted bots' versions in the records (``bot_versions``): kept on a connection of their own,
+in one transaction each (an upload is rare, and its author waits for its number), read by the
+pages and by the workers that play them.
+
+A bot's first version is active at once; a later one is a candidate until it is made active
+(by its owner, forcing it, or once it has shown itself better: issue 33's SPRT gate), which
+retires the version active before it. The same files and run command uploaded again are the
+version they already are.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from server.bot_versions import Version
+from server.games.base import JsonObject
+from server.records.backends import Backend, Connection, transaction
+
+ACTIVE, CANDIDATE, RETIRED = "active", "candidate", "retired"
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A version as the records keep it: its bot (as registered), number and state, and
+    whether this upload added it."""
+
+    bot: str
+    number: int
+    state: str
+    added: bool
+
+
+def store_version(backend: Backend, bot: str, version: Version, activate: bool) -> Stored | None:
+    """Keep an uploaded version of the bot ``bot`` (in any case); None if there is no such
+    bot. ``activate``: it becomes the active one (else only if the bot has none)."""
+    db = backend.connect()
+    try:
+        with transaction(db):
+            return _store(db, bot, version, activate)
+    finally:
+        db.close()
+
+
+def _store(db: Connection, bot: str, version: Version, activate: bool) -> Stored | None:
+    row = db.execute("SELECT name FROM bots WHERE folded = ?", (bot.casefold(),)).fetchone()
+    if row is None:
+        return None
+    name = str(row["name"])
+    known = db.execute(
+        "SELECT number, state FROM bot_versions WHERE bot = ? AND content_hash = ?",
+        (name, version.content_hash),
+    ).fetchone()
+    active = db.execute(
+        "SELECT number FROM bot_versions WHERE bot = ? AND state = ?", (name, ACTIVE)
+    ).fetchone()
+    if known is not None:
+        number, added = int(known["number"]), False
+    else:
+        last = db.execute(
+            "SELECT MAX(number) AS last FROM bot_versions WHERE bot = ?", (name,)
+        ).fetchone()
+        number, added = int(last["last"] or 0) + 1, True
+        db.execute(
+            "INSERT INTO bot_versions (bot, number, content_hash, run, archive, archive_bytes, "
+            "unpacked_bytes, files, uploaded_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                name, number, version.content_hash, version.run, version.archive,
+                len(version.archive), version.unpacked_bytes, version.files, time.time(),
+                CANDIDATE,
+            ),
+        )  # fmt: skip
+    if activate or active is None:
+        db.execute(
+            "UPDATE bot_versions SET state = ? WHERE bot = ? AND state = ?",
+            (RETIRED, name, ACTIVE),
+        )
+        db.execute(
+            "UPDATE bot_versions SET state = ? WHERE bot = ? AND number = ?",
+            (ACTIVE, name, number),
+        )
+        return Stored(name, number, ACTIVE, added)
+    state = db.execute(
+        "SELECT state FROM bot_versions WHERE bot = ? AND number = ?", (name, number)
+    ).fetchone()["state"]
+    return Stored(name, number, str(state), added)
+
+
+def versions(db: Connection, bot: str) -> list[JsonObject]:
+    """A bot's versions, newest first, without their files."""
+    rows = db.execute(
+        "SELECT number, content_hash, run, archive_bytes, unpacked_bytes, files, uploaded_at, "
+        "state FROM bot_versions WHERE bot = (SELECT name FROM bots WHERE folded = ?) "
+        "ORDER BY number DESC",
+        (bot.casefold(),),
+    )
+    return [
+        {
+            "number": row["number"],
+            "hash": row["content_hash"],
+            "run": row["run"],
+            "archiveBytes": row["archive_bytes"],
+            "unpackedBytes": row["unpacked_bytes"],
+            "files": row["files"],
+            "uploadedAt": row["uploaded_at"],
+            "state": row["state"],
+        }
+        for row in rows
+    ]
+
+
+def version_archive(db: Connection, content_hash: str) -> tuple[bytes, str] | None:
+    """A version's normalized archive and run command, by its hash (what a worker fetches)."""
+    row = db.execute(
+        "SELECT archive, run FROM bot_versions WHERE content_hash = ? LIMIT 1", (content_hash,)
+    ).fetchone()
+    return None if row is None else (bytes(row["archive"]), str(row["run"]))
+
+
+def active_version(db: Connection, bot: str) -> tuple[str, str] | None:
+    """The hash and run command of a bot's active version, or None."""
+    row = db.execute(
+        "SELECT content_hash, run FROM bot_versions WHERE state = ? AND "
+        "bot = (SELECT name FROM bots WHERE folded = ?)",
+        (ACTIVE, bot.casefold()),
+    ).fetchone()
+    return None if row is None else (str(row["content_hash"]), str(row["run"]))
