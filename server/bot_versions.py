@@ -63,8 +63,8 @@ def version_of(upload: bytes, run: str) -> Version:
     for entry in entries:
         if entry.is_dir():
             continue
-        mode = entry.external_attr >> 16
-        if mode and not stat.S_ISREG(mode):
+        kind = stat.S_IFMT(entry.external_attr >> 16)  # 0 where the zip says nothing of it
+        if kind and kind != stat.S_IFREG:
             raise VersionRefused(f"{entry.filename!r} is not a regular file (a link?)")
         path = _checked_path(entry.filename)
         if path in files:

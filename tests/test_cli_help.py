@@ -32,6 +32,8 @@ COMMANDS = [
     ["bots", "rotate"],
     ["bots", "revoke"],
     ["bots", "list"],
+    ["bots", "versions"],
+    ["bots", "upload"],
     ["ladder"],
     ["ladder", "season"],
     ["ladder", "ban"],

@@ -4,18 +4,32 @@ commands, ``tavern_cli.organiser``).
 ``add`` and ``rotate`` print the new key once, on stdout and nowhere else: the records keep
 only its salted hash (``server.identity``). ``add`` refuses a name that looks like a registered
 one (``server.names``).
+
+``upload`` keeps a hosted bot's version (``server.bot_versions``): with the bot's key in
+``TAVERN_BOT_KEY`` it is sent to the arena (``--arena``, the visor's address), as its owner
+would from its page; without, the organiser keeps it in the records directly. ``versions``
+lists a bot's versions.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
+from pathlib import Path
 
+import aiohttp
+
+from server.bot_versions import VersionRefused, version_of, zipped_folder
 from server.config import ArenaConfig
 from server.errors import Rejected
+from server.games.base import JsonObject
 from server.identity import RegisteredBot, check_name, hash_key, look_alike_of, new_key
-from server.records.backends import transaction
+from server.records import Records
+from server.records.backends import backend_for, transaction
 from server.records.identities import add_bot, registered_bots, set_key
+from server.records.versions import store_version, versions
 from tavern_cli.config_file import RecordsNote
 from tavern_cli.flags import Parser, Subcommands
 from tavern_cli.organiser import connection, no_bot, records_flags
@@ -29,17 +43,106 @@ def add(commands: Subcommands) -> Parser:
         ("rotate", "give a bot a new key (printed once); the old one stops working"),
         ("revoke", "withdraw a bot's key: nobody can play under its name until rotated"),
         ("list", "the registered bots"),
+        ("versions", "a hosted bot's versions, newest first"),
     ):
         command = bots_commands.add_parser(name, help=text)
         if name != "list":
             command.add_argument("name", help="the bot's name")
         records_flags(command)
+    upload = bots_commands.add_parser(
+        "upload",
+        help="keep a version of a hosted bot: its files and its run command (with "
+        "TAVERN_BOT_KEY, through the arena; else in the records, as the organiser)",
+    )
+    upload.add_argument("name", help="the bot's name")
+    upload.add_argument("files", type=Path, help="its folder, or a zip of it")
+    upload.add_argument(
+        "--run", required=True, help='the command that starts it there, e.g. "python3 bot.py"'
+    )
+    upload.add_argument(
+        "--activate", action="store_true", help="make it the bot's active version at once"
+    )
+    upload.add_argument(
+        "--arena",
+        help="with TAVERN_BOT_KEY: the arena's web address (default: this machine's visor)",
+    )
+    records_flags(upload)
     return bots
 
 
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    if args.bots_command == "upload":
+        return upload_version(args, config, said)
     said()
+    if args.bots_command == "versions":
+        return list_versions(args.name, config.database)
     return bots_command(args, config.database)
+
+
+def upload_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    files: Path = args.files
+    try:
+        archive = zipped_folder(files) if files.is_dir() else files.read_bytes()
+        key = os.environ.get("TAVERN_BOT_KEY")
+        if key:
+            arena = args.arena or f"http://127.0.0.1:{config.http_port}"
+            answer = asyncio.run(sent(arena, args.name, key, args.run, archive, args.activate))
+        else:
+            said()
+            version = version_of(archive, args.run)
+            Records(config.database).open_to_read()  # creates or upgrades the schema
+            stored = store_version(backend_for(config.database), args.name, version, args.activate)
+            if stored is None:
+                return no_bot(args.name)
+            answer = {"bot": stored.bot, "number": stored.number, "hash": version.content_hash}
+            answer |= {"state": stored.state, "added": stored.added, "files": version.files}
+    except (OSError, VersionRefused, UploadRefused) as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+    again = "" if answer["added"] else " (uploaded before)"
+    print(
+        f"{answer['bot']} version {answer['number']}{again}: {answer['files']} files, "
+        f"{answer['state']}, hash {answer['hash']}"
+    )
+    return 0
+
+
+class UploadRefused(Exception):
+    """The arena refused the upload; the message is its answer."""
+
+
+async def sent(
+    arena: str, name: str, key: str, run: str, archive: bytes, activate: bool
+) -> JsonObject:
+    """The version as the arena kept it, sent to ``arena`` as the bot's page would."""
+    form = aiohttp.FormData()
+    form.add_field("key", key)
+    form.add_field("run", run)
+    form.add_field("activate", "1" if activate else "0")
+    form.add_field("archive", archive, filename="bot.zip", content_type="application/zip")
+    url = f"{arena.rstrip('/')}/api/bots/{name}/versions"
+    try:
+        async with aiohttp.ClientSession() as session, session.post(url, data=form) as response:
+            answer = await response.json(content_type=None)
+    except (aiohttp.ClientError, ValueError) as error:
+        raise UploadRefused(f"cannot upload to {arena}: {error}") from None
+    if response.status not in (200, 201):
+        raise UploadRefused(f"the arena refused the upload: {answer.get('error', answer)}")
+    return dict(answer)
+
+
+def list_versions(name: str, database: str) -> int:
+    with connection(database) as db:
+        found = versions(db, name)
+    if not found:
+        print(f"tavern: {name} has no version", file=sys.stderr)
+        return 1
+    for version in found:
+        print(
+            f"{version['number']:>4}  {version['state']:<9}  {version['files']:>4} files  "
+            f"{version['hash'][:16]}  {version['run']}"
+        )
+    return 0
 
 
 def bots_command(args: argparse.Namespace, database: str) -> int:
