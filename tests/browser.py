@@ -45,7 +45,7 @@ CHROMIUM_ARGS = [
 WAIT_MS = 10_000  # Playwright's bound on every wait and action
 REPO = Path(__file__).resolve().parent.parent
 HTTP_ERROR = re.compile(
-    r"Failed to load resource: the server responded with a status of (40[49]|503)"
+    r"Failed to load resource: the server responded with a status of (40[349]|503)"
 )
 
 

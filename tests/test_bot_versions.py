@@ -17,6 +17,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from playwright.async_api import FilePayload, expect
 
 from server.bot_versions import (
     MAX_FILES,
@@ -29,6 +30,7 @@ from server.records import Records
 from server.records.backends import backend_for
 from server.records.identities import roster_kept
 from server.records.versions import store_version
+from tests.browser import chromium_pages
 from tests.conftest import Served, serving_visor, test_config
 from tests.test_identity import added
 
@@ -219,3 +221,43 @@ async def command(arguments: list[str], key: str | None) -> tuple[int, str, str]
         out, errors = await process.communicate()
     assert process.returncode is not None
     return process.returncode, out.decode(), errors.decode()
+
+
+async def test_the_owner_uploads_from_the_bot_s_page_and_the_page_keeps_no_key(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "arena.db"
+    key = added(str(database), "Grimli")
+    async with arena_with(database) as served, chromium_pages(served.url) as pages:
+        pages.http_errors_expected = True  # the wrong key's upload is answered 403
+        page = await pages.open("/bots/Grimli", connected=False)
+        await expect(page.locator("#no-versions")).to_be_visible()
+        archive: FilePayload = {
+            "name": "grimli.zip",
+            "mimeType": "application/zip",
+            "buffer": zipped(BOT),
+        }
+        for typed, said in (
+            ("tvk_wrong", "Not uploaded: Invalid bot key"),
+            (key, "Version 1: 2 files, active."),
+        ):
+            await page.fill("#upload-key", typed)
+            await page.fill("#upload-run", "python3 bot.py")
+            await page.set_input_files("#upload-archive", archive)
+            await page.click("#upload button[type=submit]")
+            await expect(page.locator("#upload-status")).to_contain_text(said)
+            await expect(page.locator("#upload-key")).to_have_value("")
+        rows = page.locator("#versions-body tr")
+        await expect(rows).to_have_count(1)
+        await expect(rows.first).to_have_attribute("data-state", "active")
+        await expect(rows.first.locator("code").first).to_have_text("python3 bot.py")
+        kept = await page.evaluate(
+            "[localStorage.length, sessionStorage.length, document.cookie, document.body.innerText]"
+        )
+        assert kept[:3] == [0, 0, ""] and key not in kept[3]
+        # On a phone the form fits the screen.
+        phone = await pages.open("/bots/Grimli", 390, 844, connected=False)
+        await expect(phone.locator("#versions-body tr")).to_have_count(1)
+        assert await phone.evaluate(
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )

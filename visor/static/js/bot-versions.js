@@ -1,0 +1,61 @@
+// /bots/NAME, its hosted versions: the list (from /api/bots/NAME/versions) and the owner's
+// upload form. The key typed into the form goes with the upload only: the page never stores it
+// (no storage, no cookie, the field cleared once sent) and never shows it.
+
+import { byId, el, setText, show } from "./dom.js";
+import { failure, formatTime, getJson } from "./records.js";
+
+const name = decodeURIComponent(location.pathname.split("/").pop());
+const form = byId("upload");
+const status = byId("upload-status");
+form.addEventListener("submit", upload);
+loadVersions();
+
+async function loadVersions() {
+  const answer = await getJson(`/api/bots/${encodeURIComponent(name)}/versions`);
+  if (!answer.ok) {
+    setText(status, failure(answer, "the versions"));
+    return;
+  }
+  const versions = answer.body.versions;
+  show(byId("no-versions"), versions.length === 0);
+  byId("versions-body").replaceChildren(...versions.map(versionRow));
+}
+
+function versionRow(version) {
+  return el(
+    "tr",
+    { dataset: { number: version.number, state: version.state } },
+    el("td", { className: "num", text: version.number }),
+    el("td", { text: version.state }),
+    el("td", {}, el("code", { text: version.run })),
+    el("td", { className: "num", text: version.files }),
+    el("td", { className: "num", text: `${Math.ceil(version.archiveBytes / 1024)} KiB` }),
+    el("td", {}, el("code", { text: version.hash.slice(0, 12), attrs: { title: version.hash } })),
+    el("td", { text: formatTime(version.uploadedAt) }),
+  );
+}
+
+async function upload(event) {
+  event.preventDefault();
+  const data = new FormData(form);
+  if (!byId("upload-activate").checked) data.set("activate", "0");
+  byId("upload-key").value = ""; // sent once, kept nowhere
+  setText(status, "Uploading…");
+  let response;
+  let body = null;
+  try {
+    response = await fetch(`/api/bots/${encodeURIComponent(name)}/versions`, { method: "POST", body: data });
+    body = await response.json();
+  } catch {
+    setText(status, "The arena cannot be reached: the version was not uploaded.");
+    return;
+  }
+  if (!response.ok) {
+    setText(status, `Not uploaded: ${body && body.error ? body.error : `the arena answered ${response.status}`}.`);
+    return;
+  }
+  const again = body.added ? "" : " (uploaded before)";
+  setText(status, `Version ${body.number}${again}: ${body.files} files, ${body.state}.`);
+  loadVersions();
+}
