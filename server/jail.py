@@ -3,7 +3,7 @@ over its stdin and stdout.
 
 An isolated bot sees the system read-only (``/usr``, and the links to it of a merged ``/usr``),
 its own folder read-only at the same path (nothing else of the machine's: no other bot's
-files, no records, no home), a private ``/tmp`` (its home is ``/tmp/home``), its own ``/proc``
+files, no records, no home), a private ``/tmp`` (which is its home too), its own ``/proc``
 and ``/dev``, and no network (``--unshare-all``: its own network namespace, with no interface
 up, and its own pid, IPC, UTS and cgroup namespaces). ``--die-with-parent`` and the bot's
 cgroups (``server.sandbox``, entered before bubblewrap starts) end every process of it with
@@ -51,9 +51,9 @@ def jailed(command: Sequence[str], folder: Path, environment: Mapping[str, str])
             argv += ["--ro-bind", str(path), str(path)]
     for name in SYSTEM_FILES:
         argv += ["--ro-bind-try", name, name]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     argv += ["--ro-bind", str(folder), str(folder), "--chdir", str(folder)]
-    settings = {"PATH": PATH, "HOME": "/tmp/home", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+    settings = {"PATH": PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
     for name, value in {**settings, **environment}.items():
         argv += ["--setenv", name, value]
     return [*argv, "--", *command]

@@ -136,9 +136,8 @@ class ClusterNode:
         self._refreshed: list[Command] = []  # the heartbeat's, due in the link's next write
         self._inbox_channel = inbox(self.id).encode()
         self._registered = False  # this node's key was written since the link was made
-        # Taken for lost at the last heartbeat: what it owns is written again at this one too,
-        # since a node that found it dead may have deleted it after the first time.
-        self._owned_due_again = False
+        # Taken for lost at the last beat: what it owns is written again at this one too (a
+        self._owned_due_again = False  # node that found it dead may have deleted it since)
         arena.listeners += (self.listing.on_update, self.claims.on_update)
 
     # --- what the visor asks (server.cluster.OtherNodes) --------------------------------------

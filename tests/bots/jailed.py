@@ -72,9 +72,9 @@ def attack(kind: str, paths: list[str]) -> None:
                 say(f"ATTACK write: ESCAPED, wrote {path}")
             except OSError as error:
                 say(f"ATTACK write: blocked ({error})")
-        with open("/tmp/home/written", "w") as file:  # its own tmp is its to write
+        with open(os.path.join(os.environ["HOME"], "written"), "w") as file:  # its own tmp
             file.write("x")
-        say("wrote /tmp/home/written")
+        say(f"wrote in its home, {os.environ['HOME']}, its own tmp")
     elif kind == "forkbomb":
         children = 0
         try:
