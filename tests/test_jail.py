@@ -13,13 +13,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from server.bot_versions import version_of, zipped_folder
 from server.config import config_from_mapping
 from server.league import tables
 from server.records import Records
+from server.records.backends import backend_for
 from server.records.queries import GameFilter
+from server.records.versions import store_version
 from server.sandbox import MAX_PROCESSES
 from server.tournament.runner import TournamentRunner
 from server.tournament.spec import TournamentError, spec_from_mapping
+from tests.test_identity import added
 from tests.test_tournament import ROOT, house
 
 JAILED = ROOT / "tests" / "bots" / "jailed.py"
@@ -151,3 +157,43 @@ def test_an_isolated_bot_needs_a_folder_of_its_own(tmp_path: Path) -> None:
         assert "key 'bots[1].isolated'" in str(error) and "is not a folder" in str(error)
     else:
         raise AssertionError("a missing folder was taken")
+
+
+async def test_a_hosted_bot_plays_its_active_version_from_the_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its files and run command uploaded (as ``tavern bots upload`` keeps them), a hosted bot
+    in a tournament plays its active version: unpacked once into the machine's cache of
+    versions, run isolated in it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    database = tmp_path / "arena.db"
+    added(str(database), "Grimli")
+    source = tmp_path / "grimli"
+    source.mkdir()
+    shutil.copy(JAILED, source / "jailed.py")
+    version = version_of(zipped_folder(source), "python3 jailed.py honest")
+    assert store_version(backend_for(str(database)), "Grimli", version, activate=False)
+    cup = {
+        "name": "hosted",
+        "game": "thud",
+        "seed": 5,
+        "limits": {"turn_timeout_ms": 2000, "startup_ms": 5000},
+        "bots": [
+            house("thud", "troll", "troll"),
+            {"name": "Grimli", "hosted": "Grimli", "side": "dwarf"},
+        ],
+    }
+    spec = spec_from_mapping(cup, tmp_path)
+    records = Records(database)
+    await asyncio.to_thread(records.open)
+    try:
+        config = config_from_mapping({"thud": {"turnLimit": 20}})
+        async with asyncio.timeout(120):
+            (result,) = await TournamentRunner(spec, config, records, io.StringIO()).run()
+        record = await asyncio.to_thread(records.game, result.game_id)
+    finally:
+        await asyncio.to_thread(records.close)
+    assert record is not None and record["turnCount"] == 20, record and record["result"]
+    assert record["players"][0]["exit"].endswith("at the end of the game")
+    cached = tmp_path / "cache" / "tavern" / "versions"
+    assert [folder.name for folder in cached.iterdir()] == [version.content_hash]

@@ -24,8 +24,15 @@ from server.records import Recorder, Records
 from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
+from server.tournament.hosted import resolved
 from server.tournament.schedule import Pairing, schedule
-from server.tournament.spec import TournamentError, TournamentSpec, changes, check_programs
+from server.tournament.spec import (
+    Entrant,
+    TournamentError,
+    TournamentSpec,
+    changes,
+    check_programs,
+)
 
 _WARNED: set[str] = set()  # what the sandbox lacks is said once per process
 
@@ -99,6 +106,7 @@ class TournamentRunner:
         self._running: set[BotProcess] = set()  # bots not yet stopped and recorded
         self._started: set[str] = set()  # the games that started (their seats are recorded)
         self._last_seats: dict[str, int] = {}  # by game: the seat that played its last turn
+        self._entrants: dict[str, Entrant] = {}  # by name, as they play (hosted ones resolved)
 
     def _on_update(self, update: Update) -> None:
         if isinstance(update, GameStarted):
@@ -132,6 +140,7 @@ class TournamentRunner:
         """Play these games on an arena of the runner's own (``spec.parallel`` at once), each
         bot in the sandbox: what ``run`` does once it knows which games are left, and what a
         ``tavern worker`` does with each game it takes from the queue."""
+        self._entrants = await resolved(self.spec.entrants, self.records)
         sandbox = Sandbox.create()
         if sandbox.warning is not None and sandbox.warning not in _WARNED:
             _WARNED.add(sandbox.warning)
@@ -191,7 +200,7 @@ class TournamentRunner:
             match = arena.open(self.spec.game, options)
             bots = []
             for seat, entrant in enumerate(pairing.bots):
-                bot = BotProcess(entrant, match.id, seat, self.spec.limits)
+                bot = BotProcess(self._entrants[entrant.name], match.id, seat, self.spec.limits)
                 self._running.add(bot)
                 bots.append(bot)
                 await self._seat(match, tcp, bot, sandbox)

@@ -32,7 +32,7 @@ from server.games.base import JsonObject, TimeBank
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
 KEYS = ("name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots")
 LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms", "clock")
-BOT_KEYS = ("name", "side", "command", "file", "isolated")
+BOT_KEYS = ("name", "side", "command", "file", "isolated", "hosted")
 MAX_NICK = 64
 
 
@@ -49,6 +49,9 @@ class Entrant:
     # Run under bubblewrap (server.jail), seeing only its folder (``cwd``), with no network: it
     # plays over its stdin and stdout.
     isolated: bool = False
+    # A hosted bot's registered name: its active version is played, isolated, its files and
+    # command taken from the records when the games start (server.tournament.hosted).
+    hosted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +182,8 @@ def _entrant(
         raise TournamentError(f"key 'bots[{index}]': must be an object with name and command")
     _known_keys(raw, BOT_KEYS, prefix)
     name = _get(raw, "name", str, prefix=prefix)
+    if "hosted" in raw:
+        return _hosted_entrant(raw, name, seat_names, base, prefix)
     command = raw.get("command")
     if "file" in raw:
         if command is not None:
@@ -205,6 +210,23 @@ def _entrant(
     if (why := jail.missing()) is not None:
         raise TournamentError(f"key '{prefix}isolated': {why}")
     return Entrant(name, parts, sides, folder, isolated=True)
+
+
+def _hosted_entrant(
+    raw: dict[str, Any], name: str, seat_names: tuple[str, ...], base: Path, prefix: str
+) -> Entrant:
+    """A hosted bot: its registered name, and no command or files of the file's."""
+    for key in ("command", "file", "isolated"):
+        if key in raw:
+            raise TournamentError(f"key '{prefix}{key}': a hosted bot's come from its version")
+    hosted = _get(raw, "hosted", str, prefix=prefix)
+    if (why := jail.missing()) is not None:
+        raise TournamentError(f"key '{prefix}hosted': {why}")
+    side = _get(raw, "side", str, "both", prefix)
+    if side != "both" and side not in seat_names:
+        raise TournamentError(f"key '{prefix}side': must be both or one of {', '.join(seat_names)}")
+    sides = seat_names if side == "both" else (side,)
+    return Entrant(name, (), sides, base, isolated=True, hosted=hosted)
 
 
 def check_placeholders(parts: Sequence[str], what: str) -> None:
@@ -244,6 +266,8 @@ def check_programs(entrants: Sequence[Entrant], game: str) -> None:
     """Every bot's program must exist before the first game: a misspelled one would otherwise
     lose every game on time, with an error from deep inside the launcher."""
     for entrant in entrants:
+        if entrant.hosted is not None:  # its version's command runs in its own folder
+            continue
         problem = program_problem(entrant, game)
         if problem is not None:
             raise TournamentError(f"bot {entrant.name!r}: {problem}")

@@ -1,0 +1,50 @@
+"""Hosted bots in a tournament (issue 33): each plays its active version, as the records keep
+it when the games start, unpacked once into this machine's cache of versions (by hash: a
+version never changes) and run isolated (``server.jail``) with its run command, in its folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from server.bot_versions import unpacked
+from server.records import Records
+from server.tournament.spec import Entrant, TournamentError
+
+
+def versions_cache() -> Path:
+    """Where this machine keeps the versions it has played (``XDG_CACHE_HOME``'s way)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tavern" / "versions"
+
+
+async def resolved(entrants: Sequence[Entrant], records: Records) -> dict[str, Entrant]:
+    """Every entrant by name, a hosted one as its active version plays: its command and its
+    folder. Raises ``TournamentError`` for a hosted bot without an active version."""
+    found: dict[str, Entrant] = {}
+    for entrant in entrants:
+        if entrant.hosted is None:
+            found[entrant.name] = entrant
+            continue
+        active = await asyncio.to_thread(records.active_version, entrant.hosted)
+        if active is None:
+            raise TournamentError(
+                f"bot {entrant.name!r}: {entrant.hosted} has no active version to play "
+                "(tavern bots upload)"
+            )
+        content_hash, run = active
+        folder = versions_cache() / content_hash
+        if not folder.is_dir():
+            stored = await asyncio.to_thread(records.version_archive, content_hash)
+            if stored is None:  # retired and gone meanwhile: the next run takes the new one
+                raise TournamentError(f"bot {entrant.name!r}: its version {content_hash} is gone")
+            folder = await asyncio.to_thread(unpacked, stored[0], content_hash, versions_cache())
+        found[entrant.name] = dataclasses.replace(
+            entrant, command=tuple(shlex.split(run)), cwd=folder
+        )
+    return found
