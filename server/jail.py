@@ -51,6 +51,8 @@ def jailed(command: Sequence[str], folder: Path, environment: Mapping[str, str])
             argv += ["--ro-bind", str(path), str(path)]
     for name in SYSTEM_FILES:
         argv += ["--ro-bind-try", name, name]
+    for java in sorted(Path("/etc").glob("java-*")):  # a JDK's configuration (its security)
+        argv += ["--ro-bind", str(java), str(java)]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     argv += ["--ro-bind", str(folder), str(folder), "--chdir", str(folder)]
     settings = {"PATH": PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}

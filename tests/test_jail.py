@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 
 from server.bot_versions import version_of, zipped_folder
 from server.config import config_from_mapping
+from server.jail import jailed
 from server.league import tables
 from server.records import Records
 from server.records.backends import backend_for
@@ -197,3 +199,31 @@ async def test_a_hosted_bot_plays_its_active_version_from_the_records(
     assert record["players"][0]["exit"].endswith("at the end of the game")
     cached = tmp_path / "cache" / "tavern" / "versions"
     assert [folder.name for folder in cached.iterdir()] == [version.content_hash]
+
+
+@pytest.mark.parametrize(
+    ("source", "text", "build", "run"),
+    [
+        ("bot.py", 'print("ready")', None, ["python3", "bot.py"]),
+        ("bot.js", 'console.log("ready")', None, ["node", "bot.js"]),
+        ("bot.rb", 'puts "ready"', None, ["ruby", "bot.rb"]),
+        ("Bot.java", 'class Bot { public static void main(String[] a) '
+         '{ System.out.println("ready"); } }', None, ["java", "Bot.java"]),
+        ("bot.c", '#include <stdio.h>\nint main(void) { puts("ready"); return 0; }\n',
+         ["gcc", "-o", "bot", "bot.c"], ["./bot"]),
+        ("main.go", 'package main\nimport "fmt"\nfunc main() { fmt.Println("ready") }\n',
+         ["go", "build", "-o", "bot", "main.go"], ["./bot"]),
+    ],
+)  # fmt: skip
+def test_the_toolchains_docs_hosting_lists_run_isolated(
+    tmp_path: Path, source: str, text: str, build: list[str] | None, run: list[str]
+) -> None:
+    """Each language of docs/hosting.md's table runs under bubblewrap as a version would: the
+    system's own program, the bot's files read-only in its folder."""
+    (tmp_path / source).write_text(text)
+    if build is not None:
+        subprocess.run(build, cwd=tmp_path, check=True, timeout=60)
+    ran = subprocess.run(
+        jailed(run, tmp_path, {}), capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (ran.returncode, ran.stdout) == (0, "ready\n"), ran.stderr
