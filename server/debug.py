@@ -16,6 +16,7 @@ MAX_DEBUG_CHARS = 2048
 MAX_STDERR_BYTES = 2048  # of a turn's stderr; the whole game's tail is kept apart
 DEBUG_KEY = "debug"
 STDERR_KEY = "stderr"
+CPU_KEY = "cpuMs"  # the CPU time the bot's processes used for the turn (an isolated bot's)
 
 
 def debug_text(message: dict[str, Any]) -> str | None:
@@ -38,7 +39,11 @@ def stderr_text(kept: bytes, cut: int) -> str | None:
 
 
 def without_debug(action: dict[str, Any]) -> dict[str, Any]:
-    """A recorded action as the bot's move was: its debug text and its stderr taken out."""
-    if DEBUG_KEY not in action and STDERR_KEY not in action:
+    """A recorded action as the bot's move was: its debug text, its stderr and its CPU time
+    taken out."""
+    if DEBUG_KEY not in action and STDERR_KEY not in action and CPU_KEY not in action:
         return action
-    return {key: value for key, value in action.items() if key not in (DEBUG_KEY, STDERR_KEY)}
+    return {key: value for key, value in action.items() if key not in KEPT_BESIDE}
+
+
+KEPT_BESIDE = (DEBUG_KEY, STDERR_KEY, CPU_KEY)  # what the records keep beside a move

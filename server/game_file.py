@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from server.debug import DEBUG_KEY, STDERR_KEY, without_debug
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match_views import MatchView
 from server.replay import (
@@ -24,6 +24,7 @@ from server.replay import (
     DamagedRecord,
     frames,
     game_of,
+    turn_cpu_ms,
     turn_debug,
     turn_stderr,
     turns_before,
@@ -101,12 +102,13 @@ def record_lines(record: JsonObject, result_words: str) -> Iterator[bytes]:
             "state": game.state_to_wire(frame.state),
             "scores": game.scores(frame.state),
         }
-        for key, text in (
+        for key, kept in (
             (DEBUG_KEY, turn_debug(record, frame.turn)),
             (STDERR_KEY, turn_stderr(record, frame.turn)),
+            (CPU_KEY, turn_cpu_ms(record, frame.turn)),
         ):
-            if text is not None:
-                line[key] = text
+            if kept is not None:
+                line[key] = kept
         yield orjson.dumps(line) + b"\n"
     if record["result"] is not None:
         line = result_line(len(played), record["result"], result_words, record["finishedAt"])
@@ -202,4 +204,7 @@ def _turn_of(line: JsonObject, expected: int, where: str) -> JsonObject:
         text = line.get(key)
         if isinstance(text, str) and isinstance(action, dict):  # with the action, as recorded
             action = {**action, key: text}
+    used = line.get(CPU_KEY)
+    if isinstance(used, int) and not isinstance(used, bool) and isinstance(action, dict):
+        action = {**action, CPU_KEY: used}
     return {"number": number, "seat": seat, "action": action, "timedOut": bool(timed_out)}

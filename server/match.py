@@ -332,6 +332,7 @@ class Match:
         reply_ms = 0 if turn is None else round(1000 * (now - turn.started))
         output = self.outputs.get(seat)
         stderr = None if output is None else output.turn_closed()
+        cpu_ms = None if output is None else output.turn_cpu_ms()
         before = self.state
         try:
             self.state, events = self.rules.apply(before, seat, action, self.rng)
@@ -355,6 +356,7 @@ class Match:
                 played_at=now,
                 debug=debug,
                 stderr=stderr,
+                cpu_ms=cpu_ms,
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import orjson
 
-from server.debug import DEBUG_KEY, STDERR_KEY
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY
 from server.games.base import AnyCodec, JsonObject, Outcome, TimeBank
 from server.match_options import MatchLimits
 
@@ -156,6 +156,7 @@ class TurnResult:
         "action",
         "clock",
         "codec",
+        "cpu_ms",
         "debug",
         "events",
         "match_id",
@@ -186,6 +187,7 @@ class TurnResult:
         played_at: float,
         debug: str | None = None,
         stderr: str | None = None,
+        cpu_ms: int | None = None,
     ) -> None:
         self.match_id = match_id
         self.codec = codec
@@ -201,6 +203,7 @@ class TurnResult:
         self.played_at = played_at  # the match's clock time: the next seat's clock runs from it
         self.debug = debug  # the bot's debug text: in the records only, never sent while played
         self.stderr = stderr  # what its process wrote on stderr during the turn: the same
+        self.cpu_ms = cpu_ms  # the CPU its processes used for the turn, where counted
         self._scores: JsonObject | None = None
         self._action_json: bytes | None = None
         self._spectator_json: bytes | None = None
@@ -213,13 +216,16 @@ class TurnResult:
 
     @property
     def action_json(self) -> bytes:
-        """The action as JSON, for the records (with the bot's debug text and stderr, if any)."""
+        """The action as JSON, for the records (with the bot's debug text, stderr and CPU time,
+        if any)."""
         if self._action_json is None:
             kept = self.action
             if self.debug is not None:
                 kept = {**kept, DEBUG_KEY: self.debug}
             if self.stderr is not None:
                 kept = {**kept, STDERR_KEY: self.stderr}
+            if self.cpu_ms is not None:
+                kept = {**kept, CPU_KEY: self.cpu_ms}
             self._action_json = bytes(memoryview(orjson.dumps(kept)))
         return self._action_json
 

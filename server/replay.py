@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.debug import DEBUG_KEY, STDERR_KEY
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
@@ -156,6 +156,14 @@ def turn_debug(record: JsonObject, number: int) -> str | None:
 def turn_stderr(record: JsonObject, number: int) -> str | None:
     """What the bot's process wrote on stderr during turn ``number`` of a record."""
     return _kept_with(record, number, STDERR_KEY)
+
+
+def turn_cpu_ms(record: JsonObject, number: int) -> int | None:
+    """The CPU time the bot's processes used for turn ``number`` of a record, where counted."""
+    index = number - turns_before(record) - 1
+    action = record["turns"][index]["action"] if index >= 0 else None
+    used = action.get(CPU_KEY) if isinstance(action, dict) else None
+    return used if isinstance(used, int) and not isinstance(used, bool) else None
 
 
 def _kept_with(record: JsonObject, number: int, key: str) -> str | None:

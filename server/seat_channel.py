@@ -52,3 +52,7 @@ class SeatOutput(Protocol):
 
     def turn_closed(self) -> str | None:
         """The seat's turn is played (answered or timed out): what was written for it."""
+
+    def turn_cpu_ms(self) -> int | None:
+        """The CPU time its processes used from its turn's opening to its closing, in ms
+        (None where it is not counted)."""

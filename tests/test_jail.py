@@ -110,6 +110,9 @@ async def test_isolated_bots_that_try_to_get_out_are_stopped_and_lose_by_their_f
     assert honest["result"]["reason"] not in ("Turn timeout", "Player disconnected")
     assert honest["turnCount"] == 30, honest["result"]
     assert honest["players"][0]["exit"].endswith("at the end of the game")
+    # Each of its moves is kept with the CPU its processes used for it (in its cgroup).
+    cpu = [turn["action"].get("cpuMs") for turn in honest["turns"] if turn["seat"] == "dwarf"]
+    assert len(cpu) == 15 and all(isinstance(ms, int) and 0 <= ms < 1000 for ms in cpu), cpu
     # No network: not even the arena's port on the loopback.
     assert stderr("socket").count("ATTACK socket: blocked") == 2
     assert "Network is unreachable" in stderr("socket")

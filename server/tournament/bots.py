@@ -120,6 +120,8 @@ class BotProcess:
         self._pipe_closed = asyncio.Event()
         self._turn: bytearray | None = None  # while a turn of its seat is asked: what it wrote
         self._turn_cut = 0  # bytes it wrote during the turn beyond those kept
+        self._turn_cpu: float | None = None  # its group's CPU seconds when its turn was sent
+        self._turn_cpu_ms: int | None = None  # the CPU its last closed turn cost
         self._watcher: asyncio.Task[None] | None = None  # also sets _exited
         self._exited = asyncio.Event()
         self._killed_for: str | None = None  # the limit the bot went over
@@ -206,12 +208,21 @@ class BotProcess:
         before is only in the whole game's tail)."""
         self._read(DRAIN_READS)
         self._turn, self._turn_cut = bytearray(), 0
+        self._turn_cpu = None if self.group is None else self.group.cpu_seconds()
 
     def turn_closed(self) -> str | None:
         """Its seat's turn is played: what it wrote since the turn was sent, bounded."""
         self._read(DRAIN_READS)
         kept, self._turn = self._turn, None
+        started, self._turn_cpu = self._turn_cpu, None
+        used = None if self.group is None else self.group.cpu_seconds()
+        self._turn_cpu_ms = None
+        if started is not None and used is not None:
+            self._turn_cpu_ms = round(1000 * (used - started))
         return None if kept is None else stderr_text(bytes(kept), self._turn_cut)
+
+    def turn_cpu_ms(self) -> int | None:
+        return self._turn_cpu_ms
 
     async def _watch(self, process: asyncio.subprocess.Process, group: BotGroup) -> None:
         """Kill the whole bot once its processes together pass the CPU or memory limit, or once
