@@ -34,6 +34,7 @@ COMMANDS = [
     ["bots", "list"],
     ["bots", "versions"],
     ["bots", "upload"],
+    ["bots", "logs"],
     ["ladder"],
     ["ladder", "season"],
     ["ladder", "ban"],

@@ -11,10 +11,13 @@ import asyncio
 import io
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
+from playwright.async_api import expect
 
 from server.bot_versions import version_of, zipped_folder
 from server.config import config_from_mapping
@@ -27,6 +30,8 @@ from server.records.versions import store_version
 from server.sandbox import MAX_PROCESSES
 from server.tournament.runner import TournamentRunner
 from server.tournament.spec import TournamentError, spec_from_mapping
+from tests.browser import chromium_pages
+from tests.test_bot_versions import arena_with, command
 from tests.test_identity import added
 from tests.test_tournament import ROOT, house
 
@@ -172,7 +177,7 @@ async def test_a_hosted_bot_plays_its_active_version_from_the_records(
     versions, run isolated in it."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     database = tmp_path / "arena.db"
-    added(str(database), "Grimli")
+    key = added(str(database), "Grimli")
     source = tmp_path / "grimli"
     source.mkdir()
     shutil.copy(JAILED, source / "jailed.py")
@@ -202,6 +207,35 @@ async def test_a_hosted_bot_plays_its_active_version_from_the_records(
     assert record["players"][0]["exit"].endswith("at the end of the game")
     cached = tmp_path / "cache" / "tavern" / "versions"
     assert [folder.name for folder in cached.iterdir()] == [version.content_hash]
+    # Its owner reads its logs with its key, on the arena; the organiser from the records.
+    async with arena_with(database) as served, aiohttp.ClientSession() as http:
+        url = f"{served.url}/api/bots/grimli/logs"
+        async with http.post(url, json={"key": key, "games": 5}) as response:
+            assert response.status == 200
+            logs = await response.json()
+        async with http.post(url, json={"key": "tvk_wrong"}) as response:
+            assert response.status == 403
+        (game,) = logs["games"]
+        assert (logs["bot"], game["id"], game["seat"]) == ("Grimli", result.game_id, "dwarf")
+        assert game["exit"].endswith("at the end of the game")
+        assert len(game["turns"]) == 10 and all(t["cpuMs"] >= 0 for t in game["turns"])
+        code, out, errors = await command(
+            [sys.executable, "-m", "tavern_cli", "bots", "logs", "Grimli", "--database",
+             str(database)], None,
+        )  # fmt: skip
+        assert code == 0, errors
+        assert out.startswith(f"{result.game_id} (thud, dwarf): ")
+        assert "  turn 1: " in out and " ms CPU" in out
+        # And on its page, with its key typed in (kept nowhere).
+        async with chromium_pages(served.url) as pages:
+            page = await pages.open("/bots/Grimli", connected=False)
+            await page.fill("#logs-key", key)
+            await page.click("#logs button[type=submit]")
+            entry = page.locator(f'#logs-list > li[data-game="{result.game_id}"]')
+            await expect(entry).to_contain_text("thud as dwarf")
+            await expect(entry.locator(".turn-logs > li")).to_have_count(10)
+            await expect(entry.locator(".turn-logs > li").first).to_contain_text("ms CPU")
+            await expect(page.locator("#logs-key")).to_have_value("")
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,16 @@ from server.games.base import JsonObject
 from server.league import league_to_wire
 from server.records import GameFilter, Records, RecordsOutOfReach
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
-from visor import bot_versions, game_pages, ladder, node_requests, play_from, replay_image, tv
+from visor import (
+    bot_logs,
+    bot_versions,
+    game_pages,
+    ladder,
+    node_requests,
+    play_from,
+    replay_image,
+    tv,
+)
 from visor.connections import HttpConnections, serving_http
 from visor.errors import RECORDS_UNAVAILABLE, PageError
 from visor.health import Health
@@ -178,6 +187,7 @@ def create_app(arena: Arena, hub: SpectatorHub, records: Records) -> web.Applica
         hub.others.answer_requests(node_requests.answerer(turns, thud_api.endpoints(api)))
     ladder.add_routes(app, arena, records)  # /api/ladder, /api/bots/{name}
     bot_versions.add_routes(app, arena, records)  # /api/bots/{name}/versions
+    bot_logs.add_routes(app, arena, records)  # POST /api/bots/{name}/logs
     tv.add_routes(app, arena, hub)  # /api/tv
     return app
 

@@ -197,6 +197,17 @@ class Queries:
         return versions.active_version(reader, bot)
 
     @read
+    def games_of_bot(self, reader: Connection, bot: str, count: int) -> list[str]:
+        """The ids of the last ``count`` games a bot (by name, as registered) had a seat in,
+        newest first."""
+        rows = reader.execute(
+            "SELECT games.id FROM games JOIN seats ON seats.game_id = games.id "
+            "WHERE seats.bot = ? ORDER BY games.started_at DESC LIMIT ?",
+            (bot, count),
+        )
+        return [str(row["id"]) for row in rows]
+
+    @read
     def tournament_faults(self, reader: Connection, tournament_id: str) -> list[JsonObject]:
         """The games of a tournament its queue gave up on (the arena's faults), by number."""
         rows = reader.execute(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import aiohttp
 
+from server.bot_logs import LOGGED_GAMES, MAX_LOGGED_GAMES, game_log, log_text
 from server.bot_versions import VersionRefused, version_of, zipped_folder
 from server.config import ArenaConfig
 from server.errors import Rejected
@@ -67,12 +68,25 @@ def add(commands: Subcommands) -> Parser:
         help="with TAVERN_BOT_KEY: the arena's web address (default: this machine's visor)",
     )
     records_flags(upload)
+    logs = bots_commands.add_parser(
+        "logs",
+        help="a hosted bot's last games: how each ended for it, its stderr, each turn's CPU time "
+        "(with TAVERN_BOT_KEY, from the arena; else from the records, as the organiser)",
+    )
+    logs.add_argument("name", help="the bot's name")
+    logs.add_argument("--games", type=int, default=LOGGED_GAMES, help="how many (default 10)")
+    logs.add_argument(
+        "--arena", help="with TAVERN_BOT_KEY: the arena's web address (default: the local visor)"
+    )
+    records_flags(logs)
     return bots
 
 
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
     if args.bots_command == "upload":
         return upload_version(args, config, said)
+    if args.bots_command == "logs":
+        return show_logs(args, config, said)
     said()
     if args.bots_command == "versions":
         return list_versions(args.name, config.database)
@@ -108,7 +122,7 @@ def upload_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsN
 
 
 class UploadRefused(Exception):
-    """The arena refused the upload; the message is its answer."""
+    """The arena refused the upload (or the logs); the message is its answer."""
 
 
 async def sent(
@@ -128,6 +142,46 @@ async def sent(
         raise UploadRefused(f"cannot upload to {arena}: {error}") from None
     if response.status not in (200, 201):
         raise UploadRefused(f"the arena refused the upload: {answer.get('error', answer)}")
+    return dict(answer)
+
+
+def show_logs(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    if not 0 < args.games <= MAX_LOGGED_GAMES:
+        print(f"tavern: --games: a number from 1 to {MAX_LOGGED_GAMES}", file=sys.stderr)
+        return 2
+    key = os.environ.get("TAVERN_BOT_KEY")
+    try:
+        if key:
+            arena = args.arena or f"http://127.0.0.1:{config.http_port}"
+            answer = asyncio.run(asked_logs(arena, args.name, key, args.games))
+            name, games = answer["bot"], answer["games"]
+        else:
+            said()
+            records = Records(config.database)
+            records.open_to_read()
+            name = args.name
+            kept = [records.game(game) for game in records.games_of_bot(name, args.games)]
+            logged = [game_log(record, name) for record in kept if record is not None]
+            games = [log for log in logged if log is not None]
+    except UploadRefused as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+    print(log_text(name, games))
+    return 0
+
+
+async def asked_logs(arena: str, name: str, key: str, games: int) -> JsonObject:
+    url = f"{arena.rstrip('/')}/api/bots/{name}/logs"
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, json={"key": key, "games": games}) as response,
+        ):
+            answer = await response.json(content_type=None)
+    except (aiohttp.ClientError, ValueError) as error:
+        raise UploadRefused(f"cannot ask {arena}: {error}") from None
+    if response.status != 200:
+        raise UploadRefused(f"the arena refused: {answer.get('error', answer)}")
     return dict(answer)
 
 

@@ -1,0 +1,55 @@
+// /bots/NAME, its logs for its owner: the key typed in is sent once with the request (POST, in
+// the body) and kept nowhere; the answer lists the bot's last games as the arena ran it.
+
+import { byId, el, setText } from "./dom.js";
+import { formatTime } from "./records.js";
+
+const name = decodeURIComponent(location.pathname.split("/").pop());
+byId("logs").addEventListener("submit", showLogs);
+
+async function showLogs(event) {
+  event.preventDefault();
+  const key = byId("logs-key").value;
+  byId("logs-key").value = ""; // sent once, kept nowhere
+  const status = byId("logs-status");
+  setText(status, "Loading…");
+  let response;
+  let body = null;
+  try {
+    response = await fetch(`/api/bots/${encodeURIComponent(name)}/logs`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ key }),
+    });
+    body = await response.json();
+  } catch {
+    setText(status, "The arena cannot be reached.");
+    return;
+  }
+  if (!response.ok) {
+    setText(status, `Not shown: ${body && body.error ? body.error : `the arena answered ${response.status}`}.`);
+    return;
+  }
+  setText(status, body.games.length ? `Its last ${body.games.length} games, newest first.` : "No game yet.");
+  byId("logs-list").replaceChildren(...body.games.map(gameEntry));
+}
+
+function gameEntry(game) {
+  const result = game.result ? `${game.result.reason}, winner ${game.result.winner ?? "none"}` : game.status;
+  const turns = game.turns.map((turn) =>
+    el(
+      "li",
+      { dataset: { turn: turn.number } },
+      `turn ${turn.number}${turn.cpuMs === null ? "" : `: ${turn.cpuMs} ms CPU`}`,
+      turn.stderr ? el("pre", { className: "stderr", text: turn.stderr }) : null,
+    ),
+  );
+  return el(
+    "li",
+    { dataset: { game: game.id } },
+    el("a", { href: `/replay/${encodeURIComponent(game.id)}`, text: `${game.game} as ${game.seat}` }),
+    ` ${formatTime(game.startedAt)}: ${result}; it ended: ${game.exit ?? "unknown"}`,
+    game.stderr ? el("pre", { className: "stderr", text: game.stderr }) : null,
+    el("ol", { className: "turn-logs" }, ...turns),
+  );
+}
