@@ -226,10 +226,8 @@ class Match:
         return seat
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a helper task (an in-process player's thinking) owned by this match.
-
-        Once the game is over there is nothing left to help with: the work is dropped.
-        """
+        """Run a helper task (an in-process player's thinking) owned by this match; once the
+        game is over there is nothing left to help with: the work is dropped."""
         if self.is_on:
             self.helpers.spawn(work)
         else:
@@ -326,13 +324,12 @@ class Match:
     def _play(
         self, seat: int, action: Any, now: float, timed_out: bool, debug: str | None = None
     ) -> TurnResult | None:
-        """Apply a checked action played at ``now`` (the clock's time), tell everyone, and ask
-        for the next turn (its clock starting then) or end the game."""
+        """Apply a checked action played at ``now`` (the clock's time), tell everyone, ask for
+        the next turn (its clock starting then) or end the game."""
         turn = self.timer.close()
         reply_ms = 0 if turn is None else round(1000 * (now - turn.started))
-        output = self.outputs.get(seat)
+        output = self.outputs.get(seat)  # a bot process's: its turn's stderr and CPU time
         stderr = None if output is None else output.turn_closed()
-        cpu_ms = None if output is None else output.turn_cpu_ms()
         before = self.state
         try:
             self.state, events = self.rules.apply(before, seat, action, self.rng)
@@ -356,7 +353,7 @@ class Match:
                 played_at=now,
                 debug=debug,
                 stderr=stderr,
-                cpu_ms=cpu_ms,
+                cpu_ms=None if output is None else output.turn_cpu_ms(),
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]
