@@ -182,7 +182,8 @@ def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
         ),
         (
             {"name": "x", "game": "thud", "bots": [TWO_BOTS[0], {"name": "b", "comand": "y"}]},
-            "key 'bots[1].comand': unknown (the known keys are name, side, command, file, isolated, hosted)",
+            "key 'bots[1].comand': unknown "
+            "(the known keys are name, side, command, file, isolated, hosted)",
         ),
         (
             {
