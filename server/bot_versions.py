@@ -129,6 +129,12 @@ def unpacked(archive: bytes, content_hash: str, cache: Path) -> Path:
     return folder
 
 
+def versions_cache() -> Path:
+    """Where this machine keeps the versions it has played (``XDG_CACHE_HOME``'s way)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tavern" / "versions"
+
+
 def _checked_path(name: str) -> str:
     path = PurePosixPath(name)
     if (

@@ -52,6 +52,7 @@ T = TypeVar("T")
 
 BOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
 KEY_PREFIX = "tvk_"
+HOSTING_PREFIX = "tvh_"  # a hosting key's (``new_hosting_key``)
 # scrypt's cost: 16 MiB and some 40 ms a hash. A key is 256 random bits, so this guards a
 # leaked table, not a weak secret; a verified key is then remembered by its digest.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 1 << 14, 8, 1
@@ -81,6 +82,17 @@ def hash_key(key: str) -> str:
     return "$".join(
         ("scrypt", str(SCRYPT_N), str(SCRYPT_R), str(SCRYPT_P), _b64(salt), _b64(digest))
     )
+
+
+def new_hosting_key() -> str:
+    """A fresh key for a worker to play a hosted bot with (never shown to anyone)."""
+    return HOSTING_PREFIX + secrets.token_urlsafe(32)
+
+
+def hosting_hash(key: str) -> str:
+    """A hosting key's hash: SHA-256 (a key of 256 random bits needs no slow hash; a leaked
+    table still gives nobody the key)."""
+    return "sha256$" + hashlib.sha256(key.encode()).hexdigest()
 
 
 def key_matches(key: str, stored: str) -> bool:
@@ -121,6 +133,9 @@ class RegisteredBot:
     name: str
     key_hash: str
     banned: bool = False
+    # The hosting key's hash (``hosting_hash``): the key a ``tavern worker --hosted`` plays
+    # the bot's active version with, besides its owner's key; empty when none plays it.
+    hosting_hash: str = ""
     forms: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -428,6 +443,10 @@ class Roster:
         return (bot.key_hash, self._digest(key)) in self._verified
 
     async def _matches(self, bot: RegisteredBot, key: str) -> bool:
+        if key.startswith(HOSTING_PREFIX):  # a worker playing the bot's hosted version
+            return bool(bot.hosting_hash) and hmac.compare_digest(
+                hosting_hash(key), bot.hosting_hash
+            )
         if self._verified_already(bot, key):  # by a check that had its turn first
             return True
         if not await self._hashed(key_matches, key, bot.key_hash):

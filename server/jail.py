@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 BWRAP = "bwrap"
@@ -62,11 +62,22 @@ def jailed(command: Sequence[str], folder: Path, environment: Mapping[str, str])
 
 
 async def relay(process: asyncio.subprocess.Process, port: int) -> None:
-    """Carry what the bot writes on stdout to a connection of its own to the arena on ``port``,
-    and what the arena sends it to its stdin, until either side closes: the arena then sees the
-    bot leave (the bot's stdin closed), as over TCP."""
-    assert process.stdin is not None and process.stdout is not None
+    """``relay_on`` a connection of the bot's own to the arena on ``port``."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    await relay_on(process, reader, writer)
+
+
+async def relay_on(
+    process: asyncio.subprocess.Process,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    last: Callable[[bytes], bool] | None = None,
+) -> None:
+    """Carry what the bot writes on stdout to its connection to the arena, and what the arena
+    sends on it to the bot's stdin (line by line), until either side closes, or until the line
+    ``last`` says is the last: the arena then sees the bot leave (the connection closed), as
+    over TCP; the bot, its stdin closed."""
+    assert process.stdin is not None and process.stdout is not None
     bot_in, bot_out = process.stdin, process.stdout
 
     async def to_arena() -> None:
@@ -75,9 +86,11 @@ async def relay(process: asyncio.subprocess.Process, port: int) -> None:
             await writer.drain()
 
     async def to_bot() -> None:
-        while chunk := await reader.read(RELAY_BYTES):
-            bot_in.write(chunk)
+        while line := await reader.readline():
+            bot_in.write(line)
             await bot_in.drain()
+            if last is not None and last(line):
+                return
 
     try:
         directions = [asyncio.create_task(to_arena()), asyncio.create_task(to_bot())]

@@ -18,6 +18,14 @@ CANNOT_ENTER = 126  # the shell's codes: could not run the command, command not 
 NOT_FOUND = 127
 
 
+def launcher(cpu_seconds: int, memory_mb: int, procs: list[str], command: list[str]) -> list[str]:
+    """The command line that runs ``command`` through this launcher, in the cgroups whose
+    ``cgroup.procs`` files are ``procs``."""
+    cgroups = [argument for path in procs for argument in ("--cgroup", path)]
+    limits = [str(cpu_seconds), str(memory_mb)]
+    return [sys.executable, "-m", "server.limited", *limits, *cgroups, "--", *command]
+
+
 def main(argv: list[str]) -> None:
     if "--" not in argv or len(argv) < 3:
         sys.exit(USAGE)

@@ -29,7 +29,7 @@ import orjson
 from server.arena import Arena
 from server.commentary import board_text, clock_text, result_text, turn_text
 from server.config import ArenaConfig
-from server.debug import DEBUG_KEY, STDERR_KEY
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY
 from server.errors import Rejected
 from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
@@ -272,10 +272,11 @@ class Commentator:
             self._time_left(result),
         )
         if self.lines is not None:
+            beside = ((DEBUG_KEY, result.debug), (STDERR_KEY, result.stderr))
             said = b"".join(
-                b',"%s":%s' % (key.encode(), orjson.dumps(text))
-                for key, text in ((DEBUG_KEY, result.debug), (STDERR_KEY, result.stderr))
-                if text is not None
+                b',"%s":%s' % (key.encode(), orjson.dumps(kept))
+                for key, kept in (*beside, (CPU_KEY, result.cpu_ms))
+                if kept is not None
             )
             self.lines.write(result.spectator_json() + said + b"}\n")
         self._draw(f"{self._header}\n\n{text}" if self.live else f"\n{text}")

@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 from playwright.async_api import expect
 
-from server.bot_versions import version_of, zipped_folder
+from server.bot_versions import Version, version_of, zipped_folder
 from server.config import config_from_mapping
 from server.jail import jailed
 from server.league import tables
@@ -47,6 +47,16 @@ def jailed_bot(folder: Path, kind: str, *arguments: str) -> dict[str, Any]:
     (own / "secret.txt").write_text(f"the secret of {kind}\n")
     command = ["{python}", "jailed.py", kind, *arguments]
     return {"name": kind, "side": "dwarf", "isolated": str(own), "command": command}
+
+
+def uploaded_honest(folder: Path, database: Path, bot: str) -> Version:
+    """tests/bots/jailed.py's honest Thud bot, uploaded as the registered ``bot``'s version."""
+    source = folder / bot.casefold()
+    source.mkdir()
+    shutil.copy(JAILED, source / "jailed.py")
+    version = version_of(zipped_folder(source), "python3 jailed.py honest")
+    assert store_version(backend_for(str(database)), bot, version, activate=False)
+    return version
 
 
 def escaped_processes() -> list[str]:
@@ -178,11 +188,7 @@ async def test_a_hosted_bot_plays_its_active_version_from_the_records(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     database = tmp_path / "arena.db"
     key = added(str(database), "Grimli")
-    source = tmp_path / "grimli"
-    source.mkdir()
-    shutil.copy(JAILED, source / "jailed.py")
-    version = version_of(zipped_folder(source), "python3 jailed.py honest")
-    assert store_version(backend_for(str(database)), "Grimli", version, activate=False)
+    version = uploaded_honest(tmp_path, database, "Grimli")
     cup = {
         "name": "hosted",
         "game": "thud",

@@ -50,7 +50,11 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ),
         "token_digest",
     ),
-    ("bots", ("name", "folded", "key_hash", "created_at", "changed_at", "banned"), "name"),
+    (
+        "bots",
+        ("name", "folded", "key_hash", "created_at", "changed_at", "banned", "hosting_key_hash"),
+        "name",
+    ),
     (
         "bot_versions",
         (

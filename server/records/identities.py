@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from server.identity import RegisteredBot, Roster
 from server.records.backends import Backend, Connection, RecordsOutOfReach
@@ -55,7 +56,8 @@ def roster_changes(db: Connection, since: RosterRead) -> RosterChanges:
     new_season = season != since.season
     ratings_after = -1 if new_season else since.ratings
     bots = db.execute(
-        "SELECT name, key_hash, banned, change_number FROM bots WHERE change_number > ?",
+        "SELECT name, key_hash, banned, hosting_key_hash, change_number FROM bots "
+        "WHERE change_number > ?",
         (since.bots,),
     ).fetchall()
     ratings = db.execute(
@@ -63,7 +65,7 @@ def roster_changes(db: Connection, since: RosterRead) -> RosterChanges:
         (season, ratings_after),
     ).fetchall()
     return RosterChanges(
-        [RegisteredBot(row["name"], row["key_hash"], bool(row["banned"])) for row in bots],
+        [_bot(row) for row in bots],
         {(row["game"], row["bot"]): float(row["mu"]) for row in ratings},
         new_season,
         RosterRead(
@@ -77,9 +79,24 @@ def roster_changes(db: Connection, since: RosterRead) -> RosterChanges:
 def registered_bots(db: Connection) -> list[RegisteredBot]:
     """Every registered bot (``tavern bots add``'s look-alike check)."""
     return [
-        RegisteredBot(row["name"], row["key_hash"], bool(row["banned"]))
-        for row in db.execute("SELECT name, key_hash, banned FROM bots")
+        _bot(row) for row in db.execute("SELECT name, key_hash, banned, hosting_key_hash FROM bots")
     ]
+
+
+def _bot(row: Any) -> RegisteredBot:
+    return RegisteredBot(
+        row["name"], row["key_hash"], bool(row["banned"]), row["hosting_key_hash"] or ""
+    )
+
+
+def set_hosting_key(db: Connection, name: str, key_hash: str) -> bool:
+    """The hash of the key a worker plays the hosted bot ``name`` (as registered) with ('' for
+    none); False if there is no such bot. In a transaction."""
+    changed = db.execute(
+        "UPDATE bots SET hosting_key_hash = ?, change_number = ? WHERE name = ?",
+        (key_hash, next_change(db), name),
+    )
+    return changed.rowcount == 1
 
 
 def add_bot(db: Connection, bot: RegisteredBot) -> bool:

@@ -197,6 +197,10 @@ class Queries:
         return versions.active_version(reader, bot)
 
     @read
+    def active_hosted(self, reader: Connection) -> list[tuple[str, str, str]]:
+        return versions.active_hosted(reader)
+
+    @read
     def games_of_bot(self, reader: Connection, bot: str, count: int) -> list[str]:
         """The ids of the last ``count`` games a bot (by name, as registered) had a seat in,
         newest first."""

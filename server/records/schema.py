@@ -246,6 +246,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX bot_versions_by_hash ON bot_versions (content_hash);
     """,
+    # 10 -> 11: the hash of the key a ``tavern worker --hosted`` plays a hosted bot with (its
+    # owner's key stays the owner's), read into every node's roster as the key is.
+    """
+    ALTER TABLE bots ADD COLUMN hosting_key_hash TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 

@@ -117,6 +117,17 @@ def version_archive(db: Connection, content_hash: str) -> tuple[bytes, str] | No
     return None if row is None else (bytes(row["archive"]), str(row["run"]))
 
 
+def active_hosted(db: Connection) -> list[tuple[str, str, str]]:
+    """Every bot with an active version, not banned: its name, the version's hash and run
+    command (what a ``tavern worker --hosted`` plays)."""
+    rows = db.execute(
+        "SELECT v.bot, v.content_hash, v.run FROM bot_versions v JOIN bots b ON b.name = v.bot "
+        "WHERE v.state = ? AND b.banned = 0 ORDER BY v.bot",
+        (ACTIVE,),
+    )
+    return [(str(row["bot"]), str(row["content_hash"]), str(row["run"])) for row in rows]
+
+
 def active_version(db: Connection, bot: str) -> tuple[str, str] | None:
     """The hash and run command of a bot's active version, or None."""
     row = db.execute(

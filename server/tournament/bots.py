@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 
 from server.debug import MAX_STDERR_BYTES, stderr_text
 from server.games.base import Outcome
 from server.jail import jailed, relay
 from server.league import GAME_OVER
+from server.limited import launcher
 from server.match import Match, MatchEnd
 from server.match_options import SeatRequest
 from server.records import Records
@@ -136,7 +136,6 @@ class BotProcess:
             **{f"TAVERN_{key.upper()}": value for key, value in values.items()},
         }
         self.group = sandbox.group(f"{self.match_id}-{self.seat}", self.limits.memory_mb)
-        cgroups = [argument for procs in self.group.procs for argument in ("--cgroup", str(procs))]
         isolated = self.entrant.isolated
         if isolated:  # its game's values only: nothing else of the runner's environment
             game_values = {f"TAVERN_{key.upper()}": value for key, value in values.items()}
@@ -145,14 +144,12 @@ class BotProcess:
         piped = asyncio.subprocess.PIPE if isolated else asyncio.subprocess.DEVNULL
         try:
             self.process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "server.limited",
-                str(self.limits.cpu_seconds),
-                str(self.limits.memory_mb),
-                *cgroups,
-                "--",
-                *command,
+                *launcher(
+                    self.limits.cpu_seconds,
+                    self.limits.memory_mb,
+                    [str(procs) for procs in self.group.procs],
+                    command,
+                ),
                 cwd=self.entrant.cwd,
                 env=environment,
                 stdin=piped,

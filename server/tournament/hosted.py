@@ -7,20 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import shlex
 from collections.abc import Sequence
-from pathlib import Path
 
-from server.bot_versions import unpacked
+from server.bot_versions import unpacked, versions_cache
 from server.records import Records
 from server.tournament.spec import Entrant, TournamentError
-
-
-def versions_cache() -> Path:
-    """Where this machine keeps the versions it has played (``XDG_CACHE_HOME``'s way)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tavern" / "versions"
 
 
 async def resolved(entrants: Sequence[Entrant], records: Records) -> dict[str, Entrant]:

@@ -1,5 +1,6 @@
 """``tavern worker``: plays the tournament games queued on Redis, recording them in the
-tournament's database."""
+tournament's database; with ``--hosted GAME``, plays the hosted bots' active versions on the
+arena's ladder instead (``server.hosted_worker``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 from server.config import ArenaConfig
+from server.games import GAMES
+from server.hosted_worker import HostedWorker
 from server.records import opened
 from server.tournament.spec import TournamentError
 from server.tournament_queue import CLAIM_TIMEOUT_MS, MIN_CLAIM_TIMEOUT_MS, QueueLink
@@ -40,11 +43,56 @@ def add(commands: Subcommands) -> Parser:
         "claims its game again every third of it)",
     )
     worker.add_argument("--log", type=writable_file, help="write the log here instead of on stderr")
+    worker.add_argument(
+        "--hosted",
+        choices=sorted(GAMES),
+        help="play every hosted bot's active version on the arena's ladder, seeking games of "
+        "this game (no Redis needed)",
+    )
+    worker.add_argument(
+        "--arena",
+        type=host_port,
+        default=None,
+        help="with --hosted: the arena's address for bots, HOST:PORT (default: this machine's "
+        "port from the config)",
+    )
     return worker
 
 
+def host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    if args.hosted is not None:
+        arena = args.arena or ("127.0.0.1", config.port)
+        return run_hosted(config, args.hosted, arena, args.log, said)
     return run_worker(config, args.claim_timeout_ms, args.log, said)
+
+
+def run_hosted(
+    config: ArenaConfig, game: str, arena: tuple[str, int], log_file: Path | None, said: RecordsNote
+) -> int:
+    said()
+    if log_file is not None:
+        log_to(log_file)
+
+    async def work() -> None:
+        async with opened(config) as records:
+            print(f"tavern: worker plays hosted bots on {arena[0]}:{arena[1]}", flush=True)
+            await HostedWorker(records, game, arena).run()
+
+    try:
+        asyncio.run(until_signalled(work()))
+    except Stopped as stopped:
+        print(
+            "tavern: hosted worker stopped; its bots' games in progress are lost", file=sys.stderr
+        )
+        return stopped.code
+    return 0
 
 
 def run_worker(

@@ -31,10 +31,14 @@ def send(message: dict[str, object]) -> None:
 
 
 def join() -> None:
-    side = os.environ["TAVERN_SIDE"]
-    simulation = os.environ["TAVERN_SIMULATION"]
+    """In a tournament it is told its game and joins it; on the ladder its worker seeks for it
+    and its first line is the game it was paired into."""
+    simulation = os.environ.get("TAVERN_SIMULATION")
+    if simulation is None:
+        return
+    nick, side = os.environ.get("TAVERN_NAME", "jailed"), os.environ["TAVERN_SIDE"]
     send({"type": "join-simulation", "game": "thud", "simulationId": simulation,
-          "nick": os.environ.get("TAVERN_NAME", "jailed"), "side": side})  # fmt: skip
+          "nick": nick, "side": side})  # fmt: skip
 
 
 def honest() -> None:

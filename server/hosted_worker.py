@@ -1,0 +1,198 @@
+"""``tavern worker --hosted GAME``: hosted bots on the ladder (issue 33, item 2).
+
+The worker plays every bot with an active version (``server.records.versions``) on the arena's
+ladder, as a connected bot plays: for each, a connection to the arena's TCP port seeks a rated
+game of ``GAME`` under the bot's name; once paired, the bot's version runs isolated
+(``server.jail``, in cgroups of its own under the tournament limits' defaults), its stdin
+given the game from its ``game-info`` on and its stdout relayed back; when the game is over
+and the bot gone, the connection seeks again. Connected bots and hosted bots meet on the same
+ladder.
+
+The worker seeks with a key of its own for each bot (``server.identity.new_hosting_key``),
+made when it starts playing the bot and kept in the records only as a hash beside the owner's
+key (``bots.hosting_key_hash``), which every node reads into its roster within a second: the
+owner's key is never needed, nor known, by the worker. One worker plays each bot: a second
+would replace the first's key. A version made active meanwhile is played from the bot's next
+game.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from server.bot_versions import unpacked, versions_cache
+from server.identity import hosting_hash, new_hosting_key
+from server.jail import jailed, relay_on
+from server.limited import launcher
+from server.records import Records
+from server.records.backends import transaction
+from server.records.identities import set_hosting_key
+from server.sandbox import Sandbox
+from server.tournament.spec import Limits
+
+log = logging.getLogger(__name__)
+
+REFRESH_S = 5.0  # how often the worker reads which bots have an active version
+RETRY_S = 1.0  # after a refused seek (the roster has not the worker's key yet), or a lost link
+GAME_ENDS = (b'"type":"win-game"', b'"type":"loss-game"', b'"type":"draw-game"')
+MAX_LINE_BYTES = 1 << 22
+EXIT_GRACE_S = 1.0  # how long a bot may take to exit once told its game's result
+
+
+def game_over(line: bytes) -> bool:
+    """Is this line the game's result (the last a bot is sent of it)?"""
+    return any(end in line for end in GAME_ENDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Hosted:
+    """A bot the worker plays: its name and its active version's hash and run command."""
+
+    bot: str
+    content_hash: str
+    run: str
+
+
+class HostedWorker:
+    def __init__(
+        self, records: Records, game: str, arena: tuple[str, int], out: IO[str] = sys.stderr
+    ) -> None:
+        self.records = records
+        self.game = game
+        self.arena = arena  # the arena's TCP address for bots
+        self.out = out
+        self.limits = Limits()
+        self.wanted: dict[str, Hosted] = {}  # the active versions, as last read
+        self.playing: dict[str, asyncio.Task[None]] = {}  # each bot's games, one at a time
+
+    async def run(self) -> None:
+        """Play every hosted bot until cancelled; their keys are withdrawn at the end."""
+        sandbox = Sandbox.create()
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                while True:
+                    active = await asyncio.to_thread(self.records.active_hosted)
+                    self.wanted = {bot: Hosted(bot, digest, run) for bot, digest, run in active}
+                    for bot, task in list(self.playing.items()):
+                        if task.done():  # its version changed, or it has none any more
+                            del self.playing[bot]
+                    for bot, hosted in self.wanted.items():
+                        if bot not in self.playing:
+                            self.playing[bot] = tasks.create_task(self._play(hosted, sandbox))
+                    await asyncio.sleep(REFRESH_S)
+        finally:
+            await sandbox.close()
+            await asyncio.to_thread(self._set_keys, dict.fromkeys(self.playing, ""))
+
+    def _set_keys(self, hashes: dict[str, str]) -> None:
+        """The hosting keys' hashes of these bots, in the records ('': no key)."""
+        db = self.records.backend.connect()
+        try:
+            with transaction(db):
+                for bot, key_hash in hashes.items():
+                    set_hosting_key(db, bot, key_hash)
+        finally:
+            db.close()
+
+    async def _play(self, hosted: Hosted, sandbox: Sandbox) -> None:
+        """Seek and play games for one bot's version, one after the other, while it is the
+        bot's active version (a game under way is played to its end)."""
+        key = new_hosting_key()
+        await asyncio.to_thread(self._set_keys, {hosted.bot: hosting_hash(key)})
+        stored = await asyncio.to_thread(self.records.version_archive, hosted.content_hash)
+        if stored is None:
+            return
+        folder = await asyncio.to_thread(unpacked, stored[0], hosted.content_hash, versions_cache())
+        print(
+            f"tavern: worker plays {hosted.bot} (version {hosted.content_hash[:12]})",
+            file=self.out,
+            flush=True,
+        )
+        games = 0
+        while self.wanted.get(hosted.bot) == hosted:
+            try:
+                played = await self._game(hosted, key, folder, sandbox, games)
+            except (OSError, ValueError) as error:
+                log.warning("hosted %s: %s", hosted.bot, error)
+                played = False
+            if played:
+                games += 1
+            else:
+                await asyncio.sleep(RETRY_S)
+        await asyncio.to_thread(self._set_keys, {hosted.bot: ""})  # no longer played: no key
+
+    async def _game(
+        self, hosted: Hosted, key: str, folder: Path, sandbox: Sandbox, number: int
+    ) -> bool:
+        """One seek and, once paired, its game; False if the seek was refused."""
+        host, port = self.arena
+        reader, writer = await asyncio.open_connection(host, port, limit=MAX_LINE_BYTES)
+        try:
+            seek = {"type": "seek", "game": self.game, "rated": True, "bot": hosted.bot, "key": key}
+            writer.write(orjson.dumps(seek) + b"\n")
+            await writer.drain()
+            while True:
+                line = await reader.readline()
+                if not line:
+                    return False
+                message = orjson.loads(line)
+                if message.get("type") == "error":
+                    log.info("hosted %s: %s", hosted.bot, message.get("message"))
+                    return False
+                if message.get("type") == "game-info":
+                    break
+            await self._run_bot(hosted, line, reader, writer, folder, sandbox, number)
+            return True
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def _run_bot(
+        self,
+        hosted: Hosted,
+        game_info: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        folder: Path,
+        sandbox: Sandbox,
+        number: int,
+    ) -> None:
+        """The bot's version, isolated, given the game from its ``game-info``; until it ends
+        (or the game does), then every process of it killed."""
+        group = sandbox.group(f"{hosted.bot}-{number}", self.limits.memory_mb)
+        environment = {"TAVERN_GAME": self.game, "TAVERN_BOT": hosted.bot}
+        command = jailed(shlex.split(hosted.run), folder, environment)
+        process = await asyncio.create_subprocess_exec(
+            *launcher(
+                self.limits.cpu_seconds,
+                self.limits.memory_mb,
+                [str(procs) for procs in group.procs],
+                command,
+            ),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        assert process.stdin is not None
+        try:
+            process.stdin.write(game_info)
+            await relay_on(process, reader, writer, game_over)
+            with contextlib.suppress(TimeoutError):  # told its result: it may end on its own
+                await asyncio.wait_for(process.wait(), EXIT_GRACE_S)
+        finally:
+            group.kill()
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            await group.remove()

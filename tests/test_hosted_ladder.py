@@ -1,0 +1,87 @@
+"""Hosted bots on the ladder (issue 33, item 2): a bot whose version was uploaded plays rated
+games with nobody connected for it: a ``tavern worker --hosted thud`` process seeks for it with
+a key of its own and runs its version isolated, relaying its stdin and stdout; a bot its author
+connects meets it on the same ladder, and the game is rated for both."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from server.identity import HOSTING_PREFIX
+from server.records import Records
+from tests.conftest import RawClient, test_config
+from tests.test_identity import added, arena_on
+from tests.test_jail import uploaded_honest
+from tests.test_tournament import ROOT
+
+WAIT_S = 60.0
+
+
+@contextlib.asynccontextmanager
+async def hosted_worker(database: Path, port: int, cache: Path) -> AsyncIterator[Path]:
+    """``tavern worker --hosted thud`` on the arena's TCP port; stopped (SIGTERM) at the end."""
+    log = database.parent / "worker.log"
+    with log.open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tavern_cli", "worker", "--hosted", "thud",
+            "--arena", f"127.0.0.1:{port}", "--database", str(database),
+            cwd=ROOT, stdout=out, stderr=out, env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        )  # fmt: skip
+        try:
+            yield log
+        finally:
+            process.terminate()
+            async with asyncio.timeout(WAIT_S):
+                await process.wait()
+
+
+async def played_out(client: RawClient) -> dict[str, Any]:
+    """Play the first legal move of every turn; the game's last message."""
+    while True:
+        message = await client.receive(WAIT_S)
+        if message["type"] == "turn":
+            move = message["state"]["moves"][0]
+            reply = {"move": {"from": move["from"], "to": move["to"]}, "turn": message["turn"]}
+            await client.send({"type": "player-turn", **reply})
+        elif message["type"] in ("win-game", "loss-game", "draw-game"):
+            return message
+
+
+async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connected(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "arena.db"
+    added(str(database), "Grimli")
+    ugluk_key = added(str(database), "Ugluk")
+    uploaded_honest(tmp_path, database, "Grimli")
+    limited = test_config().with_turn_limit("thud", 20).game_settings
+    async with (
+        arena_on(str(database), game_settings=limited) as (arena, port),
+        hosted_worker(database, port, tmp_path / "cache") as log,
+    ):
+        ugluk = await RawClient.connect(port)
+        # It waits in the pool until the worker seeks for Grimli (its key in the roster).
+        await ugluk.send(
+            {"type": "seek", "game": "thud", "rated": True, "bot": "Ugluk", "key": ugluk_key}
+        )
+        info = await ugluk.expect("game-info", timeout=WAIT_S)
+        end = await played_out(ugluk)
+        assert end["type"] in ("win-game", "loss-game", "draw-game"), end
+        await ugluk.close()
+        assert arena.roster.get("Grimli") is not None
+    # Rated for both: the hosted bot's game counts as any bot's.
+    records = Records(database)
+    records.open_to_read()
+    table = records.ladder("thud", None)
+    assert table is not None
+    assert {row["bot"]: row["games"] for row in table["bots"]} == {"Grimli": 1, "Ugluk": 1}
+    assert info["type"] == "game-info"
+    text = log.read_text()
+    assert "worker plays Grimli" in text, text
+    assert HOSTING_PREFIX not in text  # its key is never said
