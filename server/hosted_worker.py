@@ -30,6 +30,7 @@ from typing import IO
 import orjson
 
 from server.bot_versions import unpacked, versions_cache
+from server.cancelling import stop_if_cancelled
 from server.identity import hosting_hash, new_hosting_key
 from server.jail import jailed, relay_on
 from server.limited import launcher
@@ -64,11 +65,17 @@ class Hosted:
 
 class HostedWorker:
     def __init__(
-        self, records: Records, game: str, arena: tuple[str, int], out: IO[str] = sys.stderr
+        self,
+        records: Records,
+        game: str,
+        arena: tuple[str, int],
+        games_per_bot: int = 1,
+        out: IO[str] = sys.stderr,
     ) -> None:
         self.records = records
         self.game = game
         self.arena = arena  # the arena's TCP address for bots
+        self.games_per_bot = games_per_bot  # each bot's games at once (at most maxGamesPerBot)
         self.out = out
         self.limits = Limits()
         self.wanted: dict[str, Hosted] = {}  # the active versions, as last read
@@ -104,7 +111,7 @@ class HostedWorker:
             db.close()
 
     async def _play(self, hosted: Hosted, sandbox: Sandbox) -> None:
-        """Seek and play games for one bot's version, one after the other, while it is the
+        """Seek and play games for one bot's version, ``games_per_bot`` at once, while it is the
         bot's active version (a game under way is played to its end)."""
         key = new_hosting_key()
         await asyncio.to_thread(self._set_keys, {hosted.bot: hosting_hash(key)})
@@ -117,23 +124,33 @@ class HostedWorker:
             file=self.out,
             flush=True,
         )
+        async with asyncio.TaskGroup() as seekers:
+            for seeker in range(self.games_per_bot):
+                seekers.create_task(self._games(hosted, key, folder, sandbox, seeker))
+        await asyncio.to_thread(self._set_keys, {hosted.bot: ""})  # no longer played: no key
+
+    async def _games(
+        self, hosted: Hosted, key: str, folder: Path, sandbox: Sandbox, seeker: int
+    ) -> None:
+        """One connection's games for the bot, one after the other."""
         games = 0
         while self.wanted.get(hosted.bot) == hosted:
             try:
-                played = await self._game(hosted, key, folder, sandbox, games)
+                played = await self._game(hosted, key, folder, sandbox, f"{seeker}-{games}")
             except (OSError, ValueError) as error:
                 log.warning("hosted %s: %s", hosted.bot, error)
                 played = False
+            stop_if_cancelled()  # whatever a connection's calls answered
             if played:
                 games += 1
             else:
                 await asyncio.sleep(RETRY_S)
-        await asyncio.to_thread(self._set_keys, {hosted.bot: ""})  # no longer played: no key
 
     async def _game(
-        self, hosted: Hosted, key: str, folder: Path, sandbox: Sandbox, number: int
+        self, hosted: Hosted, key: str, folder: Path, sandbox: Sandbox, number: str
     ) -> bool:
-        """One seek and, once paired, its game; False if the seek was refused."""
+        """One seek and, once paired (or a challenge of its game accepted), its game; False if
+        the seek was refused."""
         host, port = self.arena
         reader, writer = await asyncio.open_connection(host, port, limit=MAX_LINE_BYTES)
         try:
@@ -145,11 +162,19 @@ class HostedWorker:
                 if not line:
                     return False
                 message = orjson.loads(line)
-                if message.get("type") == "error":
+                kind = message.get("type")
+                if kind == "error":
                     log.info("hosted %s: %s", hosted.bot, message.get("message"))
                     return False
-                if message.get("type") == "game-info":
+                if kind == "game-info":
                     break
+                if kind == "challenge":  # a challenge to a game it plays is taken at once
+                    answer = {"type": "accept", "challenge": message.get("challenge")}
+                    if message.get("game") != self.game:
+                        reason = f"{hosted.bot} is hosted to play {self.game} only"
+                        answer = {**answer, "type": "decline", "reason": reason}
+                    writer.write(orjson.dumps(answer) + b"\n")
+                    await writer.drain()
             await self._run_bot(hosted, line, reader, writer, folder, sandbox, number)
             return True
         finally:
@@ -165,7 +190,7 @@ class HostedWorker:
         writer: asyncio.StreamWriter,
         folder: Path,
         sandbox: Sandbox,
-        number: int,
+        number: str,
     ) -> None:
         """The bot's version, isolated, given the game from its ``game-info``; until it ends
         (or the game does), then every process of it killed."""

@@ -24,6 +24,8 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from server.cancelling import stop_if_cancelled
+
 BWRAP = "bwrap"
 SYSTEM_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")  # merged /usr's
 SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime")
@@ -102,6 +104,7 @@ async def relay_on(
             for direction in directions:
                 with contextlib.suppress(asyncio.CancelledError, ConnectionError, OSError):
                     await direction
+            stop_if_cancelled()  # the relay's own cancellation, if it was, is not swallowed
     finally:
         writer.close()
         bot_in.close()

@@ -1,7 +1,8 @@
 """Hosted bots on the ladder (issue 33, item 2): a bot whose version was uploaded plays rated
 games with nobody connected for it: a ``tavern worker --hosted thud`` process seeks for it with
-a key of its own and runs its version isolated, relaying its stdin and stdout; a bot its author
-connects meets it on the same ladder, and the game is rated for both."""
+a key of its own and runs its version isolated, relaying its stdin and stdout, two games at
+once; a bot its author connects meets it on the same ladder, another challenges it, and every
+game is rated for both."""
 
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ WAIT_S = 60.0
 
 @contextlib.asynccontextmanager
 async def hosted_worker(database: Path, port: int, cache: Path) -> AsyncIterator[Path]:
-    """``tavern worker --hosted thud`` on the arena's TCP port; stopped (SIGTERM) at the end."""
+    """``tavern worker --hosted thud --games-per-bot 2`` on the arena's TCP port; stopped
+    (SIGTERM) at the end."""
     log = database.parent / "worker.log"
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tavern_cli", "worker", "--hosted", "thud",
-            "--arena", f"127.0.0.1:{port}", "--database", str(database),
+            "--arena", f"127.0.0.1:{port}", "--database", str(database), "--games-per-bot", "2",
             cwd=ROOT, stdout=out, stderr=out, env={**os.environ, "XDG_CACHE_HOME": str(cache)},
         )  # fmt: skip
         try:
@@ -59,6 +61,7 @@ async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connecte
     database = tmp_path / "arena.db"
     added(str(database), "Grimli")
     ugluk_key = added(str(database), "Ugluk")
+    third_key = added(str(database), "Third")
     uploaded_honest(tmp_path, database, "Grimli")
     limited = test_config().with_turn_limit("thud", 20).game_settings
     async with (
@@ -67,20 +70,33 @@ async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connecte
     ):
         ugluk = await RawClient.connect(port)
         # It waits in the pool until the worker seeks for Grimli (its key in the roster).
-        await ugluk.send(
-            {"type": "seek", "game": "thud", "rated": True, "bot": "Ugluk", "key": ugluk_key}
-        )
+        seek = {"type": "seek", "game": "thud", "rated": True, "bot": "Ugluk", "key": ugluk_key}
+        await ugluk.send(seek)
         info = await ugluk.expect("game-info", timeout=WAIT_S)
-        end = await played_out(ugluk)
-        assert end["type"] in ("win-game", "loss-game", "draw-game"), end
-        await ugluk.close()
+        # Meanwhile Grimli's second connection, present, takes a challenge to Thud at once
+        # (and declines one to another game).
+        third = await RawClient.connect(port)
+        challenge = {"type": "challenge", "opponent": "Grimli", "rated": True}
+        challenge |= {"bot": "Third", "key": third_key}
+        await third.send({**challenge, "game": "tavern"})
+        assert (await third.expect("challenge-sent", timeout=WAIT_S))["opponent"] == "Grimli"
+        declined = await third.expect("challenge-declined", timeout=WAIT_S)
+        assert declined["reason"] == "Grimli is hosted to play thud only"
+        await third.send({**challenge, "game": "thud"})
+        await third.expect("challenge-sent", timeout=WAIT_S)
+        await third.expect("game-info", timeout=WAIT_S)
+        ends = await asyncio.gather(played_out(ugluk), played_out(third))
+        assert all(end["type"] in ("win-game", "loss-game", "draw-game") for end in ends), ends
+        for client in (ugluk, third):
+            await client.close()
         assert arena.roster.get("Grimli") is not None
     # Rated for both: the hosted bot's game counts as any bot's.
     records = Records(database)
     records.open_to_read()
     table = records.ladder("thud", None)
     assert table is not None
-    assert {row["bot"]: row["games"] for row in table["bots"]} == {"Grimli": 1, "Ugluk": 1}
+    games = {row["bot"]: row["games"] for row in table["bots"]}
+    assert games == {"Grimli": 2, "Ugluk": 1, "Third": 1}, games
     assert info["type"] == "game-info"
     text = log.read_text()
     assert "worker plays Grimli" in text, text

@@ -50,6 +50,12 @@ def add(commands: Subcommands) -> Parser:
         "this game (no Redis needed)",
     )
     worker.add_argument(
+        "--games-per-bot",
+        type=int_flag(1, 1000),
+        default=1,
+        help="with --hosted: each bot's games at once (the arena holds it to maxGamesPerBot)",
+    )
+    worker.add_argument(
         "--arena",
         type=host_port,
         default=None,
@@ -69,12 +75,17 @@ def host_port(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
     if args.hosted is not None:
         arena = args.arena or ("127.0.0.1", config.port)
-        return run_hosted(config, args.hosted, arena, args.log, said)
+        return run_hosted(config, args.hosted, arena, args.games_per_bot, args.log, said)
     return run_worker(config, args.claim_timeout_ms, args.log, said)
 
 
 def run_hosted(
-    config: ArenaConfig, game: str, arena: tuple[str, int], log_file: Path | None, said: RecordsNote
+    config: ArenaConfig,
+    game: str,
+    arena: tuple[str, int],
+    games_per_bot: int,
+    log_file: Path | None,
+    said: RecordsNote,
 ) -> int:
     said()
     if log_file is not None:
@@ -83,7 +94,7 @@ def run_hosted(
     async def work() -> None:
         async with opened(config) as records:
             print(f"tavern: worker plays hosted bots on {arena[0]}:{arena[1]}", flush=True)
-            await HostedWorker(records, game, arena).run()
+            await HostedWorker(records, game, arena, games_per_bot).run()
 
     try:
         asyncio.run(until_signalled(work()))
