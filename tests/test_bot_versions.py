@@ -29,7 +29,7 @@ from server.bot_versions import (
 from server.records import Records
 from server.records.backends import backend_for
 from server.records.identities import roster_kept
-from server.records.versions import store_version
+from server.records.versions import keep_trial, store_version
 from tests.browser import chromium_pages
 from tests.conftest import Served, serving_visor, test_config
 from tests.test_identity import added
@@ -251,6 +251,16 @@ async def test_the_owner_uploads_from_the_bot_s_page_and_the_page_keeps_no_key(
         await expect(rows).to_have_count(1)
         await expect(rows.first).to_have_attribute("data-state", "active")
         await expect(rows.first.locator("code").first).to_have_text("python3 bot.py")
+        # A version tried against the active one shows its match (tavern bots try keeps it).
+        trial = {"games": 12, "wins": 9, "draws": 1, "losses": 2, "elo": 201.3, "eloError": 150.2}
+        await asyncio.to_thread(
+            keep_trial, backend_for(database), "grimli", 1, {**trial, "verdict": "H1"}, False,
+            "thud", 0.0,
+        )  # fmt: skip
+        await page.reload()
+        await expect(page.locator('#versions-body td[data-col="trial"]')).to_have_text(
+            "stronger: 9–1–2 in 12, Elo +201.3 ± 150.2"
+        )
         kept = await page.evaluate(
             "[localStorage.length, sessionStorage.length, document.cookie, document.body.innerText]"
         )

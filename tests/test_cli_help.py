@@ -35,6 +35,7 @@ COMMANDS = [
     ["bots", "versions"],
     ["bots", "upload"],
     ["bots", "logs"],
+    ["bots", "try"],
     ["ladder"],
     ["ladder", "season"],
     ["ladder", "ban"],

@@ -127,9 +127,10 @@ async def test_a_node_pairing_thousands_of_seekers_keeps_its_timers_and_heartbea
 ) -> None:
     """1,000 seekers of the node's and, newer, 2,000 of another node's under one nick: the
     node pairs its own (500 matches) pass after pass beside the 2,000 whom none may meet, and
-    meanwhile no timer of its loop runs more than 0.4 s late, nor its heartbeat (every 0.1 s):
+    meanwhile no timer of its loop runs more than 0.6 s late, nor its heartbeat (every 0.1 s):
     a pass over every seeker at once took seconds, a slice of one takes some 6 ms, and the rest
-    of the bound is a busy machine's (the suite runs two workers a core)."""
+    of the bound is a busy machine's (the suite runs three workers on two cores: 0.41 and 0.44 s
+    were seen in CI with 0.4 as the bound)."""
     async with node_and_other(redis) as (node, other):
         flood = {
             values.seek_member(SENDER, Seeker(f"{SENDER}/{n}", "flood", "thud", False, 25.0, t)): 25
@@ -148,9 +149,9 @@ async def test_a_node_pairing_thousands_of_seekers_keeps_its_timers_and_heartbea
             await asyncio.sleep(0.5)  # passes over the 2,000 go on
         assert len({match for match, _ in met}) == 500 and len(node.arena.matches) == 500
         assert await other.store.zcard(keys.seeks_key("thud")) == 2000
-        assert len(late) > 50 and max(late) < 0.4, max(late)
+        assert len(late) > 50 and max(late) < 0.6, max(late)
         gaps = [later - earlier for earlier, later in itertools.pairwise(beats)]
-        assert len(gaps) > 5 and max(gaps) < 0.5, gaps
+        assert len(gaps) > 5 and max(gaps) < 0.7, gaps
 
 
 async def flood_from(addresses: list[str], ports: list[int], count: int) -> list[Any]:

@@ -59,7 +59,7 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "bot_versions",
         (
             "bot", "number", "content_hash", "run", "archive", "archive_bytes", "unpacked_bytes",
-            "files", "uploaded_at", "state",
+            "files", "uploaded_at", "state", "sprt",
         ),
         "bot, number",
     ),

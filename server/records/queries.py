@@ -197,6 +197,12 @@ class Queries:
         return versions.active_version(reader, bot)
 
     @read
+    def version_by_number(
+        self, reader: Connection, bot: str, number: int
+    ) -> tuple[str, str] | None:
+        return versions.version_by_number(reader, bot, number)
+
+    @read
     def active_hosted(self, reader: Connection) -> list[tuple[str, str, str]]:
         return versions.active_hosted(reader)
 

@@ -251,6 +251,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE bots ADD COLUMN hosting_key_hash TEXT NOT NULL DEFAULT '';
     """,
+    # 11 -> 12: a candidate version's SPRT match against the active one (``tavern bots try``),
+    # as JSON: its games, score, Elo estimate, LLR and verdict.
+    """
+    ALTER TABLE bot_versions ADD COLUMN sprt TEXT;
+    """,
 )
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import orjson
+
 from server.bot_versions import Version
 from server.games.base import JsonObject
 from server.records.backends import Backend, Connection, transaction
+from server.records.ladder import current_season, next_change
 
 ACTIVE, CANDIDATE, RETIRED = "active", "candidate", "retired"
 
@@ -71,14 +74,7 @@ def _store(db: Connection, bot: str, version: Version, activate: bool) -> Stored
             ),
         )  # fmt: skip
     if activate or active is None:
-        db.execute(
-            "UPDATE bot_versions SET state = ? WHERE bot = ? AND state = ?",
-            (RETIRED, name, ACTIVE),
-        )
-        db.execute(
-            "UPDATE bot_versions SET state = ? WHERE bot = ? AND number = ?",
-            (ACTIVE, name, number),
-        )
+        _activate(db, name, number)
         return Stored(name, number, ACTIVE, added)
     state = db.execute(
         "SELECT state FROM bot_versions WHERE bot = ? AND number = ?", (name, number)
@@ -90,7 +86,7 @@ def versions(db: Connection, bot: str) -> list[JsonObject]:
     """A bot's versions, newest first, without their files."""
     rows = db.execute(
         "SELECT number, content_hash, run, archive_bytes, unpacked_bytes, files, uploaded_at, "
-        "state FROM bot_versions WHERE bot = (SELECT name FROM bots WHERE folded = ?) "
+        "state, sprt FROM bot_versions WHERE bot = (SELECT name FROM bots WHERE folded = ?) "
         "ORDER BY number DESC",
         (bot.casefold(),),
     )
@@ -104,6 +100,7 @@ def versions(db: Connection, bot: str) -> list[JsonObject]:
             "files": row["files"],
             "uploadedAt": row["uploaded_at"],
             "state": row["state"],
+            "sprt": None if row["sprt"] is None else orjson.loads(row["sprt"]),
         }
         for row in rows
     ]
@@ -115,6 +112,58 @@ def version_archive(db: Connection, content_hash: str) -> tuple[bytes, str] | No
         "SELECT archive, run FROM bot_versions WHERE content_hash = ? LIMIT 1", (content_hash,)
     ).fetchone()
     return None if row is None else (bytes(row["archive"]), str(row["run"]))
+
+
+def version_by_number(db: Connection, bot: str, number: int) -> tuple[str, str] | None:
+    """The hash and run command of a bot's version ``number``, or None."""
+    row = db.execute(
+        "SELECT content_hash, run FROM bot_versions WHERE number = ? AND "
+        "bot = (SELECT name FROM bots WHERE folded = ?)",
+        (number, bot.casefold()),
+    ).fetchone()
+    return None if row is None else (str(row["content_hash"]), str(row["run"]))
+
+
+def keep_trial(
+    backend: Backend,
+    bot: str,
+    number: int,
+    sprt: JsonObject,
+    activate: bool,
+    game: str,
+    mu_change: float,
+) -> None:
+    """A candidate version's SPRT match kept with it; ``activate``: it won, and becomes the
+    bot's active version (the one active before retired), the bot's rating in ``game`` this
+    season moved by ``mu_change`` (a bot not rated there yet is not)."""
+    db = backend.connect()
+    try:
+        with transaction(db):
+            row = db.execute("SELECT name FROM bots WHERE folded = ?", (bot.casefold(),))
+            name = str(row.fetchone()["name"])
+            db.execute(
+                "UPDATE bot_versions SET sprt = ? WHERE bot = ? AND number = ?",
+                (orjson.dumps(sprt).decode(), name, number),
+            )
+            if activate:
+                _activate(db, name, number)
+                db.execute(
+                    "UPDATE ratings SET mu = mu + ?, change_number = ? "
+                    "WHERE game = ? AND season = ? AND bot = ?",
+                    (mu_change, next_change(db), game, current_season(db), name),
+                )
+    finally:
+        db.close()
+
+
+def _activate(db: Connection, bot: str, number: int) -> None:
+    """The bot's version ``number`` active; the one active before, retired."""
+    db.execute(
+        "UPDATE bot_versions SET state = ? WHERE bot = ? AND state = ?", (RETIRED, bot, ACTIVE)
+    )
+    db.execute(
+        "UPDATE bot_versions SET state = ? WHERE bot = ? AND number = ?", (ACTIVE, bot, number)
+    )
 
 
 def active_hosted(db: Connection) -> list[tuple[str, str, str]]:

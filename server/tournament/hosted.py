@@ -1,6 +1,7 @@
-"""Hosted bots in a tournament (issue 33): each plays its active version, as the records keep
-it when the games start, unpacked once into this machine's cache of versions (by hash: a
-version never changes) and run isolated (``server.jail``) with its run command, in its folder.
+"""Hosted bots in a tournament (issue 33): each plays its active version (or the version
+``NAME#N`` names), as the records keep it when the games start, unpacked once into this
+machine's cache of versions (by hash: a version never changes) and run isolated
+(``server.jail``) with its run command, in its folder.
 """
 
 from __future__ import annotations
@@ -23,13 +24,17 @@ async def resolved(entrants: Sequence[Entrant], records: Records) -> dict[str, E
         if entrant.hosted is None:
             found[entrant.name] = entrant
             continue
-        active = await asyncio.to_thread(records.active_version, entrant.hosted)
-        if active is None:
+        bot, _, number = entrant.hosted.partition("#")  # NAME, or NAME#N for a version of it
+        if number.isdigit():
+            version = await asyncio.to_thread(records.version_by_number, bot, int(number))
+        else:
+            version = await asyncio.to_thread(records.active_version, bot)
+        if version is None:
+            what = f"no version {number}" if number else "no active version"
             raise TournamentError(
-                f"bot {entrant.name!r}: {entrant.hosted} has no active version to play "
-                "(tavern bots upload)"
+                f"bot {entrant.name!r}: {bot} has {what} to play (tavern bots upload)"
             )
-        content_hash, run = active
+        content_hash, run = version
         folder = versions_cache() / content_hash
         if not folder.is_dir():
             stored = await asyncio.to_thread(records.version_archive, content_hash)

@@ -25,15 +25,19 @@ from server.bot_logs import LOGGED_GAMES, MAX_LOGGED_GAMES, game_log, log_text
 from server.bot_versions import VersionRefused, version_of, zipped_folder
 from server.config import ArenaConfig
 from server.errors import Rejected
+from server.games import GAMES
 from server.games.base import JsonObject
 from server.identity import RegisteredBot, check_name, hash_key, look_alike_of, new_key
-from server.records import Records
+from server.records import Records, opened
 from server.records.backends import backend_for, transaction
 from server.records.identities import add_bot, registered_bots, set_key
 from server.records.versions import store_version, versions
+from server.sprt import Sprt
+from server.tournament.spec import TournamentError
 from tavern_cli.config_file import RecordsNote
-from tavern_cli.flags import Parser, Subcommands
+from tavern_cli.flags import Parser, Subcommands, int_flag
 from tavern_cli.organiser import connection, no_bot, records_flags
+from tavern_cli.version_gate import try_candidate
 
 
 def add(commands: Subcommands) -> Parser:
@@ -79,6 +83,24 @@ def add(commands: Subcommands) -> Parser:
         "--arena", help="with TAVERN_BOT_KEY: the arena's web address (default: the local visor)"
     )
     records_flags(logs)
+    trial = bots_commands.add_parser(
+        "try",
+        help="a hosted bot's newest candidate version against its active one, an SPRT match "
+        "played here: made active if it is stronger, its rating moved by the Elo measured",
+    )
+    trial.add_argument("name", help="the bot's name")
+    trial.add_argument("game", choices=sorted(GAMES), help="the game they play")
+    trial.add_argument("--games", type=int_flag(2, 100_000), default=400, help="at most (400)")
+    trial.add_argument("--concurrency", type=int_flag(1, 256), default=2, help="games at once")
+    trial.add_argument(
+        "--sprt",
+        nargs=2,
+        type=float,
+        default=(0.0, 10.0),
+        metavar=("ELO0", "ELO1"),
+        help="H0: no stronger than ELO0; H1: stronger by ELO1 (default 0 10)",
+    )
+    records_flags(trial)
     return bots
 
 
@@ -87,6 +109,8 @@ def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int
         return upload_version(args, config, said)
     if args.bots_command == "logs":
         return show_logs(args, config, said)
+    if args.bots_command == "try":
+        return try_version(args, config, said)
     said()
     if args.bots_command == "versions":
         return list_versions(args.name, config.database)
@@ -185,6 +209,41 @@ async def asked_logs(arena: str, name: str, key: str, games: int) -> JsonObject:
     return dict(answer)
 
 
+def try_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    try:
+        sprt = Sprt(args.sprt[0], args.sprt[1])
+    except ValueError as error:
+        print(f"tavern: --sprt: {error}", file=sys.stderr)
+        return 2
+    said()
+
+    async def trial() -> tuple[int, JsonObject]:
+        async with opened(config) as records:
+            return await try_candidate(
+                args.name,
+                args.game,
+                sprt,
+                args.games,
+                args.concurrency,
+                config,
+                records,
+                sys.stderr,
+            )
+
+    try:
+        number, result = asyncio.run(trial())
+    except TournamentError as error:
+        print(f"tavern: {error}", file=sys.stderr)
+        return 1
+    verdict = {"H1": "stronger: now active", "H0": "not stronger: stays a candidate"}
+    said_of = verdict.get(str(result["verdict"]), "undecided: stays a candidate")
+    print(
+        f"{args.name} version {number}: {result['wins']}-{result['draws']}-{result['losses']} "
+        f"in {result['games']} games, Elo {result['elo']:+}; {said_of}"
+    )
+    return 0
+
+
 def list_versions(name: str, database: str) -> int:
     with connection(database) as db:
         found = versions(db, name)
@@ -192,9 +251,11 @@ def list_versions(name: str, database: str) -> int:
         print(f"tavern: {name} has no version", file=sys.stderr)
         return 1
     for version in found:
+        trial = version["sprt"]
+        tried = "" if trial is None else f"  (tried: {trial['verdict']}, Elo {trial['elo']:+})"
         print(
             f"{version['number']:>4}  {version['state']:<9}  {version['files']:>4} files  "
-            f"{version['hash'][:16]}  {version['run']}"
+            f"{version['hash'][:16]}  {version['run']}{tried}"
         )
     return 0
 

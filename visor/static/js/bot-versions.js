@@ -1,4 +1,5 @@
-// /bots/NAME, its hosted versions: the list (from /api/bots/NAME/versions) and the owner's
+// /bots/NAME, its hosted versions: the list (from /api/bots/NAME/versions, each with its SPRT
+// match against the active one, when it was tried) and the owner's
 // upload form. The key typed into the form goes with the upload only: the page never stores it
 // (no storage, no cookie, the field cleared once sent) and never shows it.
 
@@ -33,7 +34,16 @@ function versionRow(version) {
     el("td", { className: "num", text: `${Math.ceil(version.archiveBytes / 1024)} KiB` }),
     el("td", {}, el("code", { text: version.hash.slice(0, 12), attrs: { title: version.hash } })),
     el("td", { text: formatTime(version.uploadedAt) }),
+    el("td", { text: trialText(version.sprt), dataset: { col: "trial" } }),
   );
+}
+
+/** A version's SPRT match against the active one (tavern bots try), in a few words. */
+function trialText(trial) {
+  if (!trial) return "";
+  const verdict = { H1: "stronger", H0: "not stronger" }[trial.verdict] ?? "undecided";
+  const elo = `${trial.elo >= 0 ? "+" : ""}${trial.elo}${trial.eloError === null ? "" : ` ± ${trial.eloError}`}`;
+  return `${verdict}: ${trial.wins}–${trial.draws}–${trial.losses} in ${trial.games}, Elo ${elo}`;
 }
 
 async function upload(event) {
