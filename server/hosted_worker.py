@@ -6,7 +6,9 @@ game of ``GAME`` under the bot's name; once paired, the bot's version runs isola
 (``server.jail``, in cgroups of its own under the tournament limits' defaults), its stdin
 given the game from its ``game-info`` on and its stdout relayed back; when the game is over
 and the bot gone, the connection seeks again. Connected bots and hosted bots meet on the same
-ladder.
+ladder. A bot that ends before its game does loses on time: its worker keeps the seat, silent
+(its connection closed would tell the arena the worker was lost, and void the game:
+``server.match``).
 
 The worker seeks with a key of its own for each bot (``server.identity.new_hosting_key``),
 made when it starts playing the bot and kept in the records only as a hash beside the owner's
@@ -43,7 +45,10 @@ from server.tournament.spec import Limits
 log = logging.getLogger(__name__)
 
 REFRESH_S = 5.0  # how often the worker reads which bots have an active version
-RETRY_S = 1.0  # after a refused seek (the roster has not the worker's key yet), or a lost link
+RETRY_S = 1.0  # after a refused seek, or a lost link
+# How long a new hosting key takes to reach every node's roster (they read the records' changes
+# every second): the worker seeks only then, rather than spend its address's wrong-key tokens.
+KEY_KNOWN_S = 2.0
 GAME_ENDS = (b'"type":"win-game"', b'"type":"loss-game"', b'"type":"draw-game"')
 MAX_LINE_BYTES = 1 << 22
 EXIT_GRACE_S = 1.0  # how long a bot may take to exit once told its game's result
@@ -115,6 +120,7 @@ class HostedWorker:
         bot's active version (a game under way is played to its end)."""
         key = new_hosting_key()
         await asyncio.to_thread(self._set_keys, {hosted.bot: hosting_hash(key)})
+        await asyncio.sleep(KEY_KNOWN_S)
         stored = await asyncio.to_thread(self.records.version_archive, hosted.content_hash)
         if stored is None:
             return
@@ -212,9 +218,13 @@ class HostedWorker:
         assert process.stdin is not None
         try:
             process.stdin.write(game_info)
-            await relay_on(process, reader, writer, game_over)
-            with contextlib.suppress(TimeoutError):  # told its result: it may end on its own
-                await asyncio.wait_for(process.wait(), EXIT_GRACE_S)
+            if await relay_on(process, reader, writer, game_over):
+                with contextlib.suppress(TimeoutError):  # told its result: it may end itself
+                    await asyncio.wait_for(process.wait(), EXIT_GRACE_S)
+            else:  # the bot ended before its game: it loses on time, by its own fault (the
+                # connection closed would void the game, as if the worker were lost)
+                while (line := await reader.readline()) and not game_over(line):
+                    pass
         finally:
             group.kill()
             with contextlib.suppress(ProcessLookupError):

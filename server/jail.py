@@ -64,9 +64,15 @@ def jailed(command: Sequence[str], folder: Path, environment: Mapping[str, str])
 
 
 async def relay(process: asyncio.subprocess.Process, port: int) -> None:
-    """``relay_on`` a connection of the bot's own to the arena on ``port``."""
+    """``relay_on`` a connection of the bot's own to the arena on ``port``, closed after: the
+    arena then sees the bot leave, as over TCP."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    await relay_on(process, reader, writer)
+    try:
+        await relay_on(process, reader, writer)
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await writer.wait_closed()
 
 
 async def relay_on(
@@ -74,11 +80,11 @@ async def relay_on(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     last: Callable[[bytes], bool] | None = None,
-) -> None:
+) -> bool:
     """Carry what the bot writes on stdout to its connection to the arena, and what the arena
     sends on it to the bot's stdin (line by line), until either side closes, or until the line
-    ``last`` says is the last: the arena then sees the bot leave (the connection closed), as
-    over TCP; the bot, its stdin closed."""
+    ``last`` says is the last; then the bot's stdin is closed (the connection is the
+    caller's). Returns whether that last line came."""
     assert process.stdin is not None and process.stdout is not None
     bot_in, bot_out = process.stdin, process.stdout
 
@@ -87,11 +93,14 @@ async def relay_on(
             writer.write(chunk)
             await writer.drain()
 
+    came: list[bytes] = []
+
     async def to_bot() -> None:
         while line := await reader.readline():
             bot_in.write(line)
             await bot_in.drain()
             if last is not None and last(line):
+                came.append(line)
                 return
 
     try:
@@ -106,7 +115,5 @@ async def relay_on(
                     await direction
             stop_if_cancelled()  # the relay's own cancellation, if it was, is not swallowed
     finally:
-        writer.close()
         bot_in.close()
-        with contextlib.suppress(ConnectionError, OSError):
-            await writer.wait_closed()
+    return bool(came)

@@ -74,6 +74,7 @@ class MatchEnd(EndReason):
     TOO_MANY_TIMEOUTS = "Too many timeouts"
     OUT_OF_TIME = "Out of time"  # a game with a time bank: the seat's clock ran out (its flag fell)
     SERVER_ERROR = BotError.SERVER_ERROR.value  # a bug in the game ended it
+    VOIDED = BotError.GAME_VOIDED.value  # a hosted bot's worker was lost: no result, not rated
 
 
 Starter = Callable[["Match"], None]
@@ -194,7 +195,9 @@ class Match:
             self.seating.release(seat, hold=self.options.hold_seats or self.seating.is_full())
             self._notify(SeatsChanged(self.view()))
         elif self.is_on:
-            if self.seating.may_rejoin(seat):
+            if occupant.hosted:  # its worker is gone: the arena's loss, not the bot's
+                self._end(Outcome(None, MatchEnd.VOIDED))
+            elif self.seating.may_rejoin(seat):
                 self.seating.detach(seat, self._grace_over)
             else:
                 self._forfeit_left(seat)
@@ -211,11 +214,9 @@ class Match:
         self._end(Outcome(self.seating.opponent(seat), MatchEnd.PLAYER_DISCONNECTED))
 
     def rejoin(self, channel: SeatChannel, token: object) -> int:
-        """Give a seat back to the player holding its token; returns the seat.
-
-        The new channel replaces the old one (which is closed if still open), gets the seat's
-        ``game-info`` again and, if the seat is on move, the current turn.
-        """
+        """Give a seat back to the player holding its token; returns the seat. The new channel
+        replaces the old one (closed if still open), gets the seat's ``game-info`` again and, if
+        the seat is on move, the current turn."""
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             raise JoinRejected(BotError.GAME_OVER, f"simulation {self.id} has ended")
         seat = self.seating.give_back(channel, token)

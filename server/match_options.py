@@ -68,4 +68,5 @@ class SeatRequest:
     kind: str = "bot"
     turn_timeout_s: float | None = None  # None: the match's
     bot: str | None = None  # the registered bot it proved to be (server.identity), if any
+    hosted: bool = False  # proved with a hosting key: a worker plays it (``Seat.hosted``)
     seat: int | None = None  # the seat matchmaking gave it (None: the codec chooses)

@@ -58,6 +58,9 @@ class Seat:
     turn_timeout_s: float
     kind: str
     bot: str | None
+    # Played for a hosted bot by a worker (``tavern worker --hosted``): its connection lost is
+    # the worker lost, and the game is voided, not forfeited.
+    hosted: bool = False
     # Proves a rejoining connection is this seat's player; sent only in its game-info.
     token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     consecutive_timeouts: int = 0

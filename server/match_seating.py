@@ -93,7 +93,7 @@ class Seating:
             self.limits.turn_timeout_s if request.turn_timeout_s is None else request.turn_timeout_s
         )
         bot = self.seat_bots[seat] or request.bot
-        occupant = Seat(channel, player, timeout, request.kind, bot)
+        occupant = Seat(channel, player, timeout, request.kind, bot, request.hosted)
         occupant.hears_opponent = request.fields.get("opponentNotices") is True
         self.seats[seat] = occupant
         self._seated.set()

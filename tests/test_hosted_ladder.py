@@ -18,17 +18,20 @@ from server.identity import HOSTING_PREFIX
 from server.records import Records
 from tests.conftest import RawClient, test_config
 from tests.test_identity import added, arena_on
-from tests.test_jail import uploaded_honest
+from tests.test_jail import uploaded, uploaded_honest
 from tests.test_tournament import ROOT
 
 WAIT_S = 60.0
+GAME_ENDS = ("win-game", "loss-game", "draw-game")
 
 
 @contextlib.asynccontextmanager
-async def hosted_worker(database: Path, port: int, cache: Path) -> AsyncIterator[Path]:
-    """``tavern worker --hosted thud --games-per-bot 2`` on the arena's TCP port; stopped
-    (SIGTERM) at the end."""
-    log = database.parent / "worker.log"
+async def hosted_worker(
+    database: Path, port: int, cache: Path
+) -> AsyncIterator[tuple[Path, asyncio.subprocess.Process]]:
+    """``tavern worker --hosted thud --games-per-bot 2`` on the arena's TCP port, its log and
+    process; stopped (SIGTERM) at the end."""
+    log = database.parent / f"worker-{len(list(database.parent.glob('worker-*')))}.log"
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tavern_cli", "worker", "--hosted", "thud",
@@ -36,9 +39,10 @@ async def hosted_worker(database: Path, port: int, cache: Path) -> AsyncIterator
             cwd=ROOT, stdout=out, stderr=out, env={**os.environ, "XDG_CACHE_HOME": str(cache)},
         )  # fmt: skip
         try:
-            yield log
+            yield log, process
         finally:
-            process.terminate()
+            if process.returncode is None:
+                process.terminate()
             async with asyncio.timeout(WAIT_S):
                 await process.wait()
 
@@ -51,7 +55,7 @@ async def played_out(client: RawClient) -> dict[str, Any]:
             move = message["state"]["moves"][0]
             reply = {"move": {"from": move["from"], "to": move["to"]}, "turn": message["turn"]}
             await client.send({"type": "player-turn", **reply})
-        elif message["type"] in ("win-game", "loss-game", "draw-game"):
+        elif message["type"] in GAME_ENDS:
             return message
 
 
@@ -66,7 +70,7 @@ async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connecte
     limited = test_config().with_turn_limit("thud", 20).game_settings
     async with (
         arena_on(str(database), game_settings=limited) as (arena, port),
-        hosted_worker(database, port, tmp_path / "cache") as log,
+        hosted_worker(database, port, tmp_path / "cache") as (log, _),
     ):
         ugluk = await RawClient.connect(port)
         # It waits in the pool until the worker seeks for Grimli (its key in the roster).
@@ -101,3 +105,47 @@ async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connecte
     text = log.read_text()
     assert "worker plays Grimli" in text, text
     assert HOSTING_PREFIX not in text  # its key is never said
+
+
+async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_loses(
+    tmp_path: Path,
+) -> None:
+    """Issue 33, item 6: the worker killed mid-game (SIGKILL) is the arena's fault: the game is
+    voided (its opponent told ``Game voided``), rated for neither. A hosted version that
+    crashes is its own fault: its worker keeps the seat, and it loses on time, rated."""
+    database = tmp_path / "arena.db"
+    added(str(database), "Grimli")
+    ugluk_key = added(str(database), "Ugluk")
+    third_key = added(str(database), "Third")  # not Grimli's last opponent: paired at once
+    uploaded_honest(tmp_path, database, "Grimli")
+    limited = test_config().with_turn_limit("thud", 200).game_settings
+    seek = {"type": "seek", "game": "thud", "rated": True, "bot": "Ugluk", "key": ugluk_key}
+    timeouts = {"turn_timeout_ms": 1000, "first_turn_timeout_ms": 1000}
+    async with arena_on(str(database), game_settings=limited, **timeouts) as (_, port):
+        async with hosted_worker(database, port, tmp_path / "cache") as (_, worker):
+            ugluk = await RawClient.connect(port)
+            await ugluk.send(seek)
+            await ugluk.expect("game-info", timeout=WAIT_S)
+            while (await ugluk.receive(WAIT_S))["type"] != "turn":
+                pass
+            worker.kill()  # mid-game, as a machine lost
+            await worker.wait()
+            while (end := await ugluk.receive(WAIT_S))["type"] not in GAME_ENDS:
+                pass
+            assert (end["type"], end["result"]["reason"]) == ("draw-game", "Game voided"), end
+            await ugluk.close()
+        uploaded(tmp_path, database, "socket")  # exits at once, its worker keeping its seat
+        async with hosted_worker(database, port, tmp_path / "cache"):
+            third = await RawClient.connect(port)
+            await third.send({**seek, "bot": "Third", "key": third_key})
+            await third.expect("game-info", timeout=WAIT_S)
+            end = await played_out(third)
+            assert (end["type"], end["result"]["reason"]) == ("win-game", "Turn timeout"), end
+            await third.close()
+    records = Records(database)
+    records.open_to_read()
+    table = records.ladder("thud", None)
+    assert table is not None
+    assert {row["bot"]: (row["games"], row["wins"]) for row in table["bots"]} == {
+        "Grimli": (1, 0), "Third": (1, 1),
+    }  # fmt: skip

@@ -51,11 +51,18 @@ def jailed_bot(folder: Path, kind: str, *arguments: str) -> dict[str, Any]:
 
 def uploaded_honest(folder: Path, database: Path, bot: str) -> Version:
     """tests/bots/jailed.py's honest Thud bot, uploaded as the registered ``bot``'s version."""
-    source = folder / bot.casefold()
+    return uploaded(folder, database, "honest", bot, activate=False)
+
+
+def uploaded(
+    folder: Path, database: Path, kind: str, bot: str = "Grimli", activate: bool = True
+) -> Version:
+    """tests/bots/jailed.py of ``kind``, uploaded as ``bot``'s version (active, by default)."""
+    source = folder / f"{bot.casefold()}-{kind}"
     source.mkdir()
     shutil.copy(JAILED, source / "jailed.py")
-    version = version_of(zipped_folder(source), "python3 jailed.py honest")
-    assert store_version(backend_for(str(database)), bot, version, activate=False)
+    version = version_of(zipped_folder(source), f"python3 jailed.py {kind}")
+    assert store_version(backend_for(str(database)), bot, version, activate=activate)
     return version
 
 

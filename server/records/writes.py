@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from server.errors import BotError
 from server.game_file import recorded_settings
 from server.match_events import GameFinished, GameStarted
 from server.records.backends import Backend, Connection
@@ -258,6 +259,7 @@ def finished(update: GameFinished) -> Write:
     ]
     bots = tuple(None if player is None else player.bot for player in view.players)
     rated = view.rated and len(bots) == 2 and None not in bots and bots[0] != bots[1]
+    rated = rated and outcome.reason.value != BotError.GAME_VOIDED.value  # the arena's fault
     rating = (game.name, str(bots[0]), str(bots[1]), outcome.winner) if rated else None
     return Write("game-finished", view.match_id, game_row, seat_rows, rating, about=view.match_id)
 

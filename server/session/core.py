@@ -124,6 +124,7 @@ class Session:
         self.seat: SeatHandle | None = None  # asked for, or taken
         self.created: list[str] = []  # the simulations it created (maxSimulationsPerConnection)
         self.bot: str | None = None  # the registered bot its last command proved it is
+        self.hosted = False  # proved with a hosting key: a worker plays the bot here
         self.keys = KeyHold()
         self.ladder = Ladder(self)
         self.routing = Routing(self)
@@ -430,6 +431,7 @@ class Session:
             turn_timeout_s=self.client.turn_timeout_s,
             bot=self.bot,
             seat=seat_given,
+            hosted=self.hosted,
         )
         self.out.before_seat()
         try:

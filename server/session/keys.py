@@ -21,6 +21,7 @@ from server.arena import Arena, Standing
 from server.commands import Challenge, Command, Identified, Register, Seek
 from server.errors import BotError, Rejected
 from server.games.base import JsonObject
+from server.identity import HOSTING_PREFIX
 from server.session.effects import CheckKey, Effect, perform
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ def identified(session: Session, command: Identified) -> JsonObject:
         session.bot = None
         return {name: value for name, value in fields.items() if name not in ("bot", "key")}
     session.bot = proof.bot
+    key = fields.get("key")
+    session.hosted = isinstance(key, str) and key.startswith(HOSTING_PREFIX)
     if proof.standing is not None:
         session.ladder.standing = proof.standing
     if session.bot is None:
