@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 from playwright.async_api import FilePayload, expect
 
+import visor.bot_versions
 from server.bot_versions import (
     MAX_FILES,
     VersionRefused,
@@ -271,3 +272,18 @@ async def test_the_owner_uploads_from_the_bot_s_page_and_the_page_keeps_no_key(
         assert await phone.evaluate(
             "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
         )
+
+
+async def test_uploads_past_the_bound_at_once_are_answered_503(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each upload is read into memory: past ``UPLOADS_AT_ONCE`` being read, the next is told
+    to come back at once (here the bound is 0: every upload is past it)."""
+    database = tmp_path / "arena.db"
+    key = added(str(database), "Grimli")
+    monkeypatch.setattr(visor.bot_versions, "UPLOADS_AT_ONCE", 0)
+    async with arena_with(database) as served, aiohttp.ClientSession() as http:
+        url = f"{served.url}/api/bots/Grimli/versions"
+        async with http.post(url, data=form(key, "python3 bot.py", zipped(BOT))) as response:
+            assert response.status == 503
+            assert "try again" in (await response.json())["error"]

@@ -26,10 +26,24 @@ from server.records.versions import store_version
 from visor.responses import json_error, json_response
 
 FIELD_CHARS = 1000  # the key, the run command and ``activate``, each at most
+# Uploads read at once (each up to MAX_ARCHIVE_BYTES in memory); another is answered 503 at once.
+UPLOADS_AT_ONCE = 4
 
 
 def add_routes(app: web.Application, arena: Arena, records: Records) -> None:
+    uploading = 0
+
     async def upload(request: web.Request) -> web.Response:
+        nonlocal uploading
+        if uploading >= UPLOADS_AT_ONCE:
+            return json_error(503, "other uploads are being read: try again in a moment")
+        uploading += 1
+        try:
+            return await _upload(request)
+        finally:
+            uploading -= 1
+
+    async def _upload(request: web.Request) -> web.Response:
         name = request.match_info["name"]
         try:
             fields, archive = await _form(request)
