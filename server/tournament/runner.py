@@ -12,10 +12,11 @@ from typing import IO
 
 import orjson
 
+from server import calibration
 from server.arena import Arena
 from server.commentary import result_text
 from server.config import ArenaConfig
-from server.games.base import Outcome
+from server.games.base import Outcome, TimeBank
 from server.league import GameResult
 from server.match import Match
 from server.match_events import GameStarted, TurnPlayed, Update
@@ -87,9 +88,21 @@ async def begin(records: Records, spec: TournamentSpec) -> None:
 
 class TournamentRunner:
     def __init__(
-        self, spec: TournamentSpec, config: ArenaConfig, records: Records, out: IO[str] = sys.stderr
+        self,
+        spec: TournamentSpec,
+        config: ArenaConfig,
+        records: Records,
+        out: IO[str] = sys.stderr,
+        speed: float | None = None,
     ) -> None:
         turn_timeout = spec.limits.turn_timeout_ms or config.turn_timeout_ms
+        # Isolated bots (hosted ones) play on clocks scaled by this machine's speed: a move is
+        # worth the same on a slow worker and a fast one (server.calibration; ``speed``: a
+        # measure given, 1.0 the reference machine).
+        self.clock_scale = 1.0
+        if any(entrant.isolated for entrant in spec.entrants):
+            self.clock_scale = 1 / (calibration.speed() if speed is None else speed)
+        turn_timeout = round(turn_timeout * self.clock_scale)
         # A bot's first reply may take as long as its start-up: it was just launched.
         self.config = dataclasses.replace(
             config,
@@ -189,6 +202,11 @@ class TournamentRunner:
             progress.running += 1
             progress.update(f"started {pairing.key}")
             clock = self.spec.limits.clock
+            if clock is not None and self.clock_scale != 1.0:
+                clock = TimeBank(
+                    round(clock.initial_ms * self.clock_scale),
+                    round(clock.increment_ms * self.clock_scale),
+                )
             options = MatchOptions(
                 seed=pairing.seed,
                 hold_seats=True,
