@@ -33,9 +33,6 @@ class BotError(StrEnum):
     TOO_MANY_SIMULATIONS = "Too many simulations"
     IDLE_TIMEOUT = "Idle timeout"
     SERVER_ERROR = "Server error"
-    # The arena lost what played a seat for the bot (a hosted bot's worker): no one's fault
-    # but the arena's, never rated (issue 33, item 6).
-    GAME_VOIDED = "Game voided"
     SERVER_SHUTTING_DOWN = "Server shutting down"
     SERVER_DRAINING = "Server draining"
     RECORDS_FULL = "Records full"

@@ -42,6 +42,7 @@ from server.games.base import (
 )
 from server.match_clock import TurnTimer
 from server.match_events import (
+    VOIDED_REASON,
     GameFinished,
     GameStarted,
     Listener,
@@ -74,7 +75,7 @@ class MatchEnd(EndReason):
     TOO_MANY_TIMEOUTS = "Too many timeouts"
     OUT_OF_TIME = "Out of time"  # a game with a time bank: the seat's clock ran out (its flag fell)
     SERVER_ERROR = BotError.SERVER_ERROR.value  # a bug in the game ended it
-    VOIDED = BotError.GAME_VOIDED.value  # a hosted bot's worker was lost: no result, not rated
+    VOIDED = VOIDED_REASON  # a hosted bot's worker was lost: no result, not rated
 
 
 Starter = Callable[["Match"], None]

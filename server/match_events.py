@@ -10,6 +10,10 @@ from typing import Final
 from server.games.base import JsonObject, Outcome
 from server.match_views import MatchView, SeatStats, TurnResult
 
+# How a game the arena broke ends (a hosted bot's worker lost mid-game, issue 33): no result,
+# never rated (``server.match.MatchEnd.VOIDED``, ``server.records.writes.finished``).
+VOIDED_REASON = "Game voided"
+
 
 @dataclass(frozen=True, slots=True)
 class SeatsChanged:

@@ -17,9 +17,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from server.errors import BotError
 from server.game_file import recorded_settings
-from server.match_events import GameFinished, GameStarted
+from server.match_events import VOIDED_REASON, GameFinished, GameStarted
 from server.records.backends import Backend, Connection
 from server.records.ladder import rate
 from server.records.schema import LAST_TURN
@@ -259,7 +258,7 @@ def finished(update: GameFinished) -> Write:
     ]
     bots = tuple(None if player is None else player.bot for player in view.players)
     rated = view.rated and len(bots) == 2 and None not in bots and bots[0] != bots[1]
-    rated = rated and outcome.reason.value != BotError.GAME_VOIDED.value  # the arena's fault
+    rated = rated and outcome.reason.value != VOIDED_REASON  # the arena's fault: no result
     rating = (game.name, str(bots[0]), str(bots[1]), outcome.winner) if rated else None
     return Write("game-finished", view.match_id, game_row, seat_rows, rating, about=view.match_id)
 
