@@ -13,9 +13,9 @@ ladder. A bot that ends before its game does loses on time: its worker keeps the
 The worker seeks with a key of its own for each bot (``server.identity.new_hosting_key``),
 made when it starts playing the bot and kept in the records only as a hash beside the owner's
 key (``bots.hosting_key_hash``), which every node reads into its roster within a second: the
-owner's key is never needed, nor known, by the worker. One worker plays each bot: a second
-would replace the first's key. A version made active meanwhile is played from the bot's next
-game.
+owner's key is never needed, nor known, by the worker. Several workers play the same bots side
+by side, each with keys of its own (the arena's ``maxGamesPerBot`` bounds a bot's games over
+all of them). A version made active meanwhile is played from the bot's next game.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import shlex
 import sys
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ class HostedWorker:
         self.games_per_bot = games_per_bot  # each bot's games at once (at most maxGamesPerBot)
         self.out = out
         self.limits = Limits()
+        self.worker_id = secrets.token_hex(4)  # its keys' owner in the records
         self.wanted: dict[str, Hosted] = {}  # the active versions, as last read
         self.playing: dict[str, asyncio.Task[None]] = {}  # each bot's games, one at a time
 
@@ -106,12 +108,12 @@ class HostedWorker:
             await asyncio.to_thread(self._set_keys, dict.fromkeys(self.playing, ""))
 
     def _set_keys(self, hashes: dict[str, str]) -> None:
-        """The hosting keys' hashes of these bots, in the records ('': no key)."""
+        """This worker's hosting keys' hashes of these bots, in the records ('': no key)."""
         db = self.records.backend.connect()
         try:
             with transaction(db):
                 for bot, key_hash in hashes.items():
-                    set_hosting_key(db, bot, key_hash)
+                    set_hosting_key(db, bot, self.worker_id, key_hash)
         finally:
             db.close()
 

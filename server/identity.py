@@ -133,9 +133,9 @@ class RegisteredBot:
     name: str
     key_hash: str
     banned: bool = False
-    # The hosting key's hash (``hosting_hash``): the key a ``tavern worker --hosted`` plays
-    # the bot's active version with, besides its owner's key; empty when none plays it.
-    hosting_hash: str = ""
+    # The hosting keys' hashes (``hosting_hash``): the keys ``tavern worker --hosted``
+    # processes play the bot's active version with, one a worker, besides its owner's key.
+    hosting_hashes: tuple[str, ...] = ()
     forms: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -444,9 +444,8 @@ class Roster:
 
     async def _matches(self, bot: RegisteredBot, key: str) -> bool:
         if key.startswith(HOSTING_PREFIX):  # a worker playing the bot's hosted version
-            return bool(bot.hosting_hash) and hmac.compare_digest(
-                hosting_hash(key), bot.hosting_hash
-            )
+            digest = hosting_hash(key)
+            return any(hmac.compare_digest(digest, known) for known in bot.hosting_hashes)
         if self._verified_already(bot, key):  # by a check that had its turn first
             return True
         if not await self._hashed(key_matches, key, bot.key_hash):

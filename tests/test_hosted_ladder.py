@@ -1,8 +1,8 @@
 """Hosted bots on the ladder (issue 33, item 2): a bot whose version was uploaded plays rated
-games with nobody connected for it: a ``tavern worker --hosted thud`` process seeks for it with
-a key of its own and runs its version isolated, relaying its stdin and stdout, two games at
-once; a bot its author connects meets it on the same ladder, another challenges it, and every
-game is rated for both."""
+games with nobody connected for it: ``tavern worker --hosted thud`` processes (two, side by
+side) seek for it, each with a key of its own, and run its version isolated, relaying its stdin
+and stdout; a bot its author connects meets it on the same ladder, another challenges it, and
+every game is rated for both."""
 
 from __future__ import annotations
 
@@ -29,13 +29,13 @@ GAME_ENDS = ("win-game", "loss-game", "draw-game")
 async def hosted_worker(
     database: Path, port: int, cache: Path
 ) -> AsyncIterator[tuple[Path, asyncio.subprocess.Process]]:
-    """``tavern worker --hosted thud --games-per-bot 2`` on the arena's TCP port, its log and
-    process; stopped (SIGTERM) at the end."""
+    """``tavern worker --hosted thud`` on the arena's TCP port, its log and process; stopped
+    (SIGTERM) at the end."""
     log = database.parent / f"worker-{len(list(database.parent.glob('worker-*')))}.log"
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tavern_cli", "worker", "--hosted", "thud",
-            "--arena", f"127.0.0.1:{port}", "--database", str(database), "--games-per-bot", "2",
+            "--arena", f"127.0.0.1:{port}", "--database", str(database),
             cwd=ROOT, stdout=out, stderr=out, env={**os.environ, "XDG_CACHE_HOME": str(cache)},
         )  # fmt: skip
         try:
@@ -71,14 +71,15 @@ async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connecte
     async with (
         arena_on(str(database), game_settings=limited) as (arena, port),
         hosted_worker(database, port, tmp_path / "cache") as (log, _),
+        hosted_worker(database, port, tmp_path / "cache"),  # a second worker, beside the first
     ):
         ugluk = await RawClient.connect(port)
         # It waits in the pool until the worker seeks for Grimli (its key in the roster).
         seek = {"type": "seek", "game": "thud", "rated": True, "bot": "Ugluk", "key": ugluk_key}
         await ugluk.send(seek)
         info = await ugluk.expect("game-info", timeout=WAIT_S)
-        # Meanwhile Grimli's second connection, present, takes a challenge to Thud at once
-        # (and declines one to another game).
+        # Meanwhile the other worker's connection for Grimli, present, takes a challenge to
+        # Thud at once (and declines one to another game).
         third = await RawClient.connect(port)
         challenge = {"type": "challenge", "opponent": "Grimli", "rated": True}
         challenge |= {"bot": "Third", "key": third_key}

@@ -379,6 +379,8 @@ async def test_a_flood_of_challenges_across_nodes_never_reaches_its_target(
         await ugluk.send({"type": "create-simulation", "bot": "Ugluk", "key": keys["Ugluk"]})
         await ugluk.expect("ready")
         await eventually(lambda: store.get(bot_key("ugluk")))  # present, found from A
+        async with aiohttp.ClientSession() as http:  # and A takes B for alive (its heartbeat)
+            await eventually(functools.partial(online, http, a, "Ugluk"))
         senders = {name: await RawClient.connect(a.tcp_port) for name in ("Grimli", "Third")}
         flood = {"type": "challenge", "opponent": "Ugluk", "game": "tavern"}
         grimli = await answers_to(senders["Grimli"], 30 * [flood | fields("Grimli", keys)])

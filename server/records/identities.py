@@ -84,19 +84,33 @@ def registered_bots(db: Connection) -> list[RegisteredBot]:
 
 
 def _bot(row: Any) -> RegisteredBot:
-    return RegisteredBot(
-        row["name"], row["key_hash"], bool(row["banned"]), row["hosting_key_hash"] or ""
-    )
+    hosting = str(row["hosting_key_hash"] or "").split()
+    hashes = tuple(part.split("=", 1)[1] for part in hosting if "=" in part)
+    return RegisteredBot(row["name"], row["key_hash"], bool(row["banned"]), hashes)
 
 
-def set_hosting_key(db: Connection, name: str, key_hash: str) -> bool:
-    """The hash of the key a worker plays the hosted bot ``name`` (as registered) with ('' for
-    none); False if there is no such bot. In a transaction."""
-    changed = db.execute(
+MAX_HOSTING_KEYS = 16  # workers' keys kept a bot; past it the oldest goes (a worker killed)
+
+
+def set_hosting_key(db: Connection, name: str, worker: str, key_hash: str) -> bool:
+    """The hash of the key the worker ``worker`` plays the hosted bot ``name`` (as registered)
+    with ('' for none), beside other workers' (``bots.hosting_key_hash``: ``WORKER=HASH`` each,
+    space-separated); False if there is no such bot. In a transaction: the change number taken
+    first holds every other such transaction back until this one ends."""
+    change = next_change(db)
+    row = db.execute("SELECT hosting_key_hash FROM bots WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        return False
+    keys = dict(part.split("=", 1) for part in str(row[0] or "").split() if "=" in part)
+    keys.pop(worker, None)
+    if key_hash:
+        keys[worker] = key_hash
+    kept = list(keys.items())[-MAX_HOSTING_KEYS:]
+    db.execute(
         "UPDATE bots SET hosting_key_hash = ?, change_number = ? WHERE name = ?",
-        (key_hash, next_change(db), name),
+        (" ".join(f"{owner}={value}" for owner, value in kept), change, name),
     )
-    return changed.rowcount == 1
+    return True
 
 
 def add_bot(db: Connection, bot: RegisteredBot) -> bool:

@@ -30,7 +30,8 @@ async function showLogs(event) {
     setText(status, `Not shown: ${body && body.error ? body.error : `the arena answered ${response.status}`}.`);
     return;
   }
-  setText(status, body.games.length ? `Its last ${body.games.length} games, newest first.` : "No game yet.");
+  const count = body.games.length;
+  setText(status, count === 0 ? "No game yet." : count === 1 ? "Its last game." : `Its last ${count} games, newest first.`);
   byId("logs-list").replaceChildren(...body.games.map(gameEntry));
 }
 
