@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from server.debug import CPU_KEY, STDERR_KEY
 from server.games.base import JsonObject
+from server.records import Records
 from server.replay import turns_before
 
 LOGGED_GAMES = 10  # games a log lists, the newest first
@@ -41,6 +42,13 @@ def game_log(record: JsonObject, bot: str) -> JsonObject | None:
         "stderr": seat["stderr"],
         "turns": turns,
     }
+
+
+def bot_log(records: Records, bot: str, count: int) -> list[JsonObject]:
+    """The bot's part of its last ``count`` games, newest first (read from the records)."""
+    kept = [records.game(game_id) for game_id in records.games_of_bot(bot, count)]
+    logged = [game_log(record, bot) for record in kept if record is not None]
+    return [log for log in logged if log is not None]
 
 
 def log_text(bot: str, games: list[JsonObject]) -> str:

@@ -38,7 +38,7 @@ from server.identity import hosting_hash, new_hosting_key
 from server.jail import jailed, relay_on
 from server.limited import launcher
 from server.records import Records
-from server.records.backends import transaction
+from server.records.backends import transacted
 from server.records.identities import set_hosting_key
 from server.sandbox import Sandbox
 from server.tournament.spec import Limits
@@ -109,13 +109,9 @@ class HostedWorker:
 
     def _set_keys(self, hashes: dict[str, str]) -> None:
         """This worker's hosting keys' hashes of these bots, in the records ('': no key)."""
-        db = self.records.backend.connect()
-        try:
-            with transaction(db):
-                for bot, key_hash in hashes.items():
-                    set_hosting_key(db, bot, self.worker_id, key_hash)
-        finally:
-            db.close()
+        with transacted(self.records.backend) as db:
+            for bot, key_hash in hashes.items():
+                set_hosting_key(db, bot, self.worker_id, key_hash)
 
     async def _play(self, hosted: Hosted, sandbox: Sandbox) -> None:
         """Seek and play games for one bot's version, ``games_per_bot`` at once, while it is the

@@ -56,6 +56,14 @@ def setting_flag(field: str) -> Callable[[str], int]:
     return int_flag(*setting_range(field))
 
 
+def host_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, a TCP address."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
 def writable_file(text: str) -> Path:
     """A file a command writes: in a folder that exists (a flag never creates one)."""
     path = Path(text)

@@ -8,7 +8,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from server.calibration import SPEED_BOUNDS, benchmark_s, speed
+import pytest
+
+from server import calibration
+from server.calibration import REFERENCE_S, SPEED_BOUNDS, benchmark_s, speed
 from server.config import ArenaConfig
 from server.records import Records
 from server.tournament.runner import TournamentRunner
@@ -26,9 +29,20 @@ def cup(folder: Path, isolated: bool) -> dict[str, object]:
     return {"name": "c", "game": "thud", "limits": limits, "bots": bots}
 
 
-def test_the_benchmark_gives_a_speed_within_its_bounds() -> None:
-    assert benchmark_s() > 0
-    assert SPEED_BOUNDS[0] <= speed() <= SPEED_BOUNDS[1]
+def test_a_speed_is_the_reference_s_time_over_this_machine_s_within_its_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert benchmark_s() > 0  # the benchmark itself runs
+    for measured, expected in (
+        (REFERENCE_S * 2, 0.5),  # half as fast
+        (REFERENCE_S / 3, 3.0),
+        (REFERENCE_S * 100, SPEED_BOUNDS[0]),  # a measure past the bounds is held to them
+        (REFERENCE_S / 100, SPEED_BOUNDS[1]),
+    ):
+        speed.cache_clear()
+        monkeypatch.setattr(calibration, "benchmark_s", lambda measured=measured: measured)
+        assert speed() == pytest.approx(expected)
+    speed.cache_clear()
 
 
 def test_isolated_bots_on_a_slower_machine_get_longer_clocks(tmp_path: Path) -> None:

@@ -233,7 +233,7 @@ async def test_a_hosted_bot_plays_its_active_version_from_the_records(
         assert game["exit"].endswith("at the end of the game")
         assert len(game["turns"]) == 10 and all(t["cpuMs"] >= 0 for t in game["turns"])
         code, out, errors = await command(
-            [sys.executable, "-m", "tavern_cli", "bots", "logs", "Grimli", "--database",
+            [sys.executable, "-m", "tavern_cli", "bots", "logs", "grimli", "--database",
              str(database)], None,
         )  # fmt: skip
         assert code == 0, errors

@@ -12,7 +12,7 @@ import orjson
 from aiohttp import web
 
 from server.arena import Arena
-from server.bot_logs import LOGGED_GAMES, MAX_LOGGED_GAMES, game_log
+from server.bot_logs import LOGGED_GAMES, MAX_LOGGED_GAMES, bot_log
 from server.errors import Rejected
 from server.records import Records
 from server.records.backends import RecordsOutOfReach
@@ -46,11 +46,9 @@ def add_routes(app: web.Application, arena: Arena, records: Records) -> None:
             return json_error(403, str(rejected))
         assert found is not None
         try:
-            ids = await asyncio.to_thread(records.games_of_bot, found, games)
-            kept = [await asyncio.to_thread(records.game, game_id) for game_id in ids]
+            logged = await asyncio.to_thread(bot_log, records, found, games)
         except RecordsOutOfReach:
             return json_error(503, "the records are out of reach: try again shortly")
-        logged = [game_log(record, found) for record in kept if record is not None]
-        return json_response({"bot": found, "games": [log for log in logged if log]})
+        return json_response({"bot": found, "games": logged})
 
     app.router.add_post("/api/bots/{name}/logs", logs)

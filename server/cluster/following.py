@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from redis.exceptions import RedisError, ResponseError
 
@@ -98,17 +98,9 @@ class Following:
         Should the node come back meanwhile, it writes them all again at its next heartbeats
         (``ClusterNode._taken_for_lost``). A list of another type is deleted."""
         key = owned_key(node)
-        try:
-            listed = await redis.smembers(key)
-        except ResponseError as error:
-            self.repairs.check(key, error)
+        names = await self._owned(redis, node, OWNED_KINDS - {"owned"})
+        if names is None:
             return
-        # Only the kinds a node lists: anything else written there is no key of the node's.
-        names = sorted(
-            name
-            for name in (n.decode(errors="replace") if isinstance(n, bytes) else n for n in listed)
-            if name.startswith(PREFIX) and kind_of(name) in OWNED_KINDS - {"owned"}
-        )
         pipe = redis.pipeline(transaction=False)
         for name in names:
             kind = kind_of(name)
@@ -203,17 +195,27 @@ class Following:
                 strangers.append(member)
         return ids, strangers
 
+    async def _owned(self, redis: Client, node: str, kinds: Collection[str]) -> list[str] | None:
+        """The keys of these kinds a node lists as its own (``tavern:owned:{id}``), sorted: only
+        the arena's (anything else written there is no key of the node's); None if the list
+        holds another type of value (deleted)."""
+        key = owned_key(node)
+        try:
+            listed = await redis.smembers(key)
+        except ResponseError as error:
+            self.repairs.check(key, error)
+            return None
+        decoded = (n.decode(errors="replace") if isinstance(n, bytes) else n for n in listed)
+        return sorted(
+            name for name in decoded if name.startswith(PREFIX) and kind_of(name) in kinds
+        )
+
     async def _load(self, redis: Client, node: str) -> None:
         """A node's live simulations, read from its list of keys; an entry that does not read,
         or says it is another node's, is said and skipped."""
-        key = owned_key(node)
-        try:
-            owned = await redis.smembers(key)
-        except ResponseError as error:
-            self.repairs.check(key, error)
+        names = await self._owned(redis, node, {"sim"})
+        if names is None:
             return
-        listed = (n.decode(errors="replace") if isinstance(n, bytes) else n for n in owned)
-        names = sorted(name for name in listed if kind_of(name) == "sim")
         for start in range(0, len(names), READ_BATCH):
             batch = names[start : start + READ_BATCH]
             for name, raw in zip(batch, await read_many(redis, batch), strict=True):

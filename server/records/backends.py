@@ -131,6 +131,18 @@ def transaction(db: Connection) -> Iterator[None]:
     db.execute("COMMIT")
 
 
+@contextlib.contextmanager
+def transacted(backend: Backend) -> Iterator[Connection]:
+    """A connection of its own, for one transaction (an upload, a command's change), closed
+    after."""
+    db = backend.connect()
+    try:
+        with transaction(db):
+            yield db
+    finally:
+        db.close()
+
+
 def backend_for(database: str | Path) -> Backend:
     """The backend of a ``database`` setting: a PostgreSQL URL, else an SQLite file's path."""
     if isinstance(database, str) and database.startswith(POSTGRES_SCHEMES):

@@ -208,12 +208,13 @@ class Queries:
 
     @read
     def games_of_bot(self, reader: Connection, bot: str, count: int) -> list[str]:
-        """The ids of the last ``count`` games a bot (by name, as registered) had a seat in,
-        newest first."""
+        """The ids of the last ``count`` games a bot had a seat in, newest first: a registered
+        bot by its name in any case, a tournament's entrant by its name as written."""
         rows = reader.execute(
             "SELECT games.id FROM games JOIN seats ON seats.game_id = games.id "
-            "WHERE seats.bot = ? ORDER BY games.started_at DESC LIMIT ?",
-            (bot, count),
+            "WHERE seats.bot = coalesce((SELECT name FROM bots WHERE folded = ?), ?) "
+            "ORDER BY games.started_at DESC LIMIT ?",
+            (bot.casefold(), bot, count),
         )
         return [str(row["id"]) for row in rows]
 

@@ -17,7 +17,7 @@ import orjson
 
 from server.bot_versions import Version
 from server.games.base import JsonObject
-from server.records.backends import Backend, Connection, transaction
+from server.records.backends import Backend, Connection, transacted
 from server.records.ladder import current_season, next_change
 
 ACTIVE, CANDIDATE, RETIRED = "active", "candidate", "retired"
@@ -37,12 +37,8 @@ class Stored:
 def store_version(backend: Backend, bot: str, version: Version, activate: bool) -> Stored | None:
     """Keep an uploaded version of the bot ``bot`` (in any case); None if there is no such
     bot. ``activate``: it becomes the active one (else only if the bot has none)."""
-    db = backend.connect()
-    try:
-        with transaction(db):
-            return _store(db, bot, version, activate)
-    finally:
-        db.close()
+    with transacted(backend) as db:
+        return _store(db, bot, version, activate)
 
 
 def _store(db: Connection, bot: str, version: Version, activate: bool) -> Stored | None:
@@ -136,24 +132,20 @@ def keep_trial(
     """A candidate version's SPRT match kept with it; ``activate``: it won, and becomes the
     bot's active version (the one active before retired), the bot's rating in ``game`` this
     season moved by ``mu_change`` (a bot not rated there yet is not)."""
-    db = backend.connect()
-    try:
-        with transaction(db):
-            row = db.execute("SELECT name FROM bots WHERE folded = ?", (bot.casefold(),))
-            name = str(row.fetchone()["name"])
+    with transacted(backend) as db:
+        row = db.execute("SELECT name FROM bots WHERE folded = ?", (bot.casefold(),))
+        name = str(row.fetchone()["name"])
+        db.execute(
+            "UPDATE bot_versions SET sprt = ? WHERE bot = ? AND number = ?",
+            (orjson.dumps(sprt).decode(), name, number),
+        )
+        if activate:
+            _activate(db, name, number)
             db.execute(
-                "UPDATE bot_versions SET sprt = ? WHERE bot = ? AND number = ?",
-                (orjson.dumps(sprt).decode(), name, number),
+                "UPDATE ratings SET mu = mu + ?, change_number = ? "
+                "WHERE game = ? AND season = ? AND bot = ?",
+                (mu_change, next_change(db), game, current_season(db), name),
             )
-            if activate:
-                _activate(db, name, number)
-                db.execute(
-                    "UPDATE ratings SET mu = mu + ?, change_number = ? "
-                    "WHERE game = ? AND season = ? AND bot = ?",
-                    (mu_change, next_change(db), game, current_season(db), name),
-                )
-    finally:
-        db.close()
 
 
 def _activate(db: Connection, bot: str, number: int) -> None:

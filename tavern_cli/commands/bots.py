@@ -18,10 +18,11 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
-from server.bot_logs import LOGGED_GAMES, MAX_LOGGED_GAMES, game_log, log_text
+from server.bot_logs import LOGGED_GAMES, MAX_LOGGED_GAMES, bot_log, log_text
 from server.bot_versions import VersionRefused, version_of, zipped_folder
 from server.config import ArenaConfig
 from server.errors import Rejected
@@ -38,6 +39,8 @@ from tavern_cli.config_file import RecordsNote
 from tavern_cli.flags import Parser, Subcommands, int_flag
 from tavern_cli.organiser import connection, no_bot, records_flags
 from tavern_cli.version_gate import try_candidate
+
+ARENA_HELP = "with TAVERN_BOT_KEY: the arena's web address (default: this machine's visor)"
 
 
 def add(commands: Subcommands) -> Parser:
@@ -67,10 +70,7 @@ def add(commands: Subcommands) -> Parser:
     upload.add_argument(
         "--activate", action="store_true", help="make it the bot's active version at once"
     )
-    upload.add_argument(
-        "--arena",
-        help="with TAVERN_BOT_KEY: the arena's web address (default: this machine's visor)",
-    )
+    upload.add_argument("--arena", help=ARENA_HELP)
     records_flags(upload)
     logs = bots_commands.add_parser(
         "logs",
@@ -78,10 +78,13 @@ def add(commands: Subcommands) -> Parser:
         "(with TAVERN_BOT_KEY, from the arena; else from the records, as the organiser)",
     )
     logs.add_argument("name", help="the bot's name")
-    logs.add_argument("--games", type=int, default=LOGGED_GAMES, help="how many (default 10)")
     logs.add_argument(
-        "--arena", help="with TAVERN_BOT_KEY: the arena's web address (default: the local visor)"
+        "--games",
+        type=int_flag(1, MAX_LOGGED_GAMES),
+        default=LOGGED_GAMES,
+        help="how many (default 10)",
     )
+    logs.add_argument("--arena", help=ARENA_HELP)
     records_flags(logs)
     trial = bots_commands.add_parser(
         "try",
@@ -124,7 +127,11 @@ def upload_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsN
         key = os.environ.get("TAVERN_BOT_KEY")
         if key:
             arena = args.arena or f"http://127.0.0.1:{config.http_port}"
-            answer = asyncio.run(sent(arena, args.name, key, args.run, archive, args.activate))
+            form = aiohttp.FormData({"key": key, "run": args.run})
+            form.add_field("activate", "1" if args.activate else "0")
+            form.add_field("archive", archive, filename="bot.zip", content_type="application/zip")
+            url = f"{arena.rstrip('/')}/api/bots/{args.name}/versions"
+            answer = asyncio.run(asked_arena(url, "the upload", data=form))
         else:
             said()
             version = version_of(archive, args.run)
@@ -134,7 +141,7 @@ def upload_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsN
                 return no_bot(args.name)
             answer = {"bot": stored.bot, "number": stored.number, "hash": version.content_hash}
             answer |= {"state": stored.state, "added": stored.added, "files": version.files}
-    except (OSError, VersionRefused, UploadRefused) as error:
+    except (OSError, VersionRefused, ArenaRefused) as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 1
     again = "" if answer["added"] else " (uploaded before)"
@@ -145,68 +152,41 @@ def upload_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsN
     return 0
 
 
-class UploadRefused(Exception):
-    """The arena refused the upload (or the logs); the message is its answer."""
+class ArenaRefused(Exception):
+    """The arena could not be asked, or refused; the message says which, and its answer."""
 
 
-async def sent(
-    arena: str, name: str, key: str, run: str, archive: bytes, activate: bool
-) -> JsonObject:
-    """The version as the arena kept it, sent to ``arena`` as the bot's page would."""
-    form = aiohttp.FormData()
-    form.add_field("key", key)
-    form.add_field("run", run)
-    form.add_field("activate", "1" if activate else "0")
-    form.add_field("archive", archive, filename="bot.zip", content_type="application/zip")
-    url = f"{arena.rstrip('/')}/api/bots/{name}/versions"
+async def asked_arena(url: str, what: str, **request: Any) -> JsonObject:
+    """The arena's answer to a POST (as the bot's page sends it), or ``ArenaRefused``."""
     try:
-        async with aiohttp.ClientSession() as session, session.post(url, data=form) as response:
+        async with aiohttp.ClientSession() as session, session.post(url, **request) as response:
             answer = await response.json(content_type=None)
     except (aiohttp.ClientError, ValueError) as error:
-        raise UploadRefused(f"cannot upload to {arena}: {error}") from None
+        raise ArenaRefused(f"cannot reach {url}: {error}") from None
     if response.status not in (200, 201):
-        raise UploadRefused(f"the arena refused the upload: {answer.get('error', answer)}")
+        raise ArenaRefused(f"the arena refused {what}: {answer.get('error', answer)}")
     return dict(answer)
 
 
 def show_logs(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
-    if not 0 < args.games <= MAX_LOGGED_GAMES:
-        print(f"tavern: --games: a number from 1 to {MAX_LOGGED_GAMES}", file=sys.stderr)
-        return 2
     key = os.environ.get("TAVERN_BOT_KEY")
     try:
         if key:
             arena = args.arena or f"http://127.0.0.1:{config.http_port}"
-            answer = asyncio.run(asked_logs(arena, args.name, key, args.games))
+            url = f"{arena.rstrip('/')}/api/bots/{args.name}/logs"
+            asked = {"key": key, "games": args.games}
+            answer = asyncio.run(asked_arena(url, "its logs", json=asked))
             name, games = answer["bot"], answer["games"]
         else:
             said()
             records = Records(config.database)
             records.open_to_read()
-            name = args.name
-            kept = [records.game(game) for game in records.games_of_bot(name, args.games)]
-            logged = [game_log(record, name) for record in kept if record is not None]
-            games = [log for log in logged if log is not None]
-    except UploadRefused as error:
+            name, games = args.name, bot_log(records, args.name, args.games)
+    except ArenaRefused as error:
         print(f"tavern: {error}", file=sys.stderr)
         return 1
     print(log_text(name, games))
     return 0
-
-
-async def asked_logs(arena: str, name: str, key: str, games: int) -> JsonObject:
-    url = f"{arena.rstrip('/')}/api/bots/{name}/logs"
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(url, json={"key": key, "games": games}) as response,
-        ):
-            answer = await response.json(content_type=None)
-    except (aiohttp.ClientError, ValueError) as error:
-        raise UploadRefused(f"cannot ask {arena}: {error}") from None
-    if response.status != 200:
-        raise UploadRefused(f"the arena refused: {answer.get('error', answer)}")
-    return dict(answer)
 
 
 def try_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:

@@ -17,7 +17,14 @@ from server.tournament.spec import TournamentError
 from server.tournament_queue import CLAIM_TIMEOUT_MS, MIN_CLAIM_TIMEOUT_MS, QueueLink
 from server.tournament_worker import Worker
 from tavern_cli.config_file import DEFAULT_HELP, RecordsNote
-from tavern_cli.flags import Parser, Subcommands, int_flag, records_to_write, writable_file
+from tavern_cli.flags import (
+    Parser,
+    Subcommands,
+    host_port,
+    int_flag,
+    records_to_write,
+    writable_file,
+)
 from tavern_cli.log_file import log_to
 from tavern_cli.signals import Stopped, until_signalled
 
@@ -63,13 +70,6 @@ def add(commands: Subcommands) -> Parser:
         "port from the config)",
     )
     return worker
-
-
-def host_port(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"HOST:PORT, got {text!r}")
-    return host, int(port)
 
 
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:

@@ -2,7 +2,7 @@
 // the body) and kept nowhere; the answer lists the bot's last games as the arena ran it.
 
 import { byId, el, setText } from "./dom.js";
-import { formatTime } from "./records.js";
+import { fetchJson, formatTime, refusal } from "./records.js";
 
 const name = decodeURIComponent(location.pathname.split("/").pop());
 byId("logs").addEventListener("submit", showLogs);
@@ -13,21 +13,13 @@ async function showLogs(event) {
   byId("logs-key").value = ""; // sent once, kept nowhere
   const status = byId("logs-status");
   setText(status, "Loading…");
-  let response;
-  let body = null;
-  try {
-    response = await fetch(`/api/bots/${encodeURIComponent(name)}/logs`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ key }),
-    });
-    body = await response.json();
-  } catch {
-    setText(status, "The arena cannot be reached.");
-    return;
-  }
-  if (!response.ok) {
-    setText(status, `Not shown: ${body && body.error ? body.error : `the arena answered ${response.status}`}.`);
+  const { ok, status: answered, body } = await fetchJson(`/api/bots/${encodeURIComponent(name)}/logs`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ key }),
+  });
+  if (!ok) {
+    setText(status, `Not shown: ${refusal(answered, body)}.`);
     return;
   }
   const count = body.games.length;

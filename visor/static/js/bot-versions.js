@@ -4,7 +4,7 @@
 // (no storage, no cookie, the field cleared once sent) and never shows it.
 
 import { byId, el, setText, show } from "./dom.js";
-import { failure, formatTime, getJson } from "./records.js";
+import { failure, fetchJson, formatTime, getJson, refusal } from "./records.js";
 
 const name = decodeURIComponent(location.pathname.split("/").pop());
 const form = byId("upload");
@@ -52,17 +52,12 @@ async function upload(event) {
   if (!byId("upload-activate").checked) data.set("activate", "0");
   byId("upload-key").value = ""; // sent once, kept nowhere
   setText(status, "Uploading…");
-  let response;
-  let body = null;
-  try {
-    response = await fetch(`/api/bots/${encodeURIComponent(name)}/versions`, { method: "POST", body: data });
-    body = await response.json();
-  } catch {
-    setText(status, "The arena cannot be reached: the version was not uploaded.");
-    return;
-  }
-  if (!response.ok) {
-    setText(status, `Not uploaded: ${body && body.error ? body.error : `the arena answered ${response.status}`}.`);
+  const { ok, status: answered, body } = await fetchJson(`/api/bots/${encodeURIComponent(name)}/versions`, {
+    method: "POST",
+    body: data,
+  });
+  if (!ok) {
+    setText(status, `Not uploaded: ${refusal(answered, body)}.`);
     return;
   }
   const again = body.added ? "" : " (uploaded before)";

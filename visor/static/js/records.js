@@ -6,9 +6,15 @@ import { GAMES, gameTitle, seatLabel } from "./games.js";
 
 /** GET a JSON API; never throws: {ok, status, body} (status 0 when the arena is unreachable). */
 export async function getJson(url) {
+  return fetchJson(url, {});
+}
+
+/** A request to a JSON API (``init`` as fetch takes it: a POST's method and body); never
+ * throws: {ok, status, body} (status 0 when the arena is unreachable). */
+export async function fetchJson(url, init) {
   let response;
   try {
-    response = await fetch(url, { headers: { Accept: "application/json" } });
+    response = await fetch(url, { ...init, headers: { Accept: "application/json", ...init.headers } });
   } catch {
     return { ok: false, status: 0, body: null };
   }
@@ -21,10 +27,16 @@ export async function getJson(url) {
   return { ok: response.ok, status: response.status, body };
 }
 
+/** Why a request the arena answered with an error (or never answered: status 0) failed. */
+export function refusal(status, body) {
+  if (status === 0) return "the arena cannot be reached";
+  return body && body.error ? body.error : `the arena answered ${status}`;
+}
+
 /** The reason an API call failed, as a sentence. */
 export function failure(answer, what) {
   if (answer.status === 0) return `The arena cannot be reached: ${what} could not be loaded. Reload to try again.`;
-  const why = answer.body && answer.body.error ? answer.body.error : `the arena answered ${answer.status}`;
+  const why = refusal(answer.status, answer.body);
   const later = answer.status === 503 ? " Try again in a few seconds." : "";
   return `${what[0].toUpperCase()}${what.slice(1)} could not be loaded: ${why}.${later}`;
 }
