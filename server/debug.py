@@ -17,6 +17,7 @@ MAX_STDERR_BYTES = 2048  # of a turn's stderr; the whole game's tail is kept apa
 DEBUG_KEY = "debug"
 STDERR_KEY = "stderr"
 CPU_KEY = "cpuMs"  # the CPU time the bot's processes used for the turn (an isolated bot's)
+MOST_CPU_MS = 86_400_000  # a day: a CPU time a worker reports beyond it is no measure
 
 
 def debug_text(message: dict[str, Any]) -> str | None:
@@ -27,6 +28,14 @@ def debug_text(message: dict[str, Any]) -> str | None:
     if len(text) <= MAX_DEBUG_CHARS:
         return text
     return f"{text[:MAX_DEBUG_CHARS]}… [cut: {len(text) - MAX_DEBUG_CHARS} more characters]"
+
+
+def reported_cpu_ms(message: dict[str, Any]) -> int | None:
+    """The CPU time a hosted bot's worker reports beside its move (``cpuMs``, in the reference
+    machine's ms: ``server.hosted_worker``), or ``None`` if it sent none that reads as one.
+    Read only from a seat proved with a hosting key: any other bot could claim anything."""
+    value = message.get(CPU_KEY)
+    return value if type(value) is int and 0 <= value <= MOST_CPU_MS else None
 
 
 def stderr_text(kept: bytes, cut: int) -> str | None:

@@ -16,6 +16,13 @@ key (``bots.hosting_key_hash``), which every node reads into its roster within a
 owner's key is never needed, nor known, by the worker. Several workers play the same bots side
 by side, each with keys of its own (the arena's ``maxGamesPerBot`` bounds a bot's games over
 all of them). A version made active meanwhile is played from the bot's next game.
+
+A hosted bot's move costs its CPU time, not the wall time it took (issue 33, item 4): the worker
+stamps each move it relays with the CPU the bot's processes used since its turn was sent, as
+its group counts it, times this machine's speed (``server.calibration``, measured when the
+worker starts): ``cpuMs``, in the reference machine's milliseconds, which the arena charges the
+bot's clock for the seat a hosting key proved (``server.match_clock``). A ``cpuMs`` the bot
+writes itself is replaced or taken out.
 """
 
 from __future__ import annotations
@@ -32,15 +39,17 @@ from typing import IO
 
 import orjson
 
+from server import calibration
 from server.bot_versions import unpacked, versions_cache
 from server.cancelling import stop_if_cancelled
+from server.debug import CPU_KEY
 from server.identity import hosting_hash, new_hosting_key
 from server.jail import jailed, relay_on
 from server.limited import launcher
 from server.records import Records
 from server.records.backends import transacted
 from server.records.identities import set_hosting_key
-from server.sandbox import Sandbox
+from server.sandbox import BotGroup, Sandbox
 from server.tournament.spec import Limits
 
 log = logging.getLogger(__name__)
@@ -51,6 +60,7 @@ RETRY_S = 1.0  # after a refused seek, or a lost link
 # every second): the worker seeks only then, rather than spend its address's wrong-key tokens.
 KEY_KNOWN_S = 2.0
 GAME_ENDS = (b'"type":"win-game"', b'"type":"loss-game"', b'"type":"draw-game"')
+TURN_LINE = b'{"type":"turn"'  # how the arena's turn messages begin (the type first)
 MAX_LINE_BYTES = 1 << 22
 EXIT_GRACE_S = 1.0  # how long a bot may take to exit once told its game's result
 
@@ -58,6 +68,34 @@ EXIT_GRACE_S = 1.0  # how long a bot may take to exit once told its game's resul
 def game_over(line: bytes) -> bool:
     """Is this line the game's result (the last a bot is sent of it)?"""
     return any(end in line for end in GAME_ENDS)
+
+
+class CpuStamp:
+    """Each move of a hosted bot stamped with its CPU time in the reference machine's ms: what
+    its processes used since its turn was sent, times this machine's ``speed``."""
+
+    def __init__(self, group: BotGroup, speed: float) -> None:
+        self.group = group
+        self.speed = speed
+        self._since: float | None = None  # the group's CPU seconds when its turn was sent
+
+    def sent(self, line: bytes) -> None:
+        if line.startswith(TURN_LINE):
+            self._since = self.group.cpu_seconds()
+
+    def stamped(self, line: bytes) -> bytes:
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return line  # the arena tells the bot what is wrong with it
+        if not isinstance(message, dict) or message.get("type") != "player-turn":
+            return line
+        message.pop(CPU_KEY, None)  # only the worker says what a move cost
+        since, self._since = self._since, None
+        used = self.group.cpu_seconds()
+        if since is not None and used is not None:
+            message[CPU_KEY] = round(1000 * (used - since) * self.speed)
+        return orjson.dumps(message) + b"\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +125,12 @@ class HostedWorker:
         self.worker_id = secrets.token_hex(4)  # its keys' owner in the records
         self.wanted: dict[str, Hosted] = {}  # the active versions, as last read
         self.playing: dict[str, asyncio.Task[None]] = {}  # each bot's games, one at a time
+        self.speed = 1.0  # this machine's, as the reference's multiple: measured at ``run``
 
     async def run(self) -> None:
         """Play every hosted bot until cancelled; their keys are withdrawn at the end."""
+        self.speed = await asyncio.to_thread(calibration.speed)
+        print(f"tavern: this machine's speed: {self.speed:.2f} of the reference", file=self.out)
         sandbox = Sandbox.create()
         try:
             async with asyncio.TaskGroup() as tasks:
@@ -212,11 +253,13 @@ class HostedWorker:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,
+            limit=MAX_LINE_BYTES,
         )
         assert process.stdin is not None
         try:
             process.stdin.write(game_info)
-            if await relay_on(process, reader, writer, game_over):
+            stamp = CpuStamp(group, self.speed)
+            if await relay_on(process, reader, writer, game_over, stamp):
                 with contextlib.suppress(TimeoutError):  # told its result: it may end itself
                     await asyncio.wait_for(process.wait(), EXIT_GRACE_S)
             else:  # the bot ended before its game: it loses on time, by its own fault (the

@@ -23,6 +23,7 @@ import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from server.cancelling import stop_if_cancelled
 
@@ -31,6 +32,17 @@ SYSTEM_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")  # merged /usr
 SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime")
 PATH = "/usr/local/bin:/usr/bin:/bin"
 RELAY_BYTES = 65_536
+
+
+class RepliesStamp(Protocol):
+    """What a relay tells of the lines it carries, and what it lets change in the bot's: a
+    hosted bot's worker stamps each of its moves with its CPU time (``server.hosted_worker``)."""
+
+    def sent(self, line: bytes) -> None:
+        """A line from the arena, as it goes to the bot."""
+
+    def stamped(self, line: bytes) -> bytes:
+        """A line of the bot's, as it goes to the arena."""
 
 
 def missing() -> str | None:
@@ -80,15 +92,21 @@ async def relay_on(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     last: Callable[[bytes], bool] | None = None,
+    stamp: RepliesStamp | None = None,
 ) -> bool:
     """Carry what the bot writes on stdout to its connection to the arena, and what the arena
     sends on it to the bot's stdin (line by line), until either side closes, or until the line
     ``last`` says is the last; then the bot's stdin is closed (the connection is the
-    caller's). Returns whether that last line came."""
+    caller's). Returns whether that last line came. With ``stamp``, the bot's output is
+    carried line by line, each as ``stamp`` makes it."""
     assert process.stdin is not None and process.stdout is not None
     bot_in, bot_out = process.stdin, process.stdout
 
     async def to_arena() -> None:
+        if stamp is not None:
+            while line := await bot_out.readline():
+                writer.write(stamp.stamped(line))
+                await writer.drain()
         while chunk := await bot_out.read(RELAY_BYTES):
             writer.write(chunk)
             await writer.drain()
@@ -97,6 +115,8 @@ async def relay_on(
 
     async def to_bot() -> None:
         while line := await reader.readline():
+            if stamp is not None:
+                stamp.sent(line)
             bot_in.write(line)
             await bot_in.drain()
             if last is not None and last(line):

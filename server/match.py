@@ -62,7 +62,7 @@ from server.match_views import (
     clock_to_wire,
 )
 from server.protocol import error_message
-from server.seat_channel import SeatChannel, SeatMessage, SeatOutput
+from server.seat_channel import SeatChannel, SeatMessage
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class Match:
         self._ended = asyncio.Event()  # the phase left PLAYING: the task may finish
         self.done = asyncio.Event()  # FINISHED
         self.helpers = Helpers()
-        self.outputs: dict[int, SeatOutput] = {}  # by seat: set by whoever runs its bot
+        self.outputs = self.seating.outputs  # the same dict: read on every turn
 
     @property
     def status(self) -> Status:
@@ -215,9 +215,8 @@ class Match:
         self._end(Outcome(self.seating.opponent(seat), MatchEnd.PLAYER_DISCONNECTED))
 
     def rejoin(self, channel: SeatChannel, token: object) -> int:
-        """Give a seat back to the player holding its token; returns the seat. The new channel
-        replaces the old one (closed if still open), gets the seat's ``game-info`` again and, if
-        the seat is on move, the current turn."""
+        """Give a seat back to the player holding its token (returns the seat): its new channel
+        gets the seat's ``game-info`` again and, if it is on move, the current turn."""
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             raise JoinRejected(BotError.GAME_OVER, f"simulation {self.id} has ended")
         seat = self.seating.give_back(channel, token)
@@ -228,8 +227,8 @@ class Match:
         return seat
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a helper task (an in-process player's thinking) owned by this match; once the
-        game is over there is nothing left to help with: the work is dropped."""
+        """Run a helper task (an in-process player's thinking) owned by this match (dropped
+        once the game is over)."""
         if self.is_on:
             self.helpers.spawn(work)
         else:
@@ -267,30 +266,25 @@ class Match:
         except ActionRejected as rejected:
             occupant.refused(rejected)
             return None
-        occupant.consecutive_timeouts = 0
         now = self.clock.now()
         elapsed = now - turn.started
-        if not self.timer.spend(seat, elapsed):
-            self._flag_fell(seat)
+        cpu_ms = None if turn.cpu_allowed_s is None else self.seating.turn_cpu_ms(seat, message)
+        if not self.timer.spend(seat, elapsed if cpu_ms is None else cpu_ms / 1000):
+            self._timed_out(seat)  # out of time: with a time bank its flag fell
             return None
+        occupant.consecutive_timeouts = 0
         occupant.replied(elapsed)
         debug = debug_text(message) if DEBUG_KEY in message else None
-        return self._play(seat, action, now, timed_out=False, debug=debug)
-
-    def _flag_fell(self, seat: int) -> None:
-        """The seat's time bank ran out: it loses, whatever the game's rules on timeouts."""
-        self.timer.banks[seat] = 0.0
-        self._end(Outcome(self.seating.opponent(seat), MatchEnd.OUT_OF_TIME))
+        return self._play(seat, action, now, timed_out=False, debug=debug, cpu_ms=cpu_ms)
 
     def _ask(self, seat: int, timeout_s: float, started: float) -> None:
-        """Send the seat on move (``seat``) its turn and start its clock at ``started`` (the
-        clock's time, read once by the caller: a turn reads it once)."""
+        """Send the seat on move its turn, its clock started at ``started`` (read by the caller)."""
         occupant = self.seats[seat]
         assert occupant is not None
         occupant.channel.send(self._turn_message(seat, timeout_s))
         if (output := self.outputs.get(seat)) is not None:
             output.turn_opened()
-        self.timer.open(seat, timeout_s, started)
+        self.timer.open(seat, timeout_s, started, self.seating.by_cpu(seat))
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         clock = None
@@ -308,8 +302,9 @@ class Match:
         turn = self.timer.turn
         if occupant is None or turn is None or turn.seat != seat or not self.is_on:
             return
-        if self.limits.bank is not None:
-            self._flag_fell(seat)
+        if self.limits.bank is not None:  # its bank ran out: it loses, whatever the game's rules
+            self.timer.banks[seat] = 0.0
+            self._end(Outcome(self.seating.opponent(seat), MatchEnd.OUT_OF_TIME))
             return
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
@@ -324,7 +319,13 @@ class Match:
         self._play(seat, action, self.clock.now(), timed_out=True)
 
     def _play(
-        self, seat: int, action: Any, now: float, timed_out: bool, debug: str | None = None
+        self,
+        seat: int,
+        action: Any,
+        now: float,
+        timed_out: bool,
+        debug: str | None = None,
+        cpu_ms: int | None = None,
     ) -> TurnResult | None:
         """Apply a checked action played at ``now`` (the clock's time), tell everyone, ask for
         the next turn (its clock starting then) or end the game."""
@@ -355,7 +356,7 @@ class Match:
                 played_at=now,
                 debug=debug,
                 stderr=stderr,
-                cpu_ms=None if output is None else output.turn_cpu_ms(),
+                cpu_ms=cpu_ms if output is None else output.turn_cpu_ms(),
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]

@@ -14,6 +14,12 @@ from server.match_views import TurnClock
 # A deadline this close when the match's timer rings has come: a clock that rings a hair early
 # (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
 CLOCK_SLACK_S = 1e-6
+# A move charged its CPU time (a hosted bot's, issue 33) may take this many times its time on the
+# wall clock, and this long beside, before it is a timeout whatever its CPU: waiting costs a bot
+# nothing, but it cannot hold the game for ever (a worker as slow as a third of the reference
+# machine still gives a bot its whole time: ``server.calibration``).
+CPU_TURN_WALL_FACTOR = 3.0
+CPU_TURN_WALL_EXTRA_S = 0.5
 
 
 @dataclass(slots=True)
@@ -23,6 +29,7 @@ class OpenTurn:
     seat: int
     started: float
     deadline: float
+    cpu_allowed_s: float | None = None  # a turn charged its CPU time: the CPU it may take
 
 
 class TurnTimer:
@@ -62,12 +69,14 @@ class TurnTimer:
         return TurnClock(seat, timeout_s, tuple(remaining), bank)
 
     def spend(self, seat: int, elapsed_s: float) -> bool:
-        """With a time bank, take a reply's time from the seat's bank and add the increment;
-        ``False`` if its time ran out first (its flag fell: its bank is empty). Without one, a
-        reply handled before the timer rang is in time."""
+        """With a time bank, take a reply's time (its CPU time, for a turn charged so) from the
+        seat's bank and add the increment; ``False`` if its time ran out first (its flag fell:
+        its bank is empty). Without one, a reply handled before the timer rang is in time, if
+        its turn is charged its CPU time, within the CPU allowed."""
         bank = self.bank
         if bank is None:
-            return True
+            allowed = None if self.turn is None else self.turn.cpu_allowed_s
+            return allowed is None or elapsed_s <= allowed + CLOCK_SLACK_S
         left = self.banks[seat] - elapsed_s
         if left <= CLOCK_SLACK_S:
             self.banks[seat] = 0.0
@@ -75,10 +84,15 @@ class TurnTimer:
         self.banks[seat] = left + bank.increment_ms / 1000
         return True
 
-    def open(self, seat: int, timeout_s: float, started: float) -> None:
-        """Wait for ``seat``'s turn from ``started`` (the clock's time), for ``timeout_s``."""
-        deadline = started + timeout_s
-        self.turn = OpenTurn(seat, started, deadline)
+    def open(self, seat: int, timeout_s: float, started: float, by_cpu: bool = False) -> None:
+        """Wait for ``seat``'s turn from ``started`` (the clock's time), for ``timeout_s``; a turn
+        charged its CPU time (``by_cpu``) is waited for longer on the wall clock."""
+        if by_cpu:
+            deadline = started + timeout_s * CPU_TURN_WALL_FACTOR + CPU_TURN_WALL_EXTRA_S
+            self.turn = OpenTurn(seat, started, deadline, timeout_s)
+        else:
+            deadline = started + timeout_s
+            self.turn = OpenTurn(seat, started, deadline)
         if self._alarm is None or self._alarm_due > deadline:
             self._set_alarm(deadline, started)
 

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from server.clock import Clock, Timer
+from server.debug import reported_cpu_ms
 from server.errors import BotError
 from server.games.base import AnyCodec, JoinRejected, JsonObject, Outcome, SeatClock
 from server.match_options import MatchLimits, SeatRequest
 from server.match_seat import Detached, Seat
 from server.match_views import SeatStats, SeatView
 from server.protocol import error_message
-from server.seat_channel import SeatChannel, SeatMessage
+from server.seat_channel import SeatChannel, SeatMessage, SeatOutput
 
 
 class Seating:
@@ -44,6 +45,7 @@ class Seating:
         seat_count = len(codec.seat_names)
         self.seat_bots = seat_bots or (None,) * seat_count
         self.seats: list[Seat | None] = [None] * seat_count
+        self.outputs: dict[int, SeatOutput] = {}  # by seat: set by whoever runs its bot
         self._graces: set[Timer] = set()  # seats that lost their connection, until they rejoin
         self._seated = asyncio.Event()
 
@@ -75,6 +77,22 @@ class Seating:
             # Its very first turn: the bot may still be starting up.
             return max(occupant.turn_timeout_s, self.limits.first_turn_timeout_s)
         return occupant.turn_timeout_s
+
+    def by_cpu(self, seat: int) -> bool:
+        """Is the seat's turn charged the CPU time its bot uses (a hosted bot's, issue 33: one
+        a worker plays, or an isolated bot process here) rather than the time its reply took?"""
+        if (occupant := self.seats[seat]) is not None and occupant.hosted:
+            return True
+        output = self.outputs.get(seat)
+        return output is not None and output.counts_cpu
+
+    def turn_cpu_ms(self, seat: int, message: JsonObject) -> int | None:
+        """The CPU time a turn charged so took: as the hosted bot's worker reports it beside the
+        move (in the reference machine's ms), or as the seat's bot process's group counts it."""
+        if (occupant := self.seats[seat]) is not None and occupant.hosted:
+            return reported_cpu_ms(message)
+        output = self.outputs.get(seat)
+        return None if output is None else output.turn_cpu_ms()
 
     def opponent(self, seat: int) -> int | None:
         """The other seat of a two-seat game (``None`` with more seats: no single winner)."""

@@ -53,6 +53,11 @@ class SeatOutput(Protocol):
     def turn_closed(self) -> str | None:
         """The seat's turn is played (answered or timed out): what was written for it."""
 
+    @property
+    def counts_cpu(self) -> bool:
+        """Is a turn charged the CPU time its processes use (an isolated bot's, where its
+        group counts it), rather than the time its reply took?"""
+
     def turn_cpu_ms(self) -> int | None:
-        """The CPU time its processes used from its turn's opening to its closing, in ms
-        (None where it is not counted)."""
+        """The CPU time its processes used from its turn's opening to its closing (while the
+        turn is open: until now), in ms (None where it is not counted)."""

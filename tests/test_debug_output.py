@@ -76,6 +76,8 @@ async def test_a_bots_debug_text_is_kept_and_shown_only_after_the_game(tmp_path:
 class Written:
     """A seat's bot process as the match sees its stderr: what it writes during each turn."""
 
+    counts_cpu = False  # it is charged its replies' time
+
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
         self.calls: list[str] = []

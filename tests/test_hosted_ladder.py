@@ -2,7 +2,8 @@
 games with nobody connected for it: ``tavern worker --hosted thud`` processes (two, side by
 side) seek for it, each with a key of its own, and run its version isolated, relaying its stdin
 and stdout; a bot its author connects meets it on the same ladder, another challenges it, and
-every game is rated for both."""
+every game is rated for both; each of its moves is charged the CPU it took, as its worker
+stamps it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from server.bot_logs import bot_log
 from server.identity import HOSTING_PREFIX
 from server.records import Records
 from tests.conftest import RawClient, test_config
@@ -107,6 +109,12 @@ async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connecte
     assert table is not None
     games = {row["bot"]: row["games"] for row in table["bots"]}
     assert games == {"Grimli": 2, "Ugluk": 1, "Third": 1}, games
+    # Each of its moves is stamped by its worker with the CPU it took (its own claim of an
+    # hour replaced): what its clock was charged, kept for its owner's log.
+    logged = bot_log(records, "Grimli", 2)
+    assert len(logged) == 2
+    charged = [turn["cpuMs"] for game in logged for turn in game["turns"]]
+    assert len(charged) == 20 and all(0 <= ms < 5_000 for ms in charged), charged
     assert info["type"] == "game-info"
     text = log.read_text()
     assert "worker plays Grimli" in text, text

@@ -49,19 +49,25 @@ def jailed_bot(folder: Path, kind: str, *arguments: str) -> dict[str, Any]:
     return {"name": kind, "side": "dwarf", "isolated": str(own), "command": command}
 
 
-def uploaded_honest(folder: Path, database: Path, bot: str) -> Version:
-    """tests/bots/jailed.py's honest Thud bot, uploaded as the registered ``bot``'s version."""
-    return uploaded(folder, database, "honest", bot, activate=False)
+def uploaded_honest(folder: Path, database: Path, bot: str, pause_s: float = 0.0) -> Version:
+    """tests/bots/jailed.py's honest Thud bot, uploaded as the registered ``bot``'s version
+    (waiting ``pause_s`` before its second move)."""
+    return uploaded(folder, database, "honest", bot, activate=False, arguments=f" {pause_s}")
 
 
 def uploaded(
-    folder: Path, database: Path, kind: str, bot: str = "Grimli", activate: bool = True
+    folder: Path,
+    database: Path,
+    kind: str,
+    bot: str = "Grimli",
+    activate: bool = True,
+    arguments: str = "",
 ) -> Version:
     """tests/bots/jailed.py of ``kind``, uploaded as ``bot``'s version (active, by default)."""
     source = folder / f"{bot.casefold()}-{kind}"
     source.mkdir()
     shutil.copy(JAILED, source / "jailed.py")
-    version = version_of(zipped_folder(source), f"python3 jailed.py {kind}")
+    version = version_of(zipped_folder(source), f"python3 jailed.py {kind}{arguments}")
     assert store_version(backend_for(str(database)), bot, version, activate=activate)
     return version
 
@@ -90,7 +96,9 @@ async def test_isolated_bots_that_try_to_get_out_are_stopped_and_lose_by_their_f
         "game": "thud",
         "seed": 3,
         "parallel": 2,
-        "limits": {"turn_timeout_ms": 1000, "startup_ms": 5000, "memory_mb": MEMORY_MB},
+        # Charged their CPU, they may take three times as long on the wall clock: a bot that
+        # never answers its first turn holds its game 3 x 1.5 + 0.5 s.
+        "limits": {"turn_timeout_ms": 1000, "startup_ms": 1500, "memory_mb": MEMORY_MB},
         "bots": [
             house("thud", "troll", "troll"),
             jailed_bot(bots_folder, "honest"),
@@ -191,11 +199,12 @@ async def test_a_hosted_bot_plays_its_active_version_from_the_records(
 ) -> None:
     """Its files and run command uploaded (as ``tavern bots upload`` keeps them), a hosted bot
     in a tournament plays its active version: unpacked once into the machine's cache of
-    versions, run isolated in it."""
+    versions, run isolated in it, charged its CPU time (its move after a wait longer than its
+    turn's time is in time)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     database = tmp_path / "arena.db"
     key = added(str(database), "Grimli")
-    version = uploaded_honest(tmp_path, database, "Grimli")
+    version = uploaded_honest(tmp_path, database, "Grimli", pause_s=2.2)
     cup = {
         "name": "hosted",
         "game": "thud",
@@ -217,6 +226,7 @@ async def test_a_hosted_bot_plays_its_active_version_from_the_records(
     finally:
         await asyncio.to_thread(records.close)
     assert record is not None and record["turnCount"] == 20, record and record["result"]
+    assert not any(turn["timedOut"] for turn in record["turns"])
     assert record["players"][0]["exit"].endswith("at the end of the game")
     cached = tmp_path / "cache" / "tavern" / "versions"
     assert [folder.name for folder in cached.iterdir()] == [version.content_hash]

@@ -218,8 +218,17 @@ class BotProcess:
             self._turn_cpu_ms = round(1000 * (used - started))
         return None if kept is None else stderr_text(bytes(kept), self._turn_cut)
 
+    @property
+    def counts_cpu(self) -> bool:
+        """An isolated bot (a hosted one) is charged its CPU time, where its group counts it."""
+        return self.entrant.isolated and self._turn_cpu is not None
+
     def turn_cpu_ms(self) -> int | None:
-        return self._turn_cpu_ms
+        started = self._turn_cpu
+        if started is None or self.group is None:  # no turn open: the last one's
+            return self._turn_cpu_ms
+        used = self.group.cpu_seconds()
+        return None if used is None else round(1000 * (used - started))
 
     async def _watch(self, process: asyncio.subprocess.Process, group: BotGroup) -> None:
         """Kill the whole bot once its processes together pass the CPU or memory limit, or once

@@ -3,13 +3,14 @@ but the standard library (it sees only its own folder), and plays or attacks the
 
     python3 jailed.py KIND [PATH...]
 
-KIND: ``honest`` plays the first legal move of every turn; the others join, then try to get
-out, each saying on stderr ``ATTACK KIND: blocked (why)`` or ``ATTACK KIND: ESCAPED``:
-``socket`` connects to the arena's port (PATH, a number) and to another address; ``read``
-reads each PATH (another bot's file, the records); ``write`` writes in its own folder and in
-``/usr``, then in ``/tmp``; ``forkbomb`` forks until it cannot, then never answers;
-``memory`` fills memory in four processes until it is stopped; ``sleep`` never answers;
-``setsid`` starts a process in a session of its own (``sleep 4321.5``) and exits.
+KIND: ``honest`` plays the first legal move of every turn (saying it took an hour of CPU),
+waiting PATH seconds (if given) before its second; the others join, then try to get out,
+each saying on stderr ``ATTACK KIND: blocked (why)`` or ``ATTACK KIND: ESCAPED``: ``socket``
+connects to the arena's port (PATH, a number) and to another address; ``read`` reads each
+PATH (another bot's file, the records); ``write`` writes in its own folder and in ``/usr``,
+then in ``/tmp``; ``forkbomb`` forks until it cannot, then never answers; ``memory`` fills
+memory in four processes until it is stopped; ``sleep`` never answers; ``setsid`` starts a
+process in a session of its own (``sleep 4321.5``) and exits.
 """
 
 from __future__ import annotations
@@ -41,13 +42,18 @@ def join() -> None:
           "nick": nick, "side": side})  # fmt: skip
 
 
-def honest() -> None:
+def honest(pause_s: float) -> None:
+    turns = 0
     for line in sys.stdin:
         message = json.loads(line)
         if message["type"] == "turn":
+            turns += 1
+            if turns == 2:
+                time.sleep(pause_s)  # no CPU: a hosted bot is charged none for it
             move = message["state"]["moves"][0]
+            # It claims an hour of CPU: only its worker may say what a move cost.
             send({"type": "player-turn", "move": {"from": move["from"], "to": move["to"]},
-                  "turn": message["turn"]})  # fmt: skip
+                  "turn": message["turn"], "cpuMs": 3_600_000})  # fmt: skip
         elif message["type"] in ("win-game", "loss-game", "draw-game"):
             return
 
@@ -111,6 +117,6 @@ def attack(kind: str, paths: list[str]) -> None:
 if __name__ == "__main__":
     join()
     if sys.argv[1] == "honest":
-        honest()
+        honest(float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
     else:
         attack(sys.argv[1], sys.argv[2:])
