@@ -38,6 +38,16 @@ def reported_cpu_ms(message: dict[str, Any]) -> int | None:
     return value if type(value) is int and 0 <= value <= MOST_CPU_MS else None
 
 
+def reported_stderr(message: dict[str, Any]) -> str | None:
+    """What a hosted bot wrote on stderr during its turn, as its worker reports it beside its
+    move (``stderr``, already bounded there: ``server.bot_stderr``), bounded again here."""
+    text = message.get(STDERR_KEY)
+    if not isinstance(text, str) or not text:
+        return None
+    most = MAX_STDERR_BYTES + 64  # room for the worker's marker of what it cut
+    return text if len(text) <= most else f"{text[:most]}… [cut: {len(text) - most} more]"
+
+
 def stderr_text(kept: bytes, cut: int) -> str | None:
     """A turn's stderr as kept: its first bytes (at most ``MAX_STDERR_BYTES``), then a marker
     if ``cut`` more were written; ``None`` if the bot wrote nothing."""

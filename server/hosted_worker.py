@@ -22,7 +22,8 @@ stamps each move it relays with the CPU the bot's processes used since its turn 
 its group counts it, times this machine's speed (``server.calibration``, measured when the
 worker starts): ``cpuMs``, in the reference machine's milliseconds, which the arena charges the
 bot's clock for the seat a hosting key proved (``server.match_clock``). A ``cpuMs`` the bot
-writes itself is replaced or taken out.
+writes itself is replaced or taken out. What the bot wrote on stderr during the turn goes beside
+the move too (``stderr``, bounded: ``server.bot_stderr``), for its owner's log.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from typing import IO
 import orjson
 
 from server import calibration
+from server.bot_stderr import StderrPipe
 from server.bot_versions import unpacked, versions_cache
 from server.cancelling import stop_if_cancelled
-from server.debug import CPU_KEY
+from server.debug import CPU_KEY, STDERR_KEY
 from server.identity import hosting_hash, new_hosting_key
 from server.jail import jailed, relay_on
 from server.limited import launcher
@@ -70,18 +72,21 @@ def game_over(line: bytes) -> bool:
     return any(end in line for end in GAME_ENDS)
 
 
-class CpuStamp:
-    """Each move of a hosted bot stamped with its CPU time in the reference machine's ms: what
-    its processes used since its turn was sent, times this machine's ``speed``."""
+class MoveStamp:
+    """Each move of a hosted bot stamped with its CPU time in the reference machine's ms (what
+    its processes used since its turn was sent, times this machine's ``speed``) and with what
+    it wrote on stderr meanwhile."""
 
-    def __init__(self, group: BotGroup, speed: float) -> None:
+    def __init__(self, group: BotGroup, stderr: StderrPipe, speed: float) -> None:
         self.group = group
+        self.stderr = stderr
         self.speed = speed
         self._since: float | None = None  # the group's CPU seconds when its turn was sent
 
     def sent(self, line: bytes) -> None:
         if line.startswith(TURN_LINE):
             self._since = self.group.cpu_seconds()
+            self.stderr.turn_opened()
 
     def stamped(self, line: bytes) -> bytes:
         try:
@@ -90,11 +95,14 @@ class CpuStamp:
             return line  # the arena tells the bot what is wrong with it
         if not isinstance(message, dict) or message.get("type") != "player-turn":
             return line
-        message.pop(CPU_KEY, None)  # only the worker says what a move cost
+        message.pop(CPU_KEY, None)  # only the worker says what a move cost and what it wrote
+        message.pop(STDERR_KEY, None)
         since, self._since = self._since, None
         used = self.group.cpu_seconds()
         if since is not None and used is not None:
             message[CPU_KEY] = round(1000 * (used - since) * self.speed)
+        if (text := self.stderr.turn_closed()) is not None:
+            message[STDERR_KEY] = text
         return orjson.dumps(message) + b"\n"
 
 
@@ -242,23 +250,30 @@ class HostedWorker:
         group = sandbox.group(f"{hosted.bot}-{number}", self.limits.memory_mb)
         environment = {"TAVERN_GAME": self.game, "TAVERN_BOT": hosted.bot}
         command = jailed(shlex.split(hosted.run), folder, environment)
-        process = await asyncio.create_subprocess_exec(
-            *launcher(
-                self.limits.cpu_seconds,
-                self.limits.memory_mb,
-                [str(procs) for procs in group.procs],
-                command,
-            ),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-            limit=MAX_LINE_BYTES,
-        )
+        stderr = StderrPipe()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *launcher(
+                    self.limits.cpu_seconds,
+                    self.limits.memory_mb,
+                    [str(procs) for procs in group.procs],
+                    command,
+                ),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr.opened(),
+                start_new_session=True,
+                limit=MAX_LINE_BYTES,
+            )
+        except OSError as error:
+            stderr.failed(str(error))
+            await group.remove()
+            raise
+        stderr.started()
         assert process.stdin is not None
         try:
             process.stdin.write(game_info)
-            stamp = CpuStamp(group, self.speed)
+            stamp = MoveStamp(group, stderr, self.speed)
             if await relay_on(process, reader, writer, game_over, stamp):
                 with contextlib.suppress(TimeoutError):  # told its result: it may end itself
                     await asyncio.wait_for(process.wait(), EXIT_GRACE_S)
@@ -271,4 +286,5 @@ class HostedWorker:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
+            stderr.close()
             await group.remove()

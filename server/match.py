@@ -275,16 +275,18 @@ class Match:
         occupant.consecutive_timeouts = 0
         occupant.replied(elapsed)
         debug = debug_text(message) if DEBUG_KEY in message else None
-        return self._play(seat, action, now, timed_out=False, debug=debug, cpu_ms=cpu_ms)
+        return self._play(seat, action, now, timed_out=False, debug=debug)
 
     def _ask(self, seat: int, timeout_s: float, started: float) -> None:
         """Send the seat on move its turn, its clock started at ``started`` (read by the caller)."""
         occupant = self.seats[seat]
         assert occupant is not None
         occupant.channel.send(self._turn_message(seat, timeout_s))
+        by_cpu = False  # charged its CPU time (a hosted bot), not the time its reply took
         if (output := self.outputs.get(seat)) is not None:
             output.turn_opened()
-        self.timer.open(seat, timeout_s, started, self.seating.by_cpu(seat))
+            by_cpu = output.counts_cpu
+        self.timer.open(seat, timeout_s, started, by_cpu)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         clock = None
@@ -319,13 +321,7 @@ class Match:
         self._play(seat, action, self.clock.now(), timed_out=True)
 
     def _play(
-        self,
-        seat: int,
-        action: Any,
-        now: float,
-        timed_out: bool,
-        debug: str | None = None,
-        cpu_ms: int | None = None,
+        self, seat: int, action: Any, now: float, timed_out: bool, debug: str | None = None
     ) -> TurnResult | None:
         """Apply a checked action played at ``now`` (the clock's time), tell everyone, ask for
         the next turn (its clock starting then) or end the game."""
@@ -356,7 +352,7 @@ class Match:
                 played_at=now,
                 debug=debug,
                 stderr=stderr,
-                cpu_ms=cpu_ms if output is None else output.turn_cpu_ms(),
+                cpu_ms=None if output is None else output.turn_cpu_ms(),
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]

@@ -12,14 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from server.clock import Clock, Timer
-from server.debug import reported_cpu_ms
 from server.errors import BotError
 from server.games.base import AnyCodec, JoinRejected, JsonObject, Outcome, SeatClock
 from server.match_options import MatchLimits, SeatRequest
 from server.match_seat import Detached, Seat
 from server.match_views import SeatStats, SeatView
 from server.protocol import error_message
-from server.seat_channel import SeatChannel, SeatMessage, SeatOutput
+from server.seat_channel import SeatChannel, SeatMessage, SeatOutput, WorkerReport
 
 
 class Seating:
@@ -78,20 +77,13 @@ class Seating:
             return max(occupant.turn_timeout_s, self.limits.first_turn_timeout_s)
         return occupant.turn_timeout_s
 
-    def by_cpu(self, seat: int) -> bool:
-        """Is the seat's turn charged the CPU time its bot uses (a hosted bot's, issue 33: one
-        a worker plays, or an isolated bot process here) rather than the time its reply took?"""
-        if (occupant := self.seats[seat]) is not None and occupant.hosted:
-            return True
-        output = self.outputs.get(seat)
-        return output is not None and output.counts_cpu
-
     def turn_cpu_ms(self, seat: int, message: JsonObject) -> int | None:
-        """The CPU time a turn charged so took: as the hosted bot's worker reports it beside the
-        move (in the reference machine's ms), or as the seat's bot process's group counts it."""
-        if (occupant := self.seats[seat]) is not None and occupant.hosted:
-            return reported_cpu_ms(message)
+        """The CPU time a turn charged so took (issue 33): as the hosted bot's worker reports it
+        beside the move (in the reference machine's ms), or as the seat's bot process's group
+        counts it here."""
         output = self.outputs.get(seat)
+        if isinstance(output, WorkerReport):
+            output.heard(message)
         return None if output is None else output.turn_cpu_ms()
 
     def opponent(self, seat: int) -> int | None:
@@ -114,6 +106,8 @@ class Seating:
         occupant = Seat(channel, player, timeout, request.kind, bot, request.hosted)
         occupant.hears_opponent = request.fields.get("opponentNotices") is True
         self.seats[seat] = occupant
+        if request.hosted:  # its worker reports what each move cost and what the bot wrote
+            self.outputs[seat] = WorkerReport()
         self._seated.set()
         channel.send(self._game_info(seat, occupant))
         return seat

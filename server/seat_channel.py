@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Protocol
 
+from server.debug import reported_cpu_ms, reported_stderr
 from server.games.base import JsonObject
 
 
@@ -61,3 +62,28 @@ class SeatOutput(Protocol):
     def turn_cpu_ms(self) -> int | None:
         """The CPU time its processes used from its turn's opening to its closing (while the
         turn is open: until now), in ms (None where it is not counted)."""
+
+
+class WorkerReport:
+    """A hosted bot's output as its worker reports it beside each move (``server.hosted_worker``:
+    the CPU the move took and what the bot wrote on stderr meanwhile): the ``SeatOutput`` of a
+    seat a hosting key proved, whose moves are charged their CPU time. ``heard`` reads each
+    move; nothing else may say what a move cost."""
+
+    counts_cpu = True
+
+    def __init__(self) -> None:
+        self._cpu_ms: int | None = None
+        self._stderr: str | None = None
+
+    def heard(self, message: JsonObject) -> None:
+        self._cpu_ms, self._stderr = reported_cpu_ms(message), reported_stderr(message)
+
+    def turn_opened(self) -> None:
+        self._cpu_ms = self._stderr = None
+
+    def turn_closed(self) -> str | None:
+        return self._stderr
+
+    def turn_cpu_ms(self) -> int | None:
+        return self._cpu_ms

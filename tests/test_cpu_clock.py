@@ -1,15 +1,15 @@
 """A hosted bot's move costs its CPU time, not the wall time it took (issue 33, item 4). In memory
 on a hand-wound clock: a seat a worker plays is charged the CPU its worker reports beside the
-move (a connected bot's claim is ignored), a tournament's isolated bot the CPU its group
-counted; waiting costs neither, up to a wall-clock guard; a move over its CPU time is a
-timeout, and with a time bank its flag falls."""
+move, and keeps the stderr reported with it (a connected bot's claims are ignored); a
+tournament's isolated bot is charged the CPU its group counted; waiting costs neither, up to a
+wall-clock guard; a move over its CPU time is a timeout, and with a time bank its flag falls."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from server.commands import read
-from server.debug import MOST_CPU_MS, reported_cpu_ms
+from server.debug import MAX_STDERR_BYTES, MOST_CPU_MS, reported_cpu_ms, reported_stderr
 from server.match import Match, MatchEnd, Phase
 from server.match_clock import CPU_TURN_WALL_EXTRA_S, CPU_TURN_WALL_FACTOR
 from server.match_events import TurnPlayed, Update
@@ -68,12 +68,16 @@ async def test_a_hosted_seat_spends_the_cpu_its_worker_reports_from_its_bank() -
         match, dwarf, troll = await hosted_dwarf(tables)
         assert match.limits.bank is not None
         tables.clock.advance(2.5)  # slow on the wall clock, 100 ms of CPU
-        match.submit(0, {**thud_move(dwarf.last("turn")), "cpuMs": 100}, dwarf)
+        reported = {"cpuMs": 100, "stderr": "thinking\n"}
+        match.submit(0, {**thud_move(dwarf.last("turn")), **reported}, dwarf)
         assert match.timer.banks[0] == 3.0 - 0.1 + 0.5
         tables.clock.advance(1.0)  # a connected bot's claim of its CPU is ignored
-        match.submit(1, {**thud_move(troll.last("turn")), "cpuMs": 5}, troll)
+        match.submit(1, {**thud_move(troll.last("turn")), "cpuMs": 5, "stderr": "x"}, troll)
         assert match.timer.banks[1] == 3.0 - 1.0 + 0.5
-        assert [result.cpu_ms for result in results] == [100, None]
+        assert [(result.cpu_ms, result.stderr) for result in results] == [
+            (100, "thinking\n"),
+            (None, None),
+        ]
 
         # Waiting costs it nothing up to the wall-clock guard, then its flag falls.
         guard_s = match.timer.banks[0] * CPU_TURN_WALL_FACTOR + CPU_TURN_WALL_EXTRA_S
@@ -100,6 +104,15 @@ async def test_a_hosted_move_without_its_cpu_is_charged_its_wall_time() -> None:
         tables.clock.advance(0.75)
         assert match.submit(0, thud_move(dwarf.last("turn")), dwarf) is not None
         assert match.timer.banks[0] == 3.0 - 0.75 + 0.5
+
+
+def test_a_reported_stderr_is_text_and_bounded() -> None:
+    assert reported_stderr({"stderr": "a line\n"}) == "a line\n"
+    for wrong in (None, "", 7, ["text"]):
+        assert reported_stderr({"stderr": wrong}) is None
+    long = reported_stderr({"stderr": "x" * 10_000})
+    assert long is not None and long.startswith("x" * MAX_STDERR_BYTES) and "[cut: " in long
+    assert len(long) < MAX_STDERR_BYTES + 100
 
 
 def test_only_a_whole_number_of_ms_within_a_day_reads_as_a_reported_cpu_time() -> None:

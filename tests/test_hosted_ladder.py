@@ -110,11 +110,13 @@ async def test_a_hosted_bot_plays_rated_games_on_the_ladder_with_nobody_connecte
     games = {row["bot"]: row["games"] for row in table["bots"]}
     assert games == {"Grimli": 2, "Ugluk": 1, "Third": 1}, games
     # Each of its moves is stamped by its worker with the CPU it took (its own claim of an
-    # hour replaced): what its clock was charged, kept for its owner's log.
+    # hour replaced), what its clock was charged, and with what it wrote on stderr meanwhile:
+    # kept for its owner's log.
     logged = bot_log(records, "Grimli", 2)
     assert len(logged) == 2
-    charged = [turn["cpuMs"] for game in logged for turn in game["turns"]]
-    assert len(charged) == 20 and all(0 <= ms < 5_000 for ms in charged), charged
+    turns = [turn for game in logged for turn in game["turns"]]
+    assert len(turns) == 20 and all(0 <= turn["cpuMs"] < 5_000 for turn in turns), turns
+    assert all(turn["stderr"] == f"thinking about turn {turn['number']}\n" for turn in turns)
     assert info["type"] == "game-info"
     text = log.read_text()
     assert "worker plays Grimli" in text, text

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from server.bot_stderr import STDERR_KEPT
 from server.config import ArenaConfig
 from server.records import GameFilter, Records
 from server.sandbox import MOUNTS, OWN_CGROUPS, Hierarchies, Sandbox, find_hierarchies
-from server.tournament.bots import STDERR_KEPT
 from server.tournament.runner import TournamentRunner
 from server.tournament.spec import spec_from_mapping
 from tests.bots.hog import LAST_LINE

@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 
-from server.debug import MAX_STDERR_BYTES, stderr_text
+from server.bot_stderr import StderrPipe
 from server.games.base import Outcome
 from server.jail import jailed, relay
 from server.league import GAME_OVER
@@ -25,15 +25,11 @@ from server.sandbox import POLL_S, BotGroup, Sandbox
 from server.seat_channel import SeatMessage
 from server.tournament.spec import Entrant, Limits, placeholder_values
 
-STDERR_KEPT = 20_000  # the last characters of a bot's stderr kept with the record
-STDERR_KEPT_BYTES = 4 * STDERR_KEPT  # enough bytes for that many characters of UTF-8
 STDERR_EOF_WAIT_S = 1.0  # after its bot is killed, how long its stderr may take to close
 QUOTED_LINES = 40  # at most this many of a bot's last stderr lines are shown to a person
 QUOTED_CHARS = 4000  # ... and at most this many characters of them
 QUOTED_LINE_CHARS = 500  # a longer line (minified code, a dump) is cut
 LEFT_GRACE_S = 1.0  # how long a bot that left its game may take to exit on its own
-READ_BYTES = 65_536  # read from a bot's stderr at once
-DRAIN_READS = 64  # at a turn's start or end, at most this many reads (a bot may never stop)
 
 
 class AbsentSeat:
@@ -93,13 +89,8 @@ async def finish_bot(bot: BotProcess, records: Records | None) -> None:
 class BotProcess:
     """One bot's process, in its own session and cgroups, under its limits.
 
-    Its stderr comes through a pipe, of which only the last ``STDERR_KEPT_BYTES`` are kept (a
-    bot may write hundreds of megabytes), and, as the match's ``SeatOutput``, what was read
-    between the moment its turn was sent and the moment the turn was played (its first
-    ``MAX_STDERR_BYTES``) goes with that turn. At both moments the pipe is read to its end at
-    once: what the bot wrote before it answered is in the pipe by the time its answer is in
-    (the process writes its stderr before its move, and a pipe's write is done when it
-    returns), wherever the event loop was in reading either.
+    Its stderr (``server.bot_stderr``: the whole game's tail, and each turn's beginning) goes,
+    as the match's ``SeatOutput``, with each of its turns.
 
     Its exit is told as ``Records.seat_exit`` keeps it: a bot that played its game to the end
     has an exit that ends with ``GAME_OVER``; any other (it died, was killed by a limit, left
@@ -115,11 +106,7 @@ class BotProcess:
         self.process: asyncio.subprocess.Process | None = None
         self.group: BotGroup | None = None
         self.joined = True
-        self._stderr = bytearray()
-        self._pipe: int | None = None  # stderr's read end, until it is closed
-        self._pipe_closed = asyncio.Event()
-        self._turn: bytearray | None = None  # while a turn of its seat is asked: what it wrote
-        self._turn_cut = 0  # bytes it wrote during the turn beyond those kept
+        self.stderr = StderrPipe()
         self._turn_cpu: float | None = None  # its group's CPU seconds when its turn was sent
         self._turn_cpu_ms: int | None = None  # the CPU its last closed turn cost
         self._watcher: asyncio.Task[None] | None = None  # also sets _exited
@@ -140,7 +127,6 @@ class BotProcess:
         if isolated:  # its game's values only: nothing else of the runner's environment
             game_values = {f"TAVERN_{key.upper()}": value for key, value in values.items()}
             command = jailed(command, self.entrant.cwd, game_values)
-        pipe, stderr = os.pipe()
         piped = asyncio.subprocess.PIPE if isolated else asyncio.subprocess.DEVNULL
         try:
             self.process = await asyncio.create_subprocess_exec(
@@ -154,69 +140,33 @@ class BotProcess:
                 env=environment,
                 stdin=piped,
                 stdout=piped,
-                stderr=stderr,
+                stderr=self.stderr.opened(),
                 start_new_session=True,
             )
         except OSError as error:
-            os.close(pipe)
-            self._stderr += f"cannot start {command}: {error}\n".encode()
+            self.stderr.failed(f"cannot start {command}: {error}\n")
             self._ended = f"could not start: {error.strerror}"
             return
-        finally:
-            os.close(stderr)
-        os.set_blocking(pipe, False)
-        self._pipe = pipe
-        asyncio.get_running_loop().add_reader(pipe, self._read, 1)
+        self.stderr.started()
         self._watcher = asyncio.create_task(self._watch(self.process, self.group))
         if isolated:  # it speaks over its stdin and stdout: relayed to the arena
             self._relay = asyncio.create_task(relay(self.process, int(values["port"])))
 
-    def _read(self, reads: int) -> None:
-        """Read what the bot wrote on stderr, at most ``reads`` times ``READ_BYTES`` of it."""
-        for _ in range(reads):
-            if self._pipe is None:
-                return
-            try:
-                chunk = os.read(self._pipe, READ_BYTES)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self._close_pipe()
-                return
-            self._stderr += chunk
-            if len(self._stderr) > STDERR_KEPT_BYTES:
-                del self._stderr[:-STDERR_KEPT_BYTES]
-            if self._turn is not None:
-                room = MAX_STDERR_BYTES - len(self._turn)
-                self._turn += chunk[:room]
-                self._turn_cut += max(0, len(chunk) - room)
-
-    def _close_pipe(self) -> None:
-        if self._pipe is not None:
-            asyncio.get_running_loop().remove_reader(self._pipe)
-            os.close(self._pipe)
-            self._pipe = None
-        self._pipe_closed.set()
-
     def turn_opened(self) -> None:
         """Its seat was sent its turn: what it writes from now on is that turn's (what it wrote
         before is only in the whole game's tail)."""
-        self._read(DRAIN_READS)
-        self._turn, self._turn_cut = bytearray(), 0
+        self.stderr.turn_opened()
         self._turn_cpu = None if self.group is None else self.group.cpu_seconds()
 
     def turn_closed(self) -> str | None:
         """Its seat's turn is played: what it wrote since the turn was sent, bounded."""
-        self._read(DRAIN_READS)
-        kept, self._turn = self._turn, None
+        text = self.stderr.turn_closed()
         started, self._turn_cpu = self._turn_cpu, None
         used = None if self.group is None else self.group.cpu_seconds()
         self._turn_cpu_ms = None
         if started is not None and used is not None:
             self._turn_cpu_ms = round(1000 * (used - started))
-        return None if kept is None else stderr_text(bytes(kept), self._turn_cut)
+        return text
 
     @property
     def counts_cpu(self) -> bool:
@@ -286,11 +236,11 @@ class BotProcess:
             await self.wait()
             assert self.process.returncode is not None
             self._ended = self._ending(self.process.returncode)
-        if self._pipe is not None:
+        if self.stderr.is_open:
             # Every writer is dead, unless one escaped a machine without cgroups.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._pipe_closed.wait(), STDERR_EOF_WAIT_S)
-            self._close_pipe()
+                await asyncio.wait_for(self.stderr.closed.wait(), STDERR_EOF_WAIT_S)
+            self.stderr.close()
         if self.group is not None:
             await self.group.remove()
         if self._relay is not None:
@@ -336,7 +286,7 @@ class BotProcess:
         )
 
     def stderr_tail(self) -> str:
-        return self._stderr.decode(errors="replace")[-STDERR_KEPT:]
+        return self.stderr.tail()
 
 
 def quoted_stderr(stderr: str) -> str:

@@ -3,14 +3,14 @@ but the standard library (it sees only its own folder), and plays or attacks the
 
     python3 jailed.py KIND [PATH...]
 
-KIND: ``honest`` plays the first legal move of every turn (saying it took an hour of CPU),
-waiting PATH seconds (if given) before its second; the others join, then try to get out,
-each saying on stderr ``ATTACK KIND: blocked (why)`` or ``ATTACK KIND: ESCAPED``: ``socket``
-connects to the arena's port (PATH, a number) and to another address; ``read`` reads each
-PATH (another bot's file, the records); ``write`` writes in its own folder and in ``/usr``,
-then in ``/tmp``; ``forkbomb`` forks until it cannot, then never answers; ``memory`` fills
-memory in four processes until it is stopped; ``sleep`` never answers; ``setsid`` starts a
-process in a session of its own (``sleep 4321.5``) and exits.
+KIND: ``honest`` plays the first legal move of every turn (saying on stderr which, and in
+its move that it took an hour of CPU), waiting PATH seconds (if given) before its second; the
+others join, then try to get out, each saying on stderr ``ATTACK KIND: blocked (why)`` or
+``ATTACK KIND: ESCAPED``: ``socket`` connects to the arena's port (PATH, a number) and to
+another address; ``read`` reads each PATH (another bot's file, the records); ``write`` writes
+in its own folder and in ``/usr``, then in ``/tmp``; ``forkbomb`` forks until it cannot, then
+never answers; ``memory`` fills memory in four processes until it is stopped; ``sleep`` never
+answers; ``setsid`` starts a process in a session of its own (``sleep 4321.5``) and exits.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def honest(pause_s: float) -> None:
         message = json.loads(line)
         if message["type"] == "turn":
             turns += 1
+            say(f"thinking about turn {message['turn']}")
             if turns == 2:
                 time.sleep(pause_s)  # no CPU: a hosted bot is charged none for it
             move = message["state"]["moves"][0]
