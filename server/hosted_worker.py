@@ -15,7 +15,8 @@ made when it starts playing the bot and kept in the records only as a hash besid
 key (``bots.hosting_key_hash``), which every node reads into its roster within a second: the
 owner's key is never needed, nor known, by the worker. Several workers play the same bots side
 by side, each with keys of its own (the arena's ``maxGamesPerBot`` bounds a bot's games over
-all of them). A version made active meanwhile is played from the bot's next game.
+all of them). A version made active meanwhile is played from the bot's next game (its seeks
+under way withdrawn at once, its games under way played to their end).
 
 A hosted bot's move costs its CPU time, not the wall time it took (issue 33, item 4): the worker
 stamps each move it relays with the CPU the bot's processes used since its turn was sent, as
@@ -24,6 +25,11 @@ worker starts): ``cpuMs``, in the reference machine's milliseconds, which the ar
 bot's clock for the seat a hosting key proved (``server.match_clock``). A ``cpuMs`` the bot
 writes itself is replaced or taken out. What the bot wrote on stderr during the turn goes beside
 the move too (``stderr``, bounded: ``server.bot_stderr``), for its owner's log.
+
+A new version is tried before it plays (issue 33, item 5): given a ``gate``, the worker takes
+each candidate version not tried yet (``server.records.versions.claim_trial``: one worker each)
+and plays its SPRT match against the bot's active version, here, one trial at a time; the gate
+(``tavern_cli.version_gate``) makes it active if it is stronger.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ import logging
 import secrets
 import shlex
 import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -51,8 +60,9 @@ from server.limited import launcher
 from server.records import Records
 from server.records.backends import transacted
 from server.records.identities import set_hosting_key
+from server.records.versions import claim_trial
 from server.sandbox import BotGroup, Sandbox
-from server.tournament.spec import Limits
+from server.tournament.spec import Limits, TournamentError
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +75,11 @@ GAME_ENDS = (b'"type":"win-game"', b'"type":"loss-game"', b'"type":"draw-game"')
 TURN_LINE = b'{"type":"turn"'  # how the arena's turn messages begin (the type first)
 MAX_LINE_BYTES = 1 << 22
 EXIT_GRACE_S = 1.0  # how long a bot may take to exit once told its game's result
+# A trial a worker took this long ago and did not finish is taken again (its worker was lost).
+TRIAL_STALE_S = 6 * 3600.0
+
+Gate = Callable[[str, int], Awaitable[object]]
+"""Plays a bot's candidate version (its number) against its active one and keeps the result."""
 
 
 def game_over(line: bytes) -> bool:
@@ -123,6 +138,7 @@ class HostedWorker:
         arena: tuple[str, int],
         games_per_bot: int = 1,
         out: IO[str] = sys.stderr,
+        gate: Gate | None = None,
     ) -> None:
         self.records = records
         self.game = game
@@ -132,8 +148,12 @@ class HostedWorker:
         self.limits = Limits()
         self.worker_id = secrets.token_hex(4)  # its keys' owner in the records
         self.wanted: dict[str, Hosted] = {}  # the active versions, as last read
-        self.playing: dict[str, asyncio.Task[None]] = {}  # each bot's games, one at a time
+        # Each bot's version played, and the task playing its games.
+        self.playing: dict[str, tuple[Hosted, asyncio.Task[None]]] = {}
+        self.games_on: Counter[str] = Counter()  # each bot's games under way
         self.speed = 1.0  # this machine's, as the reference's multiple: measured at ``run``
+        self.gate = gate
+        self._trial: asyncio.Task[None] | None = None  # the candidate being tried, if any
 
     async def run(self) -> None:
         """Play every hosted bot until cancelled; their keys are withdrawn at the end."""
@@ -145,16 +165,36 @@ class HostedWorker:
                 while True:
                     active = await asyncio.to_thread(self.records.active_hosted)
                     self.wanted = {bot: Hosted(bot, digest, run) for bot, digest, run in active}
-                    for bot, task in list(self.playing.items()):
+                    for bot, (hosted, task) in list(self.playing.items()):
                         if task.done():  # its version changed, or it has none any more
+                            del self.playing[bot]
+                        elif self.wanted.get(bot) != hosted and not self.games_on[bot]:
+                            task.cancel()  # only seeking: the new version seeks at once
                             del self.playing[bot]
                     for bot, hosted in self.wanted.items():
                         if bot not in self.playing:
-                            self.playing[bot] = tasks.create_task(self._play(hosted, sandbox))
+                            task = tasks.create_task(self._play(hosted, sandbox))
+                            self.playing[bot] = (hosted, task)
+                    if self.gate is not None and (self._trial is None or self._trial.done()):
+                        taken = await asyncio.to_thread(self._claim_trial)
+                        if taken is not None:
+                            self._trial = tasks.create_task(self._try(self.gate, *taken))
                     await asyncio.sleep(REFRESH_S)
         finally:
             await sandbox.close()
             await asyncio.to_thread(self._set_keys, dict.fromkeys(self.playing, ""))
+
+    def _claim_trial(self) -> tuple[str, int] | None:
+        with transacted(self.records.backend) as db:
+            return claim_trial(db, time.time(), TRIAL_STALE_S)
+
+    async def _try(self, gate: Gate, bot: str, number: int) -> None:
+        """Try the version; a trial that cannot be played is said, and taken again later."""
+        print(f"tavern: worker tries {bot}'s version {number}", file=self.out, flush=True)
+        try:
+            await gate(bot, number)
+        except (TournamentError, OSError) as error:
+            print(f"tavern: {bot}'s version {number} not tried: {error}", file=self.out)
 
     def _set_keys(self, hashes: dict[str, str]) -> None:
         """This worker's hosting keys' hashes of these bots, in the records ('': no key)."""
@@ -228,7 +268,11 @@ class HostedWorker:
                         answer = {**answer, "type": "decline", "reason": reason}
                     writer.write(orjson.dumps(answer) + b"\n")
                     await writer.drain()
-            await self._run_bot(hosted, line, reader, writer, folder, sandbox, number)
+            self.games_on[hosted.bot] += 1
+            try:
+                await self._run_bot(hosted, line, reader, writer, folder, sandbox, number)
+            finally:
+                self.games_on[hosted.bot] -= 1
             return True
         finally:
             writer.close()

@@ -81,11 +81,17 @@ async def try_candidate(
     config: ArenaConfig,
     records: Records,
     out: IO[str],
+    number: int | None = None,
 ) -> tuple[int, JsonObject]:
-    """Play the newest candidate against the active version; its number and the result.
-    Raises ``TournamentError`` if the bot has no candidate or no active version."""
+    """Play the newest candidate (or the candidate ``number``) against the active version; its
+    number and the result. Raises ``TournamentError`` if the bot has no such candidate or no
+    active version."""
     versions = records.bot_versions(bot)
-    candidates = [v["number"] for v in versions if v["state"] == CANDIDATE]
+    candidates = [
+        v["number"]
+        for v in versions
+        if v["state"] == CANDIDATE and (number is None or v["number"] == number)
+    ]
     actives = [v["number"] for v in versions if v["state"] == ACTIVE]
     if not candidates or not actives:
         raise TournamentError(f"{bot} has no candidate version to try against an active one")

@@ -11,6 +11,7 @@ import io
 import os
 import stat
 import sys
+import time
 import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,9 +29,9 @@ from server.bot_versions import (
     zipped_folder,
 )
 from server.records import Records
-from server.records.backends import backend_for
+from server.records.backends import backend_for, transacted
 from server.records.identities import roster_kept
-from server.records.versions import keep_trial, store_version
+from server.records.versions import claim_trial, keep_trial, store_version
 from tests.browser import chromium_pages
 from tests.conftest import Served, serving_visor, test_config
 from tests.test_identity import added
@@ -143,6 +144,12 @@ def test_versions_in_the_records_first_active_then_candidates_unless_forced(
     assert listed[0]["hash"] == third.content_hash and "archive" not in listed[0]
     assert records.version_archive(first.content_hash) == (first.archive, "python3 bot.py")
     assert records.active_version("grimli") == (third.content_hash, "python3 bot.py")
+    # A hosted worker takes the candidate to try it; no other worker takes it until the one
+    # that did is taken for lost.
+    now = time.time()
+    for at, taken in ((now, ("Grimli", 2)), (now + 1, None), (now + 3601, ("Grimli", 2))):
+        with transacted(backend) as db:
+            assert claim_trial(db, at, 3600.0) == taken
 
 
 @contextlib.asynccontextmanager

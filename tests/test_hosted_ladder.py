@@ -29,15 +29,15 @@ GAME_ENDS = ("win-game", "loss-game", "draw-game")
 
 @contextlib.asynccontextmanager
 async def hosted_worker(
-    database: Path, port: int, cache: Path
+    database: Path, port: int, cache: Path, *options: str
 ) -> AsyncIterator[tuple[Path, asyncio.subprocess.Process]]:
-    """``tavern worker --hosted thud`` on the arena's TCP port, its log and process; stopped
-    (SIGTERM) at the end."""
+    """``tavern worker --hosted thud [OPTIONS]`` on the arena's TCP port, its log and process;
+    stopped (SIGTERM) at the end."""
     log = database.parent / f"worker-{len(list(database.parent.glob('worker-*')))}.log"
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tavern_cli", "worker", "--hosted", "thud",
-            "--arena", f"127.0.0.1:{port}", "--database", str(database),
+            "--arena", f"127.0.0.1:{port}", "--database", str(database), *options,
             cwd=ROOT, stdout=out, stderr=out, env={**os.environ, "XDG_CACHE_HOME": str(cache)},
         )  # fmt: skip
         try:

@@ -1,10 +1,12 @@
-"""A hosted bot's new version gated by SPRT (issue 33, item 5): ``tavern bots try`` plays the
-newest candidate against the active version, each isolated; a stronger one becomes active and
-the bot's rating moves by the Elo measured (not afresh), a weaker one stays a candidate; the
-result is kept with the version."""
+"""A hosted bot's new version gated by SPRT (issue 33, item 5): a hosted worker, by itself,
+plays each new candidate against the active version (``tavern bots try`` does it by hand), each
+isolated; a stronger one becomes active, the worker plays it on the ladder, and the bot's rating
+moves by the Elo measured (not afresh); a weaker one stays a candidate; the result is kept with
+the version."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -19,19 +21,21 @@ from server.records.backends import backend_for, transaction
 from server.records.ladder import current_season
 from server.records.versions import store_version
 from tavern_cli.version_gate import MU_PER_ELO
-from tests.test_identity import added
+from tests.test_hosted_ladder import hosted_worker
+from tests.test_identity import added, arena_on
 from tests.test_jail import JAILED
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def upload(folder: Path, database: Path, kind: str, activate: bool) -> None:
-    """tests/bots/jailed.py of ``kind`` as Grimli's next version."""
+def upload(folder: Path, database: Path, kind: str, activate: bool) -> str:
+    """tests/bots/jailed.py of ``kind`` as Grimli's next version; its hash."""
     source = folder / f"grimli-{kind}"
     source.mkdir()
     shutil.copy(JAILED, source / "jailed.py")
     version = version_of(zipped_folder(source), f"python3 jailed.py {kind}")
     assert store_version(backend_for(str(database)), "Grimli", version, activate=activate)
+    return version.content_hash
 
 
 def tried(database: Path, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -45,13 +49,27 @@ def tried(database: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+async def tried_by_a_worker(database: Path, cache: Path, version: str) -> str:
+    """A hosted worker (its trials decided at 100 Elo, as ``tried``) on an arena, until it plays
+    ``version`` on the ladder; its log."""
+    trial = ("--sprt", "0", "100", "--trial-games", "40")
+    async with (
+        arena_on(str(database)) as (_, port),
+        hosted_worker(database, port, cache, *trial) as (log, _),
+    ):
+        async with asyncio.timeout(180):
+            while f"plays Grimli (version {version[:12]})" not in log.read_text():
+                await asyncio.sleep(0.2)
+    return log.read_text()
+
+
 def test_a_stronger_version_replaces_the_active_one_with_its_rating_moved(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "arena.db"
     added(str(database), "Grimli")
     upload(tmp_path, database, "write", activate=False)  # version 1, active: it never plays
-    upload(tmp_path, database, "honest", activate=False)  # version 2, a candidate
+    stronger = upload(tmp_path, database, "honest", activate=False)  # version 2, a candidate
     db = backend_for(str(database)).connect()
     try:
         with transaction(db):
@@ -63,9 +81,9 @@ def test_a_stronger_version_replaces_the_active_one_with_its_rating_moved(
             )
     finally:
         db.close()
-    ran = tried(database, tmp_path / "cache")
-    assert ran.returncode == 0, ran.stderr
-    assert "Grimli version 2: " in ran.stdout and "stronger: now active" in ran.stdout, ran.stdout
+    # A hosted worker tries it by itself, then plays it on the ladder.
+    log = asyncio.run(tried_by_a_worker(database, tmp_path / "cache", stronger))
+    assert "worker tries Grimli's version 2" in log
     records = Records(database)
     records.open_to_read()
     versions = records.bot_versions("Grimli")

@@ -256,6 +256,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE bot_versions ADD COLUMN sprt TEXT;
     """,
+    # 12 -> 13: when a hosted worker took a candidate version to try (its SPRT gate played on
+    # the workers), so that no other worker tries it too.
+    """
+    ALTER TABLE bot_versions ADD COLUMN trial_claimed_at REAL;
+    """,
 )
 
 

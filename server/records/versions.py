@@ -148,6 +148,26 @@ def keep_trial(
             )
 
 
+def claim_trial(db: Connection, now: float, stale_s: float) -> tuple[str, int] | None:
+    """A candidate version to try against its bot's active one (``tavern worker --hosted``
+    plays the trials of new versions), taken for this worker: the oldest upload not tried yet
+    whose bot has an active version and is not banned, that no worker took, or took more than
+    ``stale_s`` ago (a worker lost mid-trial); None if there is none. One statement that writes
+    at once (no read first that SQLite could not then turn into a write), whose conditions are
+    checked again on the row it takes (PostgreSQL does so for a row another worker took
+    meanwhile): only one worker takes a version."""
+    free = "v.sprt IS NULL AND (v.trial_claimed_at IS NULL OR v.trial_claimed_at < ?)"
+    row = db.execute(
+        f"UPDATE bot_versions AS v SET trial_claimed_at = ? WHERE v.state = ? AND {free} "
+        "AND (v.bot, v.number) IN (SELECT v.bot, v.number FROM bot_versions v "
+        f"JOIN bots b ON b.name = v.bot WHERE v.state = ? AND b.banned = 0 AND {free} "
+        "AND EXISTS (SELECT 1 FROM bot_versions a WHERE a.bot = v.bot AND a.state = ?) "
+        "ORDER BY v.uploaded_at LIMIT 1) RETURNING bot, number",
+        (now, CANDIDATE, now - stale_s, CANDIDATE, now - stale_s, ACTIVE),
+    ).fetchone()
+    return None if row is None else (str(row["bot"]), int(row["number"]))
+
+
 def _activate(db: Connection, bot: str, number: int) -> None:
     """The bot's version ``number`` active; the one active before, retired."""
     db.execute(

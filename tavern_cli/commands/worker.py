@@ -1,18 +1,21 @@
 """``tavern worker``: plays the tournament games queued on Redis, recording them in the
 tournament's database; with ``--hosted GAME``, plays the hosted bots' active versions on the
-arena's ladder instead (``server.hosted_worker``)."""
+arena's ladder instead (``server.hosted_worker``), and tries their new versions
+(``tavern_cli.version_gate``)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from server.config import ArenaConfig
 from server.games import GAMES
-from server.hosted_worker import HostedWorker
-from server.records import opened
+from server.hosted_worker import Gate, HostedWorker
+from server.records import Records, opened
+from server.sprt import Sprt
 from server.tournament.spec import TournamentError
 from server.tournament_queue import CLAIM_TIMEOUT_MS, MIN_CLAIM_TIMEOUT_MS, QueueLink
 from server.tournament_worker import Worker
@@ -27,6 +30,9 @@ from tavern_cli.flags import (
 )
 from tavern_cli.log_file import log_to
 from tavern_cli.signals import Stopped, until_signalled
+from tavern_cli.version_gate import try_candidate
+
+TRIAL_CONCURRENCY = 2  # a trial's games at once, beside the ladder's
 
 MAX_CLAIM_TIMEOUT_MS = 24 * 3_600_000
 
@@ -69,14 +75,63 @@ def add(commands: Subcommands) -> Parser:
         help="with --hosted: the arena's address for bots, HOST:PORT (default: this machine's "
         "port from the config)",
     )
+    worker.add_argument(
+        "--sprt",
+        nargs=2,
+        type=float,
+        default=(0.0, 10.0),
+        metavar=("ELO0", "ELO1"),
+        help="with --hosted: a new version becomes active once an SPRT match against the "
+        "active one, played here, finds it stronger (H0: no stronger than ELO0; H1: stronger "
+        "by ELO1; default 0 10)",
+    )
+    worker.add_argument(
+        "--trial-games",
+        type=int_flag(2, 100_000),
+        default=400,
+        help="with --hosted: a new version's trial plays at most this many games (400)",
+    )
     return worker
 
 
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
     if args.hosted is not None:
+        try:
+            sprt = Sprt(args.sprt[0], args.sprt[1])
+        except ValueError as error:
+            print(f"tavern: --sprt: {error}", file=sys.stderr)
+            return 2
+        trial = Trial(sprt, args.trial_games)
         arena = args.arena or ("127.0.0.1", config.port)
-        return run_hosted(config, args.hosted, arena, args.games_per_bot, args.log, said)
+        return run_hosted(config, args.hosted, arena, args.games_per_bot, trial, args.log, said)
     return run_worker(config, args.claim_timeout_ms, args.log, said)
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """How a hosted worker tries a new version: its SPRT bounds and most games."""
+
+    sprt: Sprt
+    games: int
+
+
+def gate(config: ArenaConfig, records: Records, game: str, trial: Trial) -> Gate:
+    """The worker's gate: a candidate's SPRT match played here, as ``tavern bots try``."""
+
+    async def tried(bot: str, number: int) -> object:
+        return await try_candidate(
+            bot,
+            game,
+            trial.sprt,
+            trial.games,
+            TRIAL_CONCURRENCY,
+            config,
+            records,
+            sys.stderr,
+            number,
+        )
+
+    return tried
 
 
 def run_hosted(
@@ -84,6 +139,7 @@ def run_hosted(
     game: str,
     arena: tuple[str, int],
     games_per_bot: int,
+    trial: Trial,
     log_file: Path | None,
     said: RecordsNote,
 ) -> int:
@@ -94,7 +150,8 @@ def run_hosted(
     async def work() -> None:
         async with opened(config) as records:
             print(f"tavern: worker plays hosted bots on {arena[0]}:{arena[1]}", flush=True)
-            await HostedWorker(records, game, arena, games_per_bot).run()
+            tries = gate(config, records, game, trial)
+            await HostedWorker(records, game, arena, games_per_bot, gate=tries).run()
 
     try:
         asyncio.run(until_signalled(work()))
