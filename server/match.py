@@ -197,7 +197,7 @@ class Match:
             self._notify(SeatsChanged(self.view()))
         elif self.is_on:
             if occupant.hosted:  # its worker is gone: the arena's loss, not the bot's
-                self._end(Outcome(None, MatchEnd.VOIDED))
+                self.void()
             elif self.seating.may_rejoin(seat):
                 self.seating.detach(seat, self._grace_over)
             else:
@@ -428,6 +428,10 @@ class Match:
         """The arena is stopping: the game ends here with no result (it is kept as unfinished),
         whatever its players do meanwhile."""
         self._end(None)
+
+    def void(self) -> None:
+        """The arena broke the game (a worker lost, a bot it could not start): no result."""
+        self._end(Outcome(None, MatchEnd.VOIDED))
 
     async def finished(self) -> GameFinished | None:
         """Wait for the end; the game as it finished (``None`` if it was cut short)."""

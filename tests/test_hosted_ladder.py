@@ -10,20 +10,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from server.bot_logs import bot_log
+from server.bot_versions import version_of, zipped_folder
 from server.identity import HOSTING_PREFIX
 from server.records import Records
+from server.records.backends import backend_for
+from server.records.versions import store_version
 from tests.conftest import RawClient, test_config
 from tests.test_identity import added, arena_on
 from tests.test_jail import uploaded, uploaded_honest
 from tests.test_tournament import ROOT
 
 WAIT_S = 60.0
+HOSTED_C = Path(__file__).resolve().parent / "bots" / "hosted_thud.c"
 GAME_ENDS = ("win-game", "loss-game", "draw-game")
 
 
@@ -165,3 +171,42 @@ async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_lose
     assert {row["bot"]: (row["games"], row["wins"]) for row in table["bots"]} == {
         "Grimli": (1, 0), "Third": (1, 1),
     }  # fmt: skip
+
+
+async def test_two_hosted_bots_one_compiled_play_rated_games_on_two_workers_with_nobody(
+    tmp_path: Path,
+) -> None:
+    """Issue 33's first test: a Python bot and a C bot, both uploaded, meet on the ladder
+    through two workers with nobody connected, and their games are rated."""
+    database = tmp_path / "arena.db"
+    added(str(database), "Grimli")
+    added(str(database), "Cragbeard")
+    uploaded_honest(tmp_path, database, "Grimli")
+    source = tmp_path / "cragbeard"
+    source.mkdir()
+    build = ["cc", "-O2", "-o", str(source / "bot"), str(HOSTED_C), "-ljansson"]
+    await asyncio.to_thread(subprocess.run, build, check=True, timeout=60)
+    compiled = version_of(zipped_folder(source), "./bot")
+    assert store_version(backend_for(str(database)), "Cragbeard", compiled, activate=True)
+    limited = test_config().with_turn_limit("thud", 20).game_settings
+    records = Records(database)
+    records.open_to_read()
+    async with (
+        arena_on(str(database), game_settings=limited) as (_, port),
+        hosted_worker(database, port, tmp_path / "cache") as (first, _),
+        hosted_worker(database, port, tmp_path / "cache") as (second, _),
+        asyncio.timeout(WAIT_S),
+    ):
+        while True:  # until each has played a rated game
+            table = records.ladder("thud", None)
+            rows = {} if table is None else {row["bot"]: row for row in table["bots"]}
+            if {"Grimli", "Cragbeard"} <= rows.keys():
+                break
+            await asyncio.sleep(0.2)
+    assert rows["Grimli"]["games"] == rows["Cragbeard"]["games"] >= 1, rows
+    (game_id, *_) = records.games_of_bot("Cragbeard", 5)
+    record = records.game(game_id)
+    assert record is not None and record["turnCount"] == 20, record
+    assert {player["bot"] for player in record["players"]} == {"Grimli", "Cragbeard"}
+    for log in (first, second):  # each worker plays both
+        assert {"plays Grimli", "plays Cragbeard"} <= set(re.findall(r"plays \w+", log.read_text()))

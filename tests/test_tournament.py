@@ -18,6 +18,7 @@ from server.config import ArenaConfig
 from server.league import GameResult, format_tables, league_to_wire, tables
 from server.match import MatchEnd
 from server.records import GameFilter, Records
+from server.tournament import runner
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
 from server.tournament.schedule import schedule
@@ -375,6 +376,72 @@ async def test_an_interrupted_tournament_resumes(tmp_path: Path) -> None:
     tournament = reopened.tournament(spec.id)
     assert tournament is not None
     assert tournament["finishedAt"] is not None
+
+
+async def test_a_game_the_arena_could_not_start_a_bot_for_is_voided_and_played_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33, item 6: the arena's failure to start a bot (its launcher did not start: out of
+    processes, say) is not the bot's loss: the game is voided, its record says why, and it is
+    played again; one that cannot be started again and again is left for the next run, a fault
+    of the arena's on the league."""
+    starts = 0
+    failing = {1}  # the first start of the first try: the second plays
+    real_start = asyncio.create_subprocess_exec
+
+    async def launching(*command: Any, **options: Any) -> asyncio.subprocess.Process:
+        nonlocal starts
+        starts += 1
+        if starts in failing:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return await real_start(*command, **options)
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", launching)
+    monkeypatch.setattr(runner, "VOID_PAUSE_S", 0.0)
+    cup = {**BROKEN_CUP, "name": "voided cup", "parallel": 1}
+    cup["bots"] = [house("thud", "dwarf", "dwarf"), house("thud", "troll", "troll")]
+    spec = spec_from_mapping(cup, ROOT)
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        out = io.StringIO()
+        async with asyncio.timeout(120):
+            results = await TournamentRunner(spec, ArenaConfig(), records, out).run()
+        assert len(results) == 1, out.getvalue()
+        (result,) = results
+        assert "voided (could not start: Resource temporarily unavailable): played again" in (
+            out.getvalue()
+        )
+        page = await asyncio.to_thread(records.games, GameFilter(tournament=spec.id))
+        assert page["total"] == 2
+        voided = await asyncio.to_thread(records.game, page["games"][-1]["id"])
+        assert voided is not None and voided["result"]["reason"] == "Game voided"
+        assert (
+            voided["players"][0]["exit"]
+            == "did not join (could not start: Resource temporarily unavailable)"
+        )
+        assert result.game_id == page["games"][0]["id"]  # the game played again is the result
+        assert result.reason != "Game voided"
+
+        # Never started, three times: left unplayed, said on the league; the next run plays it.
+        starts, failing = 0, {1, 3, 5}
+        spec = spec_from_mapping({**cup, "name": "unlucky cup"}, ROOT)
+        async with asyncio.timeout(120):
+            assert await TournamentRunner(spec, ArenaConfig(), records, io.StringIO()).run() == []
+        await records.flush()
+        faults = await asyncio.to_thread(records.tournament_faults, spec.id)
+        assert [(f["pairing"], f["number"]) for f in faults] == [(schedule(spec)[0].key, 3)]
+        assert "could not start" in faults[0]["reason"]
+        unfinished = await asyncio.to_thread(records.tournament, spec.id)
+        assert unfinished is not None and unfinished["finishedAt"] is None
+        starts, failing = 0, set()
+        async with asyncio.timeout(120):
+            (played,) = await TournamentRunner(spec, ArenaConfig(), records, io.StringIO()).run()
+        assert played.reason != "Game voided"
+        finished = await asyncio.to_thread(records.tournament, spec.id)
+        assert finished is not None and finished["finishedAt"] is not None
+    finally:
+        await asyncio.to_thread(records.close)
 
 
 async def test_a_bot_that_never_plays_ranks_below_every_bot_that_played(tmp_path: Path) -> None:

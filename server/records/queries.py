@@ -22,6 +22,7 @@ from server.debug import without_debug
 from server.games import GAMES
 from server.games.base import JsonObject
 from server.league import GameResult
+from server.match_events import VOIDED_REASON
 from server.records import versions
 from server.records.backends import Backend, Connection, RecordsOutOfReach
 from server.records.identities import RosterChanges, RosterRead, roster_changes
@@ -32,6 +33,8 @@ from server.replay import DamagedRecord
 log = logging.getLogger(__name__)
 
 PAGE_SIZE_LIMIT = 200
+# A game the arena broke (``Game voided``) counts for nothing: no result, no pairing played.
+NOT_VOIDED = f"(reason IS NULL OR reason <> '{VOIDED_REASON}')"
 GAME_COLUMNS = (  # a game's row, and its turn count, also while it is played
     "games.*, CASE WHEN games.status = 'playing' THEN coalesce("
     f"{LAST_TURN}, games.turn_count) ELSE games.turn_count END AS turns_played"
@@ -243,7 +246,7 @@ class Queries:
         finished = (
             "SELECT id, game, winner, score, reason, pairing, finished_at, row_number() OVER "
             "(PARTITION BY tournament_id, pairing ORDER BY finished_at, id) AS nth "
-            "FROM games WHERE status = 'finished'"
+            f"FROM games WHERE status = 'finished' AND {NOT_VOIDED}"
         )
         parameters: list[Any] = []
         if tournament_id is not None:
@@ -336,8 +339,11 @@ class Queries:
 
 
 def _pairings(reader: Connection, tournament_id: str, status: str) -> set[str]:
+    """A tournament's pairings with a game of ``status``: a voided game is none (it is played
+    again)."""
     rows = reader.execute(
-        "SELECT pairing FROM games WHERE tournament_id = ? AND status = ?", (tournament_id, status)
+        f"SELECT pairing FROM games WHERE tournament_id = ? AND status = ? AND {NOT_VOIDED}",
+        (tournament_id, status),
     )
     return {row["pairing"] for row in rows}
 

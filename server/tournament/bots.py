@@ -107,6 +107,7 @@ class BotProcess:
         self.group: BotGroup | None = None
         self.joined = True
         self.stderr = StderrPipe()
+        self.launch_failed: str | None = None  # why the arena could not start it, if it could not
         self._turn_cpu: float | None = None  # its group's CPU seconds when its turn was sent
         self._turn_cpu_ms: int | None = None  # the CPU its last closed turn cost
         self._watcher: asyncio.Task[None] | None = None  # also sets _exited
@@ -143,9 +144,10 @@ class BotProcess:
                 stderr=self.stderr.opened(),
                 start_new_session=True,
             )
-        except OSError as error:
+        except OSError as error:  # its launcher (ours) did not start: the arena's fault
             self.stderr.failed(f"cannot start {command}: {error}\n")
             self._ended = f"could not start: {error.strerror}"
+            self.launch_failed = self._ended
             return
         self.stderr.started()
         self._watcher = asyncio.create_task(self._watch(self.process, self.group))

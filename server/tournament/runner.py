@@ -36,6 +36,10 @@ from server.tournament.spec import (
 )
 
 _WARNED: set[str] = set()  # what the sandbox lacks is said once per process
+# A game the arena broke (a bot it could not start) is voided and played again, this many times
+# at most, a pause apart; then it is left for the tournament's next run, a fault of the arena's.
+VOID_ATTEMPTS = 3
+VOID_PAUSE_S = 1.0
 
 
 class Progress:
@@ -118,12 +122,15 @@ class TournamentRunner:
         self.out = out
         self._running: set[BotProcess] = set()  # bots not yet stopped and recorded
         self._started: set[str] = set()  # the games that started (their seats are recorded)
+        self._beginning: dict[str, asyncio.Event] = {}  # games awaited to start, to void them
         self._last_seats: dict[str, int] = {}  # by game: the seat that played its last turn
         self._entrants: dict[str, Entrant] = {}  # by name, as they play (hosted ones resolved)
 
     def _on_update(self, update: Update) -> None:
         if isinstance(update, GameStarted):
             self._started.add(update.view.match_id)
+            if (began := self._beginning.pop(update.view.match_id, None)) is not None:
+                began.set()
         elif isinstance(update, TurnPlayed):
             self._last_seats[update.result.match_id] = update.result.seat
 
@@ -144,7 +151,9 @@ class TournamentRunner:
         progress = Progress(len(pairings), len(pairings) - len(todo), self.out)
         progress.update("resuming" if finished else "")
         await self.play(todo, progress)
-        if len(finished) + len(todo) == len(pairings):
+        await self.records.flush()
+        played = await asyncio.to_thread(self.records.finished_pairings, spec.id)
+        if played >= {pairing.key for pairing in pairings}:  # none voided and left unplayed
             self.records.tournament_finished(spec.id)
         await self.records.flush()
         return await asyncio.to_thread(self.records.results, spec.id)
@@ -201,36 +210,67 @@ class TournamentRunner:
         async with slots:
             progress.running += 1
             progress.update(f"started {pairing.key}")
-            clock = self.spec.limits.clock
-            if clock is not None and self.clock_scale != 1.0:
-                clock = TimeBank(
-                    round(clock.initial_ms * self.clock_scale),
-                    round(clock.increment_ms * self.clock_scale),
-                )
-            options = MatchOptions(
-                seed=pairing.seed,
-                hold_seats=True,
-                tournament_id=self.spec.id,
-                pairing=pairing.key,
-                seat_bots=tuple(entrant.name for entrant in pairing.bots),
-                limits=None if clock is None else arena.limits(clock),
+            for attempt in range(1, VOID_ATTEMPTS + 1):
+                why = await self._attempt(arena, tcp, pairing, progress, sandbox)
+                if why is None:
+                    return
+                note = f"{pairing.key}: voided ({why})"
+                if attempt == VOID_ATTEMPTS:  # left for the tournament's next run
+                    self.records.tournament_fault(self.spec.id, pairing.key, attempt, why)
+                    progress.game_over(pairing, None, f"{note}, {attempt} times: left unplayed")
+                    return
+                progress.update(f"{note}: played again")
+                await asyncio.sleep(VOID_PAUSE_S)
+
+    async def _attempt(
+        self,
+        arena: Arena,
+        tcp: TcpServer,
+        pairing: Pairing,
+        progress: Progress,
+        sandbox: Sandbox,
+    ) -> str | None:
+        """Play the pairing's game once: None once it ended, or why the arena broke it (a bot
+        it could not start: the game is voided, kept so in the records, and played again)."""
+        clock = self.spec.limits.clock
+        if clock is not None and self.clock_scale != 1.0:
+            clock = TimeBank(
+                round(clock.initial_ms * self.clock_scale),
+                round(clock.increment_ms * self.clock_scale),
             )
-            match = arena.open(self.spec.game, options)
-            bots = []
-            for seat, entrant in enumerate(pairing.bots):
-                bot = BotProcess(self._entrants[entrant.name], match.id, seat, self.spec.limits)
-                self._running.add(bot)
-                bots.append(bot)
-                await self._seat(match, tcp, bot, sandbox)
-            finished = await match.finished()  # the match's own timeouts bound the wait
-            outcome = None if finished is None else finished.outcome
-            for bot in bots:
-                bot.outcome = outcome
-                await self._finish(bot)
-            names = [entrant.name for entrant in pairing.bots]
-            result = None if finished is None else finished.view.result()
-            ended = result_text(match.codec, names, result, self._last_seats.pop(match.id, None))
-            progress.game_over(pairing, outcome, f"{pairing.key}: {ended}")
+        options = MatchOptions(
+            seed=pairing.seed,
+            hold_seats=True,
+            tournament_id=self.spec.id,
+            pairing=pairing.key,
+            seat_bots=tuple(entrant.name for entrant in pairing.bots),
+            limits=None if clock is None else arena.limits(clock),
+        )
+        match = arena.open(self.spec.game, options)
+        began = self._beginning[match.id] = asyncio.Event()
+        bots = []
+        for seat, entrant in enumerate(pairing.bots):
+            bot = BotProcess(self._entrants[entrant.name], match.id, seat, self.spec.limits)
+            self._running.add(bot)
+            bots.append(bot)
+            await self._seat(match, tcp, bot, sandbox)
+        broken = [bot.launch_failed for bot in bots if bot.launch_failed is not None]
+        if broken:  # voided once it has begun, so that its record says why
+            await began.wait()
+            match.void()
+        self._beginning.pop(match.id, None)
+        finished = await match.finished()  # the match's own timeouts bound the wait
+        outcome = None if finished is None else finished.outcome
+        for bot in bots:
+            bot.outcome = outcome
+            await self._finish(bot)
+        names = [entrant.name for entrant in pairing.bots]
+        result = None if finished is None else finished.view.result()
+        ended = result_text(match.codec, names, result, self._last_seats.pop(match.id, None))
+        if broken:
+            return broken[0]
+        progress.game_over(pairing, outcome, f"{pairing.key}: {ended}")
+        return None
 
     async def _finish(self, bot: BotProcess) -> None:
         """Stop a bot and keep its stderr and how it ended with its game's record.
