@@ -326,12 +326,9 @@ class Arena:
         return match
 
     def restore(self, record: JsonObject, options: MatchOptions | None = None) -> Match:
-        """A recorded, unfinished game made live again, waiting for its players to sit down.
-
-        Its turns are replayed through the pure rules, so the position and the random
-        generator are exactly where the game stopped; new turns continue its record. Raises
-        ``server.replay.DamagedRecord`` if the record does not replay.
-        """
+        """A recorded, unfinished game made live again, waiting for its players: its turns
+        replayed through the pure rules (the position and the random generator where the game
+        stopped), new turns continuing its record. Raises ``server.replay.DamagedRecord``."""
         if record["id"] in self.matches:
             raise JoinRejected(ALREADY_LIVE, f"simulation {record['id']} is being played")
         rng = random.Random(record["seed"])
@@ -564,10 +561,13 @@ class Arena:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
                 expiring = tasks.create_task(self._expire_waiting(), name="expiry")
+                stall_s = self.config.loop_stall_void_ms / 1000
+                watching = tasks.create_task(self.clock.watch_stalls(stall_s), name="stalls")
                 try:
                     yield self
                 finally:
                     expiring.cancel()
+                    watching.cancel()
                     self.stop_matches()
         finally:
             self._tasks = None

@@ -7,8 +7,12 @@ forfeits and grace periods can be tested in memory, to the millisecond, with no 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from typing import Protocol
+
+STALL_WATCH_S = 0.1  # how often the loop's lateness is measured
+STALLS_KEPT = 64  # the last stalls noted (a turn is shorter than the time they span)
 
 
 class Timer(Protocol):
@@ -26,13 +30,22 @@ class Clock(Protocol):
     def call_later(self, delay_s: float, callback: Callable[[], object]) -> Timer:
         """Call ``callback`` once ``delay_s`` have passed."""
 
+    def stalled_since(self, since: float) -> bool:
+        """Did the arena itself stall (its event loop late past the stated limit) after
+        ``since``? A turn whose time ran out through one is the arena's fault."""
+
+    async def watch_stalls(self, limit_s: float) -> None:
+        """Note the stalls past ``limit_s`` as they come (for as long as the arena runs)."""
+
 
 class LoopClock:
     """The running event loop's clock: the loop it was last read in, while that one is open
-    (``asyncio.get_running_loop`` makes a system call; a turn reads the clock several times)."""
+    (``asyncio.get_running_loop`` makes a system call; a turn reads the clock several times).
+    ``watch_stalls`` notes when the loop ran late past a limit (``loopStallVoidMs``)."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.stalls: deque[tuple[float, float]] = deque(maxlen=STALLS_KEPT)  # (from, to)
 
     def _running(self) -> asyncio.AbstractEventLoop:
         loop = self._loop
@@ -48,3 +61,16 @@ class LoopClock:
 
     def call_later(self, delay_s: float, callback: Callable[[], object]) -> Timer:
         return self._running().call_later(delay_s, callback)
+
+    def stalled_since(self, since: float) -> bool:
+        return any(until > since for _, until in self.stalls)
+
+    async def watch_stalls(self, limit_s: float) -> None:
+        """Every ``STALL_WATCH_S``, how late the loop woke this task: later than ``limit_s``,
+        the span is noted as a stall (a blocking call, the machine starved of CPU)."""
+        loop = self._running()
+        while True:
+            due = loop.time() + STALL_WATCH_S
+            await asyncio.sleep(STALL_WATCH_S)
+            if (woke := loop.time()) - due > limit_s:
+                self.stalls.append((due, woke))

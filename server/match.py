@@ -282,11 +282,9 @@ class Match:
         occupant = self.seats[seat]
         assert occupant is not None
         occupant.channel.send(self._turn_message(seat, timeout_s))
-        by_cpu = False  # charged its CPU time (a hosted bot), not the time its reply took
-        if (output := self.outputs.get(seat)) is not None:
+        if (output := self.outputs.get(seat)) is not None:  # a bot process's, a worker's report
             output.turn_opened()
-            by_cpu = output.counts_cpu
-        self.timer.open(seat, timeout_s, started, by_cpu)
+        self.timer.open(seat, timeout_s, started, output is not None and output.counts_cpu)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
         clock = None
@@ -299,26 +297,27 @@ class Match:
 
     def _timed_out(self, seat: int) -> None:
         """Pass for the seat, or forfeit it when it has timed out too often or cannot pass; with
-        a time bank, its bank ran out: it loses."""
+        a time bank, its bank ran out: it loses. A time that ran out as the arena stalled: void."""
         occupant = self.seats[seat]
         turn = self.timer.turn
         if occupant is None or turn is None or turn.seat != seat or not self.is_on:
             return
-        if self.limits.bank is not None:  # its bank ran out: it loses, whatever the game's rules
-            self.timer.banks[seat] = 0.0
-            self._end(Outcome(self.seating.opponent(seat), MatchEnd.OUT_OF_TIME))
-            return
         occupant.consecutive_timeouts += 1
         action = self.rules.timeout_action(self.state, seat)
-        if action is None:
-            self._end(Outcome(self.seating.opponent(seat), MatchEnd.TURN_TIMEOUT))
-            return
-        if occupant.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
-            self._end(Outcome(self.seating.opponent(seat), MatchEnd.TOO_MANY_TIMEOUTS))
-            return
-        reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
-        occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
-        self._play(seat, action, self.clock.now(), timed_out=True)
+        opponent = self.seating.opponent(seat)
+        if self.clock.stalled_since(turn.started):  # the arena was late, not the bot
+            self.void()
+        elif self.limits.bank is not None:  # its bank ran out: it loses, whatever the rules
+            self.timer.banks[seat] = 0.0
+            self._end(Outcome(opponent, MatchEnd.OUT_OF_TIME))
+        elif action is None:
+            self._end(Outcome(opponent, MatchEnd.TURN_TIMEOUT))
+        elif occupant.consecutive_timeouts >= self.limits.max_consecutive_timeouts:
+            self._end(Outcome(opponent, MatchEnd.TOO_MANY_TIMEOUTS))
+        else:
+            reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
+            occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
+            self._play(seat, action, self.clock.now(), timed_out=True)
 
     def _play(
         self, seat: int, action: Any, now: float, timed_out: bool, debug: str | None = None

@@ -28,6 +28,13 @@ class FakeClock:
         self.time = 1000.0
         self._due: list[tuple[float, int, FakeTimer]] = []
         self._order = itertools.count()
+        self.stalls: list[tuple[float, float]] = []  # noted by hand: the arena's loop stalled
+
+    def stalled_since(self, since: float) -> bool:
+        return any(until > since for _, until in self.stalls)
+
+    async def watch_stalls(self, limit_s: float) -> None:
+        """Nothing to watch: a test notes its stalls by hand."""
 
     def now(self) -> float:
         return self.time
