@@ -24,7 +24,9 @@ its group counts it, times this machine's speed (``server.calibration``, measure
 worker starts): ``cpuMs``, in the reference machine's milliseconds, which the arena charges the
 bot's clock for the seat a hosting key proved (``server.match_clock``). A ``cpuMs`` the bot
 writes itself is replaced or taken out. What the bot wrote on stderr during the turn goes beside
-the move too (``stderr``, bounded: ``server.bot_stderr``), for its owner's log.
+the move too (``stderr``, bounded: ``server.bot_stderr``), for its owner's log; once the game
+is recorded, the worker keeps how the bot's process ended (a crash, a limit, the end of its
+game) and the tail of its stderr with the game's record, as a tournament does.
 
 A new version is tried before it plays (issue 33, item 5): given a ``gate``, the worker takes
 each candidate version not tried yet (``server.records.versions.claim_trial``: one worker each)
@@ -54,14 +56,17 @@ from server.bot_stderr import StderrPipe
 from server.bot_versions import unpacked, versions_cache
 from server.cancelling import stop_if_cancelled
 from server.debug import CPU_KEY, STDERR_KEY
+from server.games import GAMES
 from server.identity import hosting_hash, new_hosting_key
 from server.jail import jailed, relay_on
+from server.league import GAME_OVER
 from server.limited import launcher
 from server.records import Records
 from server.records.backends import transacted
 from server.records.identities import set_hosting_key
 from server.records.versions import claim_trial
 from server.sandbox import BotGroup, Sandbox
+from server.tournament.bots import process_ending
 from server.tournament.spec import Limits, TournamentError
 
 log = logging.getLogger(__name__)
@@ -75,6 +80,7 @@ GAME_ENDS = (b'"type":"win-game"', b'"type":"loss-game"', b'"type":"draw-game"')
 TURN_LINE = b'{"type":"turn"'  # how the arena's turn messages begin (the type first)
 MAX_LINE_BYTES = 1 << 22
 EXIT_GRACE_S = 1.0  # how long a bot may take to exit once told its game's result
+KEEP_EXIT_TRIES, KEEP_EXIT_WAIT_S = 40, 0.25  # waiting for a game's end in the records
 # A trial a worker took this long ago and did not finish is taken again (its worker was lost).
 TRIAL_STALE_S = 6 * 3600.0
 
@@ -154,6 +160,7 @@ class HostedWorker:
         self.speed = 1.0  # this machine's, as the reference's multiple: measured at ``run``
         self.gate = gate
         self._trial: asyncio.Task[None] | None = None  # the candidate being tried, if any
+        self._tasks: asyncio.TaskGroup | None = None  # while it runs
 
     async def run(self) -> None:
         """Play every hosted bot until cancelled; their keys are withdrawn at the end."""
@@ -162,6 +169,7 @@ class HostedWorker:
         sandbox = Sandbox.create()
         try:
             async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
                 while True:
                     active = await asyncio.to_thread(self.records.active_hosted)
                     self.wanted = {bot: Hosted(bot, digest, run) for bot, digest, run in active}
@@ -270,9 +278,13 @@ class HostedWorker:
                     await writer.drain()
             self.games_on[hosted.bot] += 1
             try:
-                await self._run_bot(hosted, line, reader, writer, folder, sandbox, number)
+                ended = await self._run_bot(hosted, line, reader, writer, folder, sandbox, number)
             finally:
                 self.games_on[hosted.bot] -= 1
+            codec = GAMES[self.game].codec
+            seat = codec.seat_names.index(message[codec.seat_field])
+            if self._tasks is not None:  # kept once the arena has recorded the game's end
+                self._tasks.create_task(self._keep_exit(str(message["simulationId"]), seat, *ended))
             return True
         finally:
             writer.close()
@@ -288,9 +300,10 @@ class HostedWorker:
         folder: Path,
         sandbox: Sandbox,
         number: str,
-    ) -> None:
+    ) -> tuple[str, str]:
         """The bot's version, isolated, given the game from its ``game-info``; until it ends
-        (or the game does), then every process of it killed."""
+        (or the game does), then every process of it killed. How it ended, and its stderr's
+        tail."""
         group = sandbox.group(f"{hosted.bot}-{number}", self.limits.memory_mb)
         environment = {"TAVERN_GAME": self.game, "TAVERN_BOT": hosted.bot}
         command = jailed(shlex.split(hosted.run), folder, environment)
@@ -318,7 +331,8 @@ class HostedWorker:
         try:
             process.stdin.write(game_info)
             stamp = MoveStamp(group, stderr, self.speed)
-            if await relay_on(process, reader, writer, game_over, stamp):
+            over = await relay_on(process, reader, writer, game_over, stamp)
+            if over:
                 with contextlib.suppress(TimeoutError):  # told its result: it may end itself
                     await asyncio.wait_for(process.wait(), EXIT_GRACE_S)
             else:  # the bot ended before its game: it loses on time, by its own fault (the
@@ -330,5 +344,22 @@ class HostedWorker:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
+            assert process.returncode is not None
+            ending = process_ending(process.returncode, group, self.limits)
+            stderr.read()
             stderr.close()
             await group.remove()
+        if over:
+            return f"{ending or 'stopped'} {GAME_OVER}", stderr.tail()
+        return ending or "ended before its game", stderr.tail()
+
+    async def _keep_exit(self, game_id: str, seat: int, ended: str, tail: str) -> None:
+        """How the bot ended and its stderr's tail, with its game's record, once its node has
+        recorded the game's end (it writes every fraction of a second)."""
+        for _ in range(KEEP_EXIT_TRIES):
+            record = await asyncio.to_thread(self.records.game, game_id)
+            if record is not None and record["status"] != "playing":
+                break
+            await asyncio.sleep(KEEP_EXIT_WAIT_S)
+        self.records.seat_stderr(game_id, seat, tail)
+        self.records.seat_exit(game_id, seat, ended)

@@ -55,6 +55,22 @@ async def hosted_worker(
                 await process.wait()
 
 
+async def exit_recorded(database: Path, game_id: str, bot: str) -> dict[str, Any]:
+    """The bot's seat in the game's record, once its worker has kept how it ended there."""
+    records = Records(database)
+    records.open_to_read()
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            record = await asyncio.to_thread(records.game, game_id)
+            seats = [] if record is None else record["players"]
+            found: list[dict[str, Any]] = [
+                seat for seat in seats if seat.get("bot") == bot and seat.get("exit")
+            ]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.2)
+
+
 async def played_out(client: RawClient) -> dict[str, Any]:
     """Play the first legal move of every turn; the game's last message."""
     while True:
@@ -160,10 +176,14 @@ async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_lose
         async with hosted_worker(database, port, tmp_path / "cache"):
             third = await RawClient.connect(port)
             await third.send({**seek, "bot": "Third", "key": third_key})
-            await third.expect("game-info", timeout=WAIT_S)
+            info = await third.expect("game-info", timeout=WAIT_S)
             end = await played_out(third)
             assert (end["type"], end["result"]["reason"]) == ("win-game", "Turn timeout"), end
             await third.close()
+            # Its worker keeps how it ended and what it wrote with the game's record.
+            crashed = await exit_recorded(database, info["simulationId"], "Grimli")
+    assert crashed["exit"] == "exited with code 1", crashed
+    assert "Traceback" in crashed["stderr"], crashed  # its crash, as it wrote it
     records = Records(database)
     records.open_to_read()
     table = records.ladder("thud", None)

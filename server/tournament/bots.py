@@ -86,6 +86,19 @@ async def finish_bot(bot: BotProcess, records: Records | None) -> None:
         records.seat_exit(bot.match_id, bot.seat, bot.exit_text(interrupted))
 
 
+def process_ending(returncode: int, group: BotGroup | None, limits: Limits) -> str | None:
+    """How a bot's process ended, if not by its runner's kill (SIGKILL)."""
+    if group is not None and group.out_of_memory():
+        return f"killed: memory limit ({limits.memory_mb} MB)"
+    if returncode == -signal.SIGXCPU:  # RLIMIT_CPU, the second line
+        return f"killed: CPU limit ({limits.cpu_seconds} s)"
+    if returncode == -signal.SIGKILL:
+        return None
+    if returncode < 0:
+        return f"killed by signal {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
+
+
 class BotProcess:
     """One bot's process, in its own session and cgroups, under its limits.
 
@@ -237,7 +250,7 @@ class BotProcess:
             self._kill()
             await self.wait()
             assert self.process.returncode is not None
-            self._ended = self._ending(self.process.returncode)
+            self._ended = process_ending(self.process.returncode, self.group, self.limits)
         if self.stderr.is_open:
             # Every writer is dead, unless one escaped a machine without cgroups.
             with contextlib.suppress(TimeoutError):
@@ -249,19 +262,6 @@ class BotProcess:
             self._relay.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError, OSError):
                 await self._relay
-
-    def _ending(self, returncode: int) -> str | None:
-        """How the process ended, if not by the runner's kill."""
-        assert self.group is not None
-        if self.group.out_of_memory():
-            return f"killed: memory limit ({self.limits.memory_mb} MB)"
-        if returncode == -signal.SIGXCPU:  # RLIMIT_CPU, the second line
-            return f"killed: CPU limit ({self.limits.cpu_seconds} s)"
-        if returncode == -signal.SIGKILL:
-            return None
-        if returncode < 0:
-            return f"killed by signal {signal.Signals(-returncode).name}"
-        return f"exited with code {returncode}"
 
     def exit_text(self, interrupted: bool = False) -> str:
         """How the bot ended, as the game's record keeps it (server.league.crashed reads it)."""
