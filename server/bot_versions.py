@@ -23,6 +23,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from server.games import GAMES
+
 MAX_ARCHIVE_BYTES = 16 * 1024 * 1024  # an upload, zipped
 MAX_UNPACKED_BYTES = 64 * 1024 * 1024  # its files together
 MAX_FILES = 2000
@@ -33,6 +35,16 @@ FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # every entry's time in a normalized archive
 
 class VersionRefused(ValueError):
     """An upload that is not a version: the message says why, for its author."""
+
+
+def games_named(text: str) -> tuple[str, ...]:
+    """The games an upload names, comma-separated (none: every game); raises
+    ``VersionRefused`` for a game the arena does not host."""
+    games = tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    unknown = [game for game in games if game not in GAMES]
+    if unknown:
+        raise VersionRefused(f"no game {unknown[0][:40]!r}: {', '.join(sorted(GAMES))}")
+    return games
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,7 +171,7 @@ class HostedWorker:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
                 while True:
-                    active = await asyncio.to_thread(self.records.active_hosted)
+                    active = await asyncio.to_thread(self.records.active_hosted, self.game)
                     self.wanted = {bot: Hosted(bot, digest, run) for bot, digest, run in active}
                     for bot, (hosted, task) in list(self.playing.items()):
                         if task.done():  # its version changed, or it has none any more
@@ -194,7 +194,7 @@ class HostedWorker:
 
     def _claim_trial(self) -> tuple[str, int] | None:
         with transacted(self.records.backend) as db:
-            return claim_trial(db, time.time(), TRIAL_STALE_S)
+            return claim_trial(db, self.game, time.time(), TRIAL_STALE_S)
 
     async def _try(self, gate: Gate, bot: str, number: int) -> None:
         """Try the version; a trial that cannot be played is said, and taken again later."""

@@ -128,7 +128,7 @@ def test_versions_in_the_records_first_active_then_candidates_unless_forced(
     assert stored is not None and (stored.bot, stored.number, stored.state, stored.added) == (
         "Grimli", 1, "active", True,
     )  # fmt: skip
-    stored = store_version(backend, "Grimli", second, activate=False)
+    stored = store_version(backend, "Grimli", second, activate=False, games=("thud",))
     assert stored is not None and (stored.number, stored.state) == (2, "candidate")
     again = store_version(backend, "Grimli", second, activate=False)
     assert again is not None and (again.number, again.added) == (2, False)
@@ -144,12 +144,20 @@ def test_versions_in_the_records_first_active_then_candidates_unless_forced(
     assert listed[0]["hash"] == third.content_hash and "archive" not in listed[0]
     assert records.version_archive(first.content_hash) == (first.archive, "python3 bot.py")
     assert records.active_version("grimli") == (third.content_hash, "python3 bot.py")
-    # A hosted worker takes the candidate to try it; no other worker takes it until the one
-    # that did is taken for lost.
+    # The games each plays: version 2 Thud only, the others every game.
+    assert [v["games"] for v in listed] == [[], ["thud"], []]
+    assert records.active_hosted("tavern") == [("Grimli", third.content_hash, "python3 bot.py")]
+    # A hosted worker of a game it plays takes the candidate to try it; no other worker takes
+    # it until the one that did is taken for lost.
     now = time.time()
-    for at, taken in ((now, ("Grimli", 2)), (now + 1, None), (now + 3601, ("Grimli", 2))):
+    for game, at, taken in (
+        ("tavern", now, None),
+        ("thud", now, ("Grimli", 2)),
+        ("thud", now + 1, None),
+        ("thud", now + 3601, ("Grimli", 2)),
+    ):
         with transacted(backend) as db:
-            assert claim_trial(db, at, 3600.0) == taken
+            assert claim_trial(db, game, at, 3600.0) == taken
 
 
 @contextlib.asynccontextmanager
@@ -195,6 +203,11 @@ async def test_its_owner_uploads_a_version_with_its_key_and_nobody_else_can(
             assert "not a relative path" in (await response.json())["error"]
         async with http.post(url, data=b"plain") as response:
             assert response.status == 400
+        unknown = form(key, "python3 bot.py", zipped(BOT))
+        unknown.add_field("games", "thud,chess")
+        async with http.post(url, data=unknown) as response:
+            assert response.status == 400
+            assert "no game 'chess'" in (await response.json())["error"]
         async with http.get(url) as response:
             listed = (await response.json())["versions"]
         assert [(v["number"], v["state"], v["hash"]) for v in listed] == [
@@ -206,9 +219,11 @@ async def test_its_owner_uploads_a_version_with_its_key_and_nobody_else_can(
         (source / "bot.py").write_text("print(2)\n")
         upload = [sys.executable, "-m", "tavern_cli", "bots", "upload", "Grimli", str(source)]
         upload += ["--run", "python3 bot.py", "--database", str(database)]
-        code, out, errors = await command([*upload, "--arena", served.url], key)
+        code, out, errors = await command([*upload, "--arena", served.url, "--game", "thud"], key)
         assert code == 0, errors
         assert out.startswith("Grimli version 2: 1 files, candidate, hash ")
+        async with http.get(url) as response:
+            assert [v["games"] for v in (await response.json())["versions"]] == [["thud"], []]
         code, out, errors = await command([*upload, "--arena", served.url], "tvk_wrong")
         assert code == 1 and "Invalid bot key" in errors
         code, out, errors = await command([*upload, "--activate"], None)
@@ -251,6 +266,7 @@ async def test_the_owner_uploads_from_the_bot_s_page_and_the_page_keeps_no_key(
         ):
             await page.fill("#upload-key", typed)
             await page.fill("#upload-run", "python3 bot.py")
+            await page.fill("#upload-games", "thud")
             await page.set_input_files("#upload-archive", archive)
             await page.click("#upload button[type=submit]")
             await expect(page.locator("#upload-status")).to_contain_text(said)
@@ -259,6 +275,7 @@ async def test_the_owner_uploads_from_the_bot_s_page_and_the_page_keeps_no_key(
         await expect(rows).to_have_count(1)
         await expect(rows.first).to_have_attribute("data-state", "active")
         await expect(rows.first.locator("code").first).to_have_text("python3 bot.py")
+        await expect(rows.first.locator('td[data-col="games"]')).to_have_text("thud")
         # A version tried against the active one shows its match (tavern bots try keeps it).
         trial = {"games": 12, "wins": 9, "draws": 1, "losses": 2, "elo": 201.3, "eloError": 150.2}
         await asyncio.to_thread(

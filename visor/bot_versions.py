@@ -4,8 +4,9 @@ them.
 ``POST /api/bots/{name}/versions``, a ``multipart/form-data`` body: ``key`` (the bot's key,
 checked as a join's is: paced per address, never stored, never echoed), ``run`` (the command
 that starts the bot in its folder), ``archive`` (a zip of its files, at most
-``MAX_ARCHIVE_BYTES``) and ``activate`` (``1``: it becomes the bot's active version at once;
-else only if the bot has none, and otherwise waits as a candidate). Answers 201 with the
+``MAX_ARCHIVE_BYTES``), ``activate`` (``1``: it becomes the bot's active version at once;
+else only if the bot has none, and otherwise waits as a candidate) and ``games`` (those it
+plays, comma-separated; none: every game). Answers 201 with the
 version (``tavern bots upload`` and the ``/bots/NAME`` page send it).
 
 ``GET /api/bots/{name}/versions``: the bot's versions, newest first, without their files.
@@ -18,14 +19,14 @@ import asyncio
 from aiohttp import BodyPartReader, web
 
 from server.arena import Arena
-from server.bot_versions import MAX_ARCHIVE_BYTES, VersionRefused, version_of
+from server.bot_versions import MAX_ARCHIVE_BYTES, VersionRefused, games_named, version_of
 from server.errors import Rejected
 from server.records import Records
 from server.records.backends import RecordsOutOfReach
 from server.records.versions import store_version
 from visor.responses import json_error, json_response
 
-FIELD_CHARS = 1000  # the key, the run command and ``activate``, each at most
+FIELD_CHARS = 1000  # the key, the run command, ``activate`` and ``games``, each at most
 # Uploads read at once (each up to MAX_ARCHIVE_BYTES in memory); another is answered 503 at once.
 UPLOADS_AT_ONCE = 4
 
@@ -58,12 +59,13 @@ def add_routes(app: web.Application, arena: Arena, records: Records) -> None:
         assert found is not None
         try:
             version = await asyncio.to_thread(version_of, archive, fields.get("run", ""))
+            games = games_named(fields.get("games", ""))
         except VersionRefused as refused:
             return json_error(400, str(refused))
         activate = fields.get("activate", "") in ("1", "true", "on")
         try:
             stored = await asyncio.to_thread(
-                store_version, records.backend, found, version, activate
+                store_version, records.backend, found, version, activate, games
             )
         except RecordsOutOfReach:
             return json_error(503, "the records are out of reach: try again shortly")
@@ -106,11 +108,13 @@ async def _form(request: web.Request) -> tuple[dict[str, str], bytes]:
             raise ValueError("a nested multipart body")
         if part.name == "archive":
             archive = await _bounded(part, MAX_ARCHIVE_BYTES, "the archive")
-        elif part.name in ("key", "run", "activate"):
+        elif part.name in ("key", "run", "activate", "games"):
             raw = await _bounded(part, FIELD_CHARS, part.name)
             fields[part.name] = raw.decode(errors="replace")
         else:
-            raise ValueError(f"an unknown field {str(part.name)[:40]!r} (key, run, archive)")
+            raise ValueError(
+                f"an unknown field {str(part.name)[:40]!r} (key, run, activate, games, archive)"
+            )
     if archive is None:
         raise ValueError("no archive: send the bot's files as a zip in the field 'archive'")
     return fields, archive

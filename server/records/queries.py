@@ -206,8 +206,8 @@ class Queries:
         return versions.version_by_number(reader, bot, number)
 
     @read
-    def active_hosted(self, reader: Connection) -> list[tuple[str, str, str]]:
-        return versions.active_hosted(reader)
+    def active_hosted(self, reader: Connection, game: str) -> list[tuple[str, str, str]]:
+        return versions.active_hosted(reader, game)
 
     @read
     def games_of_bot(self, reader: Connection, bot: str, count: int) -> list[str]:

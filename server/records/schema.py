@@ -257,9 +257,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE bot_versions ADD COLUMN sprt TEXT;
     """,
     # 12 -> 13: when a hosted worker took a candidate version to try (its SPRT gate played on
-    # the workers), so that no other worker tries it too.
+    # the workers), so that no other worker tries it too; and the games a version plays
+    # (comma-separated; '' for every game), which the workers seek for it.
     """
     ALTER TABLE bot_versions ADD COLUMN trial_claimed_at REAL;
+    ALTER TABLE bot_versions ADD COLUMN games TEXT NOT NULL DEFAULT '';
     """,
 )
 

@@ -34,14 +34,25 @@ class Stored:
     added: bool
 
 
-def store_version(backend: Backend, bot: str, version: Version, activate: bool) -> Stored | None:
+def store_version(
+    backend: Backend, bot: str, version: Version, activate: bool, games: tuple[str, ...] = ()
+) -> Stored | None:
     """Keep an uploaded version of the bot ``bot`` (in any case); None if there is no such
-    bot. ``activate``: it becomes the active one (else only if the bot has none)."""
+    bot. ``activate``: it becomes the active one (else only if the bot has none). ``games``:
+    those it plays (none named: every game); the same files uploaded again keep the games
+    they were first uploaded with."""
     with transacted(backend) as db:
-        return _store(db, bot, version, activate)
+        return _store(db, bot, version, activate, games)
 
 
-def _store(db: Connection, bot: str, version: Version, activate: bool) -> Stored | None:
+def plays(games: str, game: str) -> bool:
+    """Does a version of these ``games`` (as kept: comma-separated, '' for all) play ``game``?"""
+    return not games or game in games.split(",")
+
+
+def _store(
+    db: Connection, bot: str, version: Version, activate: bool, games: tuple[str, ...]
+) -> Stored | None:
     row = db.execute("SELECT name FROM bots WHERE folded = ?", (bot.casefold(),)).fetchone()
     if row is None:
         return None
@@ -62,11 +73,12 @@ def _store(db: Connection, bot: str, version: Version, activate: bool) -> Stored
         number, added = int(last["last"] or 0) + 1, True
         db.execute(
             "INSERT INTO bot_versions (bot, number, content_hash, run, archive, archive_bytes, "
-            "unpacked_bytes, files, uploaded_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "unpacked_bytes, files, uploaded_at, state, games) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 name, number, version.content_hash, version.run, version.archive,
                 len(version.archive), version.unpacked_bytes, version.files, time.time(),
-                CANDIDATE,
+                CANDIDATE, ",".join(games),
             ),
         )  # fmt: skip
     if activate or active is None:
@@ -82,7 +94,7 @@ def versions(db: Connection, bot: str) -> list[JsonObject]:
     """A bot's versions, newest first, without their files."""
     rows = db.execute(
         "SELECT number, content_hash, run, archive_bytes, unpacked_bytes, files, uploaded_at, "
-        "state, sprt FROM bot_versions WHERE bot = (SELECT name FROM bots WHERE folded = ?) "
+        "state, sprt, games FROM bot_versions WHERE bot = (SELECT name FROM bots WHERE folded = ?) "
         "ORDER BY number DESC",
         (bot.casefold(),),
     )
@@ -97,6 +109,7 @@ def versions(db: Connection, bot: str) -> list[JsonObject]:
             "uploadedAt": row["uploaded_at"],
             "state": row["state"],
             "sprt": None if row["sprt"] is None else orjson.loads(row["sprt"]),
+            "games": str(row["games"]).split(",") if row["games"] else [],
         }
         for row in rows
     ]
@@ -148,22 +161,24 @@ def keep_trial(
             )
 
 
-def claim_trial(db: Connection, now: float, stale_s: float) -> tuple[str, int] | None:
+def claim_trial(db: Connection, game: str, now: float, stale_s: float) -> tuple[str, int] | None:
     """A candidate version to try against its bot's active one (``tavern worker --hosted``
     plays the trials of new versions), taken for this worker: the oldest upload not tried yet
-    whose bot has an active version and is not banned, that no worker took, or took more than
-    ``stale_s`` ago (a worker lost mid-trial); None if there is none. One statement that writes
-    at once (no read first that SQLite could not then turn into a write), whose conditions are
-    checked again on the row it takes (PostgreSQL does so for a row another worker took
-    meanwhile): only one worker takes a version."""
-    free = "v.sprt IS NULL AND (v.trial_claimed_at IS NULL OR v.trial_claimed_at < ?)"
+    that plays ``game``, whose bot has an active version and is not banned, that no worker took,
+    or took more than ``stale_s`` ago (a worker lost mid-trial); None if there is none. One
+    statement that writes at once (no read first that SQLite could not then turn into a
+    write), whose conditions are checked again on the row it takes (PostgreSQL does so for a
+    row another worker took meanwhile): only one worker takes a version."""
+    free = "v.sprt IS NULL AND (v.trial_claimed_at IS NULL OR v.trial_claimed_at < ?) AND "
+    free += "(v.games = '' OR ',' || v.games || ',' LIKE ?)"  # it plays the game
+    free_values = (now - stale_s, f"%,{game},%")
     row = db.execute(
         f"UPDATE bot_versions AS v SET trial_claimed_at = ? WHERE v.state = ? AND {free} "
         "AND (v.bot, v.number) IN (SELECT v.bot, v.number FROM bot_versions v "
         f"JOIN bots b ON b.name = v.bot WHERE v.state = ? AND b.banned = 0 AND {free} "
         "AND EXISTS (SELECT 1 FROM bot_versions a WHERE a.bot = v.bot AND a.state = ?) "
         "ORDER BY v.uploaded_at LIMIT 1) RETURNING bot, number",
-        (now, CANDIDATE, now - stale_s, CANDIDATE, now - stale_s, ACTIVE),
+        (now, CANDIDATE, *free_values, CANDIDATE, *free_values, ACTIVE),
     ).fetchone()
     return None if row is None else (str(row["bot"]), int(row["number"]))
 
@@ -178,15 +193,19 @@ def _activate(db: Connection, bot: str, number: int) -> None:
     )
 
 
-def active_hosted(db: Connection) -> list[tuple[str, str, str]]:
-    """Every bot with an active version, not banned: its name, the version's hash and run
-    command (what a ``tavern worker --hosted`` plays)."""
+def active_hosted(db: Connection, game: str) -> list[tuple[str, str, str]]:
+    """Every bot with an active version that plays ``game``, not banned: its name, the
+    version's hash and run command (what a ``tavern worker --hosted GAME`` plays)."""
     rows = db.execute(
-        "SELECT v.bot, v.content_hash, v.run FROM bot_versions v JOIN bots b ON b.name = v.bot "
-        "WHERE v.state = ? AND b.banned = 0 ORDER BY v.bot",
+        "SELECT v.bot, v.content_hash, v.run, v.games FROM bot_versions v "
+        "JOIN bots b ON b.name = v.bot WHERE v.state = ? AND b.banned = 0 ORDER BY v.bot",
         (ACTIVE,),
     )
-    return [(str(row["bot"]), str(row["content_hash"]), str(row["run"])) for row in rows]
+    return [
+        (str(row["bot"]), str(row["content_hash"]), str(row["run"]))
+        for row in rows
+        if plays(str(row["games"]), game)
+    ]
 
 
 def active_version(db: Connection, bot: str) -> tuple[str, str] | None:

@@ -70,6 +70,14 @@ def add(commands: Subcommands) -> Parser:
     upload.add_argument(
         "--activate", action="store_true", help="make it the bot's active version at once"
     )
+    upload.add_argument(
+        "--game",
+        dest="games",
+        action="append",
+        choices=sorted(GAMES),
+        default=[],
+        help="a game it plays (again for each; none: every game)",
+    )
     upload.add_argument("--arena", help=ARENA_HELP)
     records_flags(upload)
     logs = bots_commands.add_parser(
@@ -129,6 +137,7 @@ def upload_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsN
             arena = args.arena or f"http://127.0.0.1:{config.http_port}"
             form = aiohttp.FormData({"key": key, "run": args.run})
             form.add_field("activate", "1" if args.activate else "0")
+            form.add_field("games", ",".join(args.games))
             form.add_field("archive", archive, filename="bot.zip", content_type="application/zip")
             url = f"{arena.rstrip('/')}/api/bots/{args.name}/versions"
             answer = asyncio.run(asked_arena(url, "the upload", data=form))
@@ -136,7 +145,9 @@ def upload_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsN
             said()
             version = version_of(archive, args.run)
             Records(config.database).open_to_read()  # creates or upgrades the schema
-            stored = store_version(backend_for(config.database), args.name, version, args.activate)
+            games = tuple(dict.fromkeys(args.games))
+            backend = backend_for(config.database)
+            stored = store_version(backend, args.name, version, args.activate, games)
             if stored is None:
                 return no_bot(args.name)
             answer = {"bot": stored.bot, "number": stored.number, "hash": version.content_hash}
@@ -233,9 +244,10 @@ def list_versions(name: str, database: str) -> int:
     for version in found:
         trial = version["sprt"]
         tried = "" if trial is None else f"  (tried: {trial['verdict']}, Elo {trial['elo']:+})"
+        games = ",".join(version["games"]) or "every game"
         print(
             f"{version['number']:>4}  {version['state']:<9}  {version['files']:>4} files  "
-            f"{version['hash'][:16]}  {version['run']}{tried}"
+            f"{version['hash'][:16]}  {games}  {version['run']}{tried}"
         )
     return 0
 

@@ -30,6 +30,7 @@ function versionRow(version) {
     el("td", { className: "num", text: version.number }),
     el("td", { text: version.state }),
     el("td", {}, el("code", { text: version.run })),
+    el("td", { text: version.games.join(", ") || "every game", dataset: { col: "games" } }),
     el("td", { className: "num", text: version.files }),
     el("td", { className: "num", text: `${Math.ceil(version.archiveBytes / 1024)} KiB` }),
     el("td", {}, el("code", { text: version.hash.slice(0, 12), attrs: { title: version.hash } })),
