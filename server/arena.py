@@ -29,7 +29,7 @@ from server.games.base import AnyCodec, JoinRejected, JsonObject, TimeBank
 from server.holdings import BotHoldings, CreatorCaps, SeekLedger
 from server.identity import Roster
 from server.ladder import Seeker, SeekPool
-from server.match import Match
+from server.match import Match, MatchEnd
 from server.match_events import (
     GameFinished,
     GameStarted,
@@ -365,10 +365,9 @@ class Arena:
 
     def creator_left(self, match_ids: list[str]) -> None:
         """The client that created these matches is gone: those still waiting no longer count
-        against its address, so that what it left behind never refuses the address a new one.
-        They stay joinable by id until they start or expire (a bot may create a game for
-        others and leave); an address keeps at most ``maxWaitingSimulationsPerAddress`` of
-        them, the oldest with nobody in it dropped for each one more."""
+        against its address. They stay joinable by id until they start or expire (a bot may
+        create a game for others); an address keeps ``maxWaitingSimulationsPerAddress`` of
+        them at most, the oldest with nobody in it dropped for each one more."""
         for match_id in match_ids:
             creator = self._creators.creator_of(match_id)
             waiting = (self.matches.get(orphan) for orphan in self._creators.left(match_id))
@@ -388,9 +387,8 @@ class Arena:
         """Wait for an opponent: in the nodes' shared pool, else in this arena's own. A
         registered bot's seek counts as a game it holds until it is paired or withdrawn; one
         ``address`` may have ``maxSeeksPerAddress`` seeks waiting here, and make
-        ``seeksPerAddressPerMinute`` (after a burst of ``SEEK_BURST``): each pairing opens a
-        game, so that a flood of seeks paired as fast as they come (guests from a few addresses
-        seeking again at once) costs the node no more than that (raises ``Rejected``)."""
+        ``seeksPerAddressPerMinute`` (after a burst of ``SEEK_BURST``): a flood of seeks paired
+        as fast as they come costs the node no more than that (raises ``Rejected``)."""
         registered = self.roster.get(seeker.bot) is not None
         self._seek_ledger.admit(seeker.id, address, seeker.bot if registered else None)
         counted = _CountedSeek(self, seeker.id, taker)
@@ -470,8 +468,7 @@ class Arena:
     def paired_match(self, first: Seeker, second: Seeker) -> Match:
         """The match two paired seekers play, ``first`` in the first seat (remembered, with
         the opponent, for their next pairing: here, and in the arena's Redis if any)."""
-        self._last_games[first.bot] = (second.bot, True)
-        self._last_games[second.bot] = (first.bot, False)
+        self._last_games.update({first.bot: (second.bot, True), second.bot: (first.bot, False)})
         if self.elsewhere is not None:
             self.elsewhere.paired(first.bot, second.bot)
         return self.open(first.game, MatchOptions(rated=first.rated, by_join=True))
@@ -533,6 +530,9 @@ class Arena:
             match_id = update.match_id if isinstance(update, Removed) else update.view.match_id
             self._waiting.remove(match_id)
             self._held.seated(match_id, frozenset())
+            if isinstance(update, GameFinished) and update.outcome.reason is MatchEnd.VOIDED:
+                for bot in {p.bot for p in update.view.players if p and p.bot}:  # played again
+                    self._last_games.pop(bot, None)  # at once, not after REMATCH_AFTER_S
         for listener in self.listeners:
             try:
                 listener(update)

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from server.bot_logs import bot_log
 from server.bot_versions import version_of, zipped_folder
 from server.identity import HOSTING_PREFIX
+from server.ladder import REMATCH_AFTER_S
 from server.records import Records
 from server.records.backends import backend_for
 from server.records.versions import store_version
@@ -149,8 +151,9 @@ async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_lose
     tmp_path: Path,
 ) -> None:
     """Issue 33, item 6: the worker killed mid-game (SIGKILL) is the arena's fault: the game is
-    voided (its opponent told ``Game voided``), rated for neither. A hosted version that
-    crashes is its own fault: its worker keeps the seat, and it loses on time, rated."""
+    voided (its opponent told ``Game voided``), rated for neither, and played again at once. A
+    hosted version that crashes is its own fault: its worker keeps the seat, and it loses on
+    time, rated."""
     database = tmp_path / "arena.db"
     added(str(database), "Grimli")
     ugluk_key = added(str(database), "Ugluk")
@@ -172,6 +175,16 @@ async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_lose
                 pass
             assert (end["type"], end["result"]["reason"]) == ("draw-game", "Game voided"), end
             await ugluk.close()
+        async with hosted_worker(database, port, tmp_path / "cache"):
+            # Played again: the voided game is no last game, so the two meet again at once,
+            # not after REMATCH_AFTER_S of waiting both; and rated once.
+            ugluk = await RawClient.connect(port)
+            await ugluk.send(seek)
+            sought = time.monotonic()
+            await ugluk.expect("game-info", timeout=WAIT_S)
+            assert time.monotonic() - sought < REMATCH_AFTER_S
+            assert (await played_out(ugluk))["type"] in GAME_ENDS
+            await ugluk.close()
         uploaded(tmp_path, database, "socket")  # exits at once, its worker keeping its seat
         async with hosted_worker(database, port, tmp_path / "cache"):
             third = await RawClient.connect(port)
@@ -188,9 +201,9 @@ async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_lose
     records.open_to_read()
     table = records.ladder("thud", None)
     assert table is not None
-    assert {row["bot"]: (row["games"], row["wins"]) for row in table["bots"]} == {
-        "Grimli": (1, 0), "Third": (1, 1),
-    }  # fmt: skip
+    rows = {row["bot"]: row for row in table["bots"]}
+    assert {bot: row["games"] for bot, row in rows.items()} == {"Grimli": 2, "Ugluk": 1, "Third": 1}
+    assert rows["Third"]["wins"] == 1
 
 
 async def test_two_hosted_bots_one_compiled_play_rated_games_on_two_workers_with_nobody(
