@@ -201,6 +201,10 @@ async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_lose
     records.open_to_read()
     table = records.ladder("thud", None)
     assert table is not None
+    # Its page says which of its games were voided, rated for nobody.
+    page = records.ladder_bot("Grimli")
+    assert page is not None
+    assert [(game["game"], game["opponent"]) for game in page["voided"]] == [("thud", "Ugluk")]
     rows = {row["bot"]: row for row in table["bots"]}
     assert {bot: row["games"] for bot, row in rows.items()} == {"Grimli": 2, "Ugluk": 1, "Third": 1}
     assert rows["Third"]["wins"] == 1

@@ -49,6 +49,18 @@ async def ladder_site(tmp_path: Path) -> AsyncIterator[tuple[Served, Pages]]:
     with sqlite3.connect(database) as db:
         for game_id, at in RATED_AT.items():
             db.execute("UPDATE rating_history SET rated_at = ? WHERE game_id = ?", (at, game_id))
+        # And a game the arena broke, voided (a hosted bot's worker lost): rated for nobody.
+        db.execute(
+            "INSERT INTO games (id, game, seed, settings, status, started_at, finished_at, "
+            "reason) VALUES ('v1', 'thud', 1, '{}', 'finished', ?, ?, 'Game voided')",
+            (RATED_AT["g3"] + 3600, RATED_AT["g3"] + 3700),
+        )
+        for seat, (name, nick) in enumerate((("dwarf", "Grimli"), ("troll", "Ugluk"))):
+            db.execute(
+                "INSERT INTO seats (game_id, seat, seat_name, nick, names, kind, bot) "
+                "VALUES ('v1', ?, ?, ?, '[]', 'bot', ?)",
+                (seat, name, nick, nick),
+            )
     async with (
         serving_visor(test_config(), database) as served,
         chromium_pages(served.url) as pages,
@@ -109,6 +121,9 @@ async def test_the_ladder_and_a_bot_s_rating_chart_on_a_desktop_and_a_phone(
         greek = header.locator(".greek")
         assert await greek.evaluate("(s) => getComputedStyle(s).textTransform") == "none"
         await expect(page.locator("#games-body tr")).to_have_count(3)
+        voided = page.locator("#voided")
+        await expect(voided).to_contain_text("Voided by the arena, rated for nobody (1): thud")
+        await expect(voided.locator("a")).to_have_attribute("href", "/replay/v1")
         line = page.locator('#chart polyline[data-game="thud"]')
         points = (await line.get_attribute("points") or "").split()
         assert len(points) == 3

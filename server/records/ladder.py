@@ -14,9 +14,11 @@ import time
 
 from server.games.base import JsonObject
 from server.league import NEW_RATING, Rating, rate_game
+from server.match_events import VOIDED_REASON
 from server.records.backends import Connection
 
 RESULTS = ("loss", "draw", "win")
+VOIDED_KEPT = 20  # a bot's last voided games its page lists
 
 
 def next_change(db: Connection) -> int:
@@ -221,6 +223,22 @@ def bot_record(db: Connection, name: str, history_kept: int = 200) -> JsonObject
             (bot,),
         )
     ]
+    # Its games the arena broke (``Game voided``): rated for nobody, shown that they were.
+    voided = [
+        {
+            "gameId": game["id"],
+            "game": game["game"],
+            "opponent": game["opponent"],
+            "finishedAt": game["finished_at"],
+        }
+        for game in db.execute(
+            "SELECT g.id, g.game, g.finished_at, (SELECT o.nick FROM seats o "
+            "WHERE o.game_id = g.id AND o.seat <> s.seat ORDER BY o.seat LIMIT 1) AS opponent "
+            "FROM games g JOIN seats s ON s.game_id = g.id WHERE s.bot = ? AND g.reason = ? "
+            "ORDER BY g.finished_at DESC LIMIT ?",
+            (bot, VOIDED_REASON, VOIDED_KEPT),
+        )
+    ]
     return {
         "bot": bot,
         "banned": bool(row["banned"]),
@@ -228,4 +246,5 @@ def bot_record(db: Connection, name: str, history_kept: int = 200) -> JsonObject
         "ratings": ratings,
         "history": history,
         "headToHead": meetings,
+        "voided": voided,
     }

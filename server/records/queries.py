@@ -173,7 +173,8 @@ class Queries:
 
     @read
     def ladder_bot(self, reader: Connection, name: str) -> JsonObject | None:
-        """A registered bot's ratings, rated games and head-to-head; None if not registered."""
+        """A registered bot's ratings, rated games, head-to-head and voided games; None if not
+        registered."""
         return bot_record(reader, name)
 
     @read

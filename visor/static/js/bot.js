@@ -41,6 +41,7 @@ async function load() {
   history = bot.history;
   drawChart();
   byId("games-body").replaceChildren(...bot.history.map(gameRow));
+  showVoided(bot.voided);
   byId("h2h-body").replaceChildren(
     ...bot.headToHead.map((meeting) =>
       el(
@@ -76,6 +77,23 @@ function gameRow(game) {
     ),
     el("td", { text: game.result }),
     el("td", { className: "num", text: game.mu.toFixed(1) }),
+  );
+}
+
+/** Its games the arena broke (a worker lost, a bot it could not start, its own loop stalled):
+ * rated for nobody, each a link to its replay. */
+function showVoided(voided) {
+  const line = byId("voided");
+  show(line, voided.length > 0);
+  line.replaceChildren(
+    `Voided by the arena, rated for nobody (${voided.length}): `,
+    ...voided.flatMap((game, index) => [
+      index ? ", " : "",
+      el("a", {
+        text: `${game.game} against ${game.opponent}, ${formatDate(game.finishedAt)}`,
+        attrs: { href: `/replay/${encodeURIComponent(game.gameId)}` },
+      }),
+    ]),
   );
 }
 
