@@ -26,6 +26,8 @@ from server.records import Records
 from server.records.backends import backend_for
 from server.records.versions import store_version
 from tests.conftest import RawClient, test_config
+from tests.services import PostgresServer, RedisServer
+from tests.test_cluster import nodes
 from tests.test_identity import added, arena_on
 from tests.test_jail import uploaded, uploaded_honest
 from tests.test_tournament import ROOT
@@ -37,11 +39,11 @@ GAME_ENDS = ("win-game", "loss-game", "draw-game")
 
 @contextlib.asynccontextmanager
 async def hosted_worker(
-    database: Path, port: int, cache: Path, *options: str
+    database: Path | str, port: int, cache: Path, *options: str
 ) -> AsyncIterator[tuple[Path, asyncio.subprocess.Process]]:
-    """``tavern worker --hosted thud [OPTIONS]`` on the arena's TCP port, its log and process;
-    stopped (SIGTERM) at the end."""
-    log = database.parent / f"worker-{len(list(database.parent.glob('worker-*')))}.log"
+    """``tavern worker --hosted thud [OPTIONS]`` on the arena's TCP port, its log (beside
+    ``cache``) and process; stopped (SIGTERM) at the end."""
+    log = cache.parent / f"worker-{len(list(cache.parent.glob('worker-*')))}.log"
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tavern_cli", "worker", "--hosted", "thud",
@@ -211,27 +213,27 @@ async def test_a_game_whose_worker_is_lost_is_voided_and_a_bot_that_crashes_lose
 
 
 async def test_two_hosted_bots_one_compiled_play_rated_games_on_two_workers_with_nobody(
-    tmp_path: Path,
+    redis: RedisServer, postgres: PostgresServer, tmp_path: Path
 ) -> None:
-    """Issue 33's first test: a Python bot and a C bot, both uploaded, meet on the ladder
-    through two workers with nobody connected, and their games are rated."""
-    database = tmp_path / "arena.db"
-    added(str(database), "Grimli")
-    added(str(database), "Cragbeard")
+    """Issue 33's first test, with the real things: a Python bot and a C bot, both uploaded,
+    meet on the ladder of two nodes (a real redis-server, records in PostgreSQL) through two
+    workers, one on each node, with nobody connected; their games are rated."""
+    database = postgres.create_database("hosted_ladder")
+    added(database, "Grimli")
+    added(database, "Cragbeard")
     uploaded_honest(tmp_path, database, "Grimli")
     source = tmp_path / "cragbeard"
     source.mkdir()
     build = ["cc", "-O2", "-o", str(source / "bot"), str(HOSTED_C), "-ljansson"]
     await asyncio.to_thread(subprocess.run, build, check=True, timeout=60)
     compiled = version_of(zipped_folder(source), "./bot")
-    assert store_version(backend_for(str(database)), "Cragbeard", compiled, activate=True)
-    limited = test_config().with_turn_limit("thud", 20).game_settings
+    assert store_version(backend_for(database), "Cragbeard", compiled, activate=True)
     records = Records(database)
     records.open_to_read()
     async with (
-        arena_on(str(database), game_settings=limited) as (_, port),
-        hosted_worker(database, port, tmp_path / "cache") as (first, _),
-        hosted_worker(database, port, tmp_path / "cache") as (second, _),
+        nodes(redis, tmp_path, count=2, database=database, thud={"turnLimit": 20}) as (a, b),
+        hosted_worker(database, a.tcp_port, tmp_path / "cache") as (first, _),
+        hosted_worker(database, b.tcp_port, tmp_path / "cache") as (second, _),
         asyncio.timeout(WAIT_S),
     ):
         while True:  # until each has played a rated game

@@ -49,7 +49,7 @@ def jailed_bot(folder: Path, kind: str, *arguments: str) -> dict[str, Any]:
     return {"name": kind, "side": "dwarf", "isolated": str(own), "command": command}
 
 
-def uploaded_honest(folder: Path, database: Path, bot: str, pause_s: float = 0.0) -> Version:
+def uploaded_honest(folder: Path, database: Path | str, bot: str, pause_s: float = 0.0) -> Version:
     """tests/bots/jailed.py's honest Thud bot, uploaded as the registered ``bot``'s version
     (waiting ``pause_s`` before its second move)."""
     return uploaded(folder, database, "honest", bot, activate=False, arguments=f" {pause_s}")
@@ -57,7 +57,7 @@ def uploaded_honest(folder: Path, database: Path, bot: str, pause_s: float = 0.0
 
 def uploaded(
     folder: Path,
-    database: Path,
+    database: Path | str,
     kind: str,
     bot: str = "Grimli",
     activate: bool = True,
