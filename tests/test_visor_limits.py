@@ -481,54 +481,74 @@ async def test_idle_and_unfinished_http_connections_are_capped_and_closed_while_
         # seen once with 2 s of slack); one held open would take the 30 s of the wait above.
         late = max(when - began for (when, _), began in zip(closed, opened, strict=True))
         assert late < IDLE_S + 3.0
-        # The Thud API's port: the same caps (its addresses' connections count on both ports)
-        # and the same deadline.
-        fourth = [await connected(port, "127.0.4.4") for _ in range(150)]
-        await http_connections_reach(port, 150 + 1)  # the server took them all (and this one)
-        _, answer = await until_closed(await connected(api_port, "127.0.4.4", b""))
-        assert answer.startswith(b"HTTP/1.1 429 "), answer
-        started = time.monotonic()
-        fourth_closed = await asyncio.wait_for(
-            asyncio.gather(*(until_closed(sock) for sock in fourth)), 3 * IDLE_S
+        # The rest at once, each on addresses of its own: the Thud API's port has the same caps
+        # (its addresses' connections count on both ports) and deadline; a trickle of bytes does
+        # not extend the deadline; a head of over 32 KiB is cut off at once; an API body that
+        # stops halfway gets 408.
+        await asyncio.gather(
+            api_port_capped(port, api_port),
+            trickle_closed(api_port),
+            huge_head_cut(port),
+            unfinished_body_answered(api_port),
         )
-        assert max(when for when, _ in fourth_closed) - started < IDLE_S + 1.0
-        # A trickle of bytes does not extend the deadline.
-        trickle = await connected(api_port, "127.0.4.5", b"P")
-        trickle_started = time.monotonic()
-
-        async def drip() -> None:
-            with contextlib.suppress(OSError):
-                for byte in b"OST /start HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 100:
-                    await asyncio.get_running_loop().sock_sendall(trickle, bytes([byte]))
-                    await asyncio.sleep(0.1)
-
-        dripping = asyncio.create_task(drip())
-        when, _ = await asyncio.wait_for(until_closed(trickle), 10)
-        dripping.cancel()
-        assert when - trickle_started < IDLE_S + 1.0
-        # A head of over 32 KiB is cut off at once: well before the idle deadline that
-        # would close it were it held.
-        huge = HALF_A_HEAD + b"\r\n" + b"X-Pad: " + b"a" * 40_000
-        sent = time.monotonic()
-        when, answer = await asyncio.wait_for(
-            until_closed(await connected(port, "127.0.4.6", huge)), 10
-        )
-        assert answer == b"" and when - sent < IDLE_S / 3, when - sent
-        # A Thud API request whose body stops halfway: 408, and the connection is closed.
-        unfinished = (
-            b"POST /start HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b'Content-Length: 100\r\n\r\n{"player_one":'
-        )
-        sent = time.monotonic()
-        when, answer = await asyncio.wait_for(
-            until_closed(await connected(api_port, "127.0.4.7", unfinished)), 3 * IDLE_S
-        )
-        assert answer.startswith(b"HTTP/1.1 408 "), answer
-        # Answered at its deadline, then closed once aiohttp has lingered as long again for
-        # the rest of the body (lingering_time, visor.connections): not later.
-        assert when - sent < 2 * IDLE_S + 1.0
         for final in await asyncio.wait_for(asyncio.gather(*honest), 60):
             assert final["type"] in ("win-game", "loss-game", "draw-game"), final
+
+
+async def api_port_capped(port: int, api_port: int) -> None:
+    """The Thud API's port: the same caps as the visor's, the same idle deadline."""
+    fourth = [await connected(port, "127.0.4.4") for _ in range(150)]
+    await http_connections_reach(port, 150 + 1)  # the server took them all (and this one)
+    _, answer = await until_closed(await connected(api_port, "127.0.4.4", b""))
+    assert answer.startswith(b"HTTP/1.1 429 "), answer
+    started = time.monotonic()
+    fourth_closed = await asyncio.wait_for(
+        asyncio.gather(*(until_closed(sock) for sock in fourth)), 3 * IDLE_S
+    )
+    assert max(when for when, _ in fourth_closed) - started < IDLE_S + 1.0
+
+
+async def trickle_closed(api_port: int) -> None:
+    """A trickle of bytes does not extend the deadline."""
+    trickle = await connected(api_port, "127.0.4.5", b"P")
+    trickle_started = time.monotonic()
+
+    async def drip() -> None:
+        with contextlib.suppress(OSError):
+            for byte in b"OST /start HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 100:
+                await asyncio.get_running_loop().sock_sendall(trickle, bytes([byte]))
+                await asyncio.sleep(0.1)
+
+    dripping = asyncio.create_task(drip())
+    when, _ = await asyncio.wait_for(until_closed(trickle), 10)
+    dripping.cancel()
+    assert when - trickle_started < IDLE_S + 1.0
+
+
+async def huge_head_cut(port: int) -> None:
+    """A head of over 32 KiB is cut off at once: well before the idle deadline that would close
+    it were it held."""
+    huge = HALF_A_HEAD + b"\r\n" + b"X-Pad: " + b"a" * 40_000
+    sent = time.monotonic()
+    cut = await connected(port, "127.0.4.6", huge)
+    when, answer = await asyncio.wait_for(until_closed(cut), 10)
+    assert answer == b"" and when - sent < IDLE_S / 3, when - sent
+
+
+async def unfinished_body_answered(api_port: int) -> None:
+    """A Thud API request whose body stops halfway: 408, and the connection is closed."""
+    unfinished = (
+        b"POST /start HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"player_one":'
+    )
+    sent = time.monotonic()
+    when, answer = await asyncio.wait_for(
+        until_closed(await connected(api_port, "127.0.4.7", unfinished)), 3 * IDLE_S
+    )
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    # Answered at its deadline, then closed once aiohttp has lingered as long again for the
+    # rest of the body (lingering_time, visor.connections): not later.
+    assert when - sent < 2 * IDLE_S + 1.0
 
 
 GET_THE_LOBBY = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
