@@ -49,6 +49,7 @@ class GameResult:
     reason: str = ""  # why the game ended
     exits: tuple[str | None, str | None] = (None, None)  # how each seat's bot process ended
     timed_out_turns: tuple[int, int] = (0, 0)  # by seat: turns played for it when it was late
+    pairing: str = ""  # its key in its tournament's schedule (server.tournament.schedule)
 
     def timeouts(self, seat: int) -> int:
         """The seat's turns that timed out, the one it forfeited by included."""

@@ -14,19 +14,20 @@ from typing import Any
 import aiohttp
 import pytest
 
-from server.config import ArenaConfig
+from server.config import ArenaConfig, config_from_mapping
 from server.league import GameResult, format_tables, league_to_wire, tables
 from server.match import MatchEnd
 from server.records import GameFilter, Records
 from server.tournament import runner
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
-from server.tournament.schedule import schedule
+from server.tournament.schedule import schedule, swiss_rounds, swiss_table
 from server.tournament.spec import TournamentError, changes, load_spec, spec_from_mapping
 from server.validate import validate
 from tests.conftest import Served
 
 ROOT = Path(__file__).resolve().parent.parent
+THUD_20 = {"thud": {"turnLimit": 20}}  # short games
 BROKEN = str(Path(__file__).parent / "bots" / "broken.py")
 
 
@@ -174,7 +175,7 @@ def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
         (
             {"name": "x", "game": "thud", "paralel": 2, "bots": []},
             "key 'paralel': unknown (the known keys are name, game, seed, parallel, swap_sides, "
-            "paired_games, limits, bots)",
+            "paired_games, limits, bots, format, rounds)",
         ),
         (
             {"name": "x", "game": "thud", "limits": {"cpu_secnds": 3}, "bots": TWO_BOTS},
@@ -656,3 +657,60 @@ def test_a_bot_s_stderr_is_quoted_to_its_last_lines_keeping_the_error_above_its_
     assert quoted(wide) == ["... (17 earlier lines not shown)", *wide[17:]]
     (cut,) = quoted(["y" * 10_000])
     assert cut == "y" * 500 + " ..."
+
+
+async def test_a_swiss_event_pairs_each_round_from_the_last_one_s_results(tmp_path: Path) -> None:
+    """Issue 34, item 1: ``format = "swiss"``: round 1 pairs the top half against the bottom
+    half of the bots as listed; round 2 from round 1's results (never a pair again), each
+    round played once the one before it is over; then the standings with their tie-breaks."""
+    bots = [{**house("thud", "random"), "name": name} for name in ("a", "b", "c", "d")]
+    cup = {"name": "swiss cup", "game": "thud", "seed": 5, "parallel": 2, "format": "swiss",
+           "rounds": 2, "limits": {"startup_ms": 10_000}, "bots": bots}  # fmt: skip
+    spec = spec_from_mapping(cup, ROOT)
+    assert [p.key for p in schedule(spec)] == [
+        "round 1: dwarf:a v troll:c", "round 1: dwarf:b v troll:d",
+    ]  # fmt: skip
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        async with asyncio.timeout(120):
+            results = await TournamentRunner(spec, config_from_mapping(THUD_20), records,
+                                             io.StringIO()).run()  # fmt: skip
+        tournament = await asyncio.to_thread(records.tournament, spec.id)
+    finally:
+        await asyncio.to_thread(records.close)
+    assert len(results) == 4 and tournament is not None and tournament["finishedAt"]
+    first, second = swiss_rounds(spec, results)
+    assert [p.key for p in first] == [p.key for p in schedule(spec)]
+    met = [frozenset(p.bots[0].name + p.bots[1].name) for p in (*first, *second)]
+    assert len(set(met)) == 4  # no pair met twice
+    # Round 2 pairs by round 1's points: its winners meet (a draw is half a point).
+    points = dict.fromkeys("abcd", 0.0)
+    for result in results[:2]:
+        for seat, bot in enumerate(result.bots):
+            points[bot] += 0.5 if result.winner is None else float(result.winner == seat)
+    top = max(second, key=lambda p: points[p.bots[0].name] + points[p.bots[1].name])
+    assert {points[top.bots[0].name], points[top.bots[1].name]} == {max(points.values())}
+    table = swiss_table(spec, results).splitlines()
+    assert table[0].split() == ["bot", "points", "Buchholz", "S-B"] and len(table) == 5
+
+
+def test_a_gauntlet_and_the_formats_checks() -> None:
+    bots = [{**house("thud", "random"), "name": name} for name in ("champ", "x", "y")]
+    gauntlet = {"name": "g", "game": "thud", "format": "gauntlet", "bots": bots}
+    spec = spec_from_mapping(gauntlet, ROOT)
+    assert [p.key for p in schedule(spec)] == ["dwarf:champ v troll:x", "dwarf:champ v troll:y"]
+    both = spec_from_mapping({**gauntlet, "swap_sides": True}, ROOT)
+    assert len(schedule(both)) == 4
+    for wrong, said in (
+        ({"format": "ladder"}, "key 'format': one of round-robin, gauntlet, swiss"),
+        ({"format": "swiss", "rounds": 3}, "a Swiss event of 3 bots plays 1 to 2 rounds"),
+        ({"rounds": 2}, "key 'rounds': only a Swiss event has rounds"),
+    ):
+        with pytest.raises(TournamentError, match=re.escape(said)):
+            spec_from_mapping({"name": "g", "game": "thud", "bots": bots, **wrong}, ROOT)
+    sided = [house("thud", "dwarf", "dwarf"), house("thud", "troll", "troll")]
+    with pytest.raises(TournamentError, match="a Swiss event's bots all play either side"):
+        spec_from_mapping(
+            {"name": "s", "game": "thud", "format": "swiss", "rounds": 1, "bots": sided}, ROOT
+        )

@@ -223,8 +223,21 @@ def bot_record(db: Connection, name: str, history_kept: int = 200) -> JsonObject
             (bot,),
         )
     ]
-    # Its games the arena broke (``Game voided``): rated for nobody, shown that they were.
-    voided = [
+    return {
+        "bot": bot,
+        "banned": bool(row["banned"]),
+        "registeredAt": row["created_at"],
+        "ratings": ratings,
+        "history": history,
+        "headToHead": meetings,
+        "voided": _voided(db, bot),
+    }
+
+
+def _voided(db: Connection, bot: str) -> list[JsonObject]:
+    """The bot's last games the arena broke (``Game voided``): rated for nobody, its page says
+    that they were."""
+    return [
         {
             "gameId": game["id"],
             "game": game["game"],
@@ -239,12 +252,3 @@ def bot_record(db: Connection, name: str, history_kept: int = 200) -> JsonObject
             (bot, VOIDED_REASON, VOIDED_KEPT),
         )
     ]
-    return {
-        "bot": bot,
-        "banned": bool(row["banned"]),
-        "registeredAt": row["created_at"],
-        "ratings": ratings,
-        "history": history,
-        "headToHead": meetings,
-        "voided": voided,
-    }

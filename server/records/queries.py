@@ -254,7 +254,8 @@ class Queries:
             finished += " AND tournament_id = ?"
             parameters.append(tournament_id)
         sql = (
-            "SELECT g.id, g.game, g.winner, g.score, g.reason, s0.bot AS bot0, s1.bot AS bot1, "
+            "SELECT g.id, g.game, g.winner, g.score, g.reason, g.pairing, s0.bot AS bot0, "
+            "s1.bot AS bot1, "
             "s0.seat_name AS seat0, s1.seat_name AS seat1, s0.exit AS exit0, s1.exit AS exit1, "
             f"s0.timed_out_turns AS late0, s1.timed_out_turns AS late1 FROM ({finished}) g "
             "JOIN seats s0 ON s0.game_id = g.id AND s0.seat = 0 "
@@ -276,6 +277,7 @@ class Queries:
                     reason=row["reason"] or "",
                     exits=(row["exit0"], row["exit1"]),
                     timed_out_turns=(row["late0"], row["late1"]),
+                    pairing=row["pairing"] or "",
                 )
             )
         return results

@@ -26,7 +26,7 @@ from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
 from server.tournament.hosted import resolved
-from server.tournament.schedule import Pairing, schedule
+from server.tournament.schedule import Pairing, schedule, swiss_rounds
 from server.tournament.spec import (
     Entrant,
     TournamentError,
@@ -144,8 +144,10 @@ class TournamentRunner:
         """
         spec = self.spec
         check_programs(spec.entrants, spec.game)
-        pairings = schedule(spec)
         await begin(self.records, spec)
+        if spec.format == "swiss":
+            return await self._swiss()
+        pairings = schedule(spec)
         finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
         todo = [pairing for pairing in pairings if pairing.key not in finished]
         progress = Progress(len(pairings), len(pairings) - len(todo), self.out)
@@ -157,6 +159,31 @@ class TournamentRunner:
             self.records.tournament_finished(spec.id)
         await self.records.flush()
         return await asyncio.to_thread(self.records.results, spec.id)
+
+    async def _swiss(self) -> list[GameResult]:
+        """A Swiss event: each round paired once the one before it is over, from the results
+        in the records (so that a resumed event pairs as it did); finished once its last
+        round is. A round left short (a game voided again and again, or the run stopped) is
+        played on by the next run."""
+        spec = self.spec
+        per_round = len(spec.entrants) // 2
+        results = await asyncio.to_thread(self.records.results, spec.id)
+        progress = Progress(spec.rounds * per_round, len(results), self.out)
+        progress.update("resuming" if results else "")
+        while True:
+            rounds = swiss_rounds(spec, results)
+            done = {result.pairing for result in results}
+            todo = [pairing for pairing in rounds[-1] if pairing.key not in done]
+            if not todo:
+                self.records.tournament_finished(spec.id)
+                break
+            await self.play(todo, progress)
+            await self.records.flush()
+            results = await asyncio.to_thread(self.records.results, spec.id)
+            if not {pairing.key for pairing in todo} <= {result.pairing for result in results}:
+                break  # left short: the next run plays it again
+        await self.records.flush()
+        return results
 
     async def play(self, todo: list[Pairing], progress: Progress) -> None:
         """Play these games on an arena of the runner's own (``spec.parallel`` at once), each

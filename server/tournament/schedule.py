@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.games import GAMES
+from server.league import GameResult
+from server.tournament.formats import Played, Round, gauntlet, swiss_round, swiss_standings
 from server.tournament.spec import Entrant, TournamentSpec
 
 
@@ -20,7 +22,7 @@ class Pairing:
 
 
 def schedule(spec: TournamentSpec) -> list[Pairing]:
-    """Who plays whom, and on which side.
+    """Who plays whom, and on which side (a Swiss event: its first round).
 
     Thud, as the challenge: every dwarf bot plays every troll bot once. A pair of bots that can
     both play either side meets once (the earlier-listed one as the dwarfs), or twice, once each
@@ -31,9 +33,20 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
     seat_names = GAMES[spec.game].seat_names
     if spec.paired_games:
         return _paired(spec, seat_names)
+    if spec.format == "swiss":  # its first round: the next ones follow the results
+        return swiss_rounds(spec, [])[0]
     both_ways = spec.swap_sides or GAMES[spec.game].league.both_ways
     pairings: list[tuple[Entrant, Entrant]] = []
     entrants = spec.entrants
+    if spec.format == "gauntlet":  # the first listed against each of the others
+        by_name = {entrant.name: entrant for entrant in entrants}
+        champion, field = entrants[0].name, [entrant.name for entrant in entrants[1:]]
+        pairings = [
+            (by_name[a], by_name[b])
+            for a, b in gauntlet(champion, field, both_ways)
+            if seat_names[0] in by_name[a].sides and seat_names[1] in by_name[b].sides
+        ]
+        return _numbered(spec, pairings, seat_names)
     for i, first in enumerate(entrants):
         for second in entrants[i + 1 :]:
             ways = [
@@ -42,15 +55,83 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
                 if seat_names[0] in a.sides and seat_names[1] in b.sides
             ]
             pairings += ways if both_ways else ways[:1]
+    return _numbered(spec, pairings, seat_names)
+
+
+def _numbered(
+    spec: TournamentSpec,
+    pairings: Sequence[tuple[Entrant, Entrant]],
+    seat_names: tuple[str, ...],
+    first: int = 1,
+    prefix: str = "",
+) -> list[Pairing]:
     return [
         Pairing(
             number,
             (a, b),
-            f"{seat_names[0]}:{a.name} v {seat_names[1]}:{b.name}",
+            f"{prefix}{seat_names[0]}:{a.name} v {seat_names[1]}:{b.name}",
             spec.seed * 100_003 + number,
         )
-        for number, (a, b) in enumerate(pairings, start=1)
+        for number, (a, b) in enumerate(pairings, start=first)
     ]
+
+
+def swiss_rounds(spec: TournamentSpec, results: Sequence[GameResult]) -> list[list[Pairing]]:
+    """A Swiss event's rounds as far as its results go: each round paired from the rounds
+    before it (``server.tournament.formats.swiss_round``), the last one the round to play
+    next (or the last round, once the event is over). Played again from the records' results,
+    a resumed event pairs every round exactly as it did."""
+    seat_names = GAMES[spec.game].seat_names
+    by_name = {entrant.name: entrant for entrant in spec.entrants}
+    names = list(by_name)
+    by_key = {result.pairing: result for result in results}
+    games: list[Played] = []
+    byes: list[str] = []
+    rounds: list[list[Pairing]] = []
+    for number in range(1, spec.rounds + 1):
+        paired: Round = swiss_round(names, games, byes)
+        first = 1 + sum(len(done) for done in rounds)
+        pairs = [(by_name[a], by_name[b]) for a, b in paired.pairs]
+        rounds.append(_numbered(spec, pairs, seat_names, first, f"round {number}: "))
+        if paired.bye is not None:
+            byes.append(paired.bye)
+        found = [by_key.get(pairing.key) for pairing in rounds[-1]]
+        if any(result is None for result in found):
+            break  # this round is the one to play
+        games += [_played(result) for result in found if result is not None]
+    return rounds
+
+
+def swiss_byes(spec: TournamentSpec, results: Sequence[GameResult]) -> list[str]:
+    """Who had a bye, round by round (for the standings: a bye is a win)."""
+    names = [entrant.name for entrant in spec.entrants]
+    played_rounds = swiss_rounds(spec, results)
+    byes: list[str] = []
+    games: list[Played] = []
+    by_key = {result.pairing: result for result in results}
+    for pairings in played_rounds:
+        paired = swiss_round(names, games, byes)
+        if paired.bye is not None:
+            byes.append(paired.bye)
+        games += [_played(by_key[p.key]) for p in pairings if p.key in by_key]
+    return byes
+
+
+def swiss_table(spec: TournamentSpec, results: Sequence[GameResult]) -> str:
+    """A Swiss event's standings as ``tavern tournament`` prints them: by points, then
+    Buchholz, then Sonneborn-Berger (a bye counted a win)."""
+    names = [entrant.name for entrant in spec.entrants]
+    games = [_played(result) for result in results]
+    rows = swiss_standings(names, games, swiss_byes(spec, results))
+    lines = [f"{'':>4} {'bot':<24} {'points':>6} {'Buchholz':>8} {'S-B':>6}"]
+    for place, (name, points, buchholz, berger) in enumerate(rows, start=1):
+        lines.append(f"{place:>3}. {name:<24} {points:>6g} {buchholz:>8g} {berger:>6g}")
+    return "\n".join(lines)
+
+
+def _played(result: GameResult) -> Played:
+    score = 0.5 if result.winner is None else (1.0 if result.winner == 0 else 0.0)
+    return Played(result.bots[0], result.bots[1], score)
 
 
 def _paired(spec: TournamentSpec, seat_names: tuple[str, ...]) -> list[Pairing]:

@@ -30,7 +30,14 @@ from server.games import GAMES
 from server.games.base import JsonObject, TimeBank
 
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
-KEYS = ("name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots")
+KEYS = (
+    "name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots", "format",
+    "rounds",
+)  # fmt: skip
+# Who meets whom (server.tournament.formats): every pair; one bot (the first listed) against each
+# of the others; a Swiss event of ``rounds`` rounds. Knockout and arena are not played from a
+# file yet.
+FORMATS = ("round-robin", "gauntlet", "swiss")
 LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms", "clock")
 BOT_KEYS = ("name", "side", "command", "file", "isolated", "hosted")
 MAX_NICK = 64
@@ -78,6 +85,8 @@ class TournamentSpec:
     limits: Limits
     raw: JsonObject
     paired_games: int = 0  # two bots: this many games, in pairs of one seed (0: round robin)
+    format: str = "round-robin"  # one of FORMATS
+    rounds: int = 0  # a Swiss event's
 
 
 def load_spec(path: Path) -> TournamentSpec:
@@ -130,6 +139,18 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         raise TournamentError(f"key 'paired_games': must be 0 or more, got {paired_games}")
     if paired_games and (len(entrants) != 2 or any(e.sides != seat_names for e in entrants)):
         raise TournamentError("key 'paired_games': needs two bots that both play either side")
+    kind = _get(raw, "format", str, "round-robin")
+    if kind not in FORMATS:
+        raise TournamentError(f"key 'format': one of {', '.join(FORMATS)}, got {kind!r}")
+    rounds = _get(raw, "rounds", int, 0)
+    if kind == "swiss":
+        if not 1 <= rounds < len(entrants):
+            raise TournamentError(f"key 'rounds': a Swiss event of {len(entrants)} bots plays 1 "
+                                  f"to {len(entrants) - 1} rounds, got {rounds}")  # fmt: skip
+        if paired_games or any(entrant.sides != seat_names for entrant in entrants):
+            raise TournamentError("key 'format': a Swiss event's bots all play either side")
+    elif "rounds" in raw:
+        raise TournamentError("key 'rounds': only a Swiss event has rounds")
     return TournamentSpec(
         id=re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "tournament",
         name=name,
@@ -141,6 +162,8 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         limits=limits,
         raw=raw,
         paired_games=paired_games,
+        format=kind,
+        rounds=rounds,
     )
 
 
@@ -365,7 +388,9 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
 
 # --- a tournament resumed from its file ----------------------------------------------------------
 # What a key is when the file leaves it out, so that writing a default out is no change.
-_DEFAULTS: JsonObject = {"seed": 1, "swap_sides": False, "paired_games": 0}
+_DEFAULTS: JsonObject = {
+    "seed": 1, "swap_sides": False, "paired_games": 0, "format": "round-robin", "rounds": 0,
+}  # fmt: skip
 _LIMIT_DEFAULTS: JsonObject = {
     "cpu_seconds": DEFAULT_LIMITS.cpu_seconds,
     "memory_mb": DEFAULT_LIMITS.memory_mb,
