@@ -21,7 +21,13 @@ from server.records import GameFilter, Records
 from server.tournament import runner
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
-from server.tournament.schedule import schedule, swiss_rounds, swiss_table
+from server.tournament.schedule import (
+    knockout_games,
+    knockout_table,
+    schedule,
+    swiss_rounds,
+    swiss_table,
+)
 from server.tournament.spec import TournamentError, changes, load_spec, spec_from_mapping
 from server.validate import validate
 from tests.conftest import Served
@@ -175,7 +181,7 @@ def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
         (
             {"name": "x", "game": "thud", "paralel": 2, "bots": []},
             "key 'paralel': unknown (the known keys are name, game, seed, parallel, swap_sides, "
-            "paired_games, limits, bots, format, rounds)",
+            "paired_games, limits, bots, format, rounds, tie_breaks)",
         ),
         (
             {"name": "x", "game": "thud", "limits": {"cpu_secnds": 3}, "bots": TWO_BOTS},
@@ -703,14 +709,49 @@ def test_a_gauntlet_and_the_formats_checks() -> None:
     both = spec_from_mapping({**gauntlet, "swap_sides": True}, ROOT)
     assert len(schedule(both)) == 4
     for wrong, said in (
-        ({"format": "ladder"}, "key 'format': one of round-robin, gauntlet, swiss"),
+        ({"format": "ladder"}, "key 'format': one of round-robin, gauntlet, swiss, knockout"),
+        ({"tie_breaks": 1}, "key 'tie_breaks': only a knockout has tie-break games"),
         ({"format": "swiss", "rounds": 3}, "a Swiss event of 3 bots plays 1 to 2 rounds"),
         ({"rounds": 2}, "key 'rounds': only a Swiss event has rounds"),
     ):
         with pytest.raises(TournamentError, match=re.escape(said)):
             spec_from_mapping({"name": "g", "game": "thud", "bots": bots, **wrong}, ROOT)
     sided = [house("thud", "dwarf", "dwarf"), house("thud", "troll", "troll")]
-    with pytest.raises(TournamentError, match="a Swiss event's bots all play either side"):
+    with pytest.raises(TournamentError, match="a swiss event's bots all play either side"):
         spec_from_mapping(
             {"name": "s", "game": "thud", "format": "swiss", "rounds": 1, "bots": sided}, ROOT
         )
+
+
+def test_a_knockout_goes_on_from_its_results_with_tie_break_games() -> None:
+    """Issue 34, item 1: ``format = "knockout"``: round 1 seeded as listed, a bye to the top
+    seed; a drawn game is played again with the sides swapped (``tie_breaks``), then the
+    higher seed goes through; each next round from the winners. Read from results as the
+    records give them (no game played here: the runner plays them as a Swiss event's)."""
+    bots = [{**house("thud", "random"), "name": name} for name in ("a", "b", "c")]
+    cup = {"name": "ko", "game": "thud", "format": "knockout", "tie_breaks": 1, "bots": bots}
+    spec = spec_from_mapping(cup, ROOT)
+    results: list[GameResult] = []
+
+    def next_keys() -> list[str]:
+        return [pairing.key for pairing in knockout_games(spec, results)[0]]
+
+    def played(key: str, winner: int | None) -> None:
+        first, second = (part.split(":")[1] for part in key.split(": ", 1)[1].split(" v "))
+        results.append(GameResult("thud", (first, second), ("dwarf", "troll"), winner, (0, 0),
+                                   pairing=key))  # fmt: skip
+
+    assert (
+        next_keys()
+        == [p.key for p in schedule(spec)]
+        == ["round 1 match 2 game 1: dwarf:b v troll:c"]
+    )  # a has the bye
+    played(next_keys()[0], None)  # a draw: a tie-break game, the sides swapped
+    assert next_keys() == ["round 1 match 2 game 2: dwarf:c v troll:b"]
+    played(next_keys()[0], None)  # drawn again: b, the higher seed, goes through
+    assert next_keys() == ["round 2 match 1 game 1: dwarf:a v troll:b"]
+    played(next_keys()[0], 1)  # b wins the final
+    assert next_keys() == []
+    assert knockout_table(spec, results).splitlines() == [
+        "round 1: a, b", "round 2: b", "winner: b",
+    ]  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
+from collections.abc import Callable
 from typing import IO
 
 import orjson
@@ -26,7 +27,7 @@ from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
 from server.tournament.hosted import resolved
-from server.tournament.schedule import Pairing, schedule, swiss_rounds
+from server.tournament.schedule import Pairing, knockout_games, schedule, swiss_rounds
 from server.tournament.spec import (
     Entrant,
     TournamentError,
@@ -146,7 +147,10 @@ class TournamentRunner:
         check_programs(spec.entrants, spec.game)
         await begin(self.records, spec)
         if spec.format == "swiss":
-            return await self._swiss()
+            per_round = len(spec.entrants) // 2
+            return await self._in_rounds(spec.rounds * per_round, self._next_swiss_games)
+        if spec.format == "knockout":
+            return await self._in_rounds(len(spec.entrants) - 1, self._next_knockout_games)
         pairings = schedule(spec)
         finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
         todo = [pairing for pairing in pairings if pairing.key not in finished]
@@ -160,20 +164,28 @@ class TournamentRunner:
         await self.records.flush()
         return await asyncio.to_thread(self.records.results, spec.id)
 
-    async def _swiss(self) -> list[GameResult]:
-        """A Swiss event: each round paired once the one before it is over, from the results
-        in the records (so that a resumed event pairs as it did); finished once its last
-        round is. A round left short (a game voided again and again, or the run stopped) is
-        played on by the next run."""
+    def _next_swiss_games(self, results: list[GameResult]) -> list[Pairing]:
+        """The games of the Swiss round under way not played yet (none: the event is over)."""
+        done = {result.pairing for result in results}
+        return [p for p in swiss_rounds(self.spec, results)[-1] if p.key not in done]
+
+    def _next_knockout_games(self, results: list[GameResult]) -> list[Pairing]:
+        return knockout_games(self.spec, results)[0]
+
+    async def _in_rounds(
+        self, total: int, next_games: Callable[[list[GameResult]], list[Pairing]]
+    ) -> list[GameResult]:
+        """An event whose games follow the results (Swiss, knockout): ``next_games`` of the
+        results in the records (so that a resumed event pairs as it did), played, and again,
+        until there are none: then it is finished. Games left unplayed (voided again and
+        again, or the run stopped) are played by the next run. ``total``: its games, for the
+        progress line (a knockout's tie-break games come on top)."""
         spec = self.spec
-        per_round = len(spec.entrants) // 2
         results = await asyncio.to_thread(self.records.results, spec.id)
-        progress = Progress(spec.rounds * per_round, len(results), self.out)
+        progress = Progress(total, len(results), self.out)
         progress.update("resuming" if results else "")
         while True:
-            rounds = swiss_rounds(spec, results)
-            done = {result.pairing for result in results}
-            todo = [pairing for pairing in rounds[-1] if pairing.key not in done]
+            todo = next_games(results)
             if not todo:
                 self.records.tournament_finished(spec.id)
                 break

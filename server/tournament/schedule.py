@@ -9,7 +9,16 @@ from dataclasses import dataclass
 
 from server.games import GAMES
 from server.league import GameResult
-from server.tournament.formats import Played, Round, gauntlet, swiss_round, swiss_standings
+from server.tournament.formats import (
+    Played,
+    Round,
+    gauntlet,
+    knockout_first_round,
+    knockout_winner,
+    next_knockout_round,
+    swiss_round,
+    swiss_standings,
+)
 from server.tournament.spec import Entrant, TournamentSpec
 
 
@@ -35,6 +44,8 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
         return _paired(spec, seat_names)
     if spec.format == "swiss":  # its first round: the next ones follow the results
         return swiss_rounds(spec, [])[0]
+    if spec.format == "knockout":  # its first games: the next ones follow the results
+        return knockout_games(spec, [])[0]
     both_ways = spec.swap_sides or GAMES[spec.game].league.both_ways
     pairings: list[tuple[Entrant, Entrant]] = []
     entrants = spec.entrants
@@ -115,6 +126,60 @@ def swiss_byes(spec: TournamentSpec, results: Sequence[GameResult]) -> list[str]
             byes.append(paired.bye)
         games += [_played(by_key[p.key]) for p in pairings if p.key in by_key]
     return byes
+
+
+def knockout_games(
+    spec: TournamentSpec, results: Sequence[GameResult]
+) -> tuple[list[Pairing], list[list[str]]]:
+    """A knockout as far as its results go: the games to play next (none once it is over),
+    and each round's winners so far. Round 1 is seeded as the bots are listed, byes to the top
+    seeds (``server.tournament.formats``); a match is its first game, and on a draw its
+    tie-break games, the sides swapped each time, up to ``spec.tie_breaks``, then the higher
+    seed goes through. Played again from the records, a resumed knockout goes on as it was."""
+    seat_names = GAMES[spec.game].seat_names
+    by_name = {entrant.name: entrant for entrant in spec.entrants}
+    by_key = {result.pairing: result for result in results}
+    matches: list[tuple[str, str | None]] = list(knockout_first_round(list(by_name)))
+    winners_by_round: list[list[str]] = []
+    for number in range(1, len(by_name) + 1):
+        todo: list[Pairing] = []
+        winners: list[str] = []
+        for match, (higher, lower) in enumerate(matches, start=1):
+            if lower is None:  # a bye
+                winners.append(higher)
+                continue
+            games: list[Played] = []
+            for game in range(1, spec.tie_breaks + 2):
+                first, second = (higher, lower) if game % 2 else (lower, higher)
+                key = (f"round {number} match {match} game {game}: "
+                       f"{seat_names[0]}:{first} v {seat_names[1]}:{second}")  # fmt: skip
+                if key not in by_key:
+                    seed_number = number * 10_000 + match * 100 + game
+                    pairing = Pairing(seed_number, (by_name[first], by_name[second]), key,
+                                      spec.seed * 100_003 + seed_number)  # fmt: skip
+                    break
+                games.append(_played(by_key[key]))
+            winner = knockout_winner(higher, lower, games, spec.tie_breaks)
+            if winner is None:
+                todo.append(pairing)
+            else:
+                winners.append(winner)
+        if todo:
+            return todo, winners_by_round
+        winners_by_round.append(winners)
+        if len(winners) <= 1:
+            break
+        matches = list(next_knockout_round(winners))
+    return [], winners_by_round
+
+
+def knockout_table(spec: TournamentSpec, results: Sequence[GameResult]) -> str:
+    """A knockout's rounds as ``tavern tournament`` prints them: who went through each."""
+    _, rounds = knockout_games(spec, results)
+    lines = [f"round {number}: {', '.join(won)}" for number, won in enumerate(rounds, start=1)]
+    if rounds and len(rounds[-1]) == 1:
+        lines.append(f"winner: {rounds[-1][0]}")
+    return "\n".join(lines)
 
 
 def swiss_table(spec: TournamentSpec, results: Sequence[GameResult]) -> str:

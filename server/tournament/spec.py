@@ -32,12 +32,13 @@ from server.games.base import JsonObject, TimeBank
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
 KEYS = (
     "name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots", "format",
-    "rounds",
+    "rounds", "tie_breaks",
 )  # fmt: skip
 # Who meets whom (server.tournament.formats): every pair; one bot (the first listed) against each
-# of the others; a Swiss event of ``rounds`` rounds. Knockout and arena are not played from a
-# file yet.
-FORMATS = ("round-robin", "gauntlet", "swiss")
+# of the others; a Swiss event of ``rounds`` rounds; a knockout seeded as the bots are listed.
+# The arena format is not played from a file yet.
+FORMATS = ("round-robin", "gauntlet", "swiss", "knockout")
+MAX_TIE_BREAKS = 10
 LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms", "clock")
 BOT_KEYS = ("name", "side", "command", "file", "isolated", "hosted")
 MAX_NICK = 64
@@ -87,6 +88,7 @@ class TournamentSpec:
     paired_games: int = 0  # two bots: this many games, in pairs of one seed (0: round robin)
     format: str = "round-robin"  # one of FORMATS
     rounds: int = 0  # a Swiss event's
+    tie_breaks: int = 2  # a knockout's games after a drawn one, at most (then the higher seed)
 
 
 def load_spec(path: Path) -> TournamentSpec:
@@ -143,14 +145,20 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     if kind not in FORMATS:
         raise TournamentError(f"key 'format': one of {', '.join(FORMATS)}, got {kind!r}")
     rounds = _get(raw, "rounds", int, 0)
-    if kind == "swiss":
-        if not 1 <= rounds < len(entrants):
-            raise TournamentError(f"key 'rounds': a Swiss event of {len(entrants)} bots plays 1 "
-                                  f"to {len(entrants) - 1} rounds, got {rounds}")  # fmt: skip
-        if paired_games or any(entrant.sides != seat_names for entrant in entrants):
-            raise TournamentError("key 'format': a Swiss event's bots all play either side")
-    elif "rounds" in raw:
+    tie_breaks = _get(raw, "tie_breaks", int, 2)
+    if kind == "swiss" and not 1 <= rounds < len(entrants):
+        raise TournamentError(f"key 'rounds': a Swiss event of {len(entrants)} bots plays 1 "
+                              f"to {len(entrants) - 1} rounds, got {rounds}")  # fmt: skip
+    if kind != "swiss" and "rounds" in raw:
         raise TournamentError("key 'rounds': only a Swiss event has rounds")
+    if kind != "knockout" and "tie_breaks" in raw:
+        raise TournamentError("key 'tie_breaks': only a knockout has tie-break games")
+    if not 0 <= tie_breaks <= MAX_TIE_BREAKS:
+        raise TournamentError(f"key 'tie_breaks': 0 to {MAX_TIE_BREAKS}, got {tie_breaks}")
+    if kind in ("swiss", "knockout") and (
+        paired_games or any(entrant.sides != seat_names for entrant in entrants)
+    ):
+        raise TournamentError(f"key 'format': a {kind} event's bots all play either side")
     return TournamentSpec(
         id=re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "tournament",
         name=name,
@@ -164,6 +172,7 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         paired_games=paired_games,
         format=kind,
         rounds=rounds,
+        tie_breaks=tie_breaks,
     )
 
 
@@ -390,6 +399,7 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
 # What a key is when the file leaves it out, so that writing a default out is no change.
 _DEFAULTS: JsonObject = {
     "seed": 1, "swap_sides": False, "paired_games": 0, "format": "round-robin", "rounds": 0,
+    "tie_breaks": 2,
 }  # fmt: skip
 _LIMIT_DEFAULTS: JsonObject = {
     "cpu_seconds": DEFAULT_LIMITS.cpu_seconds,
