@@ -73,6 +73,8 @@ class ArenaConfig:
     max_errors_per_second: int = 20
     max_send_buffer_bytes: int = 1_048_576
     reconnect_grace_ms: int = 10_000
+    # A bot's debug text reaches the pages watching its game this many turns late.
+    spectator_debug_delay_turns: int = 10
     # A turn whose time ran out while the arena's event loop stalled longer than this is voided.
     loop_stall_void_ms: int = 2_000
     thud_api_port: int = 0  # also serve the Thud HTTP API here (0: only on httpPort)
@@ -154,6 +156,7 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "maxErrorsPerSecond": ("max_errors_per_second", 1, 1_000_000),
     "maxSendBufferBytes": ("max_send_buffer_bytes", 4096, 1 << 30),
     "reconnectGraceMs": ("reconnect_grace_ms", 0, 3_600_000),
+    "spectatorDebugDelayTurns": ("spectator_debug_delay_turns", 1, 100_000),
     "loopStallVoidMs": ("loop_stall_void_ms", 100, 3_600_000),
     "thudApiPort": ("thud_api_port", 0, 65535),
     "maxWaitingSimulationsPerAddress": ("max_waiting_simulations_per_address", 1, 1_000_000),

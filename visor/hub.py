@@ -26,6 +26,7 @@ from server.match_events import (
     TurnPlayed,
     Update,
 )
+from visor.debug_delay import DelayedDebug
 from visor.live_views import LiveViews
 from visor.lobby import Lobby
 from visor.pages import Page
@@ -47,6 +48,7 @@ class SpectatorHub:
         self.lobby = Lobby(arena, others, self.live, watchers)
         self.watching = Watching(arena, others, self.live, self.lobby, watchers)
         self.relays = Relays(self.watching, self.lobby)
+        self.debug = DelayedDebug(arena.config.spectator_debug_delay_turns)
         arena.listeners.append(self.on_update)
         if others is not None:
             others.serve_spectators(self)
@@ -59,10 +61,14 @@ class SpectatorHub:
             result = update.result
             match_id = result.match_id
             self.live.turn_played(result)
+            due = self.debug.turn_played(result)  # the bots' debug texts now old enough
             count = self.watching.count(match_id) + self.relays.count(match_id)
             if not count:
                 return  # nobody watches it
-            text = result.spectator_json() + b',"spectators":%d}' % count
+            text = result.spectator_json()
+            if due:
+                text += b',"debug":' + orjson.dumps(due)
+            text += b',"spectators":%d}' % count
         elif isinstance(update, SeatsChanged | GameStarted):
             view = self.live[update.view.match_id] = update.view
             match_id = view.match_id
@@ -100,6 +106,7 @@ class SpectatorHub:
             self.relays.send(match_id, text)
         if isinstance(update, GameFinished | Removed):
             self.relays.ended(match_id)
+            self.debug.ended(match_id)
         if text is not None:
             self.watching.send_later(match_id, text)
 

@@ -21,6 +21,7 @@ const ui = {
   canvas: byId("board"),
   banner: byId("banner"),
   why: byId("why"),
+  said: byId("said"),
 };
 
 const tv = {
@@ -129,6 +130,7 @@ function onLobby(message) {
 
 function onSnapshot(message) {
   if (!tv.chosen || message.simulationId !== tv.chosen.simulationId) return;
+  show(ui.said, false);
   viewSnapshotBoard(tv, ui.canvas, message);
   const frame = { state: message.state, turn: message.turn, scores: message.scores, events: [] };
   if (message.state) playback.show(frame);
@@ -140,6 +142,11 @@ function onSnapshot(message) {
 
 function onTurn(message) {
   if (!tv.view || !tv.chosen) return;
+  if (message.debug) {  // what a bot said some turns ago (held back: never a fresh plan)
+    const said = message.debug[message.debug.length - 1];
+    setText(ui.said, `${said.seat}, turn ${said.turn}: ${said.debug}`);
+    show(ui.said, true);
+  }
   playback.advance({ state: message.state, turn: message.turn, scores: message.scores, events: message.events, seat: message.seat });
 }
 

@@ -119,6 +119,7 @@ function onSnapshot(message) {
 
 function onTurn(message) {
   if (!watch.view) return;
+  if (message.debug) showSaid(message.debug);
   watch.status = "playing";
   if (message.replyMs !== undefined) watch.replies[message.seat] = message.replyMs;
   setClock(message.clock);
@@ -130,6 +131,19 @@ function onTurn(message) {
     seat: message.seat,
     timedOut: message.timedOut,
   });
+}
+
+/** The bots' debug texts of some turns ago (the arena holds them back: a plan is shown only
+ * once it is old), the newest first. */
+function showSaid(said) {
+  const list = byId("said-log");
+  for (const entry of said) {
+    list.prepend(el("li", { dataset: { turn: entry.turn, seat: entry.seat } },
+      el("span", { className: "stat-label", text: `${entry.seat}, turn ${entry.turn}: ` }),
+      el("span", { className: "debug-text", text: entry.debug })));
+  }
+  while (list.children.length > 50) list.lastChild.remove();
+  show(byId("said"), true);
 }
 
 /** A frame reached the board: scores, turn and log follow it, not the network. */
