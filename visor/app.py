@@ -58,6 +58,7 @@ from visor import (
 )
 from visor.connections import HttpConnections, serving_http
 from visor.errors import RECORDS_UNAVAILABLE, PageError
+from visor.game_export import export_games, wants_lines
 from visor.health import Health
 from visor.house_games import HouseGames
 from visor.hub import SpectatorHub, running
@@ -197,8 +198,11 @@ async def api_simulations(request: web.Request) -> web.Response:
     return json_response({"simulations": request.app[HUB].live_simulations()})
 
 
-async def api_games(request: web.Request) -> web.Response:
-    """Recorded games, newest first: ?game=&player=&result=&tournament=&page=&perPage="""
+async def api_games(request: web.Request) -> web.StreamResponse:
+    """Recorded games, newest first: ?game=&player=&result=&tournament=&page=&perPage=; asked
+    for JSON lines, the archive's export instead (``visor.game_export``)."""
+    if wants_lines(request):
+        return await export_games(request, request.app[RECORDS])
     query = request.query
     try:
         page_number = int(query.get("page", "1"))

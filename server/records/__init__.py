@@ -24,7 +24,7 @@ from pathlib import Path
 from server.config import ArenaConfig
 from server.match_events import Listener
 from server.records.backends import Backend, RecordsOutOfReach, backend_for, is_postgres
-from server.records.queries import GameFilter, Queries
+from server.records.queries import Archived, GameFilter, Listed, Queries
 from server.records.recorder import Recorder
 from server.records.schema import MIGRATIONS, SCHEMA_VERSION, connect, migrate
 from server.records.writer import JOURNAL_BYTES, SWEEP_S, Writer
@@ -32,8 +32,10 @@ from server.records.writer import JOURNAL_BYTES, SWEEP_S, Writer
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "Archived",
     "Backend",
     "GameFilter",
+    "Listed",
     "Recorder",
     "Records",
     "RecordsOutOfReach",

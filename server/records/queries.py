@@ -54,6 +54,27 @@ class GameFilter:
     per_page: int = 50
 
 
+@dataclass(frozen=True, slots=True)
+class Archived:
+    """Which finished games an export reads (``Queries.finished_after``): of a game, of a bot
+    (a registered bot in any case, a tournament's entrant as written), started from ``since``
+    and before ``until`` (epoch seconds), after the cursor ``after`` (a game's start and id)."""
+
+    game: str | None = None
+    bot: str | None = None
+    since: float | None = None
+    until: float | None = None
+    after: tuple[float, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A game in an export's page: its id and start (its place, for the cursor)."""
+
+    id: str
+    started_at: float
+
+
 def read(
     method: Callable[Concatenate[Queries, Connection, P], T],
 ) -> Callable[Concatenate[Queries, P], T]:
@@ -221,6 +242,37 @@ class Queries:
             (bot.casefold(), bot, count),
         )
         return [str(row["id"]) for row in rows]
+
+    @read
+    def finished_after(self, reader: Connection, where: Archived, count: int) -> list[Listed]:
+        """The next ``count`` finished games ``where`` says, oldest first (by start, then id),
+        after its cursor: the archive's export reads a page at a time, never the table."""
+        clauses: list[str] = ["status = 'finished'"]
+        parameters: list[Any] = []
+        if where.game:
+            clauses.append("game = ?")
+            parameters.append(where.game)
+        if where.bot:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM seats s WHERE s.game_id = games.id AND s.bot = "
+                "coalesce((SELECT name FROM bots WHERE folded = ?), ?))"
+            )
+            parameters += [where.bot.casefold(), where.bot]
+        if where.since is not None:
+            clauses.append("started_at >= ?")
+            parameters.append(where.since)
+        if where.until is not None:
+            clauses.append("started_at < ?")
+            parameters.append(where.until)
+        if where.after is not None:
+            clauses.append("(started_at > ? OR (started_at = ? AND id > ?))")
+            parameters += [where.after[0], where.after[0], where.after[1]]
+        rows = reader.execute(
+            f"SELECT id, started_at FROM games WHERE {' AND '.join(clauses)} "
+            "ORDER BY started_at, id LIMIT ?",
+            [*parameters, count],
+        )
+        return [Listed(str(row["id"]), float(row["started_at"])) for row in rows]
 
     @read
     def tournament_faults(self, reader: Connection, tournament_id: str) -> list[JsonObject]:
