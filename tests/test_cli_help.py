@@ -27,6 +27,7 @@ COMMANDS = [
     ["test"],
     ["records"],
     ["records", "copy"],
+    ["records", "export"],
     ["bots"],
     ["bots", "add"],
     ["bots", "rotate"],

@@ -1,10 +1,12 @@
 """Every game as data (issue 34, item 3): ``GET /api/games`` asked for JSON lines streams the
 finished games, oldest first, each the whole record the records give, with a cursor to go on
-from; by bot and time, bounded by ``max``. Real games played over TCP, a real visor."""
+from; by bot and time, bounded by ``max``; ``tavern records export`` writes the same lines to a
+zstandard-compressed file. Real games played over TCP, a real visor."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,11 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+import zstandard
 
 from server.records.identities import roster_kept
 from tests.conftest import RawClient, serving_visor, test_config
+from tests.test_command_line import tavern
 from tests.test_identity import added
 from visor import game_export
 
@@ -94,6 +98,15 @@ async def test_the_archive_streams_whole_records_by_bot_and_time_paged_by_cursor
             async with session.get(f"{served.url}/api/games",
                                    params={"format": "ndjson", **wrong}) as answer:  # fmt: skip
                 assert answer.status == 400, wrong
+        # The same records written to a file by the command line, zstandard-compressed.
+        out = tmp_path / "grimli.jsonl.zst"
+        export = ["records", "export", "--bot", "Grimli", "--output", str(out)]
+        ran = await asyncio.to_thread(tavern, *export, "--database", str(database))
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.strip() == f"2 games written to {out}"
+        with zstandard.ZstdDecompressor().stream_reader(out.open("rb")) as compressed:
+            lines = [orjson.loads(line) for line in io.TextIOWrapper(compressed)]
+        assert lines == by_bot
         # The page of summaries is unchanged when JSON lines are not asked for.
         async with session.get(f"{served.url}/api/games") as answer:
             assert (await answer.json())["total"] == 3

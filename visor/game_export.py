@@ -17,18 +17,15 @@ only queue).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from datetime import UTC, datetime
 
 import orjson
 from aiohttp import web
 
 from server.records import Archived, Records
-from server.replay import DamagedRecord
+from server.records.archive import EXPORT_PAGE, after_cursor, archived, moment
 from visor.responses import json_error
 
 NDJSON = "application/x-ndjson"
-EXPORT_PAGE = 100  # games read at once
 DEFAULT_EXPORT = 1000
 MAX_EXPORT = 10_000
 
@@ -37,60 +34,31 @@ def wants_lines(request: web.Request) -> bool:
     return request.query.get("format") == "ndjson" or NDJSON in request.headers.get("Accept", "")
 
 
-def _moment(text: str, name: str) -> float:
-    """A date, an ISO 8601 time (UTC unless it says) or epoch seconds, as epoch seconds."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"{name}: a date, an ISO time or epoch seconds") from None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
-
-
-def _cursor(text: str) -> tuple[float, str]:
-    started, _, game_id = text.rpartition(":")
-    try:
-        return float(started), game_id
-    except ValueError:
-        raise web.HTTPBadRequest(text="cursor: the cursor of an exported line") from None
-
-
 async def export_games(request: web.Request, records: Records) -> web.StreamResponse:
     query = request.query
     try:
         most = int(query.get("max", str(DEFAULT_EXPORT)))
-        where = Archived(
-            game=query.get("game"),
-            bot=query.get("bot"),
-            since=_moment(query["since"], "since") if "since" in query else None,
-            until=_moment(query["until"], "until") if "until" in query else None,
-            after=_cursor(query["cursor"]) if "cursor" in query else None,
-        )
     except ValueError:
         return json_error(400, "max must be an integer")
-    except web.HTTPBadRequest as bad:
-        return json_error(400, bad.text or "bad request")
     if not 1 <= most <= MAX_EXPORT:
         return json_error(400, f"max must be from 1 to {MAX_EXPORT}")
+    try:
+        since = moment(query["since"]) if "since" in query else None
+        until = moment(query["until"]) if "until" in query else None
+    except ValueError:
+        return json_error(400, "since and until: a date, an ISO time or epoch seconds")
+    try:
+        after = after_cursor(query["cursor"]) if "cursor" in query else None
+    except ValueError:
+        return json_error(400, "cursor: the cursor of an exported line")
+    where = Archived(query.get("game"), query.get("bot"), since, until, after)
     response = web.StreamResponse(headers={"Content-Type": NDJSON})
     await response.prepare(request)
-    sent = 0
-    while sent < most:
-        page = await asyncio.to_thread(records.finished_after, where, min(EXPORT_PAGE, most - sent))
-        for listed in page:
-            try:
-                record = await asyncio.to_thread(records.game, listed.id)
-            except DamagedRecord:  # said in the log by the records; the export goes on
-                record = None
-            if record is not None:
-                record["cursor"] = f"{listed.started_at!r}:{listed.id}"
-                await response.write(orjson.dumps(record) + b"\n")
-            sent += 1
-        if len(page) < EXPORT_PAGE:
+    games = archived(records, where, min(EXPORT_PAGE, most))
+    for _ in range(most):  # one record read, then written, at a time
+        record = await asyncio.to_thread(next, games, None)
+        if record is None:
             break
-        where = dataclasses.replace(where, after=(page[-1].started_at, page[-1].id))
+        await response.write(orjson.dumps(record) + b"\n")
     await response.write_eof()
     return response

@@ -1,5 +1,6 @@
 """``tavern records copy FROM TO``: every record copied from one database to another (an
-SQLite file or PostgreSQL)."""
+SQLite file or PostgreSQL); ``tavern records export``: the archive's finished games, as
+zstandard-compressed JSON lines (``server.records.archive``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import sys
 from pathlib import Path
 
 from server.config import ArenaConfig
-from server.records import backend_for, is_postgres
+from server.games import GAMES
+from server.records import Archived, Records, backend_for, is_postgres
+from server.records.archive import moment, write_jsonl_zst
 from server.records.copy import copy_records
 from tavern_cli.config_file import RecordsNote
-from tavern_cli.flags import Parser, Subcommands, records_to_write
+from tavern_cli.flags import Parser, Subcommands, records_to_write, writable_file
+from tavern_cli.organiser import records_flags
 
 
 def add(commands: Subcommands) -> Parser:
@@ -27,10 +31,45 @@ def add(commands: Subcommands) -> Parser:
         type=records_to_write,
         help="an SQLite file or a postgresql:// URL",
     )
+    export = records_commands.add_parser(
+        "export",
+        help="the finished games, oldest first, each its whole record: players, settings, seed, "
+        "every turn (docs/records.md), as zstandard-compressed JSON lines",
+    )
+    export.add_argument("--since", type=_moment, help="of a game's start: a date, a time or epoch seconds")
+    export.add_argument("--until", type=_moment, help="of a game's start (not included)")
+    export.add_argument("--game", choices=sorted(GAMES), help="of this game only")
+    export.add_argument("--bot", help="of this bot only (a registered bot, or an entrant)")
+    export.add_argument(
+        "--format",
+        choices=("jsonl.zst",),
+        default="jsonl.zst",
+        help="zstandard-compressed JSON lines, a record a line (Parquet: not yet)",
+    )
+    export.add_argument("--output", type=writable_file, required=True, help="the file written")
+    records_flags(export)
     return records
 
 
+def _moment(text: str) -> float:
+    try:
+        return moment(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "a date (2026-11-01), an ISO time or epoch seconds"
+        ) from None
+
+
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
+    if args.records_command == "export":
+        said()
+        records = Records(config.database)
+        records.open_to_read()
+        where = Archived(args.game, args.bot, args.since, args.until)
+        with args.output.open("wb") as out:
+            count = write_jsonl_zst(records, where, out)
+        print(f"{count} games written to {args.output}")
+        return 0
     return copy_command(args.source, args.target)
 
 
