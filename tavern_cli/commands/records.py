@@ -36,7 +36,9 @@ def add(commands: Subcommands) -> Parser:
         help="the finished games, oldest first, each its whole record: players, settings, seed, "
         "every turn (docs/records.md), as zstandard-compressed JSON lines",
     )
-    export.add_argument("--since", type=_moment, help="of a game's start: a date, a time or epoch seconds")
+    export.add_argument(
+        "--since", type=_moment, help="of a game's start: a date, a time or epoch seconds"
+    )
     export.add_argument("--until", type=_moment, help="of a game's start (not included)")
     export.add_argument("--game", choices=sorted(GAMES), help="of this game only")
     export.add_argument("--bot", help="of this bot only (a registered bot, or an entrant)")
