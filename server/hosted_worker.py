@@ -160,6 +160,7 @@ class HostedWorker:
         self.speed = 1.0  # this machine's, as the reference's multiple: measured at ``run``
         self.gate = gate
         self._trial: asyncio.Task[None] | None = None  # the candidate being tried, if any
+        self._tried = asyncio.Event()  # a trial ended: the active versions are read at once
         self._tasks: asyncio.TaskGroup | None = None  # while it runs
 
     async def run(self) -> None:
@@ -187,7 +188,9 @@ class HostedWorker:
                         taken = await asyncio.to_thread(self._claim_trial)
                         if taken is not None:
                             self._trial = tasks.create_task(self._try(self.gate, *taken))
-                    await asyncio.sleep(REFRESH_S)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._tried.wait(), REFRESH_S)
+                    self._tried.clear()
         finally:
             await sandbox.close()
             await asyncio.to_thread(self._set_keys, dict.fromkeys(self.playing, ""))
@@ -203,6 +206,8 @@ class HostedWorker:
             await gate(bot, number)
         except (TournamentError, OSError) as error:
             print(f"tavern: {bot}'s version {number} not tried: {error}", file=self.out)
+        finally:
+            self._tried.set()  # the version may be active now: played from its next game
 
     def _set_keys(self, hashes: dict[str, str]) -> None:
         """This worker's hosting keys' hashes of these bots, in the records ('': no key)."""

@@ -38,7 +38,7 @@ def run_bench(*arguments: str, json_path: Path) -> tuple[str, list[dict[str, obj
 
 
 def test_the_hostile_bench_runs_its_attacks_beside_honest_games(tmp_path: Path) -> None:
-    small = ("--scale", "0.01", "--seconds", "1.5", "--recovery", "2", "--before", "0.5")
+    small = ("--scale", "0.01", "--seconds", "1.5", "--recovery", "2", "--before", "0.3")
     output, figures = run_bench(
         "brace-flood",
         "bad-inbox-frame",
