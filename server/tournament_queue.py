@@ -381,7 +381,7 @@ async def run_queued(
 ) -> tuple[list[GameResult], list[DeadGame]]:
     """Queue the games not yet finished, follow them until every one has (or was given up on),
     return the results and the games given up on."""
-    if spec.format in ("swiss", "knockout"):  # each round waits for the last one's results
+    if spec.format in ("swiss", "knockout", "arena"):  # its games follow the last ones' results
         raise TournamentError(f"a {spec.format} event plays on this machine, not on workers (yet)")
     check_programs(spec.entrants, spec.game)
     await begin(records, spec)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 import re
 import subprocess
@@ -22,6 +23,7 @@ from server.tournament import runner
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
 from server.tournament.schedule import (
+    arena_table,
     knockout_games,
     knockout_table,
     schedule,
@@ -181,7 +183,7 @@ def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
         (
             {"name": "x", "game": "thud", "paralel": 2, "bots": []},
             "key 'paralel': unknown (the known keys are name, game, seed, parallel, swap_sides, "
-            "paired_games, limits, bots, format, rounds, tie_breaks)",
+            "paired_games, limits, bots, format, rounds, tie_breaks, duration_s)",
         ),
         (
             {"name": "x", "game": "thud", "limits": {"cpu_secnds": 3}, "bots": TWO_BOTS},
@@ -709,7 +711,11 @@ def test_a_gauntlet_and_the_formats_checks() -> None:
     both = spec_from_mapping({**gauntlet, "swap_sides": True}, ROOT)
     assert len(schedule(both)) == 4
     for wrong, said in (
-        ({"format": "ladder"}, "key 'format': one of round-robin, gauntlet, swiss, knockout"),
+        (
+            {"format": "ladder"},
+            "key 'format': one of round-robin, gauntlet, swiss, knockout, arena",
+        ),
+        ({"format": "arena"}, "key 'duration_s': an arena lasts 1 to"),
         ({"tie_breaks": 1}, "key 'tie_breaks': only a knockout has tie-break games"),
         ({"format": "swiss", "rounds": 3}, "a Swiss event of 3 bots plays 1 to 2 rounds"),
         ({"rounds": 2}, "key 'rounds': only a Swiss event has rounds"),
@@ -755,3 +761,37 @@ def test_a_knockout_goes_on_from_its_results_with_tie_break_games() -> None:
     assert knockout_table(spec, results).splitlines() == [
         "round 1: a, b", "round 2: b", "winner: b",
     ]  # fmt: skip
+
+
+async def test_an_arena_pairs_each_bot_again_as_soon_as_its_game_ends(tmp_path: Path) -> None:
+    """Issue 34, item 1: ``format = "arena"``: for ``duration_s``, every bot paired as soon as
+    it is free (never in two games at once), by points; its games scored as lichess's arena
+    scores them; finished once its time is up and its last games are over."""
+    bots = [{**house("thud", "random"), "name": name} for name in ("a", "b", "c", "d")]
+    cup = {"name": "arena cup", "game": "thud", "seed": 3, "format": "arena",
+           "duration_s": 2, "limits": {"startup_ms": 10_000}, "bots": bots}  # fmt: skip
+    spec = spec_from_mapping(cup, ROOT)
+    assert len(schedule(spec)) == 2  # its first games: every bot at once
+    records = Records(tmp_path / "arena.db")
+    await asyncio.to_thread(records.open)
+    try:
+        out = io.StringIO()
+        async with asyncio.timeout(120):
+            results = await TournamentRunner(spec, config_from_mapping(THUD_20), records, out).run()
+        tournament = await asyncio.to_thread(records.tournament, spec.id)
+        page = await asyncio.to_thread(records.games, GameFilter(tournament=spec.id))
+    finally:
+        await asyncio.to_thread(records.close)
+    assert tournament is not None and tournament["finishedAt"] is not None
+    assert len(results) >= 2 and all(r.pairing.startswith("arena game ") for r in results)
+    # Never a bot in two games at once: each bot's games one after the other.
+    spans: dict[str, list[tuple[float, float]]] = {name: [] for name in "abcd"}
+    for game in page["games"]:
+        for player in game["players"]:
+            spans[player["bot"]].append((game["startedAt"], game["finishedAt"]))
+    for name, games in spans.items():
+        ordered = sorted(games)
+        assert all(before[1] <= after[0] for before, after in itertools.pairwise(ordered)), name
+    assert max(len(games) for games in spans.values()) >= 2  # paired again once free
+    table = arena_table(spec, results).splitlines()
+    assert table[0].split() == ["bot", "points", "games"] and len(table) == 5

@@ -6,10 +6,12 @@ it. A ``tavern worker`` plays each game it takes from the queue with the same ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import sys
-from collections.abc import Callable
-from typing import IO
+import time
+from collections.abc import Callable, Coroutine
+from typing import IO, Any
 
 import orjson
 
@@ -27,7 +29,14 @@ from server.sandbox import Sandbox
 from server.tcp import TcpServer
 from server.tournament.bots import BotProcess, finish_bot, seat_bot
 from server.tournament.hosted import resolved
-from server.tournament.schedule import Pairing, knockout_games, schedule, swiss_rounds
+from server.tournament.schedule import (
+    Pairing,
+    arena_pairings,
+    arena_standing,
+    knockout_games,
+    schedule,
+    swiss_rounds,
+)
 from server.tournament.spec import (
     Entrant,
     TournamentError,
@@ -151,6 +160,8 @@ class TournamentRunner:
             return await self._in_rounds(spec.rounds * per_round, self._next_swiss_games)
         if spec.format == "knockout":
             return await self._in_rounds(len(spec.entrants) - 1, self._next_knockout_games)
+        if spec.format == "arena":
+            return await self._arena()
         pairings = schedule(spec)
         finished = await asyncio.to_thread(self.records.finished_pairings, spec.id)
         todo = [pairing for pairing in pairings if pairing.key not in finished]
@@ -197,10 +208,82 @@ class TournamentRunner:
         await self.records.flush()
         return results
 
+    async def _arena(self) -> list[GameResult]:
+        """An arena event (lichess's): for ``duration_s`` from its first run's start, each bot
+        paired again as soon as its game ends, by points; games under way at the end are
+        played out. A run stopped meanwhile is resumed, up to the same end."""
+        spec = self.spec
+        await self.records.flush()  # ``begin`` kept it: when it began is read back
+        started = await asyncio.to_thread(self.records.tournament, spec.id)
+        assert started is not None
+        until = float(started["createdAt"]) + spec.duration_s
+        results = await asyncio.to_thread(self.records.results, spec.id)
+        progress = Progress(len(results), len(results), self.out)
+        progress.update("resuming" if results else "")
+
+        async def games(arena: Arena, tcp: TcpServer, sandbox: Sandbox) -> None:
+            await self._arena_games(arena, tcp, progress, sandbox, until)
+
+        await self._on_own_arena(games)
+        if time.time() >= until:
+            self.records.tournament_finished(spec.id)
+        await self.records.flush()
+        return await asyncio.to_thread(self.records.results, spec.id)
+
+    async def _arena_games(
+        self, arena: Arena, tcp: TcpServer, progress: Progress, sandbox: Sandbox, until: float
+    ) -> None:
+        """Pair the bots waiting whenever a game ends, until ``until``; then the games under
+        way end."""
+        spec = self.spec
+        names = [entrant.name for entrant in spec.entrants]
+        slots = asyncio.Semaphore(len(names))  # every bot may be in a game at once
+        busy: set[str] = set()
+        ended = asyncio.Event()
+        number = 0
+
+        async def play_one(pairing: Pairing) -> None:
+            try:
+                await self._game(arena, tcp, pairing, slots, progress, sandbox)
+            finally:
+                busy.difference_update(entrant.name for entrant in pairing.bots)
+                ended.set()
+
+        async with asyncio.TaskGroup() as games:
+            while True:
+                ended.clear()
+                if time.time() < until:
+                    await self.records.flush()
+                    results = await asyncio.to_thread(self.records.results, spec.id)
+                    standing = arena_standing(spec, results)
+                    waiting = [name for name in names if name not in busy]
+                    number = max(number, standing.last_number)
+                    for pairing in arena_pairings(spec, waiting, standing, number):
+                        number = pairing.number
+                        busy.update(entrant.name for entrant in pairing.bots)
+                        progress.total += 1
+                        games.create_task(play_one(pairing))
+                elif not busy:
+                    return
+                left = until - time.time()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ended.wait(), left if left > 0 else None)
+
     async def play(self, todo: list[Pairing], progress: Progress) -> None:
         """Play these games on an arena of the runner's own (``spec.parallel`` at once), each
         bot in the sandbox: what ``run`` does once it knows which games are left, and what a
         ``tavern worker`` does with each game it takes from the queue."""
+
+        async def games(arena: Arena, tcp: TcpServer, sandbox: Sandbox) -> None:
+            await self._play(arena, tcp, todo, progress, sandbox)
+
+        await self._on_own_arena(games)
+
+    async def _on_own_arena(
+        self, games: Callable[[Arena, TcpServer, Sandbox], Coroutine[Any, Any, None]]
+    ) -> None:
+        """Run ``games`` on an arena of the runner's own, each bot in the sandbox; cancelled,
+        its games are stopped first (kept unfinished), then their bots killed."""
         self._entrants = await resolved(self.spec.entrants, self.records)
         sandbox = Sandbox.create()
         if sandbox.warning is not None and sandbox.warning not in _WARNED:
@@ -211,14 +294,14 @@ class TournamentRunner:
         arena.id_tag = self.records.id_tag
         try:
             async with arena.running(), TcpServer(arena).serving() as tcp:
-                games = asyncio.create_task(self._play(arena, tcp, todo, progress, sandbox))
+                playing = asyncio.create_task(games(arena, tcp, sandbox))
                 try:
-                    await asyncio.wait({games})
+                    await asyncio.wait({playing})
                 except asyncio.CancelledError:
-                    games.cancel()  # the games leave their bots running, for the end
-                    await asyncio.wait({games})
+                    playing.cancel()  # the games leave their bots running, for the end
+                    await asyncio.wait({playing})
                     raise  # out of the arena, which stops every match without a result
-                games.result()
+                playing.result()
         finally:
             for bot in list(self._running):
                 await self._finish(bot)

@@ -4,6 +4,7 @@ by which a resumed tournament (or a worker taking a queued game) knows a game al
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +13,8 @@ from server.league import GameResult
 from server.tournament.formats import (
     Played,
     Round,
+    arena_pairs,
+    arena_points,
     gauntlet,
     knockout_first_round,
     knockout_winner,
@@ -46,6 +49,9 @@ def schedule(spec: TournamentSpec) -> list[Pairing]:
         return swiss_rounds(spec, [])[0]
     if spec.format == "knockout":  # its first games: the next ones follow the results
         return knockout_games(spec, [])[0]
+    if spec.format == "arena":  # its first games: then each bot again as soon as it is free
+        names = [entrant.name for entrant in spec.entrants]
+        return arena_pairings(spec, names, ArenaStanding({}, {}, Counter(), 0), 0)
     both_ways = spec.swap_sides or GAMES[spec.game].league.both_ways
     pairings: list[tuple[Entrant, Entrant]] = []
     entrants = spec.entrants
@@ -171,6 +177,73 @@ def knockout_games(
             break
         matches = list(next_knockout_round(winners))
     return [], winners_by_round
+
+
+ARENA_KEY = "arena game "
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaStanding:
+    """An arena as far as its results go (its games in order): each bot's points (lichess's,
+    with the streak), its last opponent, its first seats, and the last game's number."""
+
+    points: dict[str, int]
+    last_opponent: dict[str, str]
+    firsts: Counter[str]
+    last_number: int
+
+
+def _arena_number(result: GameResult) -> int:
+    return int(result.pairing.removeprefix(ARENA_KEY).split(":", 1)[0])
+
+
+def arena_standing(spec: TournamentSpec, results: Sequence[GameResult]) -> ArenaStanding:
+    names = [entrant.name for entrant in spec.entrants]
+    played = sorted((r for r in results if r.pairing.startswith(ARENA_KEY)), key=_arena_number)
+    scored: dict[str, list[float]] = {name: [] for name in names}
+    last: dict[str, str] = {}
+    firsts: Counter[str] = Counter()
+    for result in played:
+        game = _played(result)
+        scored[game.first].append(game.score)
+        scored[game.second].append(1.0 - game.score)
+        last[game.first], last[game.second] = game.second, game.first
+        firsts[game.first] += 1
+    points = {name: arena_points(scores) for name, scores in scored.items()}
+    return ArenaStanding(points, last, firsts, max(map(_arena_number, played), default=0))
+
+
+def arena_pairings(
+    spec: TournamentSpec, waiting: Sequence[str], standing: ArenaStanding, number: int
+) -> list[Pairing]:
+    """The games of the bots waiting now (``server.tournament.formats.arena_pairs``: by points,
+    not again the last opponent while another waits), numbered after ``number``; who has sat
+    first less often sits first."""
+    seat_names = GAMES[spec.game].seat_names
+    by_name = {entrant.name: entrant for entrant in spec.entrants}
+    firsts = Counter(standing.firsts)
+    pairings = []
+    for a, b in arena_pairs(waiting, standing.points, standing.last_opponent):
+        number += 1
+        first, second = (a, b) if firsts[a] <= firsts[b] else (b, a)
+        firsts[first] += 1
+        key = f"{ARENA_KEY}{number}: {seat_names[0]}:{first} v {seat_names[1]}:{second}"
+        pairing = Pairing(
+            number, (by_name[first], by_name[second]), key, spec.seed * 100_003 + number
+        )
+        pairings.append(pairing)
+    return pairings
+
+
+def arena_table(spec: TournamentSpec, results: Sequence[GameResult]) -> str:
+    """An arena's standings as ``tavern tournament`` prints them: by points."""
+    standing = arena_standing(spec, results)
+    games = Counter(bot for r in results if r.pairing.startswith(ARENA_KEY) for bot in r.bots)
+    order = sorted(standing.points, key=lambda bot: (-standing.points[bot], -games[bot]))
+    lines = [f"{'':>4} {'bot':<24} {'points':>6} {'games':>6}"]
+    for place, bot in enumerate(order, start=1):
+        lines.append(f"{place:>3}. {bot:<24} {standing.points[bot]:>6} {games[bot]:>6}")
+    return "\n".join(lines)
 
 
 def knockout_table(spec: TournamentSpec, results: Sequence[GameResult]) -> str:

@@ -32,13 +32,14 @@ from server.games.base import JsonObject, TimeBank
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
 KEYS = (
     "name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots", "format",
-    "rounds", "tie_breaks",
+    "rounds", "tie_breaks", "duration_s",
 )  # fmt: skip
 # Who meets whom (server.tournament.formats): every pair; one bot (the first listed) against each
-# of the others; a Swiss event of ``rounds`` rounds; a knockout seeded as the bots are listed.
-# The arena format is not played from a file yet.
-FORMATS = ("round-robin", "gauntlet", "swiss", "knockout")
+# of the others; a Swiss event of ``rounds`` rounds; a knockout seeded as the bots are listed; an
+# arena of ``duration_s`` seconds (lichess's: a bot paired again as soon as its game ends).
+FORMATS = ("round-robin", "gauntlet", "swiss", "knockout", "arena")
 MAX_TIE_BREAKS = 10
+MAX_DURATION_S = 7 * 24 * 3600
 LIMIT_KEYS = ("cpu_seconds", "memory_mb", "startup_ms", "turn_timeout_ms", "clock")
 BOT_KEYS = ("name", "side", "command", "file", "isolated", "hosted")
 MAX_NICK = 64
@@ -89,6 +90,7 @@ class TournamentSpec:
     format: str = "round-robin"  # one of FORMATS
     rounds: int = 0  # a Swiss event's
     tie_breaks: int = 2  # a knockout's games after a drawn one, at most (then the higher seed)
+    duration_s: int = 0  # an arena's, from its first run's start
 
 
 def load_spec(path: Path) -> TournamentSpec:
@@ -153,9 +155,14 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         raise TournamentError("key 'rounds': only a Swiss event has rounds")
     if kind != "knockout" and "tie_breaks" in raw:
         raise TournamentError("key 'tie_breaks': only a knockout has tie-break games")
+    duration_s = _get(raw, "duration_s", int, 0)
+    if kind == "arena" and not 1 <= duration_s <= MAX_DURATION_S:
+        raise TournamentError(f"key 'duration_s': an arena lasts 1 to {MAX_DURATION_S} s")
+    if kind != "arena" and "duration_s" in raw:
+        raise TournamentError("key 'duration_s': only an arena has a duration")
     if not 0 <= tie_breaks <= MAX_TIE_BREAKS:
         raise TournamentError(f"key 'tie_breaks': 0 to {MAX_TIE_BREAKS}, got {tie_breaks}")
-    if kind in ("swiss", "knockout") and (
+    if kind in ("swiss", "knockout", "arena") and (
         paired_games or any(entrant.sides != seat_names for entrant in entrants)
     ):
         raise TournamentError(f"key 'format': a {kind} event's bots all play either side")
@@ -173,6 +180,7 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         format=kind,
         rounds=rounds,
         tie_breaks=tie_breaks,
+        duration_s=duration_s,
     )
 
 
@@ -399,7 +407,7 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
 # What a key is when the file leaves it out, so that writing a default out is no change.
 _DEFAULTS: JsonObject = {
     "seed": 1, "swap_sides": False, "paired_games": 0, "format": "round-robin", "rounds": 0,
-    "tie_breaks": 2,
+    "tie_breaks": 2, "duration_s": 0,
 }  # fmt: skip
 _LIMIT_DEFAULTS: JsonObject = {
     "cpu_seconds": DEFAULT_LIMITS.cpu_seconds,

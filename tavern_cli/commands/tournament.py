@@ -15,7 +15,13 @@ from server.config import ArenaConfig
 from server.league import GameResult, format_tables
 from server.records import is_postgres, opened
 from server.tournament.runner import TournamentRunner
-from server.tournament.schedule import describe_schedule, knockout_table, schedule, swiss_table
+from server.tournament.schedule import (
+    arena_table,
+    describe_schedule,
+    knockout_table,
+    schedule,
+    swiss_table,
+)
 from server.tournament.spec import TournamentError, load_spec
 from server.tournament_queue import DeadGame, run_queued
 from tavern_cli.config_file import DEFAULT_HELP, RecordsNote
@@ -156,6 +162,9 @@ def run_tournament(
     elif spec.format == "knockout":
         print("Knockout, who went through each round:")
         print(knockout_table(spec, results))
+    elif spec.format == "arena":
+        print("Arena standings (a win 2, a draw 1, double on a streak of two wins):")
+        print(arena_table(spec, results))
     if given_up:  # not in the table: no bot lost them
         print(f"arena faults, {len(given_up)} games not played:")
         for game in given_up:
