@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from playwright.async_api import expect
 
 from server.config import ArenaConfig, config_from_mapping
 from server.league import GameResult, format_tables, league_to_wire, tables
@@ -32,7 +33,8 @@ from server.tournament.schedule import (
 )
 from server.tournament.spec import TournamentError, changes, load_spec, spec_from_mapping
 from server.validate import validate
-from tests.conftest import Served
+from tests.browser import chromium_pages
+from tests.conftest import Served, serving_visor, test_config
 
 ROOT = Path(__file__).resolve().parent.parent
 THUD_20 = {"thud": {"turnLimit": 20}}  # short games
@@ -701,6 +703,21 @@ async def test_a_swiss_event_pairs_each_round_from_the_last_one_s_results(tmp_pa
     assert {points[top.bots[0].name], points[top.bots[1].name]} == {max(points.values())}
     table = swiss_table(spec, results).splitlines()
     assert table[0].split() == ["bot", "points", "Buchholz", "S-B"] and len(table) == 5
+    # The league page shows the standings above the tables.
+    async with (
+        serving_visor(test_config(), tmp_path / "arena.db") as served,
+        chromium_pages(served.url) as pages,
+    ):
+        async with aiohttp.ClientSession() as session:
+            url = f"{served.url}/api/league?tournament={spec.id}"
+            async with session.get(url) as answer:
+                standings = (await answer.json())["standings"]
+        assert standings["format"] == "swiss" and len(standings["rows"]) == 4
+        assert [row["bot"] for row in standings["rows"]] == [line.split()[1] for line in table[1:]]
+        page = await pages.open(f"/league?tournament={spec.id}", connected=False)
+        await expect(page.locator("#standings-body tr")).to_have_count(4)
+        first = standings["rows"][0]["bot"]
+        await expect(page.locator("#standings-body tr").first).to_contain_text(first)
 
 
 def test_a_gauntlet_and_the_formats_checks() -> None:

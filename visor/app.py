@@ -43,9 +43,11 @@ from server.cluster import OtherNodes, Unanswered
 from server.commentary import replay_result_text
 from server.game_file import record_lines
 from server.games.base import JsonObject
-from server.league import league_to_wire
+from server.league import GameResult, league_to_wire
 from server.records import GameFilter, Records, RecordsOutOfReach
 from server.replay import DamagedRecord, replay_to_wire, turns_to_wire
+from server.tournament.schedule import format_standings
+from server.tournament.spec import TournamentError, spec_from_mapping
 from visor import (
     bot_logs,
     bot_versions,
@@ -258,7 +260,21 @@ async def api_league(request: web.Request) -> web.Response:
         tournament = None
     results = await asyncio.to_thread(records.results, tournament_id)
     league = league_to_wire(results)
-    return json_response({"tournament": tournament, **league, "notPlayed": not_played})
+    standings = None if tournament is None else _standings(tournament, results)
+    return json_response(
+        {"tournament": tournament, **league, "notPlayed": not_played, "standings": standings}
+    )
+
+
+def _standings(tournament: JsonObject, results: list[GameResult]) -> JsonObject | None:
+    """A Swiss, knockout or arena event's standings, from its file as its records keep it
+    (None for another format, or a file this machine cannot read back: a bot's program
+    missing here, say)."""
+    try:
+        spec = spec_from_mapping(tournament["spec"], Path.cwd())
+    except TournamentError:
+        return None
+    return format_standings(spec, results)
 
 
 async def api_replay(request: web.Request) -> web.Response:

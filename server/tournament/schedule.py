@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.games import GAMES
+from server.games.base import JsonObject
 from server.league import GameResult
 from server.tournament.formats import (
     Played,
@@ -244,6 +245,32 @@ def arena_table(spec: TournamentSpec, results: Sequence[GameResult]) -> str:
     for place, bot in enumerate(order, start=1):
         lines.append(f"{place:>3}. {bot:<24} {standing.points[bot]:>6} {games[bot]:>6}")
     return "\n".join(lines)
+
+
+def format_standings(spec: TournamentSpec, results: Sequence[GameResult]) -> JsonObject | None:
+    """A Swiss, knockout or arena event's standings as ``/api/league`` gives them (None for a
+    round robin or a gauntlet, whose league tables say it all): each row's bot and figures, by
+    place; a knockout's winners round by round."""
+    if spec.format == "swiss":
+        names = [entrant.name for entrant in spec.entrants]
+        games = [_played(result) for result in results]
+        rows = swiss_standings(names, games, swiss_byes(spec, results))
+        return {"format": "swiss", "rounds": spec.rounds, "rows": [
+            {"bot": bot, "points": points, "buchholz": buchholz, "sonnebornBerger": berger}
+            for bot, points, buchholz, berger in rows
+        ]}  # fmt: skip
+    if spec.format == "knockout":
+        _, won = knockout_games(spec, results)
+        champion = won[-1][0] if won and len(won[-1]) == 1 else None
+        return {"format": "knockout", "rounds": won, "winner": champion}
+    if spec.format == "arena":
+        standing = arena_standing(spec, results)
+        played = Counter(bot for r in results if r.pairing.startswith(ARENA_KEY) for bot in r.bots)
+        order = sorted(standing.points, key=lambda bot: (-standing.points[bot], -played[bot]))
+        return {"format": "arena", "rows": [
+            {"bot": bot, "points": standing.points[bot], "games": played[bot]} for bot in order
+        ]}  # fmt: skip
+    return None
 
 
 def knockout_table(spec: TournamentSpec, results: Sequence[GameResult]) -> str:

@@ -113,6 +113,7 @@ function render() {
   show(ui.empty, Boolean(data) && tables.length === 0);
   ui.tables.replaceChildren(...tables.map(([name, rows]) => tableSection(name, rows)));
   ui.tables.dataset.count = String(tables.length);
+  renderStandings(data ? data.standings : null);
   renderNotPlayed(data ? data.notPlayed || [] : []);
   renderRatings(data ? data.ratings : []);
   renderHeadToHead(data ? data.headToHead || [] : []);
@@ -201,6 +202,30 @@ function tableSection(name, rows) {
     el("h2", { className: `seat-${name}` }, el("span", { className: "swatch", attrs: { "aria-hidden": "true" } }), ` ${tableTitle(name)}`),
     el("div", { className: "table-wrap" }, table),
   );
+}
+
+/** A Swiss, knockout or arena event's standings (the format's own order), above the tables. */
+function renderStandings(standings) {
+  show(byId("standings-section"), Boolean(standings));
+  if (!standings) return;
+  const head = byId("standings-head");
+  const body = byId("standings-body");
+  const row = (cells) => el("tr", {}, ...cells.map((text, index) => el("td", { className: index === 1 ? "" : "num", text: String(text) })));
+  if (standings.format === "knockout") {
+    setText(byId("standings-hint"), standings.winner ? `Won by ${standings.winner}.` : "Under way.");
+    head.replaceChildren(el("tr", {}, el("th", { text: "Round" }), el("th", { text: "Through" })));
+    body.replaceChildren(...standings.rounds.map((won, index) => el("tr", {}, el("td", { className: "num", text: String(index + 1) }), el("td", { text: won.join(", ") }))));
+    return;
+  }
+  const swiss = standings.format === "swiss";
+  setText(byId("standings-hint"), swiss
+    ? `A Swiss event of ${standings.rounds} rounds: by points, then Buchholz (the opponents' points), then Sonneborn-Berger.`
+    : "An arena: a win 2, a draw 1, double after two wins in a row.");
+  const titles = swiss ? ["#", "Bot", "Points", "Buchholz", "S-B"] : ["#", "Bot", "Points", "Games"];
+  head.replaceChildren(el("tr", {}, ...titles.map((text) => el("th", { text }))));
+  body.replaceChildren(...standings.rows.map((r, index) => row(swiss
+    ? [index + 1, r.bot, r.points, r.buchholz, r.sonnebornBerger]
+    : [index + 1, r.bot, r.points, r.games])));
 }
 
 /** The games the tournament's queue gave up on: the arena's faults, which score no bot. */
