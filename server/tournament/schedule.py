@@ -99,6 +99,17 @@ def swiss_rounds(spec: TournamentSpec, results: Sequence[GameResult]) -> list[li
     before it (``server.tournament.formats.swiss_round``), the last one the round to play
     next (or the last round, once the event is over). Played again from the records' results,
     a resumed event pairs every round exactly as it did."""
+    return _swiss(spec, results)[0]
+
+
+def swiss_byes(spec: TournamentSpec, results: Sequence[GameResult]) -> list[str]:
+    """Who had a bye in the rounds paired so far, round by round (a bye is a win)."""
+    return _swiss(spec, results)[1]
+
+
+def _swiss(
+    spec: TournamentSpec, results: Sequence[GameResult]
+) -> tuple[list[list[Pairing]], list[str]]:
     seat_names = GAMES[spec.game].seat_names
     by_name = {entrant.name: entrant for entrant in spec.entrants}
     names = list(by_name)
@@ -117,22 +128,7 @@ def swiss_rounds(spec: TournamentSpec, results: Sequence[GameResult]) -> list[li
         if any(result is None for result in found):
             break  # this round is the one to play
         games += [_played(result) for result in found if result is not None]
-    return rounds
-
-
-def swiss_byes(spec: TournamentSpec, results: Sequence[GameResult]) -> list[str]:
-    """Who had a bye, round by round (for the standings: a bye is a win)."""
-    names = [entrant.name for entrant in spec.entrants]
-    played_rounds = swiss_rounds(spec, results)
-    byes: list[str] = []
-    games: list[Played] = []
-    by_key = {result.pairing: result for result in results}
-    for pairings in played_rounds:
-        paired = swiss_round(names, games, byes)
-        if paired.bye is not None:
-            byes.append(paired.bye)
-        games += [_played(by_key[p.key]) for p in pairings if p.key in by_key]
-    return byes
+    return rounds, byes
 
 
 def knockout_games(
