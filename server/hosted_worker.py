@@ -58,7 +58,7 @@ from server.cancelling import stop_if_cancelled
 from server.debug import CPU_KEY, STDERR_KEY
 from server.games import GAMES
 from server.identity import hosting_hash, new_hosting_key
-from server.jail import jailed, relay_on
+from server.jail import jailed, killed, relay_on
 from server.league import GAME_OVER
 from server.limited import launcher
 from server.records import Records
@@ -346,9 +346,7 @@ class HostedWorker:
                     pass
         finally:
             group.kill()
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
+            await killed(process)
             assert process.returncode is not None
             ending = process_ending(process.returncode, group, self.limits)
             stderr.read()

@@ -75,6 +75,22 @@ def jailed(command: Sequence[str], folder: Path, environment: Mapping[str, str])
     return [*argv, "--", *command]
 
 
+DRAIN_S = 2.0  # how long a killed bot's stdout may take to come to its end
+
+
+async def killed(process: asyncio.subprocess.Process) -> None:
+    """Kill the bot's process and wait for it, reading what it left on its stdout: a pipe the
+    relay stopped reading (a line past its bound) would otherwise hold the wait for ever."""
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+    if process.stdout is not None:
+        with contextlib.suppress(TimeoutError, ValueError, OSError):
+            async with asyncio.timeout(DRAIN_S):
+                while await process.stdout.read(RELAY_BYTES):
+                    pass
+    await process.wait()
+
+
 async def relay(process: asyncio.subprocess.Process, port: int) -> None:
     """``relay_on`` a connection of the bot's own to the arena on ``port``, closed after: the
     arena then sees the bot leave, as over TCP."""
@@ -104,7 +120,13 @@ async def relay_on(
 
     async def to_arena() -> None:
         if stamp is not None:
-            while line := await bot_out.readline():
+            while True:
+                try:
+                    line = await bot_out.readline()
+                except ValueError:  # a line past the stream's bound: the bot's own fault, so
+                    return  # it is heard no more (its seat stays, silent), never a lost relay
+                if not line:
+                    return
                 writer.write(stamp.stamped(line))
                 await writer.drain()
         while chunk := await bot_out.read(RELAY_BYTES):

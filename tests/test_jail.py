@@ -21,7 +21,7 @@ from playwright.async_api import expect
 
 from server.bot_versions import Version, version_of, zipped_folder
 from server.config import config_from_mapping
-from server.jail import jailed
+from server.jail import jailed, killed, relay_on
 from server.league import tables
 from server.records import Records
 from server.records.backends import backend_for
@@ -290,3 +290,47 @@ def test_the_toolchains_docs_hosting_lists_run_isolated(
         jailed(run, tmp_path, {}), capture_output=True, text=True, timeout=60, check=False
     )
     assert (ran.returncode, ran.stdout) == (0, "ready\n"), ran.stderr
+
+
+class PassingStamp:
+    """A relay's stamp that changes nothing (what a worker's does is tested on the ladder)."""
+
+    def sent(self, line: bytes) -> None:
+        """Nothing to note."""
+
+    def stamped(self, line: bytes) -> bytes:
+        return line
+
+
+async def test_a_bot_line_past_the_relay_s_bound_silences_the_bot_not_the_relay() -> None:
+    """A hosted bot that writes a line longer than its worker reads is heard no more, by its
+    own fault (it then loses on time): the relay ends as if it had exited, and the connection
+    to the arena stays the worker's (closed, it would void the game as a worker lost)."""
+    heard: list[bytes] = []
+
+    async def arena_side(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heard.append(await reader.read())
+        writer.close()
+
+    server = await asyncio.start_server(arena_side, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    flood = "import sys, time; print('x' * 100_000, flush=True); time.sleep(30)"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", flood, limit=4096,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        async with asyncio.timeout(10):
+            assert await relay_on(process, reader, writer, None, PassingStamp()) is False
+        assert not writer.is_closing()  # the connection is still the worker's
+        writer.close()
+        async with asyncio.timeout(10):
+            while not heard:  # the arena's side reads to the end of the connection
+                await asyncio.sleep(0.01)
+        assert heard == [b""]  # nothing of the flood reached the arena
+    finally:
+        async with asyncio.timeout(10):
+            await killed(process)  # its stdout left full: read to its end, or the wait hangs
+        server.close()
+        await server.wait_closed()
