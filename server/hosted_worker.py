@@ -118,9 +118,8 @@ class MoveStamp:
             return line
         message.pop(CPU_KEY, None)  # only the worker says what a move cost and what it wrote
         message.pop(STDERR_KEY, None)
-        since, self._since = self._since, None
-        used = self.group.cpu_seconds()
-        if since is not None and used is not None:
+        since, used = self._since, self.group.cpu_seconds()  # a refused move's next one
+        if since is not None and used is not None:  # counts from the turn too
             message[CPU_KEY] = round(1000 * (used - since) * self.speed)
         if (text := self.stderr.turn_closed()) is not None:
             message[STDERR_KEY] = text
