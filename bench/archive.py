@@ -8,7 +8,8 @@ SQLite) on a ``tavern serve`` of its own; their rows are then copied in the SQLi
 it holds ``--games`` finished games (each copy its own id and start, one second apart), and the
 server is started again on it. The whole archive is then read through the API, ``--page`` games
 an answer, each next answer from the last line's cursor. Printed: the games and bytes read, the
-games per second, and the server's resident memory before, at its peak (``VmHWM``) and after:
+games per second, the server's CPU per game, and its resident memory before, at its peak
+(``VmHWM``) and after:
 an export that held the table, or a page of records, would grow with it.
 """
 
@@ -113,13 +114,15 @@ async def run(games: int, plies: int, page: int) -> None:
               "bytes of SQLite", flush=True)  # fmt: skip
         async with tavern_serve(folder / "config.json") as server:
             await asyncio.sleep(1.0)
-            before = server.rss_bytes()
+            before, cpu = server.rss_bytes(), server.cpu_seconds()
             read, size, seconds = await exported(server.http_port, page)
+            cpu = server.cpu_seconds() - cpu
             peak, after = peak_rss_bytes(server), server.rss_bytes()
         print(
             f"exported {read:,} games ({size:,} bytes of JSON lines) in {seconds:.1f} s: "
-            f"{read / seconds:,.0f} games/s; the server's memory {before / 2**20:.0f} MiB before, "
-            f"{peak / 2**20:.0f} MiB at its peak, {after / 2**20:.0f} MiB after",
+            f"{read / seconds:,.0f} games/s, the server's CPU {1e6 * cpu / max(read, 1):.0f} us "
+            f"a game; its memory {before / 2**20:.0f} MiB before, {peak / 2**20:.0f} MiB at its "
+            f"peak, {after / 2**20:.0f} MiB after",
             flush=True,
         )
 

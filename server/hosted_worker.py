@@ -359,8 +359,8 @@ class HostedWorker:
         """How the bot ended and its stderr's tail, with its game's record, once its node has
         recorded the game's end (it writes every fraction of a second)."""
         for _ in range(KEEP_EXIT_TRIES):
-            record = await asyncio.to_thread(self.records.game, game_id)
-            if record is not None and record["status"] != "playing":
+            status = await asyncio.to_thread(self.records.game_status, game_id)
+            if status not in (None, "playing"):
                 break
             await asyncio.sleep(KEEP_EXIT_WAIT_S)
         self.records.seat_stderr(game_id, seat, tail)

@@ -8,7 +8,8 @@ import argparse
 import math
 import os
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -18,6 +19,7 @@ from server.games.base import TimeBank
 from server.games.settings import bounded_int
 from server.records import is_postgres
 from server.replay import TurnRange
+from server.sprt import Sprt
 
 INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -95,6 +97,27 @@ def clock_flag(text: str) -> TimeBank:
         raise argparse.ArgumentTypeError(f"not INITIAL_MS+INCREMENT_MS: {text!r}") from None
     except Rejected as rejected:
         raise argparse.ArgumentTypeError(str(rejected.reason)) from None
+
+
+def sprt_flag(command: argparse.ArgumentParser, help_text: str) -> None:
+    """``--sprt ELO0 ELO1`` (default 0 10): the bounds of a new version's SPRT trial."""
+    command.add_argument(
+        "--sprt",
+        nargs=2,
+        type=float_flag,
+        default=(0.0, 10.0),
+        metavar=("ELO0", "ELO1"),
+        help=help_text,
+    )
+
+
+def sprt_of(bounds: Sequence[float]) -> Sprt | None:
+    """The test the flag's bounds make; None, said on stderr, if they make none."""
+    try:
+        return Sprt(bounds[0], bounds[1])
+    except ValueError as error:
+        print(f"tavern: --sprt: {error}", file=sys.stderr)
+        return None
 
 
 def float_flag(text: str) -> float:

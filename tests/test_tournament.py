@@ -786,7 +786,7 @@ async def test_an_arena_pairs_each_bot_again_as_soon_as_its_game_ends(tmp_path: 
     scores them; finished once its time is up and its last games are over."""
     bots = [{**house("thud", "random"), "name": name} for name in ("a", "b", "c", "d")]
     cup = {"name": "arena cup", "game": "thud", "seed": 3, "format": "arena",
-           "duration_s": 2, "limits": {"startup_ms": 10_000}, "bots": bots}  # fmt: skip
+           "duration_s": 3, "limits": {"startup_ms": 10_000}, "bots": bots}  # fmt: skip
     spec = spec_from_mapping(cup, ROOT)
     assert len(schedule(spec)) == 2  # its first games: every bot at once
     records = Records(tmp_path / "arena.db")

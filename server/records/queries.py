@@ -364,6 +364,13 @@ class Queries:
         }
 
     @read
+    def game_status(self, reader: Connection, game_id: str) -> str | None:
+        """A game's status alone (``playing``, ``finished``...), None if it is not recorded:
+        what a worker waits on before it writes beside the game, without reading its turns."""
+        row = reader.execute("SELECT status FROM games WHERE id = ?", (game_id,)).fetchone()
+        return None if row is None else str(row["status"])
+
+    @read
     def game(self, reader: Connection, game_id: str) -> JsonObject | None:
         """The full record of one game (docs/records.md), or None; raises ``DamagedRecord``
         if what is stored does not read back."""

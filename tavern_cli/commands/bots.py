@@ -33,10 +33,9 @@ from server.records import Records, opened
 from server.records.backends import backend_for, transaction
 from server.records.identities import add_bot, registered_bots, set_key
 from server.records.versions import store_version, versions
-from server.sprt import Sprt
 from server.tournament.spec import TournamentError
 from tavern_cli.config_file import RecordsNote
-from tavern_cli.flags import Parser, Subcommands, int_flag
+from tavern_cli.flags import Parser, Subcommands, int_flag, sprt_flag, sprt_of
 from tavern_cli.organiser import connection, no_bot, records_flags
 from tavern_cli.version_gate import try_candidate
 
@@ -103,14 +102,7 @@ def add(commands: Subcommands) -> Parser:
     trial.add_argument("game", choices=sorted(GAMES), help="the game they play")
     trial.add_argument("--games", type=int_flag(2, 100_000), default=400, help="at most (400)")
     trial.add_argument("--concurrency", type=int_flag(1, 256), default=2, help="games at once")
-    trial.add_argument(
-        "--sprt",
-        nargs=2,
-        type=float,
-        default=(0.0, 10.0),
-        metavar=("ELO0", "ELO1"),
-        help="H0: no stronger than ELO0; H1: stronger by ELO1 (default 0 10)",
-    )
+    sprt_flag(trial, "H0: no stronger than ELO0; H1: stronger by ELO1 (default 0 10)")
     records_flags(trial)
     return bots
 
@@ -201,10 +193,8 @@ def show_logs(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) 
 
 
 def try_version(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
-    try:
-        sprt = Sprt(args.sprt[0], args.sprt[1])
-    except ValueError as error:
-        print(f"tavern: --sprt: {error}", file=sys.stderr)
+    sprt = sprt_of(args.sprt)
+    if sprt is None:
         return 2
     said()
 

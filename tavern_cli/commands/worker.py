@@ -26,6 +26,8 @@ from tavern_cli.flags import (
     host_port,
     int_flag,
     records_to_write,
+    sprt_flag,
+    sprt_of,
     writable_file,
 )
 from tavern_cli.log_file import log_to
@@ -75,15 +77,11 @@ def add(commands: Subcommands) -> Parser:
         help="with --hosted: the arena's address for bots, HOST:PORT (default: this machine's "
         "port from the config)",
     )
-    worker.add_argument(
-        "--sprt",
-        nargs=2,
-        type=float,
-        default=(0.0, 10.0),
-        metavar=("ELO0", "ELO1"),
-        help="with --hosted: a new version becomes active once an SPRT match against the "
-        "active one, played here, finds it stronger (H0: no stronger than ELO0; H1: stronger "
-        "by ELO1; default 0 10)",
+    sprt_flag(
+        worker,
+        "with --hosted: a new version becomes active once an SPRT match against the active "
+        "one, played here, finds it stronger (H0: no stronger than ELO0; H1: stronger by "
+        "ELO1; default 0 10)",
     )
     worker.add_argument(
         "--trial-games",
@@ -96,10 +94,8 @@ def add(commands: Subcommands) -> Parser:
 
 def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int:
     if args.hosted is not None:
-        try:
-            sprt = Sprt(args.sprt[0], args.sprt[1])
-        except ValueError as error:
-            print(f"tavern: --sprt: {error}", file=sys.stderr)
+        sprt = sprt_of(args.sprt)
+        if sprt is None:
             return 2
         trial = Trial(sprt, args.trial_games)
         arena = args.arena or ("127.0.0.1", config.port)
