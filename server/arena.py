@@ -39,7 +39,7 @@ from server.match_events import (
     TurnPlayed,
     Update,
 )
-from server.match_options import MatchLimits, MatchOptions, Resume
+from server.match_options import MatchLimits, MatchOptions, Resume, limits_of
 from server.match_views import Status, TurnResult
 from server.replay import ORIGIN_KEY, frames, game_of
 
@@ -285,16 +285,9 @@ class Arena:
     def codec(self, name: str) -> AnyCodec:
         return self._codecs[name]
 
-    def limits(self, bank: TimeBank | None = None) -> MatchLimits:
-        """The clock's rules for a match opened without limits of its own (with ``bank``, a
-        time bank per seat instead of the flat turn timeout)."""
-        return MatchLimits(
-            turn_timeout_s=self.config.turn_timeout_ms / 1000,
-            max_consecutive_timeouts=self.config.max_consecutive_timeouts,
-            first_turn_timeout_s=self.config.first_turn_timeout_ms / 1000,
-            reconnect_grace_s=self.config.reconnect_grace_ms / 1000,
-            bank=bank,
-        )
+    def limits(self, bank: TimeBank | None = None, charge_think: bool = False) -> MatchLimits:
+        """The clock's rules for a match opened without limits of its own (``limits_of``)."""
+        return limits_of(self.config, bank, charge_think)
 
     # --- matches -------------------------------------------------------------------------------
     def open(self, game: str, options: MatchOptions | None = None) -> Match:

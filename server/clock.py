@@ -13,6 +13,8 @@ from typing import Protocol
 
 STALL_WATCH_S = 0.1  # how often the loop's lateness is measured
 STALLS_KEPT = 64  # the last stalls noted (a turn is shorter than the time they span)
+LATE_NOTED_S = 0.001  # the loop woke the watch later than this: the arena was late meanwhile
+LATENESS_KEPT = 256  # the last late spans noted (some 25 s of them at most: longer than a turn)
 
 
 class Timer(Protocol):
@@ -34,8 +36,13 @@ class Clock(Protocol):
         """Did the arena itself stall (its event loop late past the stated limit) after
         ``since``? A turn whose time ran out through one is the arena's fault."""
 
+    def late_s(self, since: float) -> float:
+        """How long the arena itself was late (its event loop behind its timers) from ``since``
+        to now: time a bot's reply waited on the arena, not on the bot or the network."""
+
     async def watch_stalls(self, limit_s: float) -> None:
-        """Note the stalls past ``limit_s`` as they come (for as long as the arena runs)."""
+        """Note the stalls past ``limit_s`` as they come (for as long as the arena runs), and
+        every lateness (``late_s``)."""
 
 
 class LoopClock:
@@ -46,6 +53,8 @@ class LoopClock:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stalls: deque[tuple[float, float]] = deque(maxlen=STALLS_KEPT)  # (from, to)
+        self.late: deque[tuple[float, float]] = deque(maxlen=LATENESS_KEPT)  # (from, to)
+        self._watch_due = float("inf")  # when the watch is due to wake next (while it runs)
 
     def _running(self) -> asyncio.AbstractEventLoop:
         loop = self._loop
@@ -65,12 +74,28 @@ class LoopClock:
     def stalled_since(self, since: float) -> bool:
         return any(until > since for _, until in self.stalls)
 
+    def late_s(self, since: float) -> float:
+        now = self.now()
+        late = max(0.0, now - max(self._watch_due, since))  # the watch is overdue: late now
+        for due, woke in reversed(self.late):
+            if woke <= since:
+                break
+            late += min(woke, now) - max(due, since)
+        return late
+
     async def watch_stalls(self, limit_s: float) -> None:
-        """Every ``STALL_WATCH_S``, how late the loop woke this task: later than ``limit_s``,
-        the span is noted as a stall (a blocking call, the machine starved of CPU)."""
+        """Every ``STALL_WATCH_S``, how late the loop woke this task: later than
+        ``LATE_NOTED_S``, the span is noted as lateness; later than ``limit_s``, as a stall (a
+        blocking call, the machine starved of CPU)."""
         loop = self._running()
-        while True:
-            due = loop.time() + STALL_WATCH_S
-            await asyncio.sleep(STALL_WATCH_S)
-            if (woke := loop.time()) - due > limit_s:
-                self.stalls.append((due, woke))
+        try:
+            while True:
+                due = self._watch_due = loop.time() + STALL_WATCH_S
+                await asyncio.sleep(STALL_WATCH_S)
+                woke = loop.time()
+                if woke - due > LATE_NOTED_S:
+                    self.late.append((due, woke))
+                    if woke - due > limit_s:
+                        self.stalls.append((due, woke))
+        finally:
+            self._watch_due = float("inf")

@@ -39,6 +39,8 @@ class Create:
     # A recorded game's turn to play on from (the replay page's "Play from here"): never sent
     # by a client, built by the replay page's front end.
     played_on: StartingPoint | None = None
+    # ``"clock": {"charge": "think"}``: each reply charged its think time, not its whole time.
+    charge_think: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +140,14 @@ class Decline:
 
 
 @dataclass(frozen=True, slots=True)
+class Pong:
+    """``pong``: a bot's answer to the arena's ``ping``, which its front end reads to measure
+    the connection's round trip (``server.round_trip``); a session has nothing to do with it."""
+
+    ping_id: object  # the ping's ``id``, as sent back (a pong that answers no ping is ignored)
+
+
+@dataclass(frozen=True, slots=True)
 class Register:
     """``register``: a bot registers its name, where registration is open."""
 
@@ -145,21 +155,34 @@ class Register:
 
 
 Command = (
-    Create
-    | Join
-    | RandomJoin
-    | Rejoin
-    | Move
-    | Leave
-    | Seek
-    | Cancel
-    | Challenge
-    | Accept
-    | Decline
-) | Register
+    (
+        Create
+        | Join
+        | RandomJoin
+        | Rejoin
+        | Move
+        | Leave
+        | Seek
+        | Cancel
+        | Challenge
+        | Accept
+        | Decline
+    )
+    | Register
+    | Pong
+)
+# The commands that may seat the client (at once, or once paired).
+Seating = Join | RandomJoin | Rejoin | Seek | Challenge | Accept
 # The commands whose ``bot`` and ``key`` are checked before they are carried out.
 Identified = Create | Join | RandomJoin | Seek | Challenge
 NO_CHALLENGE: Final = "no open challenge of that id for you"
+
+
+def asks_pings(command: Command | Rejected) -> bool:
+    """Does the client ask to be pinged (``"pings": true`` in a command that may seat it), and
+    so answer the arena's pings with pongs (``server.round_trip``)? The original protocol's
+    bots never do: they hang up on a message type they do not know."""
+    return isinstance(command, Seating) and command.fields.get("pings") is True
 
 
 def names_bot(command: Command) -> TypeGuard[Identified]:
@@ -215,17 +238,30 @@ def _rated(fields: JsonObject, error: BotError) -> bool:
 
 def _create(message: JsonObject) -> Create:
     game, seed = game_of(message), seed_of(message)
-    clock = message.get("clock")
     position = message.get("position")
     if "position" in message and position is None:
         raise Rejected(BotError.INVALID_POSITION, "position must be a position of the game")
-    return Create(
-        message,
-        game,
-        seed,
-        None if clock is None else TimeBank.from_wire(clock),
-        position,
-    )
+    bank, charge_think = _clock(message.get("clock"))
+    return Create(message, game, seed, bank, position, charge_think=charge_think)
+
+
+CHARGES: Final = ("reply", "think")  # what a reply is charged: its whole time, or its thinking
+
+
+def _clock(clock: object) -> tuple[TimeBank | None, bool]:
+    """A create's ``clock``: its time bank (``initialMs``, ``incrementMs``), if any, and
+    whether it charges think time (``"charge": "think"``; by default ``"reply"``)."""
+    if clock is None:
+        return None, False
+    charge = "reply"
+    if isinstance(clock, dict) and "charge" in clock:
+        charge = clock["charge"]
+        if charge not in CHARGES:
+            raise Rejected(BotError.INVALID_CLOCK, '"charge" must be "reply" or "think"')
+        clock = {key: value for key, value in clock.items() if key != "charge"}
+        if not clock:
+            return None, charge == "think"
+    return TimeBank.from_wire(clock), charge == "think"
 
 
 def _join(message: JsonObject) -> Join | RandomJoin:
@@ -292,4 +328,5 @@ _PARSERS: dict[str, Callable[[JsonObject], Command]] = {
     "accept": _accept,
     "decline": _decline,
     "register": lambda message: Register(message.get("bot")),
+    "pong": lambda message: Pong(message.get("id")),
 }

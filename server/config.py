@@ -77,6 +77,10 @@ class ArenaConfig:
     spectator_debug_delay_turns: int = 10
     # A turn whose time ran out while the arena's event loop stalled longer than this is voided.
     loop_stall_void_ms: int = 2_000
+    # A bot that asks to be pinged ("pings": true) is pinged at most this often, between its
+    # turns; a game charging think time credits each reply at most this much round trip.
+    ping_interval_ms: int = 1_000
+    network_credit_max_ms: int = 500
     thud_api_port: int = 0  # also serve the Thud HTTP API here (0: only on httpPort)
     max_waiting_simulations_per_address: int = 100
     waiting_simulation_expiry_ms: int = 600_000  # a simulation nobody joins is dropped after this
@@ -158,6 +162,8 @@ _INT_KEYS: dict[str, tuple[str, int, int]] = {
     "reconnectGraceMs": ("reconnect_grace_ms", 0, 3_600_000),
     "spectatorDebugDelayTurns": ("spectator_debug_delay_turns", 1, 100_000),
     "loopStallVoidMs": ("loop_stall_void_ms", 100, 3_600_000),
+    "pingIntervalMs": ("ping_interval_ms", 10, 3_600_000),
+    "networkCreditMaxMs": ("network_credit_max_ms", 0, 60_000),
     "thudApiPort": ("thud_api_port", 0, 65535),
     "maxWaitingSimulationsPerAddress": ("max_waiting_simulations_per_address", 1, 1_000_000),
     "waitingSimulationExpiryMs": ("waiting_simulation_expiry_ms", 1, 7 * 24 * 3_600_000),

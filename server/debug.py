@@ -17,6 +17,9 @@ MAX_STDERR_BYTES = 2048  # of a turn's stderr; the whole game's tail is kept apa
 DEBUG_KEY = "debug"
 STDERR_KEY = "stderr"
 CPU_KEY = "cpuMs"  # the CPU time the bot's processes used for the turn (an isolated bot's)
+# How the reply's time split: its whole, the connection's round trip, the arena's lateness and
+# the bot's thinking (``server.match_views.ReplyTiming``).
+TIMING_KEY = "timing"
 MOST_CPU_MS = 86_400_000  # a day: a CPU time a worker reports beyond it is no measure
 
 
@@ -58,11 +61,16 @@ def stderr_text(kept: bytes, cut: int) -> str | None:
 
 
 def without_debug(action: dict[str, Any]) -> dict[str, Any]:
-    """A recorded action as the bot's move was: its debug text, its stderr and its CPU time
-    taken out."""
-    if DEBUG_KEY not in action and STDERR_KEY not in action and CPU_KEY not in action:
+    """A recorded action as the bot's move was: its debug text, its stderr, its CPU time and
+    its reply's timing taken out."""
+    if (
+        DEBUG_KEY not in action
+        and STDERR_KEY not in action
+        and CPU_KEY not in action
+        and TIMING_KEY not in action
+    ):
         return action
     return {key: value for key, value in action.items() if key not in KEPT_BESIDE}
 
 
-KEPT_BESIDE = (DEBUG_KEY, STDERR_KEY, CPU_KEY)  # what the records keep beside a move
+KEPT_BESIDE = (DEBUG_KEY, STDERR_KEY, CPU_KEY, TIMING_KEY)  # what the records keep beside a move

@@ -19,6 +19,7 @@ from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match_views import MatchView
 from server.replay import (
+    CHARGE_KEY,
     CLOCK_KEY,
     ORIGIN_KEY,
     DamagedRecord,
@@ -42,6 +43,9 @@ def recorded_settings(view: MatchView) -> JsonObject:
     }
     if view.limits.bank is not None:
         settings[CLOCK_KEY] = view.limits.bank.to_wire()
+    if view.limits.charge_think:  # each reply charged its think time (docs/protocol.md)
+        settings[CHARGE_KEY] = "think"
+        settings["networkCreditMaxMs"] = round(view.limits.network_credit_max_s * 1000)
     if view.origin is not None:
         settings[ORIGIN_KEY] = view.origin
     return settings

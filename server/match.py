@@ -56,12 +56,13 @@ from server.match_seat import check_answered_turn
 from server.match_seating import Seating
 from server.match_views import (
     MatchView,
+    ReplyTiming,
     Status,
     TurnClock,
     TurnResult,
-    clock_to_wire,
 )
 from server.protocol import error_message
+from server.round_trip import RoundTrip
 from server.seat_channel import SeatChannel, SeatMessage
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ class Match:
         self.started_at: float | None = None  # wall-clock seconds, for the records
         self.finished_at: float | None = None
         turn_timeout_s = self.seating.turn_timeout_s
-        self.timer = TurnTimer(clock, limits.bank, len(self.seats), turn_timeout_s, self._timed_out)
+        self.timer = TurnTimer(clock, limits, len(self.seats), turn_timeout_s, self._timed_out)
         self._ended = asyncio.Event()  # the phase left PLAYING: the task may finish
         self.done = asyncio.Event()  # FINISHED
         self.helpers = Helpers()
@@ -214,12 +215,12 @@ class Match:
         self._notify(SeatLeft(self.id, seat, occupant.player.nick if occupant else ""))
         self._end(Outcome(self.seating.opponent(seat), MatchEnd.PLAYER_DISCONNECTED))
 
-    def rejoin(self, channel: SeatChannel, token: object) -> int:
+    def rejoin(self, channel: SeatChannel, token: object, trip: RoundTrip | None = None) -> int:
         """Give a seat back to the player holding its token (returns the seat): its new channel
         gets the seat's ``game-info`` again and, if it is on move, the current turn."""
         if self.phase in (Phase.ENDED, Phase.FINISHED):
             raise JoinRejected(BotError.GAME_OVER, f"simulation {self.id} has ended")
-        seat = self.seating.give_back(channel, token)
+        seat = self.seating.give_back(channel, token, trip)
         turn = self.timer.turn
         if turn is not None and turn.seat == seat:
             left_s = turn.deadline - self.clock.now()
@@ -267,15 +268,15 @@ class Match:
             occupant.refused(rejected)
             return None
         now = self.clock.now()
-        elapsed = now - turn.started
-        cpu_ms = None if turn.cpu_allowed_s is None else self.seating.turn_cpu_ms(seat, message)
-        if not self.timer.spend(seat, elapsed if cpu_ms is None else cpu_ms / 1000):
+        timing = self.timer.reply_timing(turn, now, occupant.round_trip)
+        cpu_ms = self.seating.turn_cpu_ms(seat, message) if turn.by_cpu else None
+        if not self.timer.spend(seat, self.timer.charged_s(timing, cpu_ms)):
             self._timed_out(seat)  # out of time: with a time bank its flag fell
             return None
         occupant.consecutive_timeouts = 0
-        occupant.replied(elapsed)
+        occupant.replied(timing.reply_s)
         debug = debug_text(message) if DEBUG_KEY in message else None
-        return self._play(seat, action, now, timed_out=False, debug=debug)
+        return self._play(seat, action, now, debug, timing)
 
     def _ask(self, seat: int, timeout_s: float, started: float) -> None:
         """Send the seat on move its turn, its clock started at ``started`` (read by the caller)."""
@@ -287,9 +288,7 @@ class Match:
         self.timer.open(seat, timeout_s, started, output is not None and output.counts_cpu)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
-        clock = None
-        if self.limits.bank is not None:
-            clock = clock_to_wire(self.codec, self.timer.clock_of(seat, timeout_s))
+        clock = self.timer.bank_clock_wire(self.codec, seat, timeout_s)
         body = self.codec.turn_message(
             self.state, seat, self.turn_count + 1, round(timeout_s * 1000), clock
         )
@@ -317,13 +316,14 @@ class Match:
         else:
             reason = f"no reply in {occupant.turn_timeout_s:g} s: you passed"
             occupant.channel.send(SeatMessage(error_message(BotError.TURN_TIMEOUT, reason)))
-            self._play(seat, action, self.clock.now(), timed_out=True)
+            self._play(seat, action, self.clock.now(), None, None)  # no reply: timed out
 
     def _play(
-        self, seat: int, action: Any, now: float, timed_out: bool, debug: str | None = None
+        self, seat: int, action: Any, now: float, debug: str | None, timing: ReplyTiming | None
     ) -> TurnResult | None:
-        """Apply a checked action played at ``now`` (the clock's time), tell everyone, ask for
-        the next turn (its clock starting then) or end the game."""
+        """Apply a checked action played at ``now`` (the clock's time), the seat's reply (its
+        ``debug`` text, its ``timing``) or, without a timing, its pass for a timeout; tell
+        everyone, ask for the next turn (its clock starting then) or end the game."""
         turn = self.timer.close()
         reply_ms = 0 if turn is None else round(1000 * (now - turn.started))
         output = self.outputs.get(seat)  # a bot process's: its turn's stderr and CPU time
@@ -342,7 +342,7 @@ class Match:
                 self.turn_count,
                 seat,
                 self.codec.action_to_wire(action),
-                timed_out,
+                timing is None,
                 events,
                 self.state,
                 outcome,
@@ -352,6 +352,7 @@ class Match:
                 debug=debug,
                 stderr=stderr,
                 cpu_ms=None if output is None else output.turn_cpu_ms(),
+                timing=timing,
             )
             for target, message in self.codec.after_turn_messages(before, self.state, events):
                 occupant = self.seats[target]

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from server.clock import Clock, Timer
-from server.games.base import TimeBank
-from server.match_views import TurnClock
+from server.games.base import AnyCodec, JsonObject
+from server.match_options import MatchLimits
+from server.match_views import ReplyTiming, TurnClock, clock_to_wire
+from server.round_trip import RoundTrip
 
 # A deadline this close when the match's timer rings has come: a clock that rings a hair early
 # (a coarse timer, a float's rounding) must not set the timer again and again for nothing.
@@ -29,7 +31,9 @@ class OpenTurn:
     seat: int
     started: float
     deadline: float
-    cpu_allowed_s: float | None = None  # a turn charged its CPU time: the CPU it may take
+    # A turn charged its CPU time or its think time, not its reply's: the time it may take.
+    allowed_s: float | None = None
+    by_cpu: bool = False  # charged its CPU time (a hosted bot's)
 
 
 class TurnTimer:
@@ -38,13 +42,15 @@ class TurnTimer:
     def __init__(
         self,
         clock: Clock,
-        bank: TimeBank | None,
+        limits: MatchLimits,
         seat_count: int,
         turn_timeout_s: Callable[[int], float],
         timed_out: Callable[[int], None],
     ) -> None:
         self.clock = clock
-        self.bank = bank
+        self.bank = bank = limits.bank
+        self.charge_think = limits.charge_think
+        self.network_credit_max_s = limits.network_credit_max_s
         # With a time bank: each seat's time left (seconds). A resumed game starts them afresh.
         self.banks = [0.0 if bank is None else bank.initial_ms / 1000] * seat_count
         self.turn: OpenTurn | None = None  # while the game is on, the seat awaited
@@ -68,14 +74,37 @@ class TurnTimer:
         remaining[seat] = timeout_s
         return TurnClock(seat, timeout_s, tuple(remaining), bank)
 
+    def bank_clock_wire(self, codec: AnyCodec, seat: int, timeout_s: float) -> JsonObject | None:
+        """With a time bank, the clocks a turn message of ``seat`` shows (``clock_of``)."""
+        if self.bank is None:
+            return None
+        return clock_to_wire(codec, self.clock_of(seat, timeout_s))
+
+    def reply_timing(self, turn: OpenTurn, now: float, round_trip: RoundTrip | None) -> ReplyTiming:
+        """How the reply to ``turn`` handled at ``now`` splits: the round trip of the seat's
+        connection (as far as it is credited: ``network_credit_max_s``), the arena's own
+        lateness meanwhile, and what is left, the bot's thinking."""
+        reply_s = now - turn.started
+        late_s = self.clock.late_s(turn.started)
+        round_trip_s = None if round_trip is None else round_trip.estimate_s(now)
+        credit_s = 0.0 if round_trip_s is None else min(round_trip_s, self.network_credit_max_s)
+        return ReplyTiming(reply_s, round_trip_s, late_s, max(0.0, reply_s - credit_s - late_s))
+
+    def charged_s(self, timing: ReplyTiming, cpu_ms: int | None) -> float:
+        """What a reply costs its seat's clock: its CPU time where it is counted (a hosted
+        bot's), else its think time in a game charging it, else its whole time."""
+        if cpu_ms is not None:
+            return cpu_ms / 1000
+        return timing.think_s if self.charge_think else timing.reply_s
+
     def spend(self, seat: int, elapsed_s: float) -> bool:
-        """With a time bank, take a reply's time (its CPU time, for a turn charged so) from the
-        seat's bank and add the increment; ``False`` if its time ran out first (its flag fell:
-        its bank is empty). Without one, a reply handled before the timer rang is in time, if
-        its turn is charged its CPU time, within the CPU allowed."""
+        """With a time bank, take a reply's time (its CPU or think time, for a turn charged
+        so) from the seat's bank and add the increment; ``False`` if its time ran out first
+        (its flag fell: its bank is empty). Without one, a reply handled before the timer rang
+        is in time, if its turn is charged its CPU or think time, within the time allowed."""
         bank = self.bank
         if bank is None:
-            allowed = None if self.turn is None else self.turn.cpu_allowed_s
+            allowed = None if self.turn is None else self.turn.allowed_s
             return allowed is None or elapsed_s <= allowed + CLOCK_SLACK_S
         left = self.banks[seat] - elapsed_s
         if left <= CLOCK_SLACK_S:
@@ -86,9 +115,13 @@ class TurnTimer:
 
     def open(self, seat: int, timeout_s: float, started: float, by_cpu: bool = False) -> None:
         """Wait for ``seat``'s turn from ``started`` (the clock's time), for ``timeout_s``; a turn
-        charged its CPU time (``by_cpu``) is waited for longer on the wall clock."""
+        charged its CPU time (``by_cpu``) is waited for longer on the wall clock, one charged
+        its think time longer by the network's credit."""
         if by_cpu:
             deadline = started + timeout_s * CPU_TURN_WALL_FACTOR + CPU_TURN_WALL_EXTRA_S
+            self.turn = OpenTurn(seat, started, deadline, timeout_s, by_cpu=True)
+        elif self.charge_think:
+            deadline = started + timeout_s + self.network_credit_max_s
             self.turn = OpenTurn(seat, started, deadline, timeout_s)
         else:
             deadline = started + timeout_s

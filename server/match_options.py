@@ -7,7 +7,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.config import ArenaConfig
 from server.games.base import AnyCodec, JsonObject, TimeBank
+from server.round_trip import RoundTrip
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +24,25 @@ class MatchLimits:
     # passes): each reply spends the seat's bank, which gets the increment back, and a seat
     # whose bank runs out loses.
     bank: TimeBank | None = None
+    # Charge each reply its think time only (``"clock": {"charge": "think"}``): its time less the
+    # round trip of the bot's connection, up to ``network_credit_max_s``, and less the time the
+    # arena itself was late (``server.match_clock.reply_timing``).
+    charge_think: bool = False
+    network_credit_max_s: float = 0.5
+
+
+def limits_of(config: ArenaConfig, bank: TimeBank | None, charge_think: bool) -> MatchLimits:
+    """The arena's clock rules (``config``), with ``bank`` a time bank per seat instead of the
+    flat turn timeout, and ``charge_think`` each reply charged its think time only."""
+    return MatchLimits(
+        turn_timeout_s=config.turn_timeout_ms / 1000,
+        max_consecutive_timeouts=config.max_consecutive_timeouts,
+        first_turn_timeout_s=config.first_turn_timeout_ms / 1000,
+        reconnect_grace_s=config.reconnect_grace_ms / 1000,
+        bank=bank,
+        charge_think=charge_think,
+        network_credit_max_s=config.network_credit_max_ms / 1000,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +91,4 @@ class SeatRequest:
     bot: str | None = None  # the registered bot it proved to be (server.identity), if any
     hosted: bool = False  # proved with a hosting key: a worker plays it (``Seat.hosted``)
     seat: int | None = None  # the seat matchmaking gave it (None: the codec chooses)
+    round_trip: RoundTrip | None = None  # its connection's, where one is measured

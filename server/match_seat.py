@@ -11,6 +11,7 @@ from server.errors import BotError
 from server.games.base import ActionRejected, JsonObject, Player
 from server.match_views import SeatStats
 from server.protocol import error_message
+from server.round_trip import RoundTrip
 from server.seat_channel import SeatChannel, SeatMessage
 
 
@@ -70,6 +71,7 @@ class Seat:
     # Asked (``"opponentNotices": true``) to hear when the opponent's connection drops and
     # comes back: the original's bots hang up on a message type they do not know.
     hears_opponent: bool = False
+    round_trip: RoundTrip | None = None  # its connection's (``SeatRequest.round_trip``)
     replies: int = 0
     reply_total_s: float = 0.0
     reply_worst_s: float = 0.0

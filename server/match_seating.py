@@ -18,6 +18,7 @@ from server.match_options import MatchLimits, SeatRequest
 from server.match_seat import Detached, Seat
 from server.match_views import SeatStats, SeatView
 from server.protocol import error_message
+from server.round_trip import RoundTrip
 from server.seat_channel import SeatChannel, SeatMessage, SeatOutput, WorkerReport
 
 
@@ -104,6 +105,7 @@ class Seating:
         )
         bot = self.seat_bots[seat] or request.bot
         occupant = Seat(channel, player, timeout, request.kind, bot, request.hosted)
+        occupant.round_trip = request.round_trip
         occupant.hears_opponent = request.fields.get("opponentNotices") is True
         self.seats[seat] = occupant
         if request.hosted:  # its worker reports what each move cost and what the bot wrote
@@ -129,6 +131,9 @@ class Seating:
             if occupant.kind == "bot"
             else 0,
             bank=limits.bank,
+            network_credit_max_ms=round(limits.network_credit_max_s * 1000)
+            if limits.charge_think
+            else None,
         )
         info = self.codec.game_info_message(self.match_id, seat, self.seed, occupant.token, clock)
         return SeatMessage(info)
@@ -192,10 +197,13 @@ class Seating:
             if other is not None and index != seat:
                 other.channel.send(SeatMessage(error_message(BotError.PLAYER_DISCONNECTED)))
 
-    def give_back(self, channel: SeatChannel, token: object) -> int:
-        """The seat whose token ``token`` is, on ``channel`` from now on (raises
-        ``JoinRejected``): the old channel is closed if still open, the opponents told if the
-        seat was detached, and the seat sent its ``game-info`` again."""
+    def give_back(
+        self, channel: SeatChannel, token: object, round_trip: RoundTrip | None = None
+    ) -> int:
+        """The seat whose token ``token`` is, on ``channel`` (whose round trip is
+        ``round_trip``) from now on (raises ``JoinRejected``): the old channel is closed if
+        still open, the opponents told if the seat was detached, and the seat sent its
+        ``game-info`` again."""
         for seat, occupant in enumerate(self.seats):
             if (
                 occupant is not None
@@ -204,6 +212,7 @@ class Seating:
             ):
                 old = occupant.channel
                 occupant.channel, occupant.gone = channel, False
+                occupant.round_trip = round_trip
                 if old is not channel:
                     old.close()
                 if isinstance(old, Detached):  # it was gone: its opponents were told

@@ -7,13 +7,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
-from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY, TIMING_KEY
 from server.games.base import AnyCodec, JsonObject, Outcome, TimeBank
 from server.match_options import MatchLimits
+
+
+class ReplyTiming(NamedTuple):
+    """How a reply's time splits (seconds): the whole of it, the round trip of the bot's
+    connection (``None`` where nothing measures it), the arena's own lateness meanwhile, and
+    the bot's thinking (the rest, with the network's credit capped)."""
+
+    reply_s: float
+    round_trip_s: float | None
+    late_s: float
+    think_s: float
+
+    def to_wire(self) -> JsonObject:
+        """As the records keep it with the turn, in whole milliseconds."""
+        round_trip_s = self.round_trip_s
+        return {
+            "replyMs": round(1000 * self.reply_s),
+            "rttMs": None if round_trip_s is None else round(1000 * round_trip_s),
+            "lagMs": round(1000 * self.late_s),
+            "thinkMs": round(1000 * self.think_s),
+        }
 
 
 class Status(StrEnum):
@@ -168,6 +189,7 @@ class TurnResult:
         "state",
         "stderr",
         "timed_out",
+        "timing",
     )
 
     def __init__(
@@ -188,6 +210,7 @@ class TurnResult:
         debug: str | None = None,
         stderr: str | None = None,
         cpu_ms: int | None = None,
+        timing: ReplyTiming | None = None,
     ) -> None:
         self.match_id = match_id
         self.codec = codec
@@ -204,6 +227,7 @@ class TurnResult:
         self.debug = debug  # the bot's debug text: in the records only, never sent while played
         self.stderr = stderr  # what its process wrote on stderr during the turn: the same
         self.cpu_ms = cpu_ms  # the CPU its processes used for the turn, where counted
+        self.timing = timing  # how its reply's time split (None: no reply, it timed out)
         self._scores: JsonObject | None = None
         self._action_json: bytes | None = None
         self._spectator_json: bytes | None = None
@@ -216,8 +240,8 @@ class TurnResult:
 
     @property
     def action_json(self) -> bytes:
-        """The action as JSON, for the records (with the bot's debug text, stderr and CPU time,
-        if any)."""
+        """The action as JSON, for the records (with the bot's debug text, stderr, CPU time and
+        reply's timing, if any)."""
         if self._action_json is None:
             kept = self.action
             if self.debug is not None:
@@ -226,6 +250,8 @@ class TurnResult:
                 kept = {**kept, STDERR_KEY: self.stderr}
             if self.cpu_ms is not None:
                 kept = {**kept, CPU_KEY: self.cpu_ms}
+            if self.timing is not None:
+                kept = {**kept, TIMING_KEY: self.timing.to_wire()}
             self._action_json = bytes(memoryview(orjson.dumps(kept)))
         return self._action_json
 

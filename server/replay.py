@@ -20,6 +20,7 @@ ORIGIN_KEY = "from"
 "names"}`` for one played on from another's turn (its record holds that game's turns before it),
 or ``{"position", "turn"}`` (and ``"game"``, the game it was taken from, if any) for one begun
 at a given position after ``turn`` turns (its record holds only its own turns, numbered on)."""
+CHARGE_KEY = "charge"  # in a record's settings: "think" if each reply was charged its thinking
 CLOCK_KEY = "clock"  # in a record's settings: its time bank {"initialMs", "incrementMs"}, if any
 
 

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from typing import cast
 
 from server.arena import Arena
-from server.commands import Leave, Move, read
+from server.commands import Leave, Move, Pong, asks_pings, read
 from server.config import ListenError
 from server.errors import BotError
 from server.games.base import JsonObject
@@ -41,15 +41,19 @@ from server.protocol import (
     error_message,
 )
 from server.proxy_header import AwaitedHeader, Balancers
+from server.round_trip import RoundTrip
 from server.seat_channel import SeatMessage
 from server.session import Client, Session, carry_out
 from server.tcp_rounds import (
     UNJOINED_INPUT_PER_ROUND,
     WRITE_BATCH_S,
+    IdleDeadline,
     RoundBudget,
     WriteBatch,
     keep_alive,
+    kernel_round_trip_s,
 )
+from server.tcp_writer import PacedWriter
 
 log = logging.getLogger(__name__)
 
@@ -202,23 +206,20 @@ class Connection(asyncio.Protocol):
         self.session = Session(self.arena, Client("?"), self)
         self.address = self.peer = "?"
         self.transport: asyncio.Transport | None = None
-        self._gap_s = config.message_gap_ms / 1000
-        self._idle_s = config.idle_timeout_ms / 1000
-        self._max_buffered = config.max_send_buffer_bytes
-        self._outbox: deque[tuple[bytes, bool]] = deque()  # (data, answers a request)
-        self._outbox_bytes = 0
-        self._unsent: list[bytes] = []  # due now, written at the end of this round (WriteBatch)
-        self._unsent_bytes = 0
+        self._idle = IdleDeadline(config.idle_timeout_ms / 1000, self._idled)
+        self.round_trip = RoundTrip(config.ping_interval_ms / 1000)
+        self.out = PacedWriter(
+            config.message_gap_ms / 1000,
+            config.max_send_buffer_bytes,
+            server.write_batch,
+            self._out_drained,
+        )
         self._handling = False  # while one of the bot's messages is being handled
         self._closing = False  # no more input is handled, and the socket closes once flushed
-        self._last_write = 0.0
-        self._last_read = 0.0
         self._received = 0
         self._pending = b""  # input waiting for its turn (the round budget, or a later round)
         self._held: deque[ReaderEvent] = deque()  # read, not handled yet (see _handle_held)
         self.meter = InputMeter(server.meter_limits, time.monotonic())
-        self._idle_deadline: asyncio.TimerHandle | None = None
-        self._paced_write: asyncio.TimerHandle | None = None
         self._close_deadline: asyncio.TimerHandle | None = None
         self._metered: asyncio.TimerHandle | None = None  # reading paused for the meter
         # A balancer's connection: its PROXY header, until it names the client.
@@ -227,7 +228,7 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's is not a subclass of asyncio.Transport, but has its API).
-        self.transport = cast(asyncio.Transport, transport)
+        self.transport = self.out.transport = cast(asyncio.Transport, transport)
         keep_alive(transport.get_extra_info("socket"))
         peer = transport.get_extra_info("peername")
         if self.server.balancers.listed(peer):
@@ -244,11 +245,13 @@ class Connection(asyncio.Protocol):
     def _begin(self, peer: object) -> None:
         """The client is known (``peer``): counted, and its time to join a game starts."""
         self._name_peer(peer)
-        self.session.client = Client(self.address)
+        if self._header is None and self.transport is not None:  # no balancer in between
+            sock = self.transport.get_extra_info("socket")
+            self.round_trip.kernel = lambda: kernel_round_trip_s(sock)
+        self.session.client = Client(self.address, round_trip=self.round_trip)
         # Counted from the connection, not reset by each byte: a peer that trickles bytes
         # without joining is closed as surely as a silent one.
-        loop = asyncio.get_running_loop()
-        self._idle_deadline = loop.call_later(self._idle_s, self._idle)
+        self._idle.start()
         self.server.accepted(self)
 
     def data_received(self, data: bytes) -> None:
@@ -272,13 +275,13 @@ class Connection(asyncio.Protocol):
         if exc is not None:
             log.info("connection %s: %s", self.peer, exc)
         self._closing = True
-        for timer in (self._idle_deadline, self._paced_write, self._close_deadline, self._metered):
+        self._idle.stop()
+        for timer in (self._close_deadline, self._metered):
             if timer is not None:
                 timer.cancel()
         if self._header is not None:
             self._header.stop()
-        self._outbox.clear()
-        self._unsent.clear()
+        self.out.clear()
         self._held.clear()
         self.server.disconnected(self)
 
@@ -336,7 +339,7 @@ class Connection(asyncio.Protocol):
 
     def _handle(self, data: bytes) -> None:
         """Act on what a chunk completed."""
-        self._last_read = time.monotonic()
+        self.out.last_read = time.monotonic()
         self._held.extend(self.protocol.feed(data, PARSED_AHEAD))
         self._handle_held()
 
@@ -376,7 +379,12 @@ class Connection(asyncio.Protocol):
 
     def _message(self, message: JsonObject) -> None:
         command = read(message)
+        if type(command) is Pong:
+            self.round_trip.pong(command.ping_id, self.arena.clock.now())
+            return
         if not isinstance(command, Move):
+            if asks_pings(command):
+                self.round_trip.pings = True
             carry_out(self.arena, self.session, self.session.handle(command))
             self.watch_idle()
             return
@@ -388,6 +396,15 @@ class Connection(asyncio.Protocol):
                 carry_out(self.arena, self.session, effects)
         finally:
             self._handling = True
+        self._ping()  # the bot has just played: it is not thinking
+
+    def _ping(self) -> None:
+        """A ping, if one is due: written with this round's writes, ahead of none of the bot's
+        messages, and never paced (it makes the next message no later)."""
+        if self.out.pacing or self._closing:
+            return
+        if ping := self.round_trip.ping(self.arena.clock.now()):
+            self.out.send_unpaced(encode(ping))
 
     def watch_idle(self) -> None:
         """``idleTimeoutMs`` counts only while the connection is idle (``Session.idle``: no
@@ -404,17 +421,13 @@ class Connection(asyncio.Protocol):
         else:
             self.server.waits(self, idle)
         if idle:
-            if self._idle_deadline is None:
-                loop = asyncio.get_running_loop()
-                self._idle_deadline = loop.call_later(self._idle_s, self._idle)
-        elif self._idle_deadline is not None:
-            self._idle_deadline.cancel()
-            self._idle_deadline = None
+            self._idle.start()
+        else:
+            self._idle.stop()
 
-    def _idle(self) -> None:
-        self._idle_deadline = None
+    def _idled(self) -> None:
         if self.session.idle:
-            reason = f"no game, no seek and no registered bot named in {self._idle_s:g} s"
+            reason = f"no game, no seek and no registered bot named in {self._idle.idle_s:g} s"
             self.refuse(BotError.IDLE_TIMEOUT, reason)
         else:
             self.watch_idle()
@@ -422,6 +435,7 @@ class Connection(asyncio.Protocol):
     # --- SessionChannel ------------------------------------------------------------------------
     def seated(self) -> None:
         self.watch_idle()
+        self._ping()
 
     def send(self, message: SeatMessage) -> None:
         self.send_data(encode(message.body))  # every turn: one call less than ``send_body``
@@ -437,60 +451,14 @@ class Connection(asyncio.Protocol):
             return
         if data.startswith(ERROR_LINE):  # the bot's mistakes are metered (see server.meter)
             self.meter.erred(time.monotonic())
-        buffered = self._outbox_bytes + self._unsent_bytes + transport.get_write_buffer_size()
-        if buffered + len(data) > self._max_buffered:
-            # The bot stopped reading: past the high-water mark it is dropped (and forfeits),
-            # so its backlog can never eat the server's memory.
-            log.info("connection %s: send buffer full (%d bytes), dropped", self.peer, buffered)
-            self.abort()
-            return
-        if not self._outbox and not self._needs_gap(self._handling):
-            # Nothing is waiting and no pause is due: written at the end of this round. The
-            # transport buffers what the socket cannot take yet (bounded above).
-            self._unsent.append(data)
-            self._unsent_bytes += len(data)
-            self._last_write = time.monotonic()
-            if len(self._unsent) == 1:
-                self.server.write_batch.add(self)  # may write at once
-            return
-        self._outbox.append((data, self._handling))
-        self._outbox_bytes += len(data)
-        if len(self._outbox) == 1:
-            self._write_paced()
+        # A bot that asks for pings reads lines: nothing to it is paced (see above).
+        if not self.out.send(data, self._handling or self.round_trip.pings):
+            log.info("connection %s: send buffer full, dropped", self.peer)
+            self.abort()  # and its game forfeited
 
-    def write_unsent(self) -> None:
-        """Hand what ``send`` left for this round to the transport, in order."""
-        unsent, self._unsent, self._unsent_bytes = self._unsent, [], 0
-        transport = self.transport
-        if transport is not None and not transport.is_closing() and unsent:
-            transport.writelines(unsent)
-
-    def _write_paced(self) -> None:
-        """Write the outbox, waiting out each message's pause; a message stays queued through
-        its pause, so nothing sent meanwhile can overtake it."""
-        self._paced_write = None
-        while self._outbox:
-            data, is_reply = self._outbox[0]
-            if self._needs_gap(is_reply):
-                wait = self._gap_s - (time.monotonic() - self._last_write)
-                self._paced_write = asyncio.get_running_loop().call_later(wait, self._write_paced)
-                return
-            self._outbox.popleft()
-            self._outbox_bytes -= len(data)
-            self.write_unsent()  # what send left for this round came before this
-            if self.transport is not None and not self.transport.is_closing():
-                self.transport.write(data)
-            self._last_write = time.monotonic()
+    def _out_drained(self) -> None:
         if self._closing:
             self._close_when_written()
-
-    def _needs_gap(self, is_reply: bool) -> bool:
-        """A message the bot did not ask for, right after another with no word from the bot."""
-        return (
-            not is_reply
-            and self._last_write > self._last_read
-            and time.monotonic() - self._last_write < self._gap_s
-        )
 
     def refuse(self, message: str, reason: str) -> None:
         """A limit was reached: say which, then close."""
@@ -516,14 +484,14 @@ class Connection(asyncio.Protocol):
         self._closing = True
         self._pending = b""
         self.server.joined(self)
-        if not self._outbox:
+        if not self.out.pacing:
             self._close_when_written()
 
     def _close_when_written(self) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        self.write_unsent()
+        self.out.write_unsent()
         transport.close()  # after the buffered bytes; a peer that reads nothing is aborted
         self._close_deadline = asyncio.get_running_loop().call_later(
             CLOSE_FLUSH_TIMEOUT_S, self.abort
@@ -532,8 +500,7 @@ class Connection(asyncio.Protocol):
     def abort(self) -> None:
         """Drop the connection now, with whatever is queued."""
         self._closing = True
-        self._outbox.clear()
-        self._unsent.clear()
+        self.out.clear()
         if self.transport is not None:
             self.transport.abort()
 

@@ -1,12 +1,15 @@
 """What the bots' port does for all its connections at once, once per round of the event loop:
 their writes made together (``WriteBatch``), the input of connections without a game let
-through a budget at a time (``RoundBudget``); and TCP keepalive on each (``keep_alive``)."""
+through a budget at a time (``RoundBudget``); and for each, its idle deadline
+(``IdleDeadline``), TCP keepalive (``keep_alive``) and the kernel's round trip
+(``kernel_round_trip_s``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -21,6 +24,8 @@ WRITE_BATCH_S = 0.001  # see WriteBatch: measured with bench/load.py, 300 to 1,0
 KEEPALIVE_IDLE_S = 30
 KEEPALIVE_INTERVAL_S = 10
 KEEPALIVE_PROBES = 3
+TCP_INFO_BYTES = 104  # struct tcp_info up to its round trip estimate and beyond
+TCP_INFO_RTT_OFFSET = 68  # tcpi_rtt: the smoothed round trip, in microseconds
 
 
 class Writer(Protocol):
@@ -129,3 +134,42 @@ def keep_alive(sock: socket.socket | None) -> None:
     with contextlib.suppress(OSError):  # a socket closed by its peer already
         for level, option, value in options:
             sock.setsockopt(level, option, value)
+
+
+class IdleDeadline:
+    """A connection's ``idleTimeoutMs``: counted only while it is idle, from when it became so
+    (``start``, which a running count does not restart), and stopped when it is not."""
+
+    def __init__(self, idle_s: float, expired: Callable[[], None]) -> None:
+        self.idle_s = idle_s
+        self._expired = expired
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.idle_s, self._rang)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _rang(self) -> None:
+        self._timer = None
+        self._expired()
+
+
+def kernel_round_trip_s(sock: socket.socket | None) -> float | None:
+    """The kernel's smoothed estimate of a TCP connection's round trip (``TCP_INFO``), where
+    the system gives one."""
+    option = getattr(socket, "TCP_INFO", None)
+    if sock is None or option is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, option, TCP_INFO_BYTES)
+    except OSError:  # closed meanwhile
+        return None
+    if len(info) < TCP_INFO_RTT_OFFSET + 4:
+        return None
+    microseconds: int = struct.unpack_from("I", info, TCP_INFO_RTT_OFFSET)[0]
+    return microseconds / 1e6

@@ -111,6 +111,9 @@ class SeatClock:
     max_consecutive_timeouts: int
     reconnect_grace_ms: int
     bank: TimeBank | None = None  # the game's clock, if it was created with one
+    # Each reply charged its think time only (the network's share and the arena's lateness
+    # credited: ``"clock": {"charge": "think"}``), up to this credit for the round trip.
+    network_credit_max_ms: int | None = None
 
 
 class ActionRejected(Rejected):
@@ -257,6 +260,9 @@ class Codec(ABC, Generic[StateT, CandidateT, ActionT]):
         info["reconnectGraceMs"] = clock.reconnect_grace_ms
         if clock.bank is not None:
             info["clock"] = clock.bank.to_wire()
+        if clock.network_credit_max_ms is not None:
+            info["charge"] = "think"
+            info["networkCreditMaxMs"] = clock.network_credit_max_ms
         return info
 
     def turn_message(

@@ -10,6 +10,7 @@ from server.arena import Arena
 from server.games.base import JsonObject
 from server.match import Match, Phase
 from server.match_views import TurnResult
+from server.round_trip import RoundTrip
 from server.seat_channel import SeatMessage
 
 
@@ -49,6 +50,9 @@ class Client:
     # which forwards the name and never the key).
     checked: bool = False
     noun: str = "connection"  # what one client is called in a refusal ("one game per ...")
+    # Its connection's round trip, where its front end measures one (a TCP bot's): its seats'
+    # replies are credited it (``server.match_clock``).
+    round_trip: RoundTrip | None = None
 
 
 class LocalSeat:

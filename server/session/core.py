@@ -39,6 +39,7 @@ from server.commands import (
     Join,
     Leave,
     Move,
+    Pong,
     RandomJoin,
     Register,
     Rejoin,
@@ -47,7 +48,7 @@ from server.commands import (
 )
 from server.commands import Challenge as ChallengeCommand
 from server.errors import BotError, Rejected
-from server.games.base import JoinRejected, JsonObject, TimeBank
+from server.games.base import JoinRejected, JsonObject
 from server.match import Match
 from server.match_options import MatchLimits, MatchOptions, SeatRequest
 from server.match_views import TurnResult
@@ -209,6 +210,8 @@ class Session:
         if isinstance(command, Leave):  # at once: what is held is dropped, unanswered
             self.closed()
             return
+        if isinstance(command, Pong):  # its front end's, which pings: nothing to answer
+            return
         if keys.checking:
             if keys.full():
                 reason = f"at most {MAX_HELD} while a key is checked"
@@ -303,7 +306,7 @@ class Session:
             options = MatchOptions(
                 seed=seed,
                 creator=self.client.address,
-                limits=self._limits(command.clock),
+                limits=_limits(self.arena, command),
                 resume=resume,
                 codec=codec,
             )
@@ -347,14 +350,13 @@ class Session:
         """A new simulation with the client in it (a person on /play/thud), with a time bank if
         the command's ``clock`` asks for one; it is dropped if the client leaves it before
         anyone else sits down."""
-        game, clock = command.game, command.clock
+        game = command.game
         try:
             fields = self.identified(command)
             self.check_free()
             self.arena.check_open()
-            options = MatchOptions(
-                creator=self.client.address, by_join=True, limits=self._limits(clock)
-            )
+            limits = _limits(self.arena, command)
+            options = MatchOptions(creator=self.client.address, by_join=True, limits=limits)
             match = self.arena.open(game, options)
             self.sit_identified(match, fields)
         except Rejected as rejected:
@@ -372,7 +374,7 @@ class Session:
                     raise Rejected(BotError.WRONG_SIMULATION_ID)
                 return
             self.out.before_seat()
-            seat = match.rejoin(self.channel, command.token)
+            seat = match.rejoin(self.channel, command.token, self.client.round_trip)
         except Rejected as rejected:
             self.refused(rejected)
             return
@@ -410,11 +412,6 @@ class Session:
         if self.in_game:
             raise Rejected(BotError.ALREADY_IN_A_GAME, f"one game per {self.client.noun}")
 
-    def _limits(self, clock: TimeBank | None) -> MatchLimits | None:
-        """A create's ``clock``: the arena's limits with that time bank per seat instead of the
-        flat turn timeout, or ``None`` (the arena's own) without one."""
-        return None if clock is None else self.arena.limits(clock)
-
     # --- its seat -------------------------------------------------------------------------------
     def sit(self, match: Match, command: Join) -> None:
         """Take a seat of ``match``, which the front end chose (the Thud API's games); raises
@@ -432,6 +429,7 @@ class Session:
             bot=self.bot,
             seat=seat_given,
             hosted=self.hosted,
+            round_trip=self.client.round_trip,
         )
         self.out.before_seat()
         try:
@@ -463,3 +461,11 @@ class Session:
         """The seat asked for was refused, or the other node's seat was lost."""
         self._to(Step.LOST)
         self.seat = None
+
+
+def _limits(arena: Arena, command: Create) -> MatchLimits | None:
+    """A create's ``clock``: the arena's limits with its time bank per seat instead of the flat
+    turn timeout and charging think time if it asks, or ``None`` (the arena's own)."""
+    if command.clock is None and not command.charge_think:
+        return None
+    return arena.limits(command.clock, command.charge_think)
