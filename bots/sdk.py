@@ -17,6 +17,10 @@ client adds the number of the turn it answers, so a reply that comes too late is
 (``Stale turn``) instead of being played as the next turn. The server's errors come back as
 ``ArenaError``; informational ones (a turn that timed out, a late reply refused, an opponent who
 left) are passed to ``on_notice`` instead and the loop goes on.
+
+Every join and seek asks to be pinged (``"pings": true``): the client answers each ``ping`` with
+its ``pong`` as soon as it reads it, so that the arena can tell the network's share of a reply's
+time from the bot's thinking (docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -97,6 +101,10 @@ class ArenaClient:
                 raise ConnectionError("the server closed the connection")
             if line.strip():
                 message: JsonObject = orjson.loads(line)
+                if message.get("type") == "ping":  # answered at once: never after thinking
+                    pong = {"type": "pong", "id": message.get("id")}
+                    self._writer.write(orjson.dumps(pong) + b"\n")
+                    continue
                 return message
 
     async def _expect(self, wanted: str) -> JsonObject:
@@ -138,6 +146,7 @@ class ArenaClient:
         """
         request: JsonObject = {"type": "join-simulation", "game": game, "nick": nick}
         request["simulationId"] = simulation_id
+        request["pings"] = True
         request.update(fields)
         return await self._ask(request, "game-info")
 
@@ -153,6 +162,7 @@ class ArenaClient:
         """Wait for an opponent of about the same rating; returns game-info once paired."""
         request: JsonObject = {"type": "seek", "game": game, **bot_fields(bot, key)}
         request["rated"] = rated
+        request["pings"] = True
         request.update(fields)
         return await self._ask(request, "game-info")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY, without_debug
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY, TIMING_KEY, without_debug
 from server.games.base import AnyCodec, JsonObject
 from server.match_views import MatchView
 from server.replay import (
@@ -28,6 +28,7 @@ from server.replay import (
     turn_cpu_ms,
     turn_debug,
     turn_stderr,
+    turn_timing,
     turns_before,
 )
 
@@ -110,6 +111,7 @@ def record_lines(record: JsonObject, result_words: str) -> Iterator[bytes]:
             (DEBUG_KEY, turn_debug(record, frame.turn)),
             (STDERR_KEY, turn_stderr(record, frame.turn)),
             (CPU_KEY, turn_cpu_ms(record, frame.turn)),
+            (TIMING_KEY, turn_timing(record, frame.turn)),
         ):
             if kept is not None:
                 line[key] = kept
@@ -208,7 +210,9 @@ def _turn_of(line: JsonObject, expected: int, where: str) -> JsonObject:
         text = line.get(key)
         if isinstance(text, str) and isinstance(action, dict):  # with the action, as recorded
             action = {**action, key: text}
-    used = line.get(CPU_KEY)
+    used, timing = line.get(CPU_KEY), line.get(TIMING_KEY)
     if isinstance(used, int) and not isinstance(used, bool) and isinstance(action, dict):
         action = {**action, CPU_KEY: used}
+    if isinstance(timing, dict) and isinstance(action, dict):
+        action = {**action, TIMING_KEY: timing}
     return {"number": number, "seat": seat, "action": action, "timedOut": bool(timed_out)}

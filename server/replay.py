@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY, TIMING_KEY
 from server.games import GAMES
 from server.games.base import AnyCodec, JsonObject, Player
 
@@ -126,6 +126,7 @@ def replay_to_wire(record: JsonObject) -> JsonObject:
                 "scores": game.scores(frame.state),
                 "debug": turn_debug(record, frame.turn),
                 "stderr": turn_stderr(record, frame.turn),
+                "timing": turn_timing(record, frame.turn),
             }
             for frame in frames(record)
         ],
@@ -165,6 +166,15 @@ def turn_cpu_ms(record: JsonObject, number: int) -> int | None:
     action = record["turns"][index]["action"] if index >= 0 else None
     used = action.get(CPU_KEY) if isinstance(action, dict) else None
     return used if isinstance(used, int) and not isinstance(used, bool) else None
+
+
+def turn_timing(record: JsonObject, number: int) -> JsonObject | None:
+    """How turn ``number``'s reply time split (``replyMs``, ``rttMs``, ``lagMs``, ``thinkMs``:
+    ``server.match_views.ReplyTiming``), where it was kept (not for a timeout)."""
+    index = number - turns_before(record) - 1
+    action = record["turns"][index]["action"] if index >= 0 else None
+    timing = action.get(TIMING_KEY) if isinstance(action, dict) else None
+    return timing if isinstance(timing, dict) else None
 
 
 def _kept_with(record: JsonObject, number: int, key: str) -> str | None:

@@ -346,9 +346,10 @@ async def test_every_kit_plays_the_same_moves(
 
 
 async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
-    """A one-connection server that plays a few lines by hand: an error before a turn, errors
-    after the kit's move and the same position again as the next turn, then a loss. Each move
-    must be valid and name the turn it answers."""
+    """A one-connection server that plays a few lines by hand: an error and a ping before a
+    turn, errors after the kit's move and the same position again as the next turn, then a
+    loss. The kit must ask for pings and answer each at once; each move must be valid and name
+    the turn it answers."""
     game = GAMES[game_name].codec_for(test_config().game_settings[game_name])
     rules = game.rules
     moves: list[Any] = []
@@ -365,12 +366,16 @@ async def scripted_game(kit: list[str], game_name: str) -> tuple[int, str, str]:
 
         join = await receive()
         assert join["type"] == "join-simulation" and join["game"] == game_name, join
+        assert join.get("pings") is True, join
         players = [game.player_from_join(join), game.player_from_join({"nick": "other"})]
         state = rules.initial_state(players)
         clock = SeatClock(10_000, 30_000, 3, 10_000)
         await send(game.game_info_message("abc1234", 0, 1, "token", clock))
         await send({"type": "error", "message": "Turn timeout", "reason": "you passed"})
         for number in (5, 6):
+            await send({"type": "ping", "id": 40 + number})
+            pong = await receive()
+            assert pong == {"type": "pong", "id": 40 + number}, pong
             await send(game.turn_message(state, 0, number, 10_000))
             reply = await receive()
             answered.append(reply.get("turn"))

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
+from bots.sdk import ArenaClient
 from server.clock import LoopClock
 from server.commands import Pong, asks_pings, read
 from server.match import Match, MatchEnd, Phase
@@ -240,28 +241,20 @@ async def delaying_proxy(port: int, delay_s: float) -> AsyncIterator[int]:
         yield proxy.sockets[0].getsockname()[1]
 
 
-async def thud_bot(
-    port: int, join: dict[str, Any], thinking: list[float], measures: list[float]
-) -> None:
-    """A Thud bot that answers pings at once and thinks ``thinking[i]`` s on its i-th turn,
-    measuring its own thinking (from reading the turn to writing its reply)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(orjson.dumps(join) + b"\n")
-    while line := await reader.readline():
-        message = orjson.loads(line)
-        if message["type"] == "ping":
-            writer.write(orjson.dumps({"type": "pong", "id": message["id"]}) + b"\n")
-        elif message["type"] == "turn":
-            read_at = time.perf_counter()
-            think = thinking[len(measures) % len(thinking)]
-            await asyncio.sleep(think)
-            move = {"type": "player-turn", "turn": message["turn"]}
-            move["move"] = message["state"]["moves"][0]
-            writer.write(orjson.dumps(move) + b"\n")
-            measures.append(time.perf_counter() - read_at)
-        elif message["type"] in ("win-game", "loss-game", "draw-game"):
-            break
-    writer.close()
+async def thud_bot(port: int, side: str, thinking: list[float], measures: list[float]) -> None:
+    """A Thud bot on the SDK (which asks for pings and answers them at once) that thinks
+    ``thinking[i]`` s on its i-th turn, measuring its own thinking (from the turn's line read
+    to its reply written)."""
+
+    async def think(turn: dict[str, Any]) -> dict[str, Any]:
+        read_at = time.perf_counter()
+        await asyncio.sleep(thinking[len(measures) % len(thinking)])
+        measures.append(time.perf_counter() - read_at)
+        return {"type": "player-turn", "move": turn["state"]["moves"][0]}
+
+    async with await ArenaClient.connect("127.0.0.1", port) as client:
+        await client.join(None, nick=side, game="thud", side=side)
+        await client.play(think)
 
 
 async def test_think_time_through_a_proxy_that_delays_every_line_is_the_bot_s_own() -> None:
@@ -280,9 +273,8 @@ async def test_think_time_through_a_proxy_that_delays_every_line_is_the_bot_s_ow
         far: list[float] = []
         near: list[float] = []
         async with delaying_proxy(running.tcp_port, PROXY_DELAY_S) as proxy_port:
-            joined = {"type": "join-simulation", "game": "thud", "pings": True}
-            dwarf = thud_bot(proxy_port, {**joined, "side": "dwarf"}, [0.02, 0.06, 0.04], far)
-            troll = thud_bot(running.tcp_port, {**joined, "side": "troll"}, [0.0], near)
+            dwarf = thud_bot(proxy_port, "dwarf", [0.02, 0.06, 0.04], far)
+            troll = thud_bot(running.tcp_port, "troll", [0.0], near)
             async with asyncio.timeout(60):
                 await asyncio.gather(dwarf, troll)
     dwarf_turns = [result.timing for result in results if result.seat == 0]

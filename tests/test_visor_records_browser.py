@@ -422,6 +422,15 @@ async def test_the_replay_of_a_thud_game_shows_each_recorded_position(
     await expect(page.locator("#tooltip")).to_contain_text("Troll")
     await page.screenshot(path=shots / "replay-thud.png")
 
+    # Each side's think time per turn, drawn from the records' timing (issue 34, item 4).
+    await expect(page.locator("#think-chart")).to_be_visible()
+    for seat in ("dwarf", "troll"):
+        timed = [f for f in frames if f["seat"] == seat and f["timing"] is not None]
+        assert timed and all(f["timing"]["thinkMs"] <= f["timing"]["replyMs"] for f in timed)
+        line = page.locator(f"#think-svg .seat-{seat} polyline")
+        await expect(line).to_have_attribute("data-points", str(len(timed)))
+        await expect(page.locator(f"#think-legend .seat-{seat}")).to_contain_text("mean")
+
     await page.click("#last")
     await board_matches_frame(page, replay, last)
     await expect(page.locator("#position")).to_have_text(f"{last} / {last}")

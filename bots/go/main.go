@@ -10,6 +10,9 @@
 // with -bot NAME (or TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command
 // line (where `ps` would show it) and never printed, seeks a rated game of its game on the
 // ladder, and plays the game it is paired into as a joined one (sides alternate: no -side).
+// The join or seek asks to be pinged ("pings": true): the bot answers each {"type":"ping","id":N}
+// with {"type":"pong","id":N} as soon as it reads it, so that the arena can tell the network's
+// share of a reply's time from the bot's thinking.
 //
 // Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
 // bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -43,6 +46,7 @@ type Message struct {
 	State        json.RawMessage `json:"state"`
 	Turn         int             `json:"turn"` // turn: its number; the reply names it
 	Result       json.RawMessage `json:"result"`
+	ID           json.RawMessage `json:"id"` // ping: sent back as it came, an integer
 }
 
 func main() {
@@ -76,6 +80,7 @@ func main() {
 	if *side != "" && !*seek {
 		join["side"] = *side
 	}
+	join["pings"] = true // the arena times the network by them, not to charge it as thinking
 	// Too many key checks from this address wait at the arena: connect again and send the join
 	// or seek again, after 1 s, then 2, 4... up to 30 s (a wrong key, or any other error, ends
 	// the bot).
@@ -133,6 +138,10 @@ func play(address, game string, join map[string]any) int {
 			continue
 		}
 		switch message.Type {
+		case "ping": // answered at once, never after thinking (conn.Write is unbuffered)
+			if !send(map[string]any{"type": "pong", "id": message.ID}) {
+				return 1
+			}
 		case "game-info":
 			info = message
 			fmt.Printf("joined %s as %s%s\n", message.SimulationID, message.Team, message.Side)

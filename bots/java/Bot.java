@@ -10,7 +10,10 @@
 // a registered bot (`tavern bots add NAME`, docs/ladder.md): it names itself with --bot NAME (or
 // TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command line (where `ps`
 // would show it) and never printed, seeks a rated game of its game on the ladder, and plays the
-// game it is paired into as a joined one (sides alternate: no --side).
+// game it is paired into as a joined one (sides alternate: no --side). The join or seek asks to
+// be pinged ("pings": true): the bot answers each {"type":"ping","id":N} with
+// {"type":"pong","id":N} as soon as it reads it, so that the arena can tell the network's share
+// of a reply's time from the bot's thinking.
 //
 // Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
 // bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -113,6 +116,7 @@ public final class Bot {
                 if (options.containsKey("side")) join.put("side", options.get("side"));
             }
             if (game.equals("tavern")) join.put("names", List.of("Gimli", "Durin", "Thorin", "Balin", "Dwalin"));
+            join.put("pings", true); // the arena times the network by them, not to charge it as thinking
             send(out, join);
 
             Map<String, Object> info = null; // our game-info: team (Tavern) or side (Thud), board size
@@ -126,6 +130,12 @@ public final class Bot {
                     continue;
                 }
                 switch (String.valueOf(message.get("type"))) {
+                    case "ping" -> { // answered at once, never after thinking (send flushes)
+                        Map<String, Object> pong = new LinkedHashMap<>();
+                        pong.put("type", "pong");
+                        pong.put("id", message.get("id")); // a Long: written back as the same integer
+                        send(out, pong);
+                    }
                     case "game-info" -> {
                         info = message;
                         Object seat = game.equals("tavern") ? info.get("team") : info.get("side");

@@ -10,6 +10,9 @@
 // and plays the game it is paired into as a joined one.
 // Messages are JSON objects, one per line. The bot buffers what it reads and splits on "\n",
 // because TCP may deliver half a message or several at once.
+// The join or seek asks to be pinged ("pings": true): the bot answers each {"type":"ping","id":N}
+// with {"type":"pong","id":N} as soon as it reads it, so that the arena can tell the network's
+// share of a reply's time from the bot's thinking (docs/protocol.md).
 // Strategy: each team scores by pushing toward its own home row (team1 south, team2 north), so
 // attackers push the rival barrel and defenders push their own barrel the same way.
 'use strict';
@@ -27,16 +30,18 @@ function parseArgs(argv) {
   return args;
 }
 
-// What the bot sends first: a rated seek under its registered name, or a join.
+// What the bot sends first: a rated seek under its registered name, or a join. Both ask for pings.
 function firstMessage(args) {
   const names = ['Gimli', 'Durin', 'Thorin', 'Balin', 'Dwalin'];
-  if (!args.seek) return { type: 'join-simulation', nick: args.nick, simulationId: args.simulation, names };
+  if (!args.seek) {
+    return { type: 'join-simulation', nick: args.nick, simulationId: args.simulation, names, pings: true };
+  }
   const key = process.env.TAVERN_BOT_KEY;
   if (!args.bot || !key) {
     console.error('--seek needs --bot NAME (or TAVERN_BOT_NAME) and the key in TAVERN_BOT_KEY');
     process.exit(2);
   }
-  return { type: 'seek', game: 'tavern', bot: args.bot, key, rated: true, names };
+  return { type: 'seek', game: 'tavern', bot: args.bot, key, rated: true, names, pings: true };
 }
 
 const STEPS = { NORTH: [0, -1], EAST: [1, 0], SOUTH: [0, 1], WEST: [-1, 0] };
@@ -98,6 +103,10 @@ function play(args, first, paced) {
 
   function handle(message) {
     switch (message.type) {
+      case 'ping':
+        // Answered at once, never after thinking: the arena times the network by it.
+        send({ type: 'pong', id: message.id });
+        break;
       case 'game-info':
         ({ team, width, height } = message);
         console.log('joined ' + message.simulationId + ' as ' + team);

@@ -11,6 +11,9 @@
 // with --bot NAME (or TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command
 // line (where `ps` would show it) and never printed, seeks a rated game of its game on the
 // ladder, and plays the game it is paired into as a joined one (sides alternate: no --side).
+// The join or seek asks to be pinged ("pings": true): the bot answers each {"type":"ping","id":N}
+// with {"type":"pong","id":N} as soon as it reads it, so that the arena can tell the network's
+// share of a reply's time from the bot's thinking.
 //
 // Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
 // bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -78,6 +81,7 @@ function main(array $args): int
     if ($game === 'tavern') {
         $join['names'] = ['Gimli', 'Durin', 'Thorin', 'Balin', 'Dwalin'];
     }
+    $join['pings'] = true; // pings time the network, so it is not charged as thinking
     // Too many key checks from this address wait at the arena: connect again and send the join
     // or seek again, after 1 s, then 2, 4... up to 30 s (a wrong key, or any other error, ends
     // the bot).
@@ -121,6 +125,9 @@ function play(string $address, string $game, array $join): int
                 continue;
             }
             switch ($message['type'] ?? null) {
+                case 'ping': // answered at once, never after thinking; the id stays an integer
+                    send($socket, ['type' => 'pong', 'id' => $message['id'] ?? null]);
+                    break;
                 case 'game-info':
                     $info = $message;
                     echo "joined {$info['simulationId']} as ", $info['team'] ?? $info['side'], "\n";

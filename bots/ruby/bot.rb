@@ -10,6 +10,9 @@
 # with --bot NAME (or TAVERN_BOT_NAME) and the key from TAVERN_BOT_KEY, never from the command
 # line (where `ps` would show it) and never printed, seeks a rated game of its game on the
 # ladder, and plays the game it is paired into as a joined one (sides alternate: no --side).
+# The join or seek asks to be pinged ("pings": true): the bot answers each {"type":"ping","id":N}
+# with {"type":"pong","id":N} as soon as it reads it, so that the arena can tell the network's
+# share of a reply's time from the bot's thinking.
 #
 # Tavern: a team scores when the rival's barrel reaches the team's home row (team1's is the
 # bottom row, so team1 pushes south; team2 pushes north). Attackers get behind the rival's barrel
@@ -91,6 +94,7 @@ def play(socket, options)
              "simulationId" => options["simulation"], "side" => options["side"] }.compact
          end
   join["names"] = %w[Gimli Durin Thorin Balin Dwalin] if game == "tavern"
+  join["pings"] = true # pings time the network, so it is not charged as thinking
   send_message(socket, join)
 
   info = nil # our game-info: team (Tavern) or side (Thud), and the board's size
@@ -105,6 +109,8 @@ def play(socket, options)
       next
     end
     case message["type"]
+    when "ping" # answered at once, never after thinking (sockets write through: no flush needed)
+      send_message(socket, { "type" => "pong", "id" => message["id"] })
     when "game-info"
       info = message
       puts "joined #{info['simulationId']} as #{info['team'] || info['side']}"
