@@ -10,15 +10,15 @@ server is started again on it. The whole archive is then read through the API, `
 an answer, each next answer from the last line's cursor. Printed: the games and bytes read, the
 games per second, the server's CPU per game, and its resident memory before, at its peak
 (``VmHWM``) and after:
-an export that held the table, or a page of records, would grow with it.
+an export that held the table, or a page of records, would grow with it. Then the same archive
+is written to a Parquet file by ``tavern records export --format parquet``: its games per
+second, CPU per game and peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import sqlite3
 import sys
 import tempfile
 import time
@@ -30,6 +30,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import ServerProcess, tavern_serve
 from bench.load import measure
+from tests.archive_copies import copied
 
 
 def peak_rss_bytes(server: ServerProcess) -> int:
@@ -37,39 +38,6 @@ def peak_rss_bytes(server: ServerProcess) -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError("no VmHWM")
-
-
-def copied(database: Path, games: int) -> int:
-    """Copy the finished games' rows until the file holds ``games`` of them; how many."""
-    with contextlib.closing(sqlite3.connect(database)) as db, db:
-        ids = [row[0] for row in db.execute("SELECT id FROM games WHERE status = 'finished'")]
-        start = db.execute("SELECT max(started_at) FROM games").fetchone()[0]
-        changed = {"id": "?", "started_at": "?", "finished_at": "? + 1", "pairing": "NULL"}
-        tables = {
-            table: [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
-            for table in ("games", "seats", "turn_chunks")
-        }
-
-        def copy_sql(table: str, key: str) -> str:
-            columns = tables[table]
-            if table == "games":
-                chosen = [changed.get(column, column) for column in columns]
-            else:
-                chosen = ["?" if column == "game_id" else column for column in columns]
-            return (f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(chosen)} "
-                    f"FROM {table} WHERE {key} = ?")  # fmt: skip
-
-        copy_game = copy_sql("games", "id")
-        copy_seats, copy_turns = copy_sql("seats", "game_id"), copy_sql("turn_chunks", "game_id")
-        copy = 0
-        while len(ids) + copy < games:
-            source = ids[copy % len(ids)]
-            new, at = f"{source}c{copy}", start + 1 + copy
-            db.execute(copy_game, (new, at, at, source))
-            db.execute(copy_seats, (new, source))
-            db.execute(copy_turns, (new, source))
-            copy += 1
-        return int(db.execute("SELECT count(*) FROM games WHERE status = 'finished'").fetchone()[0])
 
 
 async def exported(port: int, page: int) -> tuple[int, int, float]:
@@ -125,6 +93,29 @@ async def run(games: int, plies: int, page: int) -> None:
             f"peak, {after / 2**20:.0f} MiB after",
             flush=True,
         )
+        await parquet_export(folder, database, read)
+
+
+async def parquet_export(folder: Path, database: Path, games: int) -> None:
+    """``tavern records export --format parquet`` of the whole archive: its time, its CPU and
+    its peak memory (``/usr/bin/time``'s maximum resident set)."""
+    out = folder / "archive.parquet"
+    command = ["/usr/bin/time", "-f", "%e %U %S %M", sys.executable, "-m", "tavern_cli",
+               "records", "export", "--format", "parquet", "--output", str(out),
+               "--database", str(database)]  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await process.communicate()
+    assert process.returncode == 0, err
+    wall, user, system, peak_kib = err.decode().split()[-4:]
+    cpu = float(user) + float(system)
+    print(
+        f"parquet: {games:,} games in {float(wall):.1f} s ({out.stat().st_size:,} bytes): "
+        f"{games / float(wall):,.0f} games/s, {1e6 * cpu / games:.0f} us of CPU a game, "
+        f"the command's memory at its peak {int(peak_kib) / 1024:.0f} MiB",
+        flush=True,
+    )
 
 
 def main() -> None:

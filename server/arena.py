@@ -83,6 +83,10 @@ class RemotePeer(Protocol):
     def ended(self) -> None:
         """The seat's game is over: its channel closed at the end."""
 
+    def round_trip_s(self) -> float | None:
+        """The round trip of the client's connection, as its front end measures it (passed on
+        with each move: ``server.round_trip``)."""
+
 
 class RandomJoiner(RemotePeer, Protocol):
     """A connection on this node whose random join the other nodes help to place."""

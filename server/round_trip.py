@@ -85,6 +85,10 @@ class RoundTrip:
             self._smoothed_s = smoothed + NEW_SAMPLE_WEIGHT * (sample - smoothed)
         self.samples += 1
 
+    def reported(self, estimate_s: float | None) -> None:
+        """The estimate another node measured for a connection it holds (``None``: none)."""
+        self._smoothed_s = estimate_s
+
     def estimate_s(self, now: float) -> float | None:
         """The round trip as measured by the bot's pongs, else by the kernel where it may be
         read; ``None`` where neither measures it."""

@@ -29,7 +29,7 @@ import orjson
 from server.arena import Arena
 from server.commentary import board_text, clock_text, result_text, turn_text
 from server.config import ArenaConfig
-from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY
+from server.debug import CPU_KEY, DEBUG_KEY, STDERR_KEY, TIMING_KEY
 from server.errors import Rejected
 from server.game_file import game_line, record_lines, recorded_settings, result_line
 from server.games import GAMES
@@ -272,10 +272,16 @@ class Commentator:
             self._time_left(result),
         )
         if self.lines is not None:
-            beside = ((DEBUG_KEY, result.debug), (STDERR_KEY, result.stderr))
+            timing = None if result.timing is None else result.timing.to_wire()
+            beside = (
+                (DEBUG_KEY, result.debug),
+                (STDERR_KEY, result.stderr),
+                (CPU_KEY, result.cpu_ms),
+                (TIMING_KEY, timing),
+            )
             said = b"".join(
                 b',"%s":%s' % (key.encode(), orjson.dumps(kept))
-                for key, kept in (*beside, (CPU_KEY, result.cpu_ms))
+                for key, kept in beside
                 if kept is not None
             )
             self.lines.write(result.spectator_json() + said + b"}\n")

@@ -26,7 +26,9 @@ from server.cluster.repairs import Repairs
 from server.cluster.seats import SeatsAsked, SeatsGiven
 from server.errors import BotError
 from server.games.base import JsonObject
+from server.match_events import TurnPlayed
 from server.match_options import SeatRequest
+from server.match_views import TurnResult
 from tests.clock import FakeClock
 from tests.conftest import test_config
 from tests.services import RedisServer
@@ -341,6 +343,32 @@ async def test_frames_about_a_seat_from_another_node_than_its_own_are_dropped_an
         assert [line["type"] for line in ends.lines()] == ["turn"]
 
 
+async def test_a_move_from_another_node_carries_its_connection_s_round_trip() -> None:
+    """The node holding the bot's connection passes its round trip on with each move (any the
+    bot wrote there itself replaced); the match here credits it as a local bot's (issue 34)."""
+    async with seat_across() as ends:
+        played: list[TurnResult] = []
+        ends.arena.listeners.append(
+            lambda update: played.append(update.result) if isinstance(update, TurnPlayed) else None
+        )
+        ends.match.submit(0, tavern_pass(ends.here.last("turn"), "team1"), ends.here)
+        ends.deliver()
+        (turn,) = ends.lines()
+        ends.bot.round_trip = 0.08
+        ends.seat.submit({**tavern_pass(turn, "team2"), values.RELAYED_RTT_KEY: 1})
+        ((_, kind, _, body),) = ends.to_owner.sent
+        move = orjson.loads(body[wire.SEQ.size :])  # after the frame's number
+        assert kind == wire.MOVE and move[values.RELAYED_RTT_KEY] == 80
+        ends.deliver()
+        assert ends.match.turn_count == 2
+        assert played[-1].timing is not None and played[-1].timing.round_trip_s == 0.08
+        assert values.RELAYED_RTT_KEY not in played[-1].action
+    for bad in (b'{"rttMs": "80"}', b'{"rttMs": -1}', b'{"rttMs": 1e9}', b'{"rttMs": true}'):
+        with pytest.raises(values.BadValue):
+            values.move(bad)
+    assert values.move(b'{"type": "player-turn"}') == ({"type": "player-turn"}, None)
+
+
 # --- a real node ---------------------------------------------------------------------------------
 class Peer:
     """A connection here playing a seat on another node (``server.arena.RemotePeer``)."""
@@ -362,6 +390,11 @@ class Peer:
 
     def ended(self) -> None:
         self.heard.append(("ended",))
+
+    def round_trip_s(self) -> float | None:
+        return self.round_trip
+
+    round_trip: float | None = None  # as the node holding the bot's connection measures it
 
 
 class Pages:

@@ -1,7 +1,8 @@
 """Every game as data (issue 34, item 3): ``GET /api/games`` asked for JSON lines streams the
 finished games, oldest first, each the whole record the records give, with a cursor to go on
 from; by bot and time, bounded by ``max``; ``tavern records export`` writes the same lines to a
-zstandard-compressed file. Real games played over TCP, a real visor."""
+zstandard-compressed file, or to a Parquet file that pyarrow and DuckDB read back as the records
+(10,000 games, copied from real ones). Real games played over TCP, a real visor."""
 
 from __future__ import annotations
 
@@ -12,11 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import duckdb
 import orjson
+import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from server.records import Archived, Records
+from server.records.archive import archived
 from server.records.identities import roster_kept
+from server.records.parquet import ROW_GROUP_GAMES, record_of
+from tests.archive_copies import copied
 from tests.conftest import RawClient, serving_visor, test_config
 from tests.test_command_line import tavern
 from tests.test_identity import added
@@ -110,3 +117,57 @@ async def test_the_archive_streams_whole_records_by_bot_and_time_paged_by_cursor
         # The page of summaries is unchanged when JSON lines are not asked for.
         async with session.get(f"{served.url}/api/games") as answer:
             assert (await answer.json())["total"] == 3
+
+
+async def test_an_export_of_10_000_games_to_parquet_reads_back_as_the_records(
+    tmp_path: Path,
+) -> None:
+    """Three real games, copied to 10,000 in the records; ``tavern records export --format
+    parquet`` writes them a row group at a time; pyarrow reads back every record as the records
+    give it, and DuckDB queries the file as it is (its nested players and turns, its JSON)."""
+    database = tmp_path / "arena.db"
+    config = test_config().with_turn_limit("thud", 6)
+    async with serving_visor(config, database) as served:
+        for joins in (({"nick": "a"}, {"nick": "b"}),) * 3:
+            await played(served.tcp_port, joins)
+        await served.records.flush()
+    assert await asyncio.to_thread(copied, database, 10_000) == 10_000
+    out = tmp_path / "archive.parquet"
+    export = ["records", "export", "--format", "parquet", "--output", str(out)]
+    ran = await asyncio.to_thread(tavern, *export, "--database", str(database))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == f"10000 games written to {out}"
+
+    read = pq.ParquetFile(out)
+    assert read.metadata.num_rows == 10_000
+    assert read.metadata.num_row_groups == 10_000 // ROW_GROUP_GAMES
+    records = Records(str(database))
+    records.open_to_read()
+    rows = (record_of(row) for batch in read.iter_batches() for row in batch.to_pylist())
+    expected = (
+        {k: v for k, v in r.items() if k != "cursor"} for r in archived(records, Archived())
+    )
+    count = 0
+    for row, record in zip(rows, expected, strict=True):
+        assert row == record
+        count += 1
+    assert count == 10_000
+
+    first = records.game(next(iter(archived(records, Archived())))["id"])
+    assert first is not None
+    query = f"""
+        SELECT count(*), count(DISTINCT id), sum(turnCount), min(startedAt),
+               count(*) FILTER (WHERE players[1].nick = 'a' AND len(turns) = 6)
+        FROM read_parquet('{out}')
+    """
+    by_id = f"""
+        SELECT turns[1].action::JSON->'move', result.winner, settings::JSON->>'turnLimit'
+        FROM read_parquet('{out}') WHERE id = ?
+    """
+    with duckdb.connect() as db:
+        counted = db.execute(query).fetchone()
+        move = db.execute(by_id, [first["id"]]).fetchone()
+    assert counted == (10_000, 10_000, 60_000, first["startedAt"], 10_000)
+    assert move is not None
+    assert orjson.loads(move[0]) == first["turns"][0]["action"]["move"]
+    assert move[1:] == (first["result"]["winner"], "6")

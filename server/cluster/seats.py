@@ -27,6 +27,7 @@ from server.commands import Leave, Move, read
 from server.errors import BotError
 from server.games.base import JsonObject
 from server.protocol import encode, error_message
+from server.round_trip import RoundTrip
 from server.seat_channel import SeatMessage
 from server.session import Client, Session, carry_out
 
@@ -144,7 +145,7 @@ class PeerSeat:
         if not self.playing:  # its game is over; the client, still connected, is told so here
             self.peer.send_data(encode(error_message(BotError.GAME_OVER, "this game has ended")))
         elif self.frames is not None:
-            self.frames.send(wire.MOVE, orjson.dumps(message))
+            self.frames.send(wire.MOVE, values.relayed_move(message, self.peer.round_trip_s()))
 
     def leave(self) -> None:
         if self.seats.handles.pop(self.connection, None) is not None and self.frames is not None:
@@ -374,6 +375,8 @@ class RemoteSeatChannel:
         self.session: Session | None = None
         self.open = True
         self.joined = False  # the seat was given: refusals are error lines from now on
+        # Its client's round trip, as the node holding its connection reports with each move.
+        self.round_trip = RoundTrip(seats.arena.config.ping_interval_ms / 1000)
 
     def send(self, message: SeatMessage) -> None:
         self.send_data(encode(message.body))
@@ -455,6 +458,7 @@ class SeatsGiven:
             turn_timeout_s=timeout_s,
             routes=False,
             checked=True,
+            round_trip=channel.round_trip,
         )
         session = channel.session = Session(self.arena, client, channel)
         self.channels[key] = channel
@@ -477,7 +481,9 @@ class SeatsGiven:
             error = error_message(BotError.NOT_IN_A_GAME, "join a simulation first")
             channel.send_data(encode(error))
             return
-        carry_out(self.arena, channel.session, channel.session.handle(Move(values.move(body))))
+        message, round_trip_s = values.move(body)
+        channel.round_trip.reported(round_trip_s)
+        carry_out(self.arena, channel.session, channel.session.handle(Move(message)))
 
     def leave(self, sender: str, connection: int, payload: bytes) -> None:
         """``wire.LEAVE``: the client is gone."""

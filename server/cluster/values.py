@@ -156,9 +156,34 @@ def refusal(payload: bytes) -> tuple[str, str | None]:
     return _text(refused, "message"), reason
 
 
-def move(payload: bytes) -> JsonObject:
-    """A bot's message for a seat played here (a ``wire.MOVE`` frame)."""
-    return _object(_json(payload), "a move")
+# Beside a bot's move from another node: the round trip of its connection there, in ms, as
+# that node measures it (``server.round_trip``), credited here as a local bot's is.
+RELAYED_RTT_KEY = "rttMs"
+MOST_RELAYED_RTT_MS = 60_000
+
+
+def move(payload: bytes) -> tuple[JsonObject, float | None]:
+    """A bot's message for a seat played here (a ``wire.MOVE`` frame), and the round trip of
+    its connection that its node reports with it (seconds; ``None``: none measured)."""
+    message = _object(_json(payload), "a move")
+    reported = message.pop(RELAYED_RTT_KEY, None)
+    if reported is None:
+        return message, None
+    if not isinstance(reported, int | float) or isinstance(reported, bool):
+        raise BadValue("a move's round trip is not a number")
+    if not 0 <= reported <= MOST_RELAYED_RTT_MS:
+        raise BadValue("a move's round trip is out of bounds")
+    return message, reported / 1000
+
+
+def relayed_move(message: JsonObject, round_trip_s: float | None) -> bytes:
+    """A ``wire.MOVE`` frame's body: the bot's message, with its connection's round trip (any
+    the bot put there itself replaced: only its node may say it)."""
+    if RELAYED_RTT_KEY in message or round_trip_s is not None:
+        message = {key: value for key, value in message.items() if key != RELAYED_RTT_KEY}
+        if round_trip_s is not None:
+            message[RELAYED_RTT_KEY] = round(round_trip_s * 1000, 3)
+    return orjson.dumps(message)
 
 
 def seek_member(node: str, seeker: Seeker) -> bytes:

@@ -85,6 +85,11 @@ class Routing:
     def remote_seated(self) -> None:
         self.session.given()
 
+    def round_trip_s(self) -> float | None:
+        session = self.session
+        round_trip = session.client.round_trip
+        return None if round_trip is None else round_trip.estimate_s(session.arena.clock.now())
+
     def remote_refused(self, message: str, reason: str | None) -> None:
         session = self.session
         session.lost()

@@ -1,6 +1,7 @@
 """``tavern records copy FROM TO``: every record copied from one database to another (an
 SQLite file or PostgreSQL); ``tavern records export``: the archive's finished games, as
-zstandard-compressed JSON lines (``server.records.archive``)."""
+zstandard-compressed JSON lines (``server.records.archive``) or a Parquet file
+(``server.records.parquet``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from server.games import GAMES
 from server.records import Archived, Records, backend_for, is_postgres
 from server.records.archive import moment, write_jsonl_zst
 from server.records.copy import copy_records
+from server.records.parquet import write_parquet
 from tavern_cli.config_file import RecordsNote
 from tavern_cli.flags import Parser, Subcommands, records_to_write, writable_file
 from tavern_cli.organiser import records_flags
@@ -34,7 +36,7 @@ def add(commands: Subcommands) -> Parser:
     export = records_commands.add_parser(
         "export",
         help="the finished games, oldest first, each its whole record: players, settings, seed, "
-        "every turn (docs/records.md), as zstandard-compressed JSON lines",
+        "every turn (docs/records.md), as zstandard-compressed JSON lines or Parquet",
     )
     export.add_argument(
         "--since", type=_moment, help="of a game's start: a date, a time or epoch seconds"
@@ -44,9 +46,10 @@ def add(commands: Subcommands) -> Parser:
     export.add_argument("--bot", help="of this bot only (a registered bot, or an entrant)")
     export.add_argument(
         "--format",
-        choices=("jsonl.zst",),
+        choices=("jsonl.zst", "parquet"),
         default="jsonl.zst",
-        help="zstandard-compressed JSON lines, a record a line (Parquet: not yet)",
+        help="zstandard-compressed JSON lines, a record a line; or Parquet, a game a row "
+        "(pandas, DuckDB)",
     )
     export.add_argument("--output", type=writable_file, required=True, help="the file written")
     records_flags(export)
@@ -68,8 +71,11 @@ def run(args: argparse.Namespace, config: ArenaConfig, said: RecordsNote) -> int
         records = Records(config.database)
         records.open_to_read()
         where = Archived(args.game, args.bot, args.since, args.until)
-        with args.output.open("wb") as out:
-            count = write_jsonl_zst(records, where, out)
+        if args.format == "parquet":
+            count = write_parquet(records, where, args.output)
+        else:
+            with args.output.open("wb") as out:
+                count = write_jsonl_zst(records, where, out)
         print(f"{count} games written to {args.output}")
         return 0
     return copy_command(args.source, args.target)
