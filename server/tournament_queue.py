@@ -3,10 +3,12 @@
     tavern tournament FILE --redis URL     # queues the games, shows progress, prints the league
     tavern worker --redis URL              # on each worker machine: takes games and plays them
 
-Each game of a tournament is one entry of the stream ``STREAM``: the tournament's id and the
-pairing's number and key. The tournament itself, its file as it was read (its JSON) and the
-folder its bots' paths are relative to, is kept once, beside the stream (``spec_key``), written
-with the entries that need it; a worker reads it once per tournament. Workers read the stream in
+Each game of a tournament is one entry of the stream ``STREAM``: the tournament's id, the
+pairing's number and key, its bots by seat and its seed (a Swiss or knockout event's games follow
+the results: the command pairs each round once the last one is over, and queues it). The
+tournament itself, its file as it was read (its JSON) and the folder its bots' paths are
+relative to, is kept once, beside the stream (``spec_key``), written with the entries that need
+it; a worker reads it once per tournament. Workers read the stream in
 the consumer group ``GROUP``. A worker plays each game it takes with
 the tournament's own runner (``TournamentRunner.play``: the bots under the tournament's limits,
 on an arena of the worker's own), records it in the shared database (every worker and the
@@ -54,7 +56,7 @@ from server.config import without_password
 from server.league import GameResult
 from server.records import Records
 from server.tournament.runner import Progress, begin
-from server.tournament.schedule import Pairing, schedule
+from server.tournament.schedule import Pairing, next_games, schedule
 from server.tournament.spec import (
     TournamentError,
     TournamentSpec,
@@ -125,36 +127,47 @@ class QueuedGame:
     tournament_id: str
     number: int
     key: str
+    bots: tuple[str, str]  # the entrants' names, by seat
+    seed: int
 
     def fields(self) -> dict[str, bytes]:
         return {
             "tournament": self.tournament_id.encode(),
             "number": str(self.number).encode(),
             "key": self.key.encode(),
+            "bots": orjson.dumps(self.bots),
+            "seed": str(self.seed).encode(),
         }
 
     @classmethod
     def of(cls, spec: TournamentSpec, pairing: Pairing) -> QueuedGame:
-        return cls(spec.id, pairing.number, pairing.key)
+        bots = (pairing.bots[0].name, pairing.bots[1].name)
+        return cls(spec.id, pairing.number, pairing.key, bots, pairing.seed)
 
     @classmethod
     def from_fields(cls, fields: dict[bytes, bytes]) -> QueuedGame:
         try:
+            first, second = orjson.loads(fields[b"bots"])
             return cls(
-                fields[b"tournament"].decode(), int(fields[b"number"]), fields[b"key"].decode()
+                fields[b"tournament"].decode(),
+                int(fields[b"number"]),
+                fields[b"key"].decode(),
+                (str(first), str(second)),
+                int(fields[b"seed"]),
             )
-        except (KeyError, ValueError, UnicodeDecodeError) as error:
+        except (KeyError, ValueError, UnicodeDecodeError, TypeError) as error:
             raise TournamentError(f"the entry does not read: {error!r}") from error
 
     def pairing(self, queued: QueuedSpec) -> tuple[TournamentSpec, Pairing]:
-        """The tournament and the game, as the queuing command scheduled them."""
+        """The tournament and the game, as the queuing command paired it."""
         spec = dataclasses.replace(
             spec_from_mapping(queued.spec, Path(queued.base)), id=self.tournament_id
         )
-        pairings = schedule(spec)
-        if not 1 <= self.number <= len(pairings) or pairings[self.number - 1].key != self.key:
-            raise TournamentError(f"game {self.number} of {self.tournament_id} is not {self.key}")
-        return spec, pairings[self.number - 1]
+        by_name = {entrant.name: entrant for entrant in spec.entrants}
+        if not all(name in by_name for name in self.bots):
+            raise TournamentError(f"game {self.number} of {self.tournament_id} names no entrant")
+        bots = (by_name[self.bots[0]], by_name[self.bots[1]])
+        return spec, Pairing(self.number, bots, self.key, self.seed)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -380,33 +393,50 @@ async def run_queued(
     out: IO[str] = sys.stderr,
 ) -> tuple[list[GameResult], list[DeadGame]]:
     """Queue the games not yet finished, follow them until every one has (or was given up on),
-    return the results and the games given up on."""
-    if spec.format in ("swiss", "knockout", "arena"):  # its games follow the last ones' results
-        raise TournamentError(f"a {spec.format} event plays on this machine, not on workers (yet)")
+    return the results and the games given up on. A Swiss or knockout event is queued a round
+    at a time, each paired from the results before it; a round a game of which was given up on
+    is left short, and the event unfinished (the next run plays it again)."""
+    if spec.format == "arena":  # each bot paired again the moment its game ends
+        raise TournamentError("an arena event plays on this machine, not on workers (yet)")
     check_programs(spec.entrants, spec.game)
     await begin(records, spec)
     await records.flush()
     link = QueueLink(redis_url, say=lambda line: out.write(f"tavern: {line}\n"))
+    dead: dict[str, DeadGame] = {}
+    complete = True
     try:
-        queued = QueuedTournament(spec, records, link)
-        await queued.follow(out)
+        rounds = spec.format in ("swiss", "knockout")
+        while True:
+            results = await asyncio.to_thread(records.results, spec.id)
+            todo = next_games(spec, results) if rounds else schedule(spec)
+            if rounds and not todo:
+                break
+            queued = QueuedTournament(spec, records, link, todo)
+            await queued.follow(out)
+            dead.update(queued.dead)
+            if not rounds or queued.dead.keys() & {pairing.key for pairing in todo}:
+                complete = not rounds
+                break
         await link.attempt(lambda client: client.delete(spec_key(spec.id)))
     finally:
         await link.close()
-    records.tournament_finished(spec.id)
+    if complete:
+        records.tournament_finished(spec.id)
     await records.flush()
     finished = await asyncio.to_thread(records.finished_pairings, spec.id)
-    dead = [game for game in queued.dead.values() if game.key not in finished]
+    given_up = [game for game in dead.values() if game.key not in finished]
     results = await asyncio.to_thread(records.results, spec.id)
-    return results, sorted(dead, key=lambda game: game.number)
+    return results, sorted(given_up, key=lambda game: game.number)
 
 
 class QueuedTournament:
     """A tournament's games on the queue, as the command that queued them follows them."""
 
-    def __init__(self, spec: TournamentSpec, records: Records, link: QueueLink) -> None:
+    def __init__(
+        self, spec: TournamentSpec, records: Records, link: QueueLink, pairings: list[Pairing]
+    ) -> None:
         self.spec = spec
-        self.pairings = schedule(spec)
+        self.pairings = pairings  # the games to play: all, or a round's
         self.records = records
         self.link = link
         self.redis_run = ""  # the run id of the Redis server the games were queued on

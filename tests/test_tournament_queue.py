@@ -30,7 +30,7 @@ from server.tournament_queue import (
     spec_key,
 )
 from tests.services import PostgresServer, RedisCluster, RedisServer
-from tests.test_tournament_cli import COMMAND_TIMEOUT_S, ROOT, SLOW_CUP, TAVERN, scratch
+from tests.test_tournament_cli import COMMAND_TIMEOUT_S, ROOT, SLOW_CUP, TAVERN, scratch, slow
 
 CLAIM_TIMEOUT_MS = 1000  # short, so that a killed worker's game is taken over quickly
 
@@ -190,6 +190,33 @@ def test_a_tournament_with_its_own_workers_on_an_sqlite_file(
     assert str(queued.pid) not in owners
 
 
+def test_a_swiss_event_on_workers_pairs_each_round_from_the_last_as_one_machine_does(
+    tmp_path: Path, redis: RedisServer, processes: Processes
+) -> None:
+    """A Swiss event of four bots over two rounds, queued for two workers: the command pairs
+    round 2 once round 1's results are in, and the standings are the local run's."""
+    path = tmp_path / "swiss.json"
+    swiss = {**SLOW_CUP, "format": "swiss", "rounds": 2}
+    swiss["bots"] = [*SLOW_CUP["bots"], slow("v", "wanderer")]
+    path.write_text(json.dumps(swiss))
+    database = str(tmp_path / "arena.db")
+    reference = processes.start(
+        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
+    )
+    queued = processes.start(
+        *("tournament", str(path), "--database", database, "--redis", redis.url),
+        *("--workers", "2", "--log", str(tmp_path / "swiss.log")),
+    )
+    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert queued.returncode == 0, errors
+    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert reference.returncode == 0, reference_errors
+    assert "standings" in out.lower()
+    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+    pairings = sorted(pairing for _, status, _, pairing in games(database) if status == "finished")
+    assert [pairing.split(":")[0] for pairing in pairings] == ["round 1"] * 2 + ["round 2"] * 2
+
+
 def test_a_worker_needs_redis_and_a_claim_timeout_it_can_keep(tmp_path: Path) -> None:
     database = str(tmp_path / "arena.db")
     result = subprocess.run(
@@ -323,24 +350,27 @@ def test_a_redis_that_refuses_is_said_in_one_line(
 async def test_a_tournament_is_kept_once_beside_entries_that_name_only_their_game(
     redis: RedisServer,
 ) -> None:
-    """Each entry is the tournament's id and the game's number and key; the spec (the file as
-    read and its folder) is one key beside the stream, which a worker reads the game back from:
-    the same pairing as the queuing command's. Without it (Redis restarted without the key),
-    the entry says so instead of playing a game of another spec."""
+    """Each entry is the tournament's id and the game's number, key, bots and seed; the spec
+    (the file as read and its folder) is one key beside the stream, which a worker reads the
+    game back from: the same pairing as the queuing command's. Without it (Redis restarted
+    without the key), the entry says so instead of playing a game of another spec; an entry
+    naming a bot the spec does not enter is not played."""
     spec = spec_from_mapping(SLOW_CUP, ROOT)
     pairings = schedule(spec)
     client = aioredis.from_url(redis.url)
     try:
         assert await queue_games(client, spec, pairings) == len(pairings)
         entries: Any = await client.xrange(STREAM)
-        assert [set(fields) for _, fields in entries] == [{b"tournament", b"number", b"key"}] * len(
-            pairings
-        )
+        named = {b"tournament", b"number", b"key", b"bots", b"seed"}
+        assert [set(fields) for _, fields in entries] == [named] * len(pairings)
         queued = QueuedSpec.from_value(await client.get(spec_key(spec.id)), spec.id)
         assert queued == QueuedSpec(spec.raw, str(ROOT))
         for (_, fields), pairing in zip(entries, pairings, strict=True):
             played, game = QueuedGame.from_fields(fields).pairing(queued)
             assert (played.id, played.raw, game) == (spec.id, spec.raw, pairing)
+        stranger = {**entries[0][1], b"bots": b'["p", "nobody"]'}
+        with pytest.raises(TournamentError, match="names no entrant"):
+            QueuedGame.from_fields(stranger).pairing(queued)
         await client.delete(spec_key(spec.id))
         with pytest.raises(TournamentError, match=f"tournament {spec.id} is not in the queue"):
             QueuedSpec.from_value(await client.get(spec_key(spec.id)), spec.id)

@@ -33,9 +33,8 @@ from server.tournament.schedule import (
     Pairing,
     arena_pairings,
     arena_standing,
-    knockout_games,
+    next_games,
     schedule,
-    swiss_rounds,
 )
 from server.tournament.spec import (
     Entrant,
@@ -156,10 +155,9 @@ class TournamentRunner:
         check_programs(spec.entrants, spec.game)
         await begin(self.records, spec)
         if spec.format == "swiss":
-            per_round = len(spec.entrants) // 2
-            return await self._in_rounds(spec.rounds * per_round, self._next_swiss_games)
+            return await self._in_rounds(spec.rounds * (len(spec.entrants) // 2))
         if spec.format == "knockout":
-            return await self._in_rounds(len(spec.entrants) - 1, self._next_knockout_games)
+            return await self._in_rounds(len(spec.entrants) - 1)
         if spec.format == "arena":
             return await self._arena()
         pairings = schedule(spec)
@@ -175,17 +173,7 @@ class TournamentRunner:
         await self.records.flush()
         return await asyncio.to_thread(self.records.results, spec.id)
 
-    def _next_swiss_games(self, results: list[GameResult]) -> list[Pairing]:
-        """The games of the Swiss round under way not played yet (none: the event is over)."""
-        done = {result.pairing for result in results}
-        return [p for p in swiss_rounds(self.spec, results)[-1] if p.key not in done]
-
-    def _next_knockout_games(self, results: list[GameResult]) -> list[Pairing]:
-        return knockout_games(self.spec, results)[0]
-
-    async def _in_rounds(
-        self, total: int, next_games: Callable[[list[GameResult]], list[Pairing]]
-    ) -> list[GameResult]:
+    async def _in_rounds(self, total: int) -> list[GameResult]:
         """An event whose games follow the results (Swiss, knockout): ``next_games`` of the
         results in the records (so that a resumed event pairs as it did), played, and again,
         until there are none: then it is finished. Games left unplayed (voided again and
@@ -196,7 +184,7 @@ class TournamentRunner:
         progress = Progress(total, len(results), self.out)
         progress.update("resuming" if results else "")
         while True:
-            todo = next_games(results)
+            todo = next_games(spec, results)
             if not todo:
                 self.records.tournament_finished(spec.id)
                 break

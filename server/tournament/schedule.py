@@ -94,6 +94,15 @@ def _numbered(
     ]
 
 
+def next_games(spec: TournamentSpec, results: Sequence[GameResult]) -> list[Pairing]:
+    """A Swiss or knockout event's games to play next, paired from its results so far: the
+    games of the round under way not played yet; none once the event is over."""
+    if spec.format == "knockout":
+        return knockout_games(spec, results)[0]
+    done = {result.pairing for result in results}
+    return [pairing for pairing in swiss_rounds(spec, results)[-1] if pairing.key not in done]
+
+
 def swiss_rounds(spec: TournamentSpec, results: Sequence[GameResult]) -> list[list[Pairing]]:
     """A Swiss event's rounds as far as its results go: each round paired from the rounds
     before it (``server.tournament.formats.swiss_round``), the last one the round to play
