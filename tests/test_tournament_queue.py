@@ -196,9 +196,10 @@ def test_a_swiss_event_on_workers_pairs_each_round_from_the_last_as_one_machine_
     """A Swiss event of four bots over two rounds, queued for two workers: the command pairs
     round 2 once round 1's results are in, and the standings are the local run's."""
     path = tmp_path / "swiss.json"
-    swiss = {**SLOW_CUP, "format": "swiss", "rounds": 2}
-    swiss["bots"] = [*SLOW_CUP["bots"], slow("v", "wanderer")]
-    path.write_text(json.dumps(swiss))
+    bots = [slow("p", "pusher"), slow("w", "wanderer"), slow("q", "pusher"), slow("v", "wanderer")]
+    for bot in bots:  # no delay: nothing here waits for a game under way
+        bot["command"][bot["command"].index("--delay-ms") + 1] = "0"
+    path.write_text(json.dumps({**SLOW_CUP, "format": "swiss", "rounds": 2, "bots": bots}))
     database = str(tmp_path / "arena.db")
     reference = processes.start(
         "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
