@@ -36,9 +36,10 @@ class Clock(Protocol):
         """Did the arena itself stall (its event loop late past the stated limit) after
         ``since``? A turn whose time ran out through one is the arena's fault."""
 
-    def late_s(self, since: float) -> float:
+    def late_s(self, since: float, now: float) -> float:
         """How long the arena itself was late (its event loop behind its timers) from ``since``
-        to now: time a bot's reply waited on the arena, not on the bot or the network."""
+        to ``now`` (the clock's time, read by the caller): time a bot's reply waited on the
+        arena, not on the bot or the network."""
 
     async def watch_stalls(self, limit_s: float) -> None:
         """Note the stalls past ``limit_s`` as they come (for as long as the arena runs), and
@@ -55,6 +56,7 @@ class LoopClock:
         self.stalls: deque[tuple[float, float]] = deque(maxlen=STALLS_KEPT)  # (from, to)
         self.late: deque[tuple[float, float]] = deque(maxlen=LATENESS_KEPT)  # (from, to)
         self._watch_due = float("inf")  # when the watch is due to wake next (while it runs)
+        self._late_until = float("-inf")  # the end of the last lateness noted
 
     def _running(self) -> asyncio.AbstractEventLoop:
         loop = self._loop
@@ -74,9 +76,12 @@ class LoopClock:
     def stalled_since(self, since: float) -> bool:
         return any(until > since for _, until in self.stalls)
 
-    def late_s(self, since: float) -> float:
-        now = self.now()
-        late = max(0.0, now - max(self._watch_due, since))  # the watch is overdue: late now
+    def late_s(self, since: float, now: float) -> float:
+        late = now - max(self._watch_due, since)  # the watch is overdue: late now
+        if late <= 0.0:
+            late = 0.0
+            if self._late_until <= since:  # nothing noted since: the common case, every turn
+                return late
         for due, woke in reversed(self.late):
             if woke <= since:
                 break
@@ -95,6 +100,7 @@ class LoopClock:
                 woke = loop.time()
                 if woke - due > LATE_NOTED_S:
                     self.late.append((due, woke))
+                    self._late_until = woke
                     if woke - due > limit_s:
                         self.stalls.append((due, woke))
         finally:

@@ -17,8 +17,8 @@ MAX_STDERR_BYTES = 2048  # of a turn's stderr; the whole game's tail is kept apa
 DEBUG_KEY = "debug"
 STDERR_KEY = "stderr"
 CPU_KEY = "cpuMs"  # the CPU time the bot's processes used for the turn (an isolated bot's)
-# How the reply's time split: its whole, the connection's round trip, the arena's lateness and
-# the bot's thinking (``server.match_views.ReplyTiming``).
+# How the reply's time split, in ms: ``[reply, round trip, the arena's lateness, think]``
+# (``server.match_views.ReplyTiming``).
 TIMING_KEY = "timing"
 MOST_CPU_MS = 86_400_000  # a day: a CPU time a worker reports beyond it is no measure
 

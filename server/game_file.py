@@ -213,6 +213,6 @@ def _turn_of(line: JsonObject, expected: int, where: str) -> JsonObject:
     used, timing = line.get(CPU_KEY), line.get(TIMING_KEY)
     if isinstance(used, int) and not isinstance(used, bool) and isinstance(action, dict):
         action = {**action, CPU_KEY: used}
-    if isinstance(timing, dict) and isinstance(action, dict):
+    if isinstance(timing, list) and isinstance(action, dict):
         action = {**action, TIMING_KEY: timing}
     return {"number": number, "seat": seat, "action": action, "timedOut": bool(timed_out)}

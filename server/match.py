@@ -288,7 +288,8 @@ class Match:
         self.timer.open(seat, timeout_s, started, output is not None and output.counts_cpu)
 
     def _turn_message(self, seat: int, timeout_s: float) -> SeatMessage:
-        clock = self.timer.bank_clock_wire(self.codec, seat, timeout_s)
+        timer = self.timer
+        clock = None if timer.bank is None else timer.bank_clock(self.codec, seat, timeout_s)
         body = self.codec.turn_message(
             self.state, seat, self.turn_count + 1, round(timeout_s * 1000), clock
         )

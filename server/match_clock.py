@@ -74,21 +74,23 @@ class TurnTimer:
         remaining[seat] = timeout_s
         return TurnClock(seat, timeout_s, tuple(remaining), bank)
 
-    def bank_clock_wire(self, codec: AnyCodec, seat: int, timeout_s: float) -> JsonObject | None:
+    def bank_clock(self, codec: AnyCodec, seat: int, timeout_s: float) -> JsonObject | None:
         """With a time bank, the clocks a turn message of ``seat`` shows (``clock_of``)."""
-        if self.bank is None:
-            return None
         return clock_to_wire(codec, self.clock_of(seat, timeout_s))
 
     def reply_timing(self, turn: OpenTurn, now: float, round_trip: RoundTrip | None) -> ReplyTiming:
         """How the reply to ``turn`` handled at ``now`` splits: the round trip of the seat's
         connection (as far as it is credited: ``network_credit_max_s``), the arena's own
         lateness meanwhile, and what is left, the bot's thinking."""
-        reply_s = now - turn.started
-        late_s = self.clock.late_s(turn.started)
-        round_trip_s = None if round_trip is None else round_trip.estimate_s(now)
-        credit_s = 0.0 if round_trip_s is None else min(round_trip_s, self.network_credit_max_s)
-        return ReplyTiming(reply_s, round_trip_s, late_s, max(0.0, reply_s - credit_s - late_s))
+        started = turn.started
+        reply_s = now - started
+        late_s = self.clock.late_s(started, now)
+        think_s = reply_s - late_s
+        round_trip_s = None
+        if round_trip is not None and (round_trip_s := round_trip.estimate_s(now)) is not None:
+            credit_max_s = self.network_credit_max_s  # every reply: no min() call
+            think_s -= round_trip_s if round_trip_s < credit_max_s else credit_max_s
+        return ReplyTiming(reply_s, round_trip_s, late_s, think_s if think_s > 0.0 else 0.0)
 
     def charged_s(self, timing: ReplyTiming, cpu_ms: int | None) -> float:
         """What a reply costs its seat's clock: its CPU time where it is counted (a hosted

@@ -26,15 +26,16 @@ class ReplyTiming(NamedTuple):
     late_s: float
     think_s: float
 
-    def to_wire(self) -> JsonObject:
-        """As the records keep it with the turn, in whole milliseconds."""
+    def to_wire(self) -> list[int | None]:
+        """As the records keep it with every turn, in whole milliseconds: ``[reply, round
+        trip, lateness, think]`` (a list: four numbers a turn, not four keys)."""
         round_trip_s = self.round_trip_s
-        return {
-            "replyMs": round(1000 * self.reply_s),
-            "rttMs": None if round_trip_s is None else round(1000 * round_trip_s),
-            "lagMs": round(1000 * self.late_s),
-            "thinkMs": round(1000 * self.think_s),
-        }
+        return [
+            round(1000 * self.reply_s),
+            None if round_trip_s is None else round(1000 * round_trip_s),
+            round(1000 * self.late_s),
+            round(1000 * self.think_s),
+        ]
 
 
 class Status(StrEnum):

@@ -168,13 +168,13 @@ def turn_cpu_ms(record: JsonObject, number: int) -> int | None:
     return used if isinstance(used, int) and not isinstance(used, bool) else None
 
 
-def turn_timing(record: JsonObject, number: int) -> JsonObject | None:
-    """How turn ``number``'s reply time split (``replyMs``, ``rttMs``, ``lagMs``, ``thinkMs``:
-    ``server.match_views.ReplyTiming``), where it was kept (not for a timeout)."""
+def turn_timing(record: JsonObject, number: int) -> list[int | None] | None:
+    """How turn ``number``'s reply time split, in ms (``[reply, round trip, lateness,
+    think]``: ``server.match_views.ReplyTiming``), where it was kept (not for a timeout)."""
     index = number - turns_before(record) - 1
     action = record["turns"][index]["action"] if index >= 0 else None
     timing = action.get(TIMING_KEY) if isinstance(action, dict) else None
-    return timing if isinstance(timing, dict) else None
+    return timing if isinstance(timing, list) else None
 
 
 def _kept_with(record: JsonObject, number: int, key: str) -> str | None:

@@ -396,7 +396,8 @@ class Connection(asyncio.Protocol):
                 carry_out(self.arena, self.session, effects)
         finally:
             self._handling = True
-        self._ping()  # the bot has just played: it is not thinking
+        if self.round_trip.pings:  # the bot has just played: it is not thinking
+            self._ping()
 
     def _ping(self) -> None:
         """A ping, if one is due: written with this round's writes, ahead of none of the bot's

@@ -49,7 +49,11 @@ class PacedWriter:
         if not self._paced and not self._needs_gap(is_reply):
             # Nothing is waiting and no pause is due: written at the end of this round. The
             # transport buffers what the socket cannot take yet (bounded above).
-            self._unsent_now(data)
+            unsent = self._unsent
+            unsent.append(data)
+            self._unsent_bytes += len(data)
+            if len(unsent) == 1:
+                self._batch.add(self)  # may write at once
             self._last_write = time.monotonic()
             return True
         self._paced.append((data, is_reply))
@@ -61,13 +65,10 @@ class PacedWriter:
     def send_unpaced(self, data: bytes) -> None:
         """Queue a message, nothing paced waiting, that delays no later one (a ping: the bot's
         answer is no word that lets a next message through unpaced)."""
-        self._unsent_now(data)
-
-    def _unsent_now(self, data: bytes) -> None:
         self._unsent.append(data)
         self._unsent_bytes += len(data)
         if len(self._unsent) == 1:
-            self._batch.add(self)  # may write at once
+            self._batch.add(self)
 
     def write_unsent(self) -> None:
         """Hand what ``send`` left for this round to the transport, in order."""

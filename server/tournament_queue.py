@@ -399,7 +399,7 @@ async def run_queued(
     if spec.format == "arena":  # each bot paired again the moment its game ends
         raise TournamentError("an arena event plays on this machine, not on workers (yet)")
     check_programs(spec.entrants, spec.game)
-    await begin(records, spec)
+    spec = await begin(records, spec)
     await records.flush()
     link = QueueLink(redis_url, say=lambda line: out.write(f"tavern: {line}\n"))
     dead: dict[str, DeadGame] = {}

@@ -33,9 +33,8 @@ class FakeClock:
     def stalled_since(self, since: float) -> bool:
         return any(until > since for _, until in self.stalls)
 
-    def late_s(self, since: float) -> float:
+    def late_s(self, since: float, now: float) -> float:
         """The stalls noted by hand are the arena's lateness too."""
-        now = self.time
         return sum(max(0.0, min(until, now) - max(start, since)) for start, until in self.stalls)
 
     async def watch_stalls(self, limit_s: float) -> None:

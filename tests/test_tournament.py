@@ -19,7 +19,9 @@ from playwright.async_api import expect
 from server.config import ArenaConfig, config_from_mapping
 from server.league import GameResult, format_tables, league_to_wire, tables
 from server.match import MatchEnd
-from server.records import GameFilter, Records
+from server.records import GameFilter, Records, opened
+from server.records.backends import backend_for, transaction
+from server.records.ladder import current_season
 from server.tournament import runner
 from server.tournament.bots import quoted_stderr
 from server.tournament.runner import TournamentRunner
@@ -778,6 +780,53 @@ def test_a_knockout_goes_on_from_its_results_with_tie_break_games() -> None:
     assert knockout_table(spec, results).splitlines() == [
         "round 1: a, b", "round 2: b", "winner: b",
     ]  # fmt: skip
+
+
+async def test_a_knockout_seeded_by_the_ladder_keeps_the_seeds_of_its_first_run(
+    tmp_path: Path,
+) -> None:
+    """``seeding = "ladder"``: the bots strongest first by their current ladder ratings (a
+    bot without one after them, as listed), read at the first run and kept with the records'
+    copy of the file: a resumed run, and the league's page, pair by the same seeds whatever the
+    ratings have become."""
+    database = tmp_path / "arena.db"
+    bots = [{**house("thud", "random"), "name": name} for name in ("a", "b", "c", "d")]
+    cup = {"name": "seeded", "game": "thud", "format": "knockout", "seeding": "ladder"}
+    spec = spec_from_mapping({**cup, "bots": bots}, ROOT)
+
+    def rate(ordinals: dict[str, float]) -> None:
+        db = backend_for(str(database)).connect()
+        try:
+            with transaction(db):
+                db.execute("DELETE FROM ratings")
+                for bot, mu in ordinals.items():  # sigma 0: the ordinal is mu
+                    db.execute(
+                        "INSERT INTO ratings (game, season, bot, mu, sigma, games, wins, "
+                        "losses, draws, last_game_id, last_played_at) "
+                        "VALUES ('thud', ?, ?, ?, 0.0, 1, 1, 0, 0, 'x', 0)",
+                        (current_season(db), bot, mu),
+                    )
+        finally:
+            db.close()
+
+    async with opened(database) as records:
+        rate({"C": 30.0, "b": 20.0, "d": 25.0})  # a is not on the ladder; names in any case
+        played = await runner.begin(records, spec)
+        await records.flush()
+        kept = records.tournament(spec.id)
+        rate({"a": 50.0})  # the ratings move: the event keeps its seeds
+        resumed = await runner.begin(records, spec)
+    assert [entrant.name for entrant in played.entrants] == ["c", "d", "b", "a"]
+    first = [
+        "round 1 match 1 game 1: dwarf:c v troll:a",
+        "round 1 match 2 game 1: dwarf:d v troll:b",
+    ]
+    assert [pairing.key for pairing in schedule(played)] == first
+    assert kept is not None and kept["spec"]["seeded"] == ["c", "d", "b", "a"]
+    assert [pairing.key for pairing in schedule(resumed)] == first
+    assert [e.name for e in spec_from_mapping(kept["spec"], ROOT).entrants] == ["c", "d", "b", "a"]
+    with pytest.raises(TournamentError, match="only a Swiss or knockout event is seeded"):
+        spec_from_mapping({**cup, "format": "round-robin", "bots": bots}, ROOT)
 
 
 async def test_an_arena_pairs_each_bot_again_as_soon_as_its_game_ends(tmp_path: Path) -> None:

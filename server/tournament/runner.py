@@ -37,11 +37,13 @@ from server.tournament.schedule import (
     schedule,
 )
 from server.tournament.spec import (
+    SEEDED_KEY,
     Entrant,
     TournamentError,
     TournamentSpec,
     changes,
     check_programs,
+    seeded,
 )
 
 _WARNED: set[str] = set()  # what the sandbox lacks is said once per process
@@ -80,12 +82,13 @@ class Progress:
         self.out.flush()
 
 
-async def begin(records: Records, spec: TournamentSpec) -> None:
+async def begin(records: Records, spec: TournamentSpec) -> TournamentSpec:
     """Keep the tournament in the records as its file says it, the first time it runs; a run
     of one begun already must come from the same file (``changes``), or the new file's games
     would mix with the old one's results in one table (a bot added against games played
     without it, seeds moved by a reordering...): raises ``TournamentError`` naming what
-    changed."""
+    changed. Returns the tournament as it is played: an event seeded by the ladder in the
+    order its first run read from the ratings, kept with its copy of the file."""
     started = await asyncio.to_thread(records.tournament, spec.id)
     if started is not None:
         changed = changes(started["spec"], orjson.loads(orjson.dumps(spec.raw)))
@@ -96,7 +99,28 @@ async def begin(records: Records, spec: TournamentSpec) -> None:
                 f"file's. What changed: {'; '.join(changed)}. Put the file back as it was to "
                 "resume it, or give the new one another name to begin it afresh"
             )
+        order = started["spec"].get(SEEDED_KEY)
+        return spec if order is None else seeded(spec, order)
+    if spec.seeding == "ladder":
+        spec = seeded(spec, await ladder_seeds(records, spec))
     records.tournament_started(spec.id, spec.name, spec.game, spec.raw)
+    return spec
+
+
+async def ladder_seeds(records: Records, spec: TournamentSpec) -> list[str]:
+    """The bots strongest first by their ratings on the arena's ladder, in the current season
+    (a hosted bot's by its registered name, another's by its own); those without a rating
+    after them, as listed."""
+    ladder = await asyncio.to_thread(records.ladder, spec.game, None)
+    ordinal = {row["bot"].casefold(): row["ordinal"] for row in (ladder or {}).get("bots", [])}
+
+    def rating(entrant: Entrant) -> float | None:
+        return ordinal.get((entrant.hosted or entrant.name).partition("#")[0].casefold())
+
+    rated = [entrant for entrant in spec.entrants if rating(entrant) is not None]
+    rated.sort(key=lambda entrant: -(rating(entrant) or 0.0))  # stable: ties as listed
+    unrated = [entrant for entrant in spec.entrants if rating(entrant) is None]
+    return [entrant.name for entrant in (*rated, *unrated)]
 
 
 class TournamentRunner:
@@ -153,7 +177,7 @@ class TournamentRunner:
         """
         spec = self.spec
         check_programs(spec.entrants, spec.game)
-        await begin(self.records, spec)
+        self.spec = spec = await begin(self.records, spec)
         if spec.format == "swiss":
             return await self._in_rounds(spec.rounds * (len(spec.entrants) // 2))
         if spec.format == "knockout":

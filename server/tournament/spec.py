@@ -30,9 +30,13 @@ from server.games import GAMES
 from server.games.base import JsonObject, TimeBank
 
 PLACEHOLDERS = ("host", "port", "simulation", "side", "seed", "game", "python")
+# In the records' copy of a file seeded by the ladder: the order the ratings gave at its first
+# run, which every later run (and the league's page) pairs by.
+SEEDED_KEY = "seeded"
+SEEDINGS = ("listed", "ladder")  # the bots' seeds: as listed, or by their ladder ratings
 KEYS = (
     "name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots", "format",
-    "rounds", "tie_breaks", "duration_s",
+    "rounds", "tie_breaks", "duration_s", "seeding", SEEDED_KEY,
 )  # fmt: skip
 # Who meets whom (server.tournament.formats): every pair; one bot (the first listed) against each
 # of the others; a Swiss event of ``rounds`` rounds; a knockout seeded as the bots are listed; an
@@ -91,6 +95,7 @@ class TournamentSpec:
     rounds: int = 0  # a Swiss event's
     tie_breaks: int = 2  # a knockout's games after a drawn one, at most (then the higher seed)
     duration_s: int = 0  # an arena's, from its first run's start
+    seeding: str = "listed"  # one of SEEDINGS: a Swiss or knockout event's first order
 
 
 def load_spec(path: Path) -> TournamentSpec:
@@ -166,6 +171,9 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         paired_games or any(entrant.sides != seat_names for entrant in entrants)
     ):
         raise TournamentError(f"key 'format': a {kind} event's bots all play either side")
+    seeding = _seeding(raw, kind)
+    if SEEDED_KEY in raw:
+        entrants = _seeded_order(entrants, raw[SEEDED_KEY])
     return TournamentSpec(
         id=re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "tournament",
         name=name,
@@ -181,7 +189,30 @@ def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
         rounds=rounds,
         tie_breaks=tie_breaks,
         duration_s=duration_s,
+        seeding=seeding,
     )
+
+
+def seeded(spec: TournamentSpec, order: list[str]) -> TournamentSpec:
+    """``spec`` with its bots in ``order`` (their seeds), which its file's copy keeps."""
+    entrants = _seeded_order(spec.entrants, order)
+    return dataclasses.replace(spec, entrants=entrants, raw={**spec.raw, SEEDED_KEY: order})
+
+
+def _seeding(raw: dict[str, Any], kind: str) -> str:
+    seeding: str = _get(raw, "seeding", str, "listed")
+    if seeding not in SEEDINGS:
+        raise TournamentError(f"key 'seeding': one of {', '.join(SEEDINGS)}, got {seeding!r}")
+    if seeding != "listed" and kind not in ("swiss", "knockout"):
+        raise TournamentError("key 'seeding': only a Swiss or knockout event is seeded")
+    return seeding
+
+
+def _seeded_order(entrants: tuple[Entrant, ...], order: object) -> tuple[Entrant, ...]:
+    by_name = {entrant.name: entrant for entrant in entrants}
+    if not isinstance(order, list) or sorted(map(str, order)) != sorted(by_name):
+        raise TournamentError(f"key '{SEEDED_KEY}': the file's bots, each once, in seed order")
+    return tuple(by_name[name] for name in order)
 
 
 def _known_keys(raw: dict[str, Any], known: tuple[str, ...], prefix: str = "") -> None:
@@ -407,7 +438,7 @@ def spec_from_folder(folder: Path) -> TournamentSpec:
 # What a key is when the file leaves it out, so that writing a default out is no change.
 _DEFAULTS: JsonObject = {
     "seed": 1, "swap_sides": False, "paired_games": 0, "format": "round-robin", "rounds": 0,
-    "tie_breaks": 2, "duration_s": 0,
+    "tie_breaks": 2, "duration_s": 0, "seeding": "listed",
 }  # fmt: skip
 _LIMIT_DEFAULTS: JsonObject = {
     "cpu_seconds": DEFAULT_LIMITS.cpu_seconds,

@@ -256,7 +256,7 @@ function gameOfFile(text) {
       if (!line.state || !data.seats.includes(line.seat)) throw new Error(`${where}: the turn line has no position or no seat`);
       const debug = typeof line.debug === "string" ? line.debug : null;
       const stderr = typeof line.stderr === "string" ? line.stderr : null;
-      const timing = line.timing && typeof line.timing === "object" ? line.timing : null;
+      const timing = Array.isArray(line.timing) ? line.timing : null;
       data.frames.push({ turn: line.turn, seat: line.seat, state: line.state, events: line.events || [], scores: line.scores, debug, stderr, timing });
     } else if (kind === "result" && data.result === null) {
       data.result = line.result;
@@ -579,15 +579,17 @@ function renderSeatStats() {
 const SVG = "http://www.w3.org/2000/svg";
 const CHART = { width: 320, height: 120, pad: 4 };
 
+const THINK_MS = 3; // in the records' `timing`: [reply, round trip, lateness, think], in ms
+
 /** Each side's think time per turn (the records' `timing`: a reply's time less the round trip
  * of its connection and the arena's own lateness), one line per seat, scaled to the longest. */
 function renderThinkChart() {
-  const timed = replay.frames.filter((frame) => frame.timing && typeof frame.timing.thinkMs === "number");
+  const timed = replay.frames.filter((frame) => Array.isArray(frame.timing) && typeof frame.timing[THINK_MS] === "number");
   show(ui.thinkChart, timed.length > 0);
   if (!timed.length) return;
   const first = replay.frames[0].turn;
   const span = Math.max(1, replay.frames[replay.frames.length - 1].turn - first);
-  const most = Math.max(1, ...timed.map((frame) => frame.timing.thinkMs));
+  const most = Math.max(1, ...timed.map((frame) => frame.timing[THINK_MS]));
   const x = (turn) => CHART.pad + ((turn - first) / span) * (CHART.width - 2 * CHART.pad);
   const y = (ms) => CHART.height - CHART.pad - (ms / most) * (CHART.height - 2 * CHART.pad);
   const players = replay.players.filter(Boolean);
@@ -597,14 +599,14 @@ function renderThinkChart() {
     group.setAttribute("class", `seat-${player.seat}`);
     const line = document.createElementNS(SVG, "polyline");
     line.setAttribute("class", "think-line");
-    line.setAttribute("points", own.map((frame) => `${x(frame.turn).toFixed(1)},${y(frame.timing.thinkMs).toFixed(1)}`).join(" "));
+    line.setAttribute("points", own.map((frame) => `${x(frame.turn).toFixed(1)},${y(frame.timing[THINK_MS]).toFixed(1)}`).join(" "));
     line.dataset.points = String(own.length);
     group.append(line);
     return group;
   });
   ui.thinkSvg.replaceChildren(...lines);
   const legend = players.map((player) => {
-    const own = timed.filter((frame) => frame.seat === player.seat).map((frame) => frame.timing.thinkMs);
+    const own = timed.filter((frame) => frame.seat === player.seat).map((frame) => frame.timing[THINK_MS]);
     const mean = own.length ? own.reduce((sum, ms) => sum + ms, 0) / own.length : 0;
     const figures = own.length ? `mean ${mean.toFixed(0)} ms, most ${Math.max(...own)} ms` : "no timed reply";
     return el(
