@@ -187,7 +187,7 @@ def test_paired_games_share_a_seed_with_the_sides_swapped() -> None:
         (
             {"name": "x", "game": "thud", "paralel": 2, "bots": []},
             "key 'paralel': unknown (the known keys are name, game, seed, parallel, swap_sides, "
-            "paired_games, limits, bots, format, rounds, tie_breaks, duration_s)",
+            "paired_games, limits, bots, format, rounds, tie_breaks, duration_s, seeding)",
         ),
         (
             {"name": "x", "game": "thud", "limits": {"cpu_secnds": 3}, "bots": TWO_BOTS},

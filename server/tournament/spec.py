@@ -36,7 +36,7 @@ SEEDED_KEY = "seeded"
 SEEDINGS = ("listed", "ladder")  # the bots' seeds: as listed, or by their ladder ratings
 KEYS = (
     "name", "game", "seed", "parallel", "swap_sides", "paired_games", "limits", "bots", "format",
-    "rounds", "tie_breaks", "duration_s", "seeding", SEEDED_KEY,
+    "rounds", "tie_breaks", "duration_s", "seeding",
 )  # fmt: skip
 # Who meets whom (server.tournament.formats): every pair; one bot (the first listed) against each
 # of the others; a Swiss event of ``rounds`` rounds; a knockout seeded as the bots are listed; an
@@ -117,7 +117,7 @@ def load_spec(path: Path) -> TournamentSpec:
 def spec_from_mapping(raw: object, base: Path) -> TournamentSpec:
     if not isinstance(raw, dict):
         raise TournamentError("a tournament file holds one object")
-    _known_keys(raw, KEYS)
+    _known_keys(raw, KEYS, known_beside=(SEEDED_KEY,))
     name = _get(raw, "name", str)
     game = _get(raw, "game", str)
     if game not in GAMES:
@@ -215,10 +215,16 @@ def _seeded_order(entrants: tuple[Entrant, ...], order: object) -> tuple[Entrant
     return tuple(by_name[name] for name in order)
 
 
-def _known_keys(raw: dict[str, Any], known: tuple[str, ...], prefix: str = "") -> None:
-    """A misspelled key would otherwise be ignored, and its default used without a word."""
+def _known_keys(
+    raw: dict[str, Any],
+    known: tuple[str, ...],
+    prefix: str = "",
+    known_beside: tuple[str, ...] = (),
+) -> None:
+    """A misspelled key would otherwise be ignored, and its default used without a word (the
+    keys ``known_beside`` are the arena's own, in its copy of a file: not named to a user)."""
     for key in raw:
-        if key not in known:
+        if key not in known and key not in known_beside:
             raise TournamentError(
                 f"key '{prefix}{key}': unknown (the known keys are {', '.join(known)})"
             )
