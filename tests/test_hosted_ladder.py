@@ -244,14 +244,14 @@ async def test_two_hosted_bots_one_compiled_play_rated_games_on_two_workers_with
         while True:  # until each has played a rated game
             table = records.ladder("thud", None)
             rows = {} if table is None else {row["bot"]: row for row in table["bots"]}
-            # Each worker plays both bots: the slower to start may not have said so yet.
-            if {"Grimli", "Cragbeard"} <= rows.keys() and all(
-                {"plays Grimli", "plays Cragbeard"} <= plays(log) for log in (first, second)
-            ):
+            if {"Grimli", "Cragbeard"} <= rows.keys():
                 break
             await asyncio.sleep(0.2)
+        (game_id, *_) = records.games_of_bot("Cragbeard", 5)  # their first game
+        # Each worker plays both bots: the slower to start may not have said so yet.
+        while not all({"plays Grimli", "plays Cragbeard"} <= plays(log) for log in (first, second)):
+            await asyncio.sleep(0.2)
     assert rows["Grimli"]["games"] == rows["Cragbeard"]["games"] >= 1, rows
-    (game_id, *_) = records.games_of_bot("Cragbeard", 5)
     record = records.game(game_id)
     assert record is not None and record["turnCount"] == 20, record
     assert {player["bot"] for player in record["players"]} == {"Grimli", "Cragbeard"}
