@@ -194,3 +194,34 @@ async def test_play_from_a_turn_a_game_does_not_have_or_on_a_draining_node_is_re
         async with session.post(f"{served.url}/api/games/{source.id}/play-from?turn=1") as response:
             assert response.status == 409
             assert (await response.json())["message"] == BotError.SERVER_DRAINING
+
+
+async def test_play_from_a_game_charging_think_time_charges_it_too(served: Served) -> None:
+    """A game created with ``"clock": {"charge": "think"}`` keeps it in its settings, and the
+    simulation played on from one of its turns charges its replies their think time too."""
+    first, second = (
+        await RawClient.connect(served.tcp_port),
+        await RawClient.connect(served.tcp_port),
+    )
+    await first.send({"type": "create-simulation", "game": "thud", "clock": {"charge": "think"}})
+    simulation = (await first.expect("ready"))["simulationId"]
+    for client in (first, second):
+        await client.send({"type": "join-simulation", "simulationId": simulation})
+        assert (await client.expect("game-info"))["charge"] == "think"
+    turn = await first.expect("turn")
+    move = turn["state"]["moves"][0]
+    await first.send({"type": "player-turn", "turn": 1, "move": move})
+    await second.expect("turn")
+    await second.close()  # the game ends: the dwarfs win, the record finished
+    assert (await first.expect("error"))["message"] == BotError.PLAYER_DISCONNECTED
+    await first.expect("win-game")
+    await first.close()
+    await served.records.flush()
+    record = await asyncio.to_thread(served.records.game, simulation)
+    assert record is not None and record["settings"]["charge"] == "think"
+    async with aiohttp.ClientSession() as session:
+        url = f"{served.url}/api/games/{simulation}/play-from?turn=1"
+        async with session.post(url) as response:
+            assert response.status == 200, await response.text()
+            created = await response.json()
+    assert served.arena.matches[created["simulationId"]].limits.charge_think

@@ -114,11 +114,11 @@ def test_validate_fails_a_crashing_bot_and_names_a_missing_program(tmp_path: Pat
 
 
 # --- tavern tournament: stopped by signals, resumed ----------------------------------------------
-def slow(name: str, player: str) -> dict[str, Any]:
+def slow(name: str, player: str, delay_ms: int = 8) -> dict[str, Any]:
     return {
         "name": name,
         "command": [
-            *("{python}", SLOW_HOUSE, "tavern", player, "--delay-ms", "8"),
+            *("{python}", SLOW_HOUSE, "tavern", player, "--delay-ms", str(delay_ms)),
             *("--simulation", "{simulation}", "--side", "{side}", "--port", "{port}"),
             *("--seed", "{seed}"),
         ],

@@ -162,29 +162,38 @@ def test_three_workers_one_killed_mid_game_give_the_single_machine_league(
         assert worker.returncode == 143
 
 
+def beside_one_machine(
+    tmp_path: Path, processes: Processes, cup: dict[str, Any], redis_url: str, database: str
+) -> tuple[str, str, subprocess.Popen[str]]:
+    """``cup`` played on one machine (the reference) and queued on ``redis_url`` for the two
+    workers the command starts, which record in ``database``: the queued run's output (its
+    league the reference's), its errors, and its process."""
+    path = tmp_path / "cup.json"
+    path.write_text(json.dumps(cup))
+    reference = processes.start(
+        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
+    )
+    queued = processes.start(
+        *("tournament", str(path), "--database", database, "--redis", redis_url),
+        *("--workers", "2", "--log", str(tmp_path / "cup.log")),
+    )
+    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert queued.returncode == 0, errors
+    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
+    assert reference.returncode == 0, reference_errors
+    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
+    return out, errors, queued
+
+
 def test_a_tournament_with_its_own_workers_on_an_sqlite_file(
     tmp_path: Path, arena_redis: RedisServer | RedisCluster, processes: Processes
 ) -> None:
     """``--workers 2``: the command starts its workers, which record in its SQLite file (they
     are on its machine), and stops them at the end; the league is the local run's. On one
     Redis and on a Redis Cluster alike."""
-    redis = arena_redis
-    path = tmp_path / "cup.json"
-    path.write_text(json.dumps(SLOW_CUP))
     database = str(tmp_path / "arena.db")
-    reference = processes.start(
-        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
-    )
-    queued = processes.start(
-        *("tournament", str(path), "--database", database, "--redis", redis.url),
-        *("--workers", "2", "--log", str(tmp_path / "cup.log")),
-    )
-    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
-    assert queued.returncode == 0, errors
+    _, errors, queued = beside_one_machine(tmp_path, processes, SLOW_CUP, arena_redis.url, database)
     assert "only workers on this machine can record games in it" in errors
-    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
-    assert reference.returncode == 0, reference_errors
-    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
     owners = {owner.rsplit("-", 2)[1] for _, _, owner, _ in games(database)}
     assert len(owners) == 2  # the games were played by two worker processes
     assert str(queued.pid) not in owners
@@ -195,25 +204,13 @@ def test_a_swiss_event_on_workers_pairs_each_round_from_the_last_as_one_machine_
 ) -> None:
     """A Swiss event of four bots over two rounds, queued for two workers: the command pairs
     round 2 once round 1's results are in, and the standings are the local run's."""
-    path = tmp_path / "swiss.json"
-    bots = [slow("p", "pusher"), slow("w", "wanderer"), slow("q", "pusher"), slow("v", "wanderer")]
-    for bot in bots:  # no delay: nothing here waits for a game under way
-        bot["command"][bot["command"].index("--delay-ms") + 1] = "0"
-    path.write_text(json.dumps({**SLOW_CUP, "format": "swiss", "rounds": 2, "bots": bots}))
+    # No delay: nothing here waits for a game under way.
+    bots = [slow(name, player, delay_ms=0) for name, player in (
+        ("p", "pusher"), ("w", "wanderer"), ("q", "pusher"), ("v", "wanderer"))]  # fmt: skip
     database = str(tmp_path / "arena.db")
-    reference = processes.start(
-        "tournament", str(path), "--database", str(tmp_path / "reference.db"), "--workers", "0"
-    )
-    queued = processes.start(
-        *("tournament", str(path), "--database", database, "--redis", redis.url),
-        *("--workers", "2", "--log", str(tmp_path / "swiss.log")),
-    )
-    out, errors = queued.communicate(timeout=COMMAND_TIMEOUT_S)
-    assert queued.returncode == 0, errors
-    reference_out, reference_errors = reference.communicate(timeout=COMMAND_TIMEOUT_S)
-    assert reference.returncode == 0, reference_errors
+    swiss = {**SLOW_CUP, "format": "swiss", "rounds": 2, "bots": bots}
+    out, _, _ = beside_one_machine(tmp_path, processes, swiss, redis.url, database)
     assert "standings" in out.lower()
-    assert out.split("\nratings")[0] == reference_out.split("\nratings")[0]
     pairings = sorted(pairing for _, status, _, pairing in games(database) if status == "finished")
     assert [pairing.split(":")[0] for pairing in pairings] == ["round 1"] * 2 + ["round 2"] * 2
 

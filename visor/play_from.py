@@ -23,7 +23,7 @@ from server.errors import Rejected
 from server.games.base import TimeBank
 from server.played_on import NoStartingPoint, starting_point
 from server.records import Records
-from server.replay import CLOCK_KEY, DamagedRecord
+from server.replay import CHARGE_KEY, CLOCK_KEY, DamagedRecord
 from server.seat_channel import SeatMessage
 from server.session import Client, Session
 from visor.responses import json_error, json_response
@@ -85,7 +85,10 @@ async def play_from(request: web.Request) -> web.Response:
     except Rejected as rejected:  # a record's clock was checked as its game was created
         creation.error(rejected.message, rejected.reason)
     else:
-        match = session.create(Create({"game": game}, game, None, bank, None, point))
+        think = record["settings"].get(CHARGE_KEY) == "think"  # its clock charged think time
+        match = session.create(
+            Create({"game": game}, game, None, bank, None, point, charge_think=think)
+        )
     if match is None:
         assert creation.refusal is not None, "a create that opens nothing says why"
         message, reason = creation.refusal

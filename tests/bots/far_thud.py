@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -51,7 +52,9 @@ async def delaying_proxy(port: int, delay_s: float) -> AsyncIterator[int]:
 
     async def relay(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         server_r, server_w = await asyncio.open_connection("127.0.0.1", port, limit=1 << 24)
-        await asyncio.gather(pump(client_r, server_w), pump(server_r, client_w))
+        # Cancelled as the process ends, its game over: nothing more to relay, nothing to say.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(pump(client_r, server_w), pump(server_r, client_w))
 
     proxy = await asyncio.start_server(relay, "127.0.0.1", 0, limit=1 << 24)
     async with proxy:
